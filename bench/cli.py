@@ -1,0 +1,64 @@
+"""`bench` command line. Each subcommand lives in `bench/commands/<name>.py` with `register(subparsers)`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+
+# Subcommand modules, in the order `bench --help` lists them.
+COMMANDS = ("run", "eval", "results", "methods", "data", "leaderboard")
+
+
+class CLIError(Exception):
+    """An error to show the user as one line, without a traceback (exit status 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bench",
+        description="lenbench: train embedding methods under a shared budget, evaluate clean and elongation-attacked.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging and full tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"bench.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"bench.commands.{name}":
+                continue  # a subcommand not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `bench` alone is the README's main job: `bench run` with its defaults.
+    if not argv or argv[0] in ("-v", "--verbose") and len(argv) == 1:
+        argv = argv + ["run"]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("bench: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one clear line for expected errors, traceback with -v
+        from bench.errors import USER_ERRORS
+
+        if args.verbose or not isinstance(exc, USER_ERRORS):
+            raise
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

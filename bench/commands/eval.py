@@ -1,0 +1,97 @@
+"""`bench eval`: score one model on one or more suites and record the run."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from bench.attacks import parse_elong_variants
+from bench.commands.common import add_data_dir, add_db, add_encoder_options, add_eval_options, command_line, open_db
+from bench.evaluate import evaluate, format_table
+from bench.models import load_model
+from bench.provenance import code_version, config_hash, data_fingerprint, package_versions
+from bench.suites import EvalContext, parse_suites
+from bench.suites.registry import split_suite_args
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="evaluate an encoder (or bm25) on suites, clean and @elong",
+        description="Evaluate a model on suites: sts, beir14, beir:NAME[,NAME], knn[:NAME], mteb:TASK[,TASK], diag; "
+        "append @elong for elongation-attacked variants; several suites with '+' or repeated --suite.",
+    )
+    p.add_argument("--model", required=True, help="local model folder, hub id, 'minilm' (packaged all-MiniLM-L6-v2) or 'bm25'")
+    p.add_argument("--suite", action="append", required=True, help="suite string, e.g. sts@elong or beir:scifact")
+    add_encoder_options(p)
+    add_eval_options(p)
+    add_data_dir(p)
+    add_db(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    suite_args = split_suite_args(args.suite)
+    suites = parse_suites(suite_args)  # unknown suite: error before anything is written
+    elong = parse_elong_variants(args.elong)
+    db = open_db(args)
+    model = load_model(
+        args.model,
+        pooling=args.pooling,
+        max_len=args.max_len,
+        batch_size=args.batch_size,
+        device=args.device,
+        use_cache=not args.no_cache,
+    )
+    describe = model.describe()
+    config = {
+        "model": args.model,
+        "suite": suite_args,
+        "pooling": describe.get("pooling"),
+        "max_len": args.max_len,
+        "batch_size": args.batch_size,
+        "elong": elong,
+        "limit": args.limit,
+        "seed": args.seed,
+        "model_fingerprint": describe.get("fingerprint"),
+    }
+    run_id = db.create_run(
+        kind="eval",
+        model=args.model,
+        method="vanilla" if args.model.lower() != "bm25" else "bm25",
+        backbone=args.model,
+        suite="+".join(suite_args),
+        config=config,
+        config_hash=config_hash(config),
+        seed=args.seed,
+        code_version=code_version(),
+        package_versions=package_versions(),
+        command=command_line(),
+        status="running",
+    )
+    ctx = EvalContext(
+        data_dir=args.data_dir,
+        max_len=args.max_len,
+        seed=args.seed,
+        elong=elong,
+        limit=args.limit,
+        fetch=args.download,
+        batch_size=args.batch_size,
+    )
+    t0 = time.time()
+    try:
+        records = evaluate(model, suites, ctx, db=db, run_id=run_id)
+    except BaseException as exc:
+        db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", data_fingerprint=_fp(ctx))
+        raise
+    db.finish_run(run_id, data_fingerprint=_fp(ctx))
+    print(f"run {run_id}  model={args.model}  suites={'+'.join(suite_args)}  ({time.time() - t0:.0f}s)")
+    print(format_table(records))
+    return 0
+
+
+def _fp(ctx: EvalContext) -> dict:
+    try:
+        return data_fingerprint(ctx.files_read)
+    except OSError:
+        return {}

@@ -1,0 +1,67 @@
+"""Run suites over a model and write each dataset's scores to the results database as soon as it is done."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pandas as pd
+
+from bench.suites.base import CLEAN, EvalContext, Suite
+from results_db import ResultsDB, ScoreRecord
+
+
+def evaluate(
+    model: Any,
+    suites: list[tuple[Suite, bool]],
+    ctx: EvalContext,
+    db: ResultsDB | None = None,
+    run_id: int | None = None,
+    on_dataset: Callable[[str, list[ScoreRecord]], None] | None = None,
+) -> list[ScoreRecord]:
+    """Score every dataset of every suite; each dataset is one transaction, so a crash keeps finished ones.
+
+    Datasets the run already has scores for (a resumed run) are not evaluated again.
+    """
+    done = db.scored_datasets(run_id) if db is not None and run_id is not None else set()
+    records: list[ScoreRecord] = []
+    for suite, attacked in suites:
+        sub = replace(ctx, attacked=attacked)
+        for dataset in suite.datasets():
+            wanted = {(suite.name, dataset, v) for v in sub.variants()}
+            if wanted <= done:
+                continue
+            recs = suite.evaluate(model, dataset, sub)
+            if db is not None and run_id is not None:
+                db.add_scores(run_id, recs)
+            records.extend(recs)
+            if on_dataset is not None:
+                on_dataset(dataset, recs)
+    return records
+
+
+def score_frame(records: list[ScoreRecord] | pd.DataFrame) -> pd.DataFrame:
+    """Long scores -> one row per (suite, dataset, metric); columns clean, each attacked variant, and its change."""
+    if isinstance(records, pd.DataFrame):
+        df = records[["suite", "dataset", "metric", "variant", "value"]]
+    else:
+        df = pd.DataFrame(
+            [{"suite": r.suite, "dataset": r.dataset, "metric": r.metric, "variant": r.variant, "value": r.value} for r in records]
+        )
+    if df.empty:
+        return df
+    wide = df.pivot_table(index=["suite", "dataset", "metric"], columns="variant", values="value", aggfunc="first")
+    cols = [CLEAN] + sorted(c for c in wide.columns if c != CLEAN)
+    wide = wide[[c for c in cols if c in wide.columns]]
+    if CLEAN in wide.columns:
+        for col in [c for c in wide.columns if c.startswith("elong-")]:
+            wide[f"change({col})"] = wide[col] - wide[CLEAN]
+    return wide.reset_index()
+
+
+def format_table(records: list[ScoreRecord] | pd.DataFrame) -> str:
+    frame = score_frame(records)
+    if frame.empty:
+        return "(no scores)"
+    return frame.to_string(index=False, float_format=lambda v: f"{v:.2f}")

