@@ -1,0 +1,39 @@
+import json
+
+from bench.cli import main
+from results_db import ResultsDB, ScoreRecord
+
+
+def fill(db_path):
+    db = ResultsDB(db_path)
+    run = db.create_run(model="m", method="simcse", config={}, seed=1)
+    db.add_scores(run, [ScoreRecord("sts", "stsb", "spearman", 80.5, 10), ScoreRecord("sts", "stsb", "spearman", 70.25, 10, variant="elong-2")])
+    db.finish_run(run)
+    return run
+
+
+def test_results_formats(tmp_path, capsys):
+    db_path = tmp_path / "r.sqlite"
+    run = fill(db_path)
+    assert main(["results", "--db", str(db_path), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {(r["run_id"], r["variant"], r["value"]) for r in rows} == {(run, "clean", 80.5), (run, "elong-2", 70.25)}
+    assert main(["results", "--db", str(db_path), "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("run_id,method,model,status,suite,dataset,variant")
+    assert main(["results", "--db", str(db_path)]) == 0
+    table = capsys.readouterr().out
+    assert "change(elong-2)" in table and "-10.25" in table
+
+
+def test_results_on_empty_db_says_how_to_start(tmp_path, capsys):
+    assert main(["results", "--db", str(tmp_path / "empty.sqlite")]) == 0
+    assert "bench eval" in capsys.readouterr().err
+
+
+def test_data_list_shows_present_and_missing(tmp_path, capsys):
+    (tmp_path / "sts").mkdir()
+    (tmp_path / "sts" / "sts12.tsv").write_text("sentence1\tsentence2\tscore\n")
+    assert main(["data", "list", "--data-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert str(tmp_path / "sts" / "sts12.tsv") in out
+    assert "scifact" in out and "missing" in out
