@@ -25,6 +25,7 @@ SUITE_FACTORIES: dict[str, str] = {
     "knn": "bench.suites.knn:make_suite",
     "mteb": "bench.suites.mteb_suite:make_suite",
     "diag": "bench.suites.diag:make_suite",
+    "heldout": "bench.suites.heldout:make_suite",  # constructed known-item task (bench run offline default)
 }
 
 

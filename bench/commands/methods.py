@@ -1,0 +1,25 @@
+"""`bench methods`: the registered training methods with their paper and default hyper-parameters."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("methods", help="list training methods (built-in and plugins) with paper and defaults")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from methods import all_methods
+
+    for spec in all_methods():
+        aliases = f" (alias: {', '.join(spec.aliases)})" if spec.aliases else ""
+        trains = "" if spec.trains else " [no training]"
+        print(f"{spec.name}{aliases}{trains}")
+        print(f"    {spec.summary}")
+        print(f"    paper: {spec.paper}")
+        defaults = ", ".join(f"{k}={v!r}" for k, v in asdict(spec.defaults()).items())
+        print(f"    defaults: {defaults or '-'}")
+    return 0

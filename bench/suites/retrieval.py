@@ -1,0 +1,283 @@
+"""Retrieval suites `beir:NAME[,NAME]` and `beir14`: exact cosine search, metrics computed by pytrec_eval.
+
+Scores are stored x100 (like the STS suite and the tables in DATA.md): nDCG@10 0.6451 is stored as 64.51.
+Metrics (all through `pytrec_eval.RelevanceEvaluator`, i.e. trec_eval's definitions, as BEIR and mteb use):
+    ndcg_at_10   trec_eval `ndcg_cut.10` (graded gains = qrels relevance)
+    recall_at_100  trec_eval `recall.100`
+    mrr_at_10    trec_eval `recip_rank` over each query's top 10 only. mteb computes MRR@k itself as the reciprocal
+                 rank of the first relevant document (relevance > 0) within the top k, ties broken by document id
+                 descending, which is what trec_eval does; cutting the run at 10 and asking for `recip_rank` gives
+                 exactly that number.
+Each query's top `TOP_K` (1000, as BEIR and mteb) documents form the run. Queries without any positive judgement
+are dropped (mteb does the same). Identical query/document ids are removed from the run for the datasets whose
+mteb task definitions ask for it (ArguAna, Quora, FiQA, FEVER), so published MTEB figures are reproduced.
+
+`@elong`: documents are attacked (each variant of `ctx.elong`, via `bench.attacks.attack_texts`, cut at the
+model's max_len), queries stay clean. A lexical model (BM25) brings its own word-level attack and search.
+
+`--limit N` evaluates a deterministic slice that stays a meaningful retrieval problem: the first N judged
+queries (in qrels-file order), and a corpus made of every document judged for them plus the first
+`LIMIT_DISTRACTORS_PER_QUERY * N` other documents in corpus-file order (distractors).
+
+cqadupstack (in beir14) is evaluated forum by forum (`cqadupstack-android`, ...) and written both per forum and as
+dataset "cqadupstack" = the unweighted mean of the 12 forums (how BEIR and MTEB report it). The mean rows carry no
+per-item values (a paired bootstrap over pooled queries would weight forums by size, which the mean does not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytrec_eval
+import torch
+
+from bench.attacks import attack_texts
+from bench.data import BEIR14, get_info, locate, read_beir
+from bench.data.catalog import CQADUPSTACK_FORUMS
+from bench.data.errors import DataError
+from bench.data.readers import RetrievalData
+from bench.suites.base import CLEAN, EvalContext, SuiteError
+from results_db import ItemValues, ScoreRecord
+
+TOP_K = 1000
+NDCG_K = 10
+RECALL_K = 100
+MRR_K = 10
+METRICS = ("ndcg_at_10", "recall_at_100", "mrr_at_10")
+LIMIT_DISTRACTORS_PER_QUERY = 10
+# mteb's tasks with `ignore_identical_ids = True` among the BEIR-14 sets (a query is also a corpus document there).
+IGNORE_IDENTICAL_IDS = frozenset({"arguana", "quora", "fiqa", "fever"})
+# Queries x documents scored per matmul block; bounds memory to about QUERY_BLOCK * DOC_BLOCK floats.
+QUERY_BLOCK = 1024
+DOC_BLOCK = 50_000
+
+Run = dict[str, dict[str, float]]  # query id -> {doc id: score}
+
+
+# ----------------------------------------------------------------------------- metrics
+def retrieval_metrics(qrels: dict[str, dict[str, int]], run: Run) -> dict[str, dict[str, float]]:
+    """Per-query nDCG@10, recall@100 and MRR@10 (x100) for every query of `qrels`, by pytrec_eval.
+
+    A query absent from the run (nothing retrieved) scores 0 on every metric, as trec_eval -c would count it.
+    """
+    main = pytrec_eval.RelevanceEvaluator(qrels, {f"ndcg_cut.{NDCG_K}", f"recall.{RECALL_K}"}).evaluate(run)
+    # MRR@10: recip_rank over the top 10 of each query, ranked as trec_eval ranks (score desc, then doc id desc).
+    top10 = {qid: dict(sorted(docs.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)[:MRR_K]) for qid, docs in run.items()}
+    rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(top10)
+    out: dict[str, dict[str, float]] = {}
+    for qid in qrels:
+        m = main.get(qid, {})
+        out[qid] = {
+            "ndcg_at_10": 100.0 * m.get(f"ndcg_cut_{NDCG_K}", 0.0),
+            "recall_at_100": 100.0 * m.get(f"recall_{RECALL_K}", 0.0),
+            "mrr_at_10": 100.0 * rr.get(qid, {}).get("recip_rank", 0.0),
+        }
+    return out
+
+
+# ------------------------------------------------------------------------------ search
+def exact_search(query_emb: np.ndarray, doc_emb: np.ndarray, k: int, device: str | torch.device = "cpu"):
+    """Top-k documents per query by dot product (cosine for normalised embeddings), exact, in blocks.
+
+    Returns (scores, indices), each (n_queries, min(k, n_docs)), best first.
+    """
+    n_q, n_d = len(query_emb), len(doc_emb)
+    k = min(k, n_d)
+    scores_out = np.zeros((n_q, k), dtype=np.float32)
+    index_out = np.zeros((n_q, k), dtype=np.int64)
+    if k == 0 or n_q == 0:
+        return scores_out, index_out
+    docs = torch.from_numpy(np.ascontiguousarray(doc_emb, dtype=np.float32)).to(device)
+    for qs in range(0, n_q, QUERY_BLOCK):
+        q = torch.from_numpy(np.ascontiguousarray(query_emb[qs : qs + QUERY_BLOCK], dtype=np.float32)).to(device)
+        best_s = best_i = None
+        for ds in range(0, n_d, DOC_BLOCK):
+            sims = q @ docs[ds : ds + DOC_BLOCK].T
+            s, i = torch.topk(sims, min(k, sims.shape[1]), dim=1)
+            i = i + ds
+            if best_s is not None:
+                merged = torch.cat([best_s, s], dim=1)
+                s, pos = torch.topk(merged, min(k, merged.shape[1]), dim=1)
+                i = torch.gather(torch.cat([best_i, i], dim=1), 1, pos)
+            best_s, best_i = s, i
+        scores_out[qs : qs + len(q)] = best_s.cpu().numpy()
+        index_out[qs : qs + len(q)] = best_i.cpu().numpy()
+    return scores_out, index_out
+
+
+def to_run(
+    query_ids: list[str], doc_ids: list[str], scores: np.ndarray, indices: np.ndarray, ignore_identical_ids: bool, k: int
+) -> Run:
+    run: Run = {}
+    for row, qid in enumerate(query_ids):
+        hits: dict[str, float] = {}
+        for s, j in zip(scores[row], indices[row]):
+            if j < 0:  # not retrieved (a lexical model marks documents sharing no term this way)
+                continue
+            did = doc_ids[int(j)]
+            if ignore_identical_ids and did == qid:
+                continue
+            hits[did] = float(s)
+            if len(hits) == k:
+                break
+        run[qid] = hits
+    return run
+
+
+def is_lexical(model: Any) -> bool:
+    return callable(getattr(model, "search", None)) and not callable(getattr(model, "encode", None))
+
+
+def search_run(model: Any, queries: list[str], docs: list[str], query_ids: list[str], doc_ids: list[str], *,
+               ignore_identical_ids: bool, desc: str) -> Run:  # fmt: skip
+    """Rank the documents for every query with the model: exact cosine for encoders, the model's own search for BM25."""
+    k = TOP_K + (1 if ignore_identical_ids else 0)  # one spare: the query itself may be dropped
+    if is_lexical(model):
+        scores, indices = model.search(docs, queries, k)
+    else:
+        q_emb = model.encode(queries, desc=f"{desc} queries")
+        d_emb = model.encode(docs, desc=f"{desc} corpus")
+        device = getattr(model, "device", "cpu")
+        scores, indices = exact_search(q_emb, d_emb, k, device=device)
+    return to_run(query_ids, doc_ids, scores, indices, ignore_identical_ids, TOP_K)
+
+
+def attack_documents(model: Any, texts: list[str], elong: str, seed: int) -> list[str]:
+    """Elongation-attacked documents: the model's own attack if it has one (BM25), else token-aware within max_len."""
+    own = getattr(model, "attack_texts", None)
+    if callable(own):
+        return own(texts, elong, seed=seed)
+    return attack_texts(texts, elong, model.tokenizer, model.max_len, seed=seed)
+
+
+# ------------------------------------------------------------------------------- data
+def load_retrieval(dataset: str, ctx: EvalContext) -> RetrievalData:
+    info = get_info(dataset)
+    if info.kind != "beir":
+        raise SuiteError(f"{dataset!r} is not a retrieval (BEIR) dataset")
+    data = read_beir(locate(dataset, ctx.data_dir, ctx.fetch), name=dataset)
+    ctx.files_read.update(data.files)
+    data = keep_positive_queries(data)
+    if ctx.limit:
+        data = limit_slice(data, ctx.limit)
+    return data
+
+
+def keep_positive_queries(data: RetrievalData) -> RetrievalData:
+    """Drop queries whose judgements are all non-positive: no metric is defined for them (mteb drops them too)."""
+    qrels = {q: rels for q, rels in data.qrels.items() if any(r > 0 for r in rels.values())}
+    if not qrels:
+        raise DataError(f"{data.name}: no query has a positive relevance judgement (every qrels score is <= 0)")
+    return RetrievalData(data.name, data.corpus, {q: data.queries[q] for q in qrels}, qrels, data.files)
+
+
+def limit_slice(data: RetrievalData, limit: int, distractors_per_query: int = LIMIT_DISTRACTORS_PER_QUERY) -> RetrievalData:
+    """First `limit` queries; corpus = their judged documents + the first `distractors_per_query*limit` others."""
+    if limit < 1:
+        raise DataError(f"--limit must be a positive number of queries, got {limit}")
+    qids = list(data.qrels)[:limit]
+    qrels = {q: data.qrels[q] for q in qids}
+    judged = {d for rels in qrels.values() for d in rels}
+    keep = set(judged)
+    budget = distractors_per_query * len(qids)
+    for did in data.corpus:
+        if budget <= 0:
+            break
+        if did not in keep:
+            keep.add(did)
+            budget -= 1
+    corpus = {did: doc for did, doc in data.corpus.items() if did in keep}  # corpus-file order kept
+    return RetrievalData(data.name, corpus, {q: data.queries[q] for q in qids}, qrels, data.files)
+
+
+# ------------------------------------------------------------------------------ suite
+def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalContext, suite: str) -> list[ScoreRecord]:
+    """All variants of one retrieval dataset: records for the three metrics, with per-query values."""
+    query_ids = list(data.qrels)
+    queries = [data.queries[q] for q in query_ids]
+    doc_ids = list(data.corpus)
+    clean_docs = [data.doc_text(d) for d in doc_ids]
+    ignore_identical = dataset in IGNORE_IDENTICAL_IDS
+    records = []
+    for variant in ctx.variants():
+        if variant == CLEAN:
+            docs = clean_docs
+        else:
+            elong = variant.split("-", 1)[1]
+            seed = ctx.rng(f"{dataset}|{variant}|docs").getrandbits(32)
+            docs = attack_documents(model, clean_docs, elong, seed)
+        run = search_run(model, queries, docs, query_ids, doc_ids, ignore_identical_ids=ignore_identical,
+                         desc=f"{dataset} {variant}")  # fmt: skip
+        per_query = retrieval_metrics(data.qrels, run)
+        for metric in METRICS:
+            values = [per_query[q][metric] for q in query_ids]
+            records.append(
+                ScoreRecord(
+                    suite=suite,
+                    dataset=dataset,
+                    variant=variant,
+                    metric=metric,
+                    value=float(np.mean(values)),
+                    n=len(values),
+                    items=ItemValues("mean", list(query_ids), values),
+                )
+            )
+    return records
+
+
+@dataclass
+class RetrievalSuite:
+    names: tuple[str, ...]
+    name: str = "beir"
+
+    def datasets(self) -> list[str]:
+        return list(self.names)
+
+    def evaluate(self, model: Any, dataset: str, ctx: EvalContext) -> list[ScoreRecord]:
+        if dataset == "cqadupstack":
+            return self._cqadupstack(model, ctx)
+        return score_retrieval(model, load_retrieval(dataset, ctx), dataset, ctx, self.name)
+
+    def _cqadupstack(self, model: Any, ctx: EvalContext) -> list[ScoreRecord]:
+        forum_records: list[ScoreRecord] = []
+        for forum in CQADUPSTACK_FORUMS:
+            name = f"cqadupstack-{forum}"
+            forum_records += score_retrieval(model, load_retrieval(name, ctx), name, ctx, self.name)
+        means = []
+        for variant in ctx.variants():
+            for metric in METRICS:
+                vals = [r.value for r in forum_records if r.variant == variant and r.metric == metric]
+                n = sum(r.n for r in forum_records if r.variant == variant and r.metric == metric)
+                means.append(ScoreRecord(self.name, "cqadupstack", metric, float(np.mean(vals)), n=n, variant=variant))
+        return forum_records + means
+
+
+def _check_names(names: tuple[str, ...]) -> None:
+    for n in names:
+        if n == "cqadupstack":
+            continue
+        try:
+            info = get_info(n)
+        except DataError as exc:
+            raise SuiteError(str(exc)) from None
+        if info.kind != "beir":
+            raise SuiteError(f"{n!r} is not a retrieval (BEIR) dataset; e.g. beir:scifact")
+
+
+def make_suite(arg: str | None) -> RetrievalSuite:
+    """`beir:scifact[,nfcorpus]`; plain `beir` means the 14 BEIR sets, like `beir14`."""
+    if not arg:
+        return make_beir14(None)
+    names = tuple(n.strip() for n in arg.split(",") if n.strip())
+    if not names:
+        raise SuiteError("beir: name at least one dataset, e.g. beir:scifact")
+    _check_names(names)
+    return RetrievalSuite(names)
+
+
+def make_beir14(arg: str | None) -> RetrievalSuite:
+    if arg:
+        raise SuiteError(f"beir14 takes no datasets (got {arg!r}); use beir:{arg} for a selection")
+    return RetrievalSuite(tuple(BEIR14))

@@ -1,0 +1,116 @@
+"""Checkpoints in safetensors: everything `--resume` needs to continue a run exactly where it stopped.
+
+Layout under <out>/checkpoints/:
+    step-00000120/model.safetensors    encoder weights (what the saved encoder will hold)
+    step-00000120/state.safetensors    every other tensor: adapter's extra modules, AdamW moments, RNG states,
+                                       adapter state (momentum encoder, queue ...)
+    step-00000120/state.json           the structure around those tensors + plain values (step, consumption,
+                                       data position, python RNG state, config fingerprint)
+    LATEST                             name of the newest complete checkpoint
+
+A checkpoint is written to a temporary folder and renamed into place, and LATEST is replaced atomically, so a
+process killed while saving leaves the previous checkpoint intact. Only the newest `keep` checkpoints stay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+LATEST = "LATEST"
+
+
+# ------------------------------------------------------------------ nested state <-> tensors + JSON
+def flatten_state(obj: Any, tensors: dict[str, torch.Tensor], path: str = "s") -> Any:
+    """Replace every tensor in a nested dict/list/tuple by a reference; tensors go to `tensors` (cloned, CPU).
+
+    Dict keys keep their type (optimizer state is keyed by int) and tuples stay tuples (random.getstate()).
+    Tensors are cloned, so weights shared between modules (tied embeddings) save without safetensors' aliasing error.
+    """
+    if isinstance(obj, torch.Tensor):
+        key = f"{path}#{len(tensors)}"
+        tensors[key] = obj.detach().to("cpu").contiguous().clone()
+        return {"__tensor__": key}
+    if isinstance(obj, np.ndarray):
+        return flatten_state(torch.from_numpy(np.ascontiguousarray(obj)), tensors, path)
+    if isinstance(obj, dict):
+        return {"__dict__": [[k, flatten_state(v, tensors, f"{path}.{k}")] for k, v in obj.items()]}
+    if isinstance(obj, tuple):
+        return {"__tuple__": [flatten_state(v, tensors, f"{path}.{i}") for i, v in enumerate(obj)]}
+    if isinstance(obj, list):
+        return [flatten_state(v, tensors, f"{path}.{i}") for i, v in enumerate(obj)]
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if isinstance(obj, (np.integer, np.floating)):
+        return obj.item()
+    raise TypeError(f"cannot checkpoint a value of type {type(obj).__name__} at {path}")
+
+
+def unflatten_state(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
+    if isinstance(obj, dict):
+        if "__tensor__" in obj:
+            return tensors[obj["__tensor__"]]
+        if "__dict__" in obj:
+            return {k: unflatten_state(v, tensors) for k, v in obj["__dict__"]}
+        if "__tuple__" in obj:
+            return tuple(unflatten_state(v, tensors) for v in obj["__tuple__"])
+    if isinstance(obj, list):
+        return [unflatten_state(v, tensors) for v in obj]
+    return obj
+
+
+# --------------------------------------------------------------------------------- save / load
+def checkpoint_root(out_dir: str | os.PathLike[str]) -> Path:
+    return Path(out_dir) / "checkpoints"
+
+
+def latest_checkpoint(out_dir: str | os.PathLike[str]) -> Path | None:
+    root = checkpoint_root(out_dir)
+    marker = root / LATEST
+    if not marker.exists():
+        return None
+    folder = root / marker.read_text().strip()
+    return folder if (folder / "state.json").exists() else None
+
+
+def save_checkpoint(
+    out_dir: str | os.PathLike[str], step: int, model_state: dict[str, torch.Tensor], state: dict[str, Any], keep: int = 1
+) -> Path:
+    root = checkpoint_root(out_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    name = f"step-{step:08d}"
+    tmp = root / f".{name}.tmp"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    save_file({k: v.detach().to("cpu").contiguous().clone() for k, v in model_state.items()}, str(tmp / "model.safetensors"))
+    tensors: dict[str, torch.Tensor] = {}
+    structure = flatten_state(state, tensors)
+    save_file(tensors, str(tmp / "state.safetensors"))
+    (tmp / "state.json").write_text(json.dumps(structure))
+    final = root / name
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    marker_tmp = root / f".{LATEST}.tmp"
+    marker_tmp.write_text(name)
+    os.replace(marker_tmp, root / LATEST)
+    older = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("step-") and p.name != name)
+    for old in older[: max(0, len(older) - (keep - 1))]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def load_checkpoint(folder: str | os.PathLike[str]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    folder = Path(folder)
+    model_state = load_file(str(folder / "model.safetensors"))
+    tensors = load_file(str(folder / "state.safetensors"))
+    state = unflatten_state(json.loads((folder / "state.json").read_text()), tensors)
+    return model_state, state

@@ -1,0 +1,436 @@
+"""The shared trainer (SPEC §1): one loop for every method, so a comparison differs only in the adapter.
+
+AdamW over the encoder and the adapter's extra modules, a linear warm-up (0 steps by default) and linear decay
+to zero at the schedule's horizon, seeded RNGs, gradient clipping, bf16 autocast on CUDA, a tqdm bar with loss
+and throughput, training-log rows in the results DB, safetensors checkpoints every N steps and at the stop,
+`resume=True` continuing from the newest checkpoint to the same final step count, and a non-finite loss
+stopping the run with a TrainingError after saving a checkpoint.
+
+Schedule horizon: the step count the budget implies (steps, or examples / batch size); when the budget only
+limits tokens or seconds, one epoch of the corpus (the papers train one epoch) - training also stops there.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import resource
+import time
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from bench.errors import ConfigError, TrainingError
+from bench.provenance import config_hash
+from bench.train.budget import Budget, Consumption
+from bench.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+
+log = logging.getLogger(__name__)
+
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+@dataclass
+class TrainConfig:
+    """Settings every method of a comparison shares (SPEC §1). Defaults suit a CPU; papers use bs 64, max_len 256."""
+
+    max_len: int = 64
+    batch_size: int = 16
+    lr: float = 3e-5
+    weight_decay: float = 0.0  # SimCSE / LA(SER)^3 train with the HF Trainer default (no decay)
+    warmup_steps: int = 0  # SPEC §1: linear warm-up 0, then linear decay
+    max_grad_norm: float = 1.0  # HF Trainer default clipping, as the reference implementations
+    seed: int = 0
+    pooling: str = "mean"  # pooling the saved encoder declares (used at evaluation)
+    checkpoint_every: int = 50  # steps between checkpoints (0: only at the stop)
+    keep_checkpoints: int = 1
+    log_every: int = 1  # steps between training-log rows
+    epochs_horizon: float = 1.0  # schedule horizon when the budget gives no step count
+    precision: str = "auto"  # auto: bf16 autocast on CUDA, fp32 on CPU
+    device: str | None = None  # None: cuda if available
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_len < 8:
+            raise ConfigError(f"max_len must be at least 8 tokens, got {self.max_len}")
+        if self.batch_size < 2:
+            raise ConfigError(f"batch_size must be at least 2 (in-batch negatives), got {self.batch_size}")
+        if not self.lr > 0:
+            raise ConfigError(f"lr must be positive, got {self.lr}")
+        if self.warmup_steps < 0 or self.checkpoint_every < 0 or self.log_every < 1:
+            raise ConfigError("warmup_steps and checkpoint_every must be >= 0 and log_every >= 1")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision {self.precision!r} is not one of {PRECISIONS}")
+
+    def shared(self) -> dict[str, Any]:
+        """The fields that define a comparison (progress/logging/device cadence excluded)."""
+        d = asdict(self)
+        for k in ("checkpoint_every", "keep_checkpoints", "log_every", "device", "progress"):
+            d.pop(k)
+        return d
+
+
+@dataclass
+class TrainResult:
+    consumed: Consumption
+    stopped_by: str  # a budget kind, or "schedule" (the horizon was reached)
+    horizon: int
+    final_loss: float
+    out_dir: Path
+    encoder_dir: Path | None = None
+    resumed_from: int | None = None  # the step a resumed run started at
+    losses: list[float] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------------ helpers
+class TextStream:
+    """Seeded shuffled passes over the corpus; its position (epoch, index) is saved for resume."""
+
+    def __init__(self, n_texts: int, seed: int):
+        self.n = n_texts
+        self.seed = seed
+        self.epoch = 0
+        self.index = 0
+        self._order = self._shuffle(0)
+
+    def _shuffle(self, epoch: int) -> list[int]:
+        order = list(range(self.n))
+        random.Random(f"{self.seed}|epoch|{epoch}").shuffle(order)
+        return order
+
+    def next_index(self) -> int:
+        if self.index >= self.n:
+            self.epoch += 1
+            self.index = 0
+            self._order = self._shuffle(self.epoch)
+        i = self._order[self.index]
+        self.index += 1
+        return i
+
+    def state(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "index": self.index}
+
+    def restore(self, state: dict[str, int]) -> None:
+        self.epoch, self.index = int(state["epoch"]), int(state["index"])
+        self._order = self._shuffle(self.epoch)
+
+
+def linear_schedule(step: int, warmup: int, horizon: int) -> float:
+    """LR factor: linear warm-up to 1 over `warmup` steps, then linear decay to 0 at `horizon`."""
+    if warmup and step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (horizon - step) / max(1, horizon - warmup))
+
+
+def peak_memory(device: torch.device) -> tuple[float, str]:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20, "cuda_max_allocated"
+    # ru_maxrss is in KiB on Linux: the peak resident set of this process (model, data, evaluation included).
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "process_rss_peak"
+
+
+def _batch_tokens(batch: dict[str, Any]) -> int:
+    if "n_tokens" in batch:
+        return int(batch["n_tokens"])
+    return int(sum(int(v.sum()) for k, v in batch.items() if k.endswith("attention_mask") and torch.is_tensor(v)))
+
+
+def _batch_examples(batch: dict[str, Any], fallback: int) -> int:
+    return int(batch.get("n_examples", fallback))
+
+
+def _parameters(model: torch.nn.Module, extra: Sequence[torch.nn.Module]) -> list[torch.nn.Parameter]:
+    """Trainable parameters, each once (extra modules may share the encoder's word embeddings)."""
+    seen: set[int] = set()
+    params = []
+    for module in [model, *extra]:
+        for p in module.parameters():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                params.append(p)
+    return params
+
+
+def _rng_state(py_rng: random.Random, device: torch.device) -> dict[str, Any]:
+    state: dict[str, Any] = {"python": py_rng.getstate(), "torch": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def _restore_rng(py_rng: random.Random, state: dict[str, Any], device: torch.device) -> None:
+    py_rng.setstate(state["python"])
+    torch.set_rng_state(state["torch"])
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)
+
+
+# ------------------------------------------------------------------------------------- trainer
+def train(
+    adapter: Any,
+    model: torch.nn.Module,
+    tokenizer: Any,
+    texts: Sequence[str],
+    budget: Budget,
+    config: TrainConfig,
+    out_dir: str | Path,
+    *,
+    db: Any = None,
+    run_id: int | None = None,
+    resume: bool = False,
+    save_encoder_dir: str | Path | None = "encoder",
+) -> TrainResult:
+    """Train `model` with `adapter` on `texts` until the budget (or the schedule horizon) stops it.
+
+    `save_encoder_dir` (relative to out_dir, or absolute; None: do not save) receives the trained encoder as a
+    transformers + sentence-transformers folder without the adapter's training-only modules.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if not texts:
+        raise TrainingError("the training corpus is empty")
+    device = torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    use_bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
+    autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if use_bf16 else nullcontext
+
+    ckpt = latest_checkpoint(out)
+    if ckpt is not None and not resume:
+        raise ConfigError(f"{out} already holds a checkpoint ({ckpt.name}); resume it (--resume) or use another output folder")
+
+    # Seed before setup: the adapter's extra modules (MLM head, decoder) are initialised from this state.
+    random.seed(config.seed)
+    torch.manual_seed(config.seed)
+    py_rng = random.Random(config.seed)
+    model.to(device)
+    extra = list(adapter.setup(model) or [])
+    for m in extra:
+        m.to(device)
+    params = _parameters(model, extra)
+    decay = [p for p in params if p.ndim >= 2]
+    no_decay = [p for p in params if p.ndim < 2]
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}], lr=config.lr
+    )
+    horizon = budget.planned_steps(config.batch_size) or max(
+        1, math.ceil(config.epochs_horizon * len(texts) / config.batch_size)
+    )
+    stream = TextStream(len(texts), config.seed)
+    consumed = Consumption()
+    fingerprint = config_hash(
+        {"train": config.shared(), "budget": budget.asked(), "adapter": getattr(adapter, "name", ""), "n_texts": len(texts)}
+    )
+    resumed_from = None
+    if ckpt is not None:
+        model_state, state = load_checkpoint(ckpt)
+        if state["fingerprint"] != fingerprint:
+            raise ConfigError(
+                f"checkpoint {ckpt} was made with other settings (method, budget, max_len, batch size, lr, seed or "
+                "corpus differ); resume with the same command or use another output folder"
+            )
+        model.load_state_dict(model_state)
+        for m, s in zip(extra, state["extra"]):
+            m.load_state_dict(s)
+        optimizer.load_state_dict(state["optimizer"])
+        adapter.load_state_dict(state["adapter"])
+        stream.restore(state["stream"])
+        _restore_rng(py_rng, state["rng"], device)
+        consumed = Consumption(**state["consumed"])
+        resumed_from = consumed.steps
+        log.info("resuming %s from step %d", out, consumed.steps)
+
+    def checkpoint() -> Path:
+        return save_checkpoint(
+            out,
+            consumed.steps,
+            model.state_dict(),
+            {
+                "fingerprint": fingerprint,
+                "extra": [m.state_dict() for m in extra],
+                "optimizer": optimizer.state_dict(),
+                "adapter": adapter.state_dict(),
+                "stream": stream.state(),
+                "rng": _rng_state(py_rng, device),
+                "consumed": asdict(consumed),
+            },
+            keep=config.keep_checkpoints,
+        )
+
+    accepts = getattr(adapter, "accepts", None)
+
+    def next_texts() -> list[str]:
+        picked: list[str] = []
+        tried = 0
+        while len(picked) < config.batch_size:
+            text = texts[stream.next_index()]
+            tried += 1
+            if accepts is None or accepts(text):
+                picked.append(text)
+            elif tried > len(texts) and not picked:
+                raise TrainingError(f"method {getattr(adapter, 'name', '?')!r} can use no text of the training corpus")
+        return picked
+
+    pending_logs: list[dict[str, Any]] = []
+
+    def flush_logs() -> None:
+        if db is not None and run_id is not None and pending_logs:
+            db.log_train(run_id, pending_logs)
+        pending_logs.clear()
+
+    model.train()
+    for m in extra:
+        m.train()
+    losses: list[float] = []
+    stopped_by = ""
+    bar = tqdm(
+        total=budget.steps or horizon, initial=consumed.steps, desc=getattr(adapter, "name", "train"),
+        unit="step", disable=not config.progress,
+    )
+    clock_start = time.monotonic() - consumed.seconds  # a resumed run keeps counting its seconds
+    empty_batches = 0
+    try:
+        while True:
+            reached = budget.reached(consumed)
+            if reached:
+                stopped_by = reached
+                break
+            if consumed.steps >= horizon:
+                stopped_by = "schedule"
+                break
+            step_start = time.monotonic()
+            batch = adapter.make_batch(next_texts(), py_rng)
+            if batch is None:
+                empty_batches += 1
+                if empty_batches > 100:
+                    raise TrainingError(f"method {getattr(adapter, 'name', '?')!r} built no batch from 100 draws of texts")
+                continue
+            empty_batches = 0
+            lr = config.lr * linear_schedule(consumed.steps, config.warmup_steps, horizon)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            with autocast():
+                loss, extras = adapter.loss(model, batch)
+            value = float(loss.detach().float())
+            if not math.isfinite(value):
+                # Weights are still those before this step; the data position is past the offending batch.
+                path = checkpoint()
+                flush_logs()
+                raise TrainingError(
+                    f"non-finite loss ({value}) at step {consumed.steps + 1} of {getattr(adapter, 'name', '?')}; "
+                    f"stopped, checkpoint saved at {path} (lower --lr or check the data)"
+                )
+            loss.backward()
+            if config.max_grad_norm and config.max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            adapter.after_step(model)
+
+            n_examples = _batch_examples(batch, config.batch_size)
+            consumed.steps += 1
+            consumed.examples += n_examples
+            n_tokens = _batch_tokens(batch)
+            consumed.tokens += n_tokens
+            consumed.seconds = time.monotonic() - clock_start
+            consumed.peak_memory_mb, consumed.peak_memory_kind = peak_memory(device)
+            losses.append(value)
+            step_time = max(time.monotonic() - step_start, 1e-9)
+            if consumed.steps % config.log_every == 0:
+                row = {
+                    "step": consumed.steps, "loss": value, "lr": lr, "examples_per_s": n_examples / step_time,
+                    "examples": n_examples, "tokens": n_tokens, "step_seconds": step_time, "elapsed_seconds": consumed.seconds,
+                }
+                row.update({k: float(v) for k, v in (extras or {}).items()})
+                pending_logs.append(row)
+                if len(pending_logs) >= 20:
+                    flush_logs()
+            bar.update(1)
+            bar.set_postfix(loss=f"{value:.4f}", ex_s=f"{n_examples / step_time:.1f}")
+            if config.checkpoint_every and consumed.steps % config.checkpoint_every == 0:
+                flush_logs()
+                checkpoint()
+    finally:
+        bar.close()
+    flush_logs()
+    checkpoint()
+    result = TrainResult(
+        consumed=consumed,
+        stopped_by=stopped_by,
+        horizon=horizon,
+        final_loss=losses[-1] if losses else float("nan"),
+        out_dir=out,
+        resumed_from=resumed_from,
+        losses=losses,
+    )
+    if save_encoder_dir is not None:
+        from bench.encoder import save_encoder
+
+        target = Path(save_encoder_dir)
+        target = target if target.is_absolute() else out / target
+        model.eval()
+        result.encoder_dir = save_encoder(model, tokenizer, target, pooling=config.pooling, max_len=config.max_len)
+    return result
+
+
+# --------------------------------------------------------------------------- backbone + method
+RANDOM_BACKBONE_PREFIX = "random-bert-"
+
+
+def load_backbone(name: str, cache_dir: str | Path | None = None) -> tuple[torch.nn.Module, Any, str]:
+    """(model, tokenizer, resolved source). Names: a folder, 'minilm' (packaged all-MiniLM-L6-v2), a hub id, or
+    'random-bert-tiny|mini|small' (random BERT on the packaged vocab, written once under cache_dir, seed 0)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from bench.encoder import ModelLoadError, resolve_model
+
+    if name.startswith(RANDOM_BACKBONE_PREFIX):
+        from bench.backbones import make_random_bert
+
+        size = name[len(RANDOM_BACKBONE_PREFIX) :]
+        root = Path(cache_dir or Path.home() / ".cache" / "lenbench" / "backbones")
+        try:
+            source = str(make_random_bert(root / name, size=size, seed=0))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    else:
+        source = resolve_model(name)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = AutoModel.from_pretrained(source)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"cannot load backbone {name!r} ({source}): {exc}") from exc
+    return model, tokenizer, source
+
+
+def train_method(
+    method: str,
+    *,
+    backbone: str,
+    texts: Sequence[str],
+    budget: Budget,
+    config: TrainConfig,
+    out_dir: str | Path,
+    db: Any = None,
+    run_id: int | None = None,
+    resume: bool = False,
+    method_overrides: dict[str, Any] | None = None,
+) -> TrainResult:
+    """Load the backbone, build the method's adapter with its (paper-default) config, train, save the encoder."""
+    from methods import get_method
+
+    spec = get_method(method)
+    if not spec.trains:
+        raise ConfigError(f"method {spec.name!r} does not train (it evaluates the backbone as it is)")
+    try:
+        method_config = spec.config_from(method_overrides or {})
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+    model, tokenizer, _ = load_backbone(backbone)
+    torch.manual_seed(config.seed)
+    adapter = spec.build(method_config, tokenizer=tokenizer, max_len=config.max_len, seed=config.seed)
+    return train(adapter, model, tokenizer, texts, budget, config, out_dir, db=db, run_id=run_id, resume=resume)

@@ -1,0 +1,63 @@
+"""lenbench leaderboard (Streamlit). Start it with `bench leaderboard [--db PATH_OR_URL]`, or
+`streamlit run leaderboard/app.py -- --db PATH_OR_URL`; without --db it shows $LENBENCH_DB, else ./lenbench.sqlite.
+
+The database is opened read-only: nothing this app runs can write to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):
+    # `streamlit run leaderboard/app.py` runs this file as a script: make the checkout importable.
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import streamlit as st  # noqa: E402
+from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
+
+from leaderboard import cache, queries  # noqa: E402
+from leaderboard.views import compare, empty, main, robustness, run  # noqa: E402
+
+VIEWS = {
+    "Leaderboard": main.show,
+    "Robustness": robustness.show,
+    "Run": run.show,
+    "Compare": compare.show,
+}
+
+
+def db_argument(argv: list[str]) -> str | None:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--db", default=None)
+    # parse_known_args: under AppTest / pytest, argv holds the test runner's own arguments.
+    args, _ = parser.parse_known_args(argv)
+    return args.db
+
+
+def render() -> None:
+    st.set_page_config(page_title="lenbench leaderboard", layout="wide")
+    state = queries.db_state(db_argument(sys.argv[1:]))
+    st.sidebar.title("lenbench")
+    st.sidebar.caption(f"database (read-only): `{state.location}`")
+    if state.is_file and not state.exists:
+        empty.show(state, f"There is no results database at `{state.location}` yet.")
+        return
+    try:
+        if not cache.has_results(state.location, state.version):
+            empty.show(state, f"`{state.location}` is not a lenbench results database yet (no runs table).")
+            return
+        runs = cache.runs(state.location, state.version)
+    except SQLAlchemyError as exc:
+        st.error(f"Cannot read the results database `{state.location}`: {type(exc).__name__}: {exc.orig if hasattr(exc, 'orig') else exc}")
+        return
+    if runs.empty:
+        empty.show(state, "The results database has no runs yet.")
+        return
+    view = st.sidebar.radio("View", list(VIEWS), key="view")
+    st.sidebar.divider()
+    VIEWS[view](state)
+
+
+render()

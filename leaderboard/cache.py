@@ -1,0 +1,78 @@
+"""Cached reads for the app. Every cached function takes the DBState's version stamp (mtime and size of the
+SQLite file), so a write to the database invalidates what the app shows and nothing else does.
+
+Server databases (URLs) have no file to stat; their version stamp is the current minute instead
+(`queries.SERVER_REFRESH_S`), so what the app shows is at most that old.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from leaderboard import queries, stats, tables
+from leaderboard.queries import DBState
+
+MAX_ENTRIES = 64
+
+
+@st.cache_resource(show_spinner=False)
+def _open(location: str):  # noqa: ANN202 - a ResultsDB, one engine per database for the whole server
+    return queries.open_readonly(location)
+
+
+def database(state: DBState):  # noqa: ANN201
+    return _open(state.location)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def has_results(location: str, version: tuple[int, ...]) -> bool:
+    return queries.has_results_tables(_open(location))
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def runs(location: str, version: tuple[int, ...]) -> pd.DataFrame:
+    return tables.group_runs(queries.run_list(_open(location)))
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def score_catalog(location: str, version: tuple[int, ...]) -> pd.DataFrame:
+    return queries.score_catalog(_open(location))
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def suite_scores(location: str, version: tuple[int, ...], suite: str, metrics: tuple[str, ...], variants: tuple[str, ...]) -> pd.DataFrame:
+    return queries.suite_scores(_open(location), suite, list(metrics), list(variants))
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def run_scores(location: str, version: tuple[int, ...], run_id: int) -> pd.DataFrame:
+    return queries.run_scores(_open(location), run_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def run_detail(location: str, version: tuple[int, ...], run_id: int) -> dict | None:
+    return queries.run_detail(_open(location), run_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def train_log(location: str, version: tuple[int, ...], run_id: int) -> pd.DataFrame:
+    return queries.train_log(_open(location), run_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def items_for_scores(location: str, version: tuple[int, ...], score_ids: tuple[int, ...]) -> dict[int, dict]:
+    return queries.items_for_scores(_open(location), list(score_ids))
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def bootstrap(location: str, version: tuple[int, ...], score_a: int, score_b: int, resamples: int) -> stats.BootstrapCI | str:
+    """The CI of score_b - score_a, or a sentence saying why there is none."""
+    items = queries.items_for_scores(_open(location), [score_a, score_b])
+    if score_a not in items or score_b not in items:
+        missing = [name for name, sid in (("A", score_a), ("B", score_b)) if sid not in items]
+        return f"no per-item scores stored for run {' and '.join(missing)}"
+    try:
+        return stats.paired_bootstrap(items[score_a], items[score_b], resamples=resamples)
+    except ValueError as exc:
+        return str(exc)

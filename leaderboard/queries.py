@@ -1,0 +1,184 @@
+"""Read-only access to the results database for the leaderboard.
+
+Every query here is a SELECT built with SQLAlchemy expressions; user choices (suite, metric, run ids) reach the
+database only as bound parameters, never spliced into SQL text. The database is opened read-only
+(`ResultsDB(..., read_only=True)`: SQLite's mode=ro, plus `PRAGMA query_only` on every connection; other
+databases get read-only transactions), so nothing the app runs can write to it.
+
+Nothing in this module imports streamlit: the app caches these functions (see `leaderboard.cache`), the
+benchmark and the tests call them directly.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import distinct, event, func, inspect, select
+from sqlalchemy.engine import Engine
+
+from results_db import ResultsDB, default_db_url
+from results_db.models import Run, Score, ScoreItems, TrainLog
+
+# What the main view needs of a run; the JSON columns (config, package versions...) are read per run only.
+RUN_LIST_COLUMNS = (
+    "id", "kind", "model", "method", "backbone", "suite", "train_corpus", "budget_label", "seed", "status",
+    "started_at", "finished_at",
+)  # fmt: skip
+
+
+SERVER_REFRESH_S = 60
+
+
+@dataclass(frozen=True)
+class DBState:
+    """Where the database is and a version stamp that changes whenever it is written (the cache key)."""
+
+    location: str  # a file path or an SQLAlchemy URL, as given
+    is_file: bool
+    exists: bool
+    version: tuple[int, ...]  # (mtime_ns, size) of the file and its -wal / -journal companions
+
+
+def resolve_location(db: str | os.PathLike[str] | None = None) -> str:
+    """The database to show: the argument, else $LENBENCH_DB, else the default file (as `bench` resolves it)."""
+    return str(db) if db not in (None, "") else default_db_url()
+
+
+def db_state(db: str | os.PathLike[str] | None = None) -> DBState:
+    location = resolve_location(db)
+    if "://" in location:
+        # A server database: no file to stat, so the stamp is the current time slot; cached reads refresh each slot.
+        return DBState(location, is_file=False, exists=True, version=(int(time.time() // SERVER_REFRESH_S),))
+    path = Path(location).expanduser().resolve()
+    stamp: list[int] = []
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-journal")):
+        try:
+            st = p.stat()
+        except OSError:
+            stamp += [0, 0]
+        else:
+            stamp += [st.st_mtime_ns, st.st_size]
+    return DBState(str(path), is_file=True, exists=path.exists(), version=tuple(stamp))
+
+
+def open_readonly(location: str) -> ResultsDB:
+    """A ResultsDB whose engine cannot write (raises FileNotFoundError for a missing SQLite file)."""
+    db = ResultsDB(location, read_only=True)
+    _forbid_writes(db.engine)
+    return db
+
+
+def _forbid_writes(engine: Engine) -> None:
+    if engine.dialect.name == "sqlite":
+
+        @event.listens_for(engine, "connect")
+        def _query_only(dbapi_conn, _record):  # noqa: ANN001
+            # mode=ro already refuses writes to the file; query_only also refuses them on attached/temp schemas.
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA query_only=ON")
+            cur.close()
+
+    else:
+
+        @event.listens_for(engine, "begin")
+        def _read_only_tx(conn):  # noqa: ANN001
+            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+
+
+def has_results_tables(db: ResultsDB) -> bool:
+    """False for an empty file or a database that is not a lenbench results database."""
+    names = set(inspect(db.engine).get_table_names())
+    return {"runs", "scores"} <= names
+
+
+def run_list(db: ResultsDB) -> pd.DataFrame:
+    table = Run.__table__
+    stmt = select(*[table.c[name] for name in RUN_LIST_COLUMNS]).order_by(table.c.id)
+    with db.engine.connect() as conn:
+        frame = pd.read_sql(stmt, conn)
+    for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind"):
+        frame[col] = frame[col].fillna("").astype(str)
+    frame["seed"] = frame["seed"].fillna(0).astype(int)
+    return frame
+
+
+def score_catalog(db: ResultsDB) -> pd.DataFrame:
+    """One row per (suite, metric, variant) present, with how many runs have it: the filters' choices."""
+    s = Score.__table__
+    stmt = (
+        select(s.c.suite, s.c.metric, s.c.variant, func.count(distinct(s.c.run_id)).label("runs"))
+        .group_by(s.c.suite, s.c.metric, s.c.variant)
+        .order_by(s.c.suite, s.c.metric, s.c.variant)
+    )
+    with db.engine.connect() as conn:
+        return pd.read_sql(stmt, conn)
+
+
+def suite_scores(db: ResultsDB, suite: str, metrics: list[str], variants: list[str]) -> pd.DataFrame:
+    """Long scores (run_id, dataset, variant, metric, value) of one suite, for some metrics and variants."""
+    s = Score.__table__
+    stmt = select(s.c.run_id, s.c.dataset, s.c.variant, s.c.metric, s.c.value).where(s.c.suite == suite)
+    if metrics:
+        stmt = stmt.where(s.c.metric.in_(list(metrics)))
+    if variants:
+        stmt = stmt.where(s.c.variant.in_(list(variants)))
+    with db.engine.connect() as conn:
+        return pd.read_sql(stmt, conn)
+
+
+def run_detail(db: ResultsDB, run_id: int) -> dict[str, Any] | None:
+    try:
+        return db.get_run(int(run_id))
+    except KeyError:
+        return None
+
+
+def run_scores(db: ResultsDB, run_id: int) -> pd.DataFrame:
+    """Every score of one run, with whether per-item values (for the bootstrap) are stored."""
+    s, items = Score.__table__, ScoreItems.__table__
+    stmt = (
+        select(
+            s.c.id.label("score_id"), s.c.suite, s.c.dataset, s.c.variant, s.c.metric, s.c.value, s.c.n,
+            (items.c.score_id.isnot(None)).label("has_items"),
+        )  # fmt: skip
+        .select_from(s.outerjoin(items, items.c.score_id == s.c.id))
+        .where(s.c.run_id == int(run_id))
+        .order_by(s.c.suite, s.c.dataset, s.c.metric, s.c.variant)
+    )
+    with db.engine.connect() as conn:
+        frame = pd.read_sql(stmt, conn)
+    frame["has_items"] = frame["has_items"].astype(bool)
+    return frame
+
+
+def train_log(db: ResultsDB, run_id: int) -> pd.DataFrame:
+    t = TrainLog.__table__
+    stmt = select(t.c.step, t.c.loss, t.c.lr, t.c.examples_per_s).where(t.c.run_id == int(run_id)).order_by(t.c.step)
+    with db.engine.connect() as conn:
+        return pd.read_sql(stmt, conn)
+
+
+def score_items(db: ResultsDB, score_id: int) -> dict[str, Any] | None:
+    items = db.score_items(int(score_id))
+    if items is None:
+        return None
+    return {"aggregate": items.aggregate, "item_ids": items.item_ids, "values": items.values, "gold": items.gold}
+
+
+def items_for_scores(db: ResultsDB, score_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Per-item values of several scores in one query (the Compare view and the diag distribution plot)."""
+    if not score_ids:
+        return {}
+    t = ScoreItems.__table__
+    stmt = select(t).where(t.c.score_id.in_([int(i) for i in score_ids]))
+    with db.engine.connect() as conn:
+        rows = conn.execute(stmt).mappings().all()
+    return {
+        int(r["score_id"]): {"aggregate": r["aggregate"], "item_ids": r["item_ids"], "values": r["values"], "gold": r["gold"]}
+        for r in rows
+    }

@@ -1,0 +1,94 @@
+"""Widgets several views share: run filters, suite / metric pickers, tables with a CSV download."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from leaderboard import tables
+from leaderboard.tables import RunFilters
+
+BEST_STYLE = "background-color: rgba(33, 195, 84, 0.25); font-weight: 700"
+
+
+def options(values: pd.Series) -> list:
+    return sorted(values.dropna().unique().tolist(), key=lambda v: (str(type(v)), v))
+
+
+def run_filter_widgets(runs: pd.DataFrame, prefix: str) -> RunFilters:
+    """Sidebar multiselects for the group columns and the seed; an empty selection means all."""
+    st.sidebar.markdown("**Filter runs** (empty = all)")
+    chosen = {}
+    for column, label in (
+        ("method", "Method"),
+        ("backbone", "Backbone"),
+        ("budget", "Budget"),
+        ("corpus", "Training corpus"),
+        ("seed", "Seed"),
+    ):
+        chosen[column] = st.sidebar.multiselect(label, options(runs[column]), key=f"{prefix}_{column}")
+    finished_only = not st.sidebar.checkbox(
+        "Include unfinished runs (running / failed)",
+        key=f"{prefix}_unfinished",
+        help="Runs still running or that failed may have only some datasets scored.",
+    )
+    return RunFilters(
+        methods=chosen["method"],
+        backbones=chosen["backbone"],
+        budgets=chosen["budget"],
+        corpora=chosen["corpus"],
+        seeds=[int(s) for s in chosen["seed"]],
+        finished_only=finished_only,
+    )
+
+
+def pick_suite(catalog: pd.DataFrame, prefix: str, label: str = "Suite", where=st.sidebar) -> str | None:  # noqa: ANN001
+    suites = options(catalog["suite"])
+    if not suites:
+        return None
+    default = suites.index("sts") if "sts" in suites else 0
+    return where.selectbox(label, suites, index=default, key=f"{prefix}_suite")
+
+
+def pick_metric(catalog: pd.DataFrame, suite: str, prefix: str, where=st.sidebar) -> str | None:  # noqa: ANN001
+    metrics = options(catalog.loc[catalog["suite"] == suite, "metric"])
+    if not metrics:
+        return None
+    default = metrics.index(tables.primary_metric(suite, metrics))
+    # The key carries the suite: switching suite starts from that suite's primary metric.
+    return where.selectbox("Metric", metrics, index=default, key=f"{prefix}_metric_{suite}")
+
+
+def slug(*parts: object) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(str(p) for p in parts if p not in (None, ""))).strip("-")
+
+
+def csv_button(frame: pd.DataFrame, name: str, key: str, label: str = "Download CSV") -> None:
+    st.download_button(
+        label,
+        frame.to_csv(index=False).encode("utf-8"),
+        file_name=f"{slug(name)}.csv",
+        mime="text/csv",
+        key=key,
+        on_click="ignore",  # downloading must not rerun (and recompute) the page
+    )
+
+
+def best_mask(column: pd.Series) -> list[str]:
+    values = pd.to_numeric(column.map(lambda v: float(v) if isinstance(v, float) else np.nan), errors="coerce")
+    if values.notna().sum() < 2:
+        return [""] * len(column)
+    best = values.max()
+    return [BEST_STYLE if (not math.isnan(v) and v == best) else "" for v in values]
+
+
+def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, key: str, digits: int = 2) -> None:
+    """A sortable table: score cells sort by their value and show mean ± std; the best per column highlighted."""
+    styler = frame.style.format(lambda v: tables.format_cell(v, digits), subset=score_columns, na_rep="")
+    if highlight and score_columns:
+        styler = styler.apply(best_mask, subset=score_columns, axis=0)
+    st.dataframe(styler, hide_index=True, key=key, width="stretch")

@@ -1,0 +1,20 @@
+"""What an empty (or missing) database shows: how to add the first run, not a traceback."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from leaderboard.queries import DBState
+
+FIRST_RUN = "bench eval --model minilm --suite sts"
+
+
+def show(state: DBState, reason: str) -> None:
+    st.header("lenbench leaderboard")
+    st.info(f"{reason} Add the first run, then reload this page:")
+    db_option = f" --db {state.location}" if state.is_file else f" --db '{state.location}'"
+    st.code(FIRST_RUN + db_option, language="bash")
+    st.markdown(
+        "Then try `bench eval --model minilm --suite sts@elong` (clean and elongation-attacked scores) or "
+        "`bench run --method simcse,laser3-self --suite sts` (train under a shared budget, then evaluate)."
+    )

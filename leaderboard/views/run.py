@@ -1,0 +1,132 @@
+"""Run: everything about one run — config, provenance, budget asked vs consumed, loss curve, scores, and the
+command that reproduces it."""
+
+from __future__ import annotations
+
+import json
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from leaderboard import cache, tables
+from leaderboard.queries import DBState
+from leaderboard.views.common import csv_button, show_table
+
+
+def score_table(scores: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """One row per (suite, dataset, metric): clean, each attacked variant and its change (attacked - clean)."""
+    if scores.empty:
+        return scores, []
+    wide = scores.pivot_table(index=["suite", "dataset", "metric"], columns="variant", values="value", aggfunc="first")
+    variants = tables.order_variants(list(wide.columns))
+    wide = wide[variants]
+    value_columns = list(variants)
+    if tables.CLEAN in wide.columns:
+        for variant in variants:
+            if variant != tables.CLEAN:
+                wide[f"change {variant}"] = wide[variant] - wide[tables.CLEAN]
+                value_columns.append(f"change {variant}")
+    wide = wide.reset_index()
+    wide["_order"] = wide["dataset"].map(lambda d: tables.DATASET_ORDER.get(d, len(tables.DATASET_ORDER)))
+    wide = wide.sort_values(["suite", "_order", "dataset", "metric"]).drop(columns="_order").reset_index(drop=True)
+    return wide, value_columns
+
+
+def budget_table(asked: dict | None, consumed: dict | None) -> pd.DataFrame:
+    asked, consumed = asked or {}, consumed or {}
+    kinds = list(dict.fromkeys([*asked, *consumed]))
+    return pd.DataFrame(
+        {"kind": kinds, "asked": [_text(asked.get(k)) for k in kinds], "consumed": [_text(consumed.get(k)) for k in kinds]}
+    )
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def pick_run(runs: pd.DataFrame, key: str, label: str, default: int, where=st) -> int | None:  # noqa: ANN001
+    """A run id input (runs can number in the thousands: a number box, not a list)."""
+    run_id = where.number_input(label, min_value=1, value=int(default), step=1, key=key)
+    if int(run_id) not in set(runs["id"].tolist()):
+        where.warning(f"There is no run {int(run_id)} in this database.")
+        return None
+    return int(run_id)
+
+
+def show(state: DBState) -> None:
+    st.header("Run")
+    runs = cache.runs(state.location, state.version)
+    run_id = pick_run(runs, "run_id", "Run id", default=int(runs["id"].max()), where=st.sidebar)
+    if run_id is None:
+        return
+    run = cache.run_detail(state.location, state.version, run_id)
+    if run is None:
+        st.warning(f"Run {run_id} is gone from the database.")
+        return
+    title = f"run {run_id} · {run['method'] or tables.NONE_LABEL} · {run['backbone'] or run['model']}"
+    st.subheader(title)
+    status = run["status"]
+    (st.error if status == "failed" else st.info if status == "running" else st.success)(
+        f"status: {status}" + (f" — {run['error']}" if run.get("error") else "")
+    )
+    summary = pd.DataFrame(
+        [
+            ("kind", run["kind"]), ("model", run["model"]), ("method", run["method"]), ("backbone", run["backbone"]),
+            ("suite", run["suite"]), ("training corpus", run["train_corpus"] or tables.NONE_LABEL),
+            ("budget", run["budget_label"] or tables.NONE_LABEL), ("seed", str(run["seed"])),
+            ("config hash", run["config_hash"]), ("output dir", run["output_dir"]),
+            ("started", str(run["started_at"])), ("finished", str(run["finished_at"] or "")),
+        ],
+        columns=["field", "value"],
+    )  # fmt: skip
+    st.table(summary.set_index("field"))
+
+    st.markdown("**Reproduce**")
+    st.code(run["command"] or "(no command recorded)", language="bash")
+
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Budget: asked vs consumed**")
+        budget = budget_table(run.get("budget_asked"), run.get("budget_consumed"))
+        if budget.empty:
+            st.caption("No budget: this run did not train.")
+        else:
+            st.dataframe(budget, hide_index=True, key="run_budget")
+            csv_button(budget, f"run-{run_id}-budget", key="run_budget_csv")
+        st.markdown("**Config**")
+        st.json(run.get("config") or {}, expanded=False)
+    with right:
+        st.markdown("**Provenance**")
+        st.markdown(f"code version: `{run['code_version'] or 'unknown'}`")
+        packages = pd.DataFrame(sorted((run.get("package_versions") or {}).items()), columns=["package", "version"])
+        st.dataframe(packages, hide_index=True, key="run_packages")
+        st.markdown("data fingerprint")
+        st.json(run.get("data_fingerprint") or {}, expanded=False)
+
+    st.markdown("**Training loss**")
+    log = cache.train_log(state.location, state.version, run_id)
+    if log.empty:
+        st.caption("No training log: an evaluation-only run, or training logged nothing yet.")
+    else:
+        chart = (
+            alt.Chart(log)
+            .mark_line()
+            .encode(x=alt.X("step:Q"), y=alt.Y("loss:Q", scale=alt.Scale(zero=False)), tooltip=["step", "loss", "lr", "examples_per_s"])
+            .properties(height=260)
+        )
+        st.altair_chart(chart, width="stretch")
+        csv_button(log, f"run-{run_id}-train-log", key="run_log_csv")
+
+    st.markdown("**Scores**")
+    scores = cache.run_scores(state.location, state.version, run_id)
+    table, value_columns = score_table(scores)
+    if table.empty:
+        st.caption("No scores yet.")
+    else:
+        show_table(table, value_columns, highlight=False, key="run_scores")
+        csv_button(table, f"run-{run_id}-scores", key="run_scores_csv")

@@ -1,0 +1,72 @@
+"""`crop`: crop-based self-supervision (shared/papers/003 §3): split a text into sentences, discard sentences under
+100 or over 250 characters, form every chunk of t = 2 consecutive (kept) sentences, and sample two distinct chunks
+as anchor and positive (they may overlap, never coincide). A text with fewer than two chunks gives no pair and is
+skipped. Paper: Adam lr 2e-5 with linear warm-up + decay, bs 64, t 0.05, mean pooling, one epoch (the shared
+trainer's lr is the comparison's; pass --lr 2e-5 to match the paper alone).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from methods.base import MethodSpec
+from methods.pairs import Pair, PairContrastiveAdapter
+from methods.registry import register
+
+
+@dataclass
+class CropConfig:
+    temperature: float = 0.05
+    pooling: str = "mean"
+    min_chars: int = 100  # sentences shorter than this are discarded
+    max_chars: int = 250  # sentences longer than this are discarded
+    chunk_sentences: int = 2  # t (Figure S2b: t = 2 is the best)
+
+    def __post_init__(self) -> None:
+        if self.chunk_sentences < 1 or self.min_chars > self.max_chars:
+            raise ValueError("crop: chunk_sentences must be >= 1 and min_chars <= max_chars")
+
+
+def kept_sentences(text: str, min_chars: int, max_chars: int) -> list[str]:
+    from bench.train.sentences import split_sentences
+
+    return [s for s in split_sentences(text) if min_chars <= len(s) <= max_chars]
+
+
+def chunks(sentences: list[str], t: int) -> list[str]:
+    """Every run of t consecutive sentences, joined with a space."""
+    return [" ".join(sentences[i : i + t]) for i in range(len(sentences) - t + 1)]
+
+
+class CropAdapter(PairContrastiveAdapter):
+    name = "crop"
+
+    def text_chunks(self, text: str) -> list[str]:
+        c = self.config
+        return chunks(kept_sentences(text, c.min_chars, c.max_chars), c.chunk_sentences)
+
+    def accepts(self, text: str) -> bool:
+        return len(self.text_chunks(text)) >= 2
+
+    def make_pair(self, text: str, rng: random.Random) -> Pair | None:
+        candidates = self.text_chunks(text)
+        if len(candidates) < 2:
+            return None
+        i, j = rng.sample(range(len(candidates)), 2)  # two distinct chunks
+        a, p = self.tokens.body(candidates[i]), self.tokens.body(candidates[j])
+        return self.tokens.wrap(a), self.tokens.wrap(p)
+
+
+SPEC = register(
+    MethodSpec(
+        name="crop",
+        paper="Is Self-Supervision Enough for Training Sentence Embeddings? (crop-based SSL, anonymous ICLR submission; shared/papers/003)",
+        summary="two distinct chunks of 2 consecutive sentences (sentences <100 or >250 chars dropped); "
+        "InfoNCE t=0.05, mean pooling (paper: Adam lr 2e-5, bs 64, 1 epoch)",
+        config_cls=CropConfig,
+        factory=lambda config, *, tokenizer, max_len, seed=0, **_: CropAdapter(
+            config, tokenizer=tokenizer, max_len=max_len, seed=seed
+        ),
+    )
+)

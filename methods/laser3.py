@@ -1,0 +1,114 @@
+"""LA(SER)^3 (shared/papers/000 §4, SPEC §2): length-agnostic self-reference.
+
+* `laser3-self` (alias `laser3`): anchor = the text's first sentence (a one-sentence wiki line: the whole line);
+  positive = the anchor elongated m times, f(S, m) = S repeated m times.
+* `laser3-intra`: anchor = the first sentence elongated m times; positive = the rest of the document.
+
+m is drawn per input: n = the anchor's token count without special tokens, m ~ U{1, ..., max(1, floor((max_len-2)/n))}
+(10 tokens at max_len 256 -> 1..25; 50 tokens -> 1..5), so the copies always fit in max_len. Elongation is done on
+token ids: [CLS] + ids*m + [SEP] is exactly the tokenisation of the m copies joined with a space (WordPiece splits on
+whitespace first), and cannot exceed max_len. Ablations (paper §5): fixed m = 2 ("twice", clamped to what fits),
+random instead of first sentence as anchor, max_len 64/128/256 (the run's --max-len).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from bench.attacks import max_m
+from methods.base import MethodSpec
+from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor
+from methods.registry import register
+
+M_MODES = ("random", "twice", "none")
+PAPER = (
+    "LA(SER)^3: Length-Agnostic Self-Reference for Semantically Robust Sentence Representation "
+    "('Length is a Curse and a Blessing for Document-level Semantics', EMNLP 2023; shared/papers/000)"
+)
+
+
+@dataclass
+class Laser3Config:
+    temperature: float = 0.05
+    pooling: str = "mean"  # paper: mean pooling (Table 5 also reports [CLS])
+    m_mode: str = "random"  # "random": m ~ U{1..max_m}; "twice": m = 2; "none": m = 1 (no elongation ablation)
+    anchor: str = "first"  # "first" (paper main), "random" (§5.1 ablation), "whole" (no sentence split)
+
+    def __post_init__(self) -> None:
+        if self.m_mode not in M_MODES:
+            raise ValueError(f"laser3: m_mode {self.m_mode!r} is not one of {M_MODES}")
+        if self.anchor not in ANCHOR_MODES:
+            raise ValueError(f"laser3: anchor {self.anchor!r} is not one of {ANCHOR_MODES}")
+
+
+class _Laser3Base(PairContrastiveAdapter):
+    def elongation_factor(self, n_tokens: int, rng: random.Random) -> int:
+        """m for an anchor of n tokens (special tokens excluded); never makes the copies exceed max_len."""
+        fit = max_m(n_tokens, self.max_len)
+        if self.config.m_mode == "random":
+            return rng.randint(1, fit)
+        if self.config.m_mode == "twice":
+            return min(2, fit)
+        return 1
+
+    def elongated(self, body: list[int], rng: random.Random) -> tuple[list[int], int]:
+        m = self.elongation_factor(len(body), rng)
+        return self.tokens.wrap(body * m), m
+
+
+class Laser3SelfAdapter(_Laser3Base):
+    name = "laser3-self"
+
+    def make_pair(self, text: str, rng: random.Random) -> Pair | None:
+        anchor, _ = choose_anchor(text, self.config.anchor, rng)
+        body = self.tokens.body(anchor)
+        if not body:
+            return None
+        positive, _ = self.elongated(body, rng)
+        return self.tokens.wrap(body), positive
+
+
+class Laser3IntraAdapter(_Laser3Base):
+    name = "laser3-intra"
+
+    def accepts(self, text: str) -> bool:
+        """Intra-reference needs a rest of the document: one-sentence texts are skipped."""
+        from bench.train.sentences import split_sentences
+
+        return len(split_sentences(text)) >= 2
+
+    def make_pair(self, text: str, rng: random.Random) -> Pair | None:
+        anchor, rest = choose_anchor(text, self.config.anchor, rng)
+        body, rest_body = self.tokens.body(anchor), self.tokens.body(rest)
+        if not body or not rest_body:
+            return None
+        elongated_anchor, _ = self.elongated(body, rng)
+        return elongated_anchor, self.tokens.wrap(rest_body)
+
+
+def _factory(cls):  # noqa: ANN001, ANN202
+    return lambda config, *, tokenizer, max_len, seed=0, **_: cls(config, tokenizer=tokenizer, max_len=max_len, seed=seed)
+
+
+SPEC_SELF = register(
+    MethodSpec(
+        name="laser3-self",
+        paper=PAPER,
+        summary="anchor = first sentence; positive = anchor elongated m times, m ~ U{1..(max_len-2)//n}; "
+        "InfoNCE t=0.05, mean pooling (paper: lr 3e-5, bs 64, max_len 256, 1 epoch)",
+        config_cls=Laser3Config,
+        factory=_factory(Laser3SelfAdapter),
+        aliases=("laser3",),
+    )
+)
+SPEC_INTRA = register(
+    MethodSpec(
+        name="laser3-intra",
+        paper=PAPER,
+        summary="anchor = first sentence elongated m times; positive = the rest of the document (msmarco setting)",
+        config_cls=Laser3Config,
+        factory=_factory(Laser3IntraAdapter),
+    )
+)

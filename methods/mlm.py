@@ -1,0 +1,161 @@
+"""`mlm`: masked-language-model continued pre-training (Devlin et al. 2019; the comparison in shared/papers/002).
+
+15% of the non-special tokens are selected (each independently, as BERT's data collator does); of those 80% become
+[MASK], 10% a random token, 10% stay as they are; the loss is cross-entropy on the selected positions only.
+The MLM head (dense - GELU - LayerNorm - output tied to the word embeddings) is a training-only module: it is
+initialised from the backbone's `cls.predictions.*` weights when the backbone folder has them (a BERT pre-training
+checkpoint), else freshly, and it is never part of the saved encoder.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from methods.base import MethodSpec
+from methods.pairs import TokenHelper, pad_rows
+from methods.registry import register
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MlmConfig:
+    mask_prob: float = 0.15  # fraction of (non-special) tokens selected for prediction
+    mask_token_frac: float = 0.8  # of the selected: replaced by [MASK]
+    random_token_frac: float = 0.1  # of the selected: replaced by a random token (the rest stay unchanged)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.mask_prob < 1 or self.mask_token_frac + self.random_token_frac > 1:
+            raise ValueError("mlm: need 0 < mask_prob < 1 and mask_token_frac + random_token_frac <= 1")
+
+
+class MlmHead(nn.Module):
+    """BERT's prediction head; `decoder.weight` is the encoder's word-embedding matrix (same Parameter)."""
+
+    def __init__(self, hidden: int, vocab: int, word_embeddings: nn.Parameter, eps: float = 1e-12):
+        super().__init__()
+        self.dense = nn.Linear(hidden, hidden)
+        self.layer_norm = nn.LayerNorm(hidden, eps=eps)
+        self.decoder_weight = word_embeddings
+        self.bias = nn.Parameter(torch.zeros(vocab))
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        x = self.layer_norm(F.gelu(self.dense(hidden)))
+        return x @ self.decoder_weight.T + self.bias
+
+
+# backbone checkpoint key -> MlmHead key
+_HEAD_KEYS = {
+    "cls.predictions.transform.dense.weight": "dense.weight",
+    "cls.predictions.transform.dense.bias": "dense.bias",
+    "cls.predictions.transform.LayerNorm.weight": "layer_norm.weight",
+    "cls.predictions.transform.LayerNorm.bias": "layer_norm.bias",
+    "cls.predictions.bias": "bias",
+}
+
+
+def backbone_head_weights(folder: str | Path) -> dict[str, torch.Tensor]:
+    """The MLM head tensors of a backbone folder's model.safetensors (empty when it has none)."""
+    path = Path(folder) / "model.safetensors"
+    if not path.exists():
+        return {}
+    from safetensors import safe_open
+
+    out = {}
+    with safe_open(str(path), "pt") as f:
+        keys = set(f.keys())
+        for src, dst in _HEAD_KEYS.items():
+            if src in keys:
+                out[dst] = f.get_tensor(src)
+    return out
+
+
+def mask_tokens(
+    ids: torch.Tensor, special: torch.Tensor, config: MlmConfig, mask_id: int, vocab: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(corrupted ids, labels with -100 where nothing is predicted). `special` marks [CLS]/[SEP]/[PAD]."""
+    labels = ids.clone()
+    selected = (torch.rand(ids.shape, generator=generator) < config.mask_prob) & ~special
+    labels[~selected] = -100
+    roll = torch.rand(ids.shape, generator=generator)
+    to_mask = selected & (roll < config.mask_token_frac)
+    to_random = selected & (roll >= config.mask_token_frac) & (roll < config.mask_token_frac + config.random_token_frac)
+    corrupted = ids.clone()
+    corrupted[to_mask] = mask_id
+    corrupted[to_random] = torch.randint(vocab, ids.shape, generator=generator)[to_random]
+    return corrupted, labels
+
+
+class MlmAdapter:
+    name = "mlm"
+
+    def __init__(self, config: MlmConfig, *, tokenizer: Any, max_len: int, seed: int = 0):
+        self.config = config
+        self.tokens = TokenHelper(tokenizer, max_len)
+        self.mask_id = tokenizer.mask_token_id
+        self.vocab = len(tokenizer)
+        self.head: MlmHead | None = None
+        self.head_source = "fresh"
+
+    def setup(self, model: nn.Module) -> list[nn.Module]:
+        emb = model.get_input_embeddings().weight
+        cfg = model.config
+        self.head = MlmHead(cfg.hidden_size, emb.shape[0], emb, getattr(cfg, "layer_norm_eps", 1e-12))
+        weights = backbone_head_weights(getattr(model, "name_or_path", "") or getattr(cfg, "_name_or_path", ""))
+        if weights:
+            missing = self.head.load_state_dict(weights, strict=False).missing_keys
+            self.head_source = "backbone" if set(missing) <= {"decoder_weight"} else "partly backbone"
+        log.info("mlm head: %s initialisation", self.head_source)
+        self.head.to(emb.device)
+        return [self.head]
+
+    def make_batch(self, texts: list[str], rng: random.Random) -> dict[str, Any] | None:
+        rows = [self.tokens.wrap(b) for b in self.tokens.bodies([t for t in texts if t and t.strip()]) if b]
+        if not rows:
+            return None
+        ids, mask = pad_rows(rows, self.tokens.pad_id)
+        special = (ids == self.tokens.cls_id) | (ids == self.tokens.sep_id) | (mask == 0)
+        generator = torch.Generator().manual_seed(rng.getrandbits(63))  # the trainer's rng: resumable
+        corrupted, labels = mask_tokens(ids, special, self.config, self.mask_id, self.vocab, generator)
+        return {"input_ids": corrupted, "attention_mask": mask, "labels": labels, "n_examples": len(rows), "n_tokens": int(mask.sum())}
+
+    def loss(self, model: nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
+        assert self.head is not None, "mlm: setup(model) first"
+        device = next(model.parameters()).device
+        labels = batch["labels"].to(device)
+        hidden = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device)).last_hidden_state
+        picked = labels != -100
+        if not picked.any():  # a tiny batch where no token was selected: a zero loss that keeps the graph
+            return hidden.sum() * 0.0, {"masked_tokens": 0.0}
+        logits = self.head(hidden[picked])
+        return F.cross_entropy(logits.float(), labels[picked]), {"masked_tokens": float(picked.sum())}
+
+    def after_step(self, model: nn.Module) -> None:
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}  # the head's weights are checkpointed by the trainer as an extra module
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        return None
+
+
+SPEC = register(
+    MethodSpec(
+        name="mlm",
+        paper="Devlin et al. 2019 (BERT) masked-language modelling, as the pre-training comparison in shared/papers/002",
+        summary="15% of tokens selected (80% [MASK], 10% random, 10% kept); CE on the selected; training-only head",
+        config_cls=MlmConfig,
+        factory=lambda config, *, tokenizer, max_len, seed=0, **_: MlmAdapter(
+            config, tokenizer=tokenizer, max_len=max_len, seed=seed
+        ),
+    )
+)

@@ -1,0 +1,147 @@
+"""What the pair-contrastive adapters (simcse, laser3, cocodr-pt, crop) share: token-level pair batches and InfoNCE.
+
+A subclass only says how a raw text becomes an (anchor, positive) pair of token-id lists; tokenisation,
+truncation to max_len, padding, mean/CLS pooling and the in-batch InfoNCE loss (SPEC §1) are the same for all.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import torch
+
+from bench.encoder import POOLINGS, pool
+from methods.losses import info_nce
+
+Pair = tuple[list[int], list[int]]  # (anchor ids, positive ids), special tokens included
+
+
+class TokenHelper:
+    """Tokenise without specials, truncate to max_len - 2, wrap with [CLS] ... [SEP]."""
+
+    def __init__(self, tokenizer: Any, max_len: int):
+        self.tokenizer = tokenizer
+        self.max_len = max_len
+        self.body_max = max_len - 2  # room for [CLS] and [SEP]
+        self.cls_id = tokenizer.cls_token_id
+        self.sep_id = tokenizer.sep_token_id
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    def body(self, text: str) -> list[int]:
+        """Token ids of `text` without special tokens, cut at max_len - 2."""
+        return list(self.tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"][: self.body_max])
+
+    def bodies(self, texts: list[str]) -> list[list[int]]:
+        if not texts:
+            return []
+        enc = self.tokenizer(texts, add_special_tokens=False, truncation=False)["input_ids"]
+        return [list(ids[: self.body_max]) for ids in enc]
+
+    def wrap(self, body: list[int]) -> list[int]:
+        return [self.cls_id, *body[: self.body_max], self.sep_id]
+
+
+def pad_rows(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+        mask[i, : len(r)] = 1
+    return ids, mask
+
+
+def embed(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    device = next(model.parameters()).device
+    ids, mask = ids.to(device), mask.to(device)
+    return pool(model(input_ids=ids, attention_mask=mask).last_hidden_state, mask, pooling)
+
+
+class PairContrastiveAdapter:
+    """Base of the InfoNCE pair methods. Subclasses implement `make_pair(text, rng) -> Pair | None`."""
+
+    name = "pair"
+
+    def __init__(self, config: Any, *, tokenizer: Any, max_len: int, seed: int = 0):
+        if getattr(config, "pooling", "mean") not in POOLINGS:
+            raise ValueError(f"{self.name}: pooling {config.pooling!r} is not one of {POOLINGS}")
+        if not getattr(config, "temperature", 0.05) > 0:
+            raise ValueError(f"{self.name}: temperature must be > 0")
+        self.config = config
+        self.tokens = TokenHelper(tokenizer, max_len)
+        self.max_len = max_len
+        self.seed = seed
+
+    # ---------------------------------------------------------------- pairs
+    def make_pair(self, text: str, rng: random.Random) -> Pair | None:
+        raise NotImplementedError
+
+    def pairs(self, texts: list[str], rng: random.Random) -> list[Pair]:
+        out = []
+        for text in texts:
+            if text and text.strip():
+                pair = self.make_pair(text, rng)
+                if pair is not None:
+                    out.append(pair)
+        return out
+
+    # ------------------------------------------------------------- protocol
+    def setup(self, model: torch.nn.Module) -> list[torch.nn.Module]:
+        return []
+
+    def make_batch(self, texts: list[str], rng: random.Random) -> dict[str, Any] | None:
+        pairs = self.pairs(texts, rng)
+        if len(pairs) < 2:  # InfoNCE needs at least one in-batch negative
+            return None
+        a_ids, a_mask = pad_rows([a for a, _ in pairs], self.tokens.pad_id)
+        p_ids, p_mask = pad_rows([p for _, p in pairs], self.tokens.pad_id)
+        return {
+            "anchor_input_ids": a_ids,
+            "anchor_attention_mask": a_mask,
+            "positive_input_ids": p_ids,
+            "positive_attention_mask": p_mask,
+            "n_examples": len(pairs),
+            "n_tokens": int(a_mask.sum() + p_mask.sum()),
+        }
+
+    def embed_pair(self, model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        pooling = self.config.pooling
+        a = embed(model, batch["anchor_input_ids"], batch["anchor_attention_mask"], pooling)
+        p = embed(model, batch["positive_input_ids"], batch["positive_attention_mask"], pooling)
+        return a, p
+
+    def loss(self, model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
+        a, p = self.embed_pair(model, batch)
+        return info_nce(a, p, self.config.temperature), {}
+
+    def after_step(self, model: torch.nn.Module) -> None:
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        return None
+
+
+# ------------------------------------------------------------------------------- anchor choice
+ANCHOR_MODES = ("first", "random", "whole")
+
+
+def choose_anchor(text: str, mode: str, rng: random.Random) -> tuple[str, str]:
+    """(anchor sentence, rest of the document) for LA(SER)^3 / COCO-DR pairs.
+
+    "first": the first sentence (paper main setting; on one-sentence wiki lines it is the whole line);
+    "random": a random sentence (paper §5.1 ablation), the rest being the other sentences in order;
+    "whole": the whole text, no rest (self-reference on line-per-sentence corpora without splitting).
+    """
+    from bench.train.sentences import split_sentences
+
+    if mode == "whole":
+        return " ".join(text.split()), ""
+    sentences = split_sentences(text)
+    if not sentences:
+        return "", ""
+    i = 0 if mode == "first" else rng.randrange(len(sentences))
+    return sentences[i], " ".join(sentences[:i] + sentences[i + 1 :])

@@ -1,0 +1,75 @@
+"""`simcse`: unsupervised SimCSE (Gao et al. 2021; SPEC §2; minBERT paper 002 §5.3): the same text encoded twice,
+the two dropout masks (p = 0.1) make the positive pair; InfoNCE with in-batch negatives, t = 0.05.
+
+The original trains with [CLS]+MLP pooling at max_len 32; here pooling is mean (SPEC §1: the evaluation pooling)
+unless configured, and max_len is the comparison's shared one.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from methods.base import MethodSpec
+from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor
+from methods.registry import register
+
+
+@dataclass
+class SimcseConfig:
+    temperature: float = 0.05
+    pooling: str = "mean"
+    dropout: float = 0.1  # the augmentation itself: every dropout layer of the encoder is set to this p
+    # Which text is duplicated: "whole" = the training text as it is (SimCSE); "first"/"random" = one sentence
+    # of it, which makes simcse exactly laser3-self without the elongation (paper 000, Table 2 note).
+    text: str = "whole"
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.dropout < 1.0:
+            raise ValueError(f"simcse: dropout must be in (0, 1) - it is the augmentation; got {self.dropout}")
+        if self.text not in ANCHOR_MODES:
+            raise ValueError(f"simcse: text {self.text!r} is not one of {ANCHOR_MODES}")
+
+
+def set_dropout(model: torch.nn.Module, p: float) -> int:
+    """Set every dropout layer to p (BERT's attention reads its p from its Dropout module); returns how many."""
+    n = 0
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = p
+            n += 1
+    return n
+
+
+class SimcseAdapter(PairContrastiveAdapter):
+    name = "simcse"
+
+    def setup(self, model: torch.nn.Module) -> list[torch.nn.Module]:
+        if set_dropout(model, self.config.dropout) == 0:
+            raise ValueError("simcse: the backbone has no dropout layer; dropout is SimCSE's augmentation")
+        return []
+
+    def make_pair(self, text: str, rng: random.Random) -> Pair | None:
+        sentence = text if self.config.text == "whole" else choose_anchor(text, self.config.text, rng)[0]
+        body = self.tokens.body(sentence)
+        if not body:
+            return None
+        ids = self.tokens.wrap(body)
+        return ids, list(ids)  # the same token ids twice; dropout (model in train mode) makes them differ
+
+
+SPEC = register(
+    MethodSpec(
+        name="simcse",
+        paper="Gao, Yao & Chen 2021, SimCSE: Simple Contrastive Learning of Sentence Embeddings (EMNLP); "
+        "as used in shared/papers/002 (minBERT) and as the self-reference baseline of LA(SER)^3",
+        summary="same text twice, dropout p=0.1 makes the pair; InfoNCE t=0.05, in-batch negatives",
+        config_cls=SimcseConfig,
+        factory=lambda config, *, tokenizer, max_len, seed=0, **_: SimcseAdapter(
+            config, tokenizer=tokenizer, max_len=max_len, seed=seed
+        ),
+    )
+)

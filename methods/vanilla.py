@@ -1,0 +1,54 @@
+"""`vanilla`: no training at all, the backbone evaluated as it is (the 'untrained' row of every comparison)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from methods.base import MethodSpec
+from methods.registry import register
+
+
+@dataclass
+class VanillaConfig:
+    pooling: str = "mean"  # SPEC §1: mean pooling at evaluation unless the run says otherwise
+
+
+class VanillaAdapter:
+    """Never trained; exists so `get_method('vanilla').build()` works like any other method."""
+
+    name = "vanilla"
+
+    def __init__(self, config: VanillaConfig, **_: Any):
+        self.config = config
+
+    def setup(self, model):  # noqa: ANN001
+        return []
+
+    def make_batch(self, texts, rng):  # noqa: ANN001
+        return None
+
+    def loss(self, model, batch):  # noqa: ANN001
+        raise RuntimeError("vanilla does not train")
+
+    def after_step(self, model) -> None:  # noqa: ANN001
+        return None
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        return None
+
+
+SPEC = register(
+    MethodSpec(
+        name="vanilla",
+        paper="(baseline) the backbone without training",
+        summary="no training: the backbone checkpoint as it is, mean pooling",
+        config_cls=VanillaConfig,
+        factory=lambda config, **kw: VanillaAdapter(config, **kw),
+        trains=False,
+        aliases=("untrained",),
+    )
+)
