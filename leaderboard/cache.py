@@ -16,59 +16,65 @@ from leaderboard.queries import DBState
 MAX_ENTRIES = 64
 
 
-@st.cache_resource(show_spinner=False)
-def _open(location: str):  # noqa: ANN202 - a ResultsDB, one engine per database for the whole server
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _engine(location: str, identity: int):  # noqa: ANN202 - a ResultsDB, one engine per database file
     return queries.open_readonly(location)
 
 
+def _open(location: str, version: tuple[int, ...]):  # noqa: ANN202
+    # The last element of the version stamp names the file itself (its inode): a database replaced by another
+    # file (mv, restore) gets a fresh engine instead of pooled connections still reading the old one.
+    return _engine(location, version[-1])
+
+
 def database(state: DBState):  # noqa: ANN201
-    return _open(state.location)
+    return _open(state.location, state.version)
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
 def has_results(location: str, version: tuple[int, ...]) -> bool:
-    return queries.has_results_tables(_open(location))
+    return queries.has_results_tables(_open(location, version))
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
 def runs(location: str, version: tuple[int, ...]) -> pd.DataFrame:
-    return tables.group_runs(queries.run_list(_open(location)))
+    return tables.group_runs(queries.run_list(_open(location, version)))
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
 def score_catalog(location: str, version: tuple[int, ...]) -> pd.DataFrame:
-    return queries.score_catalog(_open(location))
+    return queries.score_catalog(_open(location, version))
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
 def suite_scores(location: str, version: tuple[int, ...], suite: str, metrics: tuple[str, ...], variants: tuple[str, ...]) -> pd.DataFrame:
-    return queries.suite_scores(_open(location), suite, list(metrics), list(variants))
+    return queries.suite_scores(_open(location, version), suite, list(metrics), list(variants))
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
 def run_scores(location: str, version: tuple[int, ...], run_id: int) -> pd.DataFrame:
-    return queries.run_scores(_open(location), run_id)
+    return queries.run_scores(_open(location, version), run_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
 def run_detail(location: str, version: tuple[int, ...], run_id: int) -> dict | None:
-    return queries.run_detail(_open(location), run_id)
+    return queries.run_detail(_open(location, version), run_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
 def train_log(location: str, version: tuple[int, ...], run_id: int) -> pd.DataFrame:
-    return queries.train_log(_open(location), run_id)
+    return queries.train_log(_open(location, version), run_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
 def items_for_scores(location: str, version: tuple[int, ...], score_ids: tuple[int, ...]) -> dict[int, dict]:
-    return queries.items_for_scores(_open(location), list(score_ids))
+    return queries.items_for_scores(_open(location, version), list(score_ids))
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
 def bootstrap(location: str, version: tuple[int, ...], score_a: int, score_b: int, resamples: int) -> stats.BootstrapCI | str:
     """The CI of score_b - score_a, or a sentence saying why there is none."""
-    items = queries.items_for_scores(_open(location), [score_a, score_b])
+    items = queries.items_for_scores(_open(location, version), [score_a, score_b])
     if score_a not in items or score_b not in items:
         missing = [name for name, sid in (("A", score_a), ("B", score_b)) if sid not in items]
         return f"no per-item scores stored for run {' and '.join(missing)}"

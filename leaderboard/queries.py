@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import distinct, event, func, inspect, select
+from sqlalchemy import event, inspect, select
 from sqlalchemy.engine import Engine
 
 from results_db import ResultsDB, default_db_url
 from results_db.models import Run, Score, ScoreItems, TrainLog
 
 # What the main view needs of a run; the JSON columns (config, package versions...) are read per run only.
+# (No timestamps: parsing 10,000 of them costs more than the rest of the list; the Run view reads them per run.)
 RUN_LIST_COLUMNS = (
     "id", "kind", "model", "method", "backbone", "suite", "train_corpus", "budget_label", "seed", "status",
-    "started_at", "finished_at",
 )  # fmt: skip
 
 
@@ -41,7 +41,7 @@ class DBState:
     location: str  # a file path or an SQLAlchemy URL, as given
     is_file: bool
     exists: bool
-    version: tuple[int, ...]  # (mtime_ns, size) of the file and its -wal / -journal companions
+    version: tuple[int, ...]  # (mtime_ns, size) of the file and its -wal / -journal companions, then its inode
 
 
 def resolve_location(db: str | os.PathLike[str] | None = None) -> str:
@@ -53,7 +53,7 @@ def db_state(db: str | os.PathLike[str] | None = None) -> DBState:
     location = resolve_location(db)
     if "://" in location:
         # A server database: no file to stat, so the stamp is the current time slot; cached reads refresh each slot.
-        return DBState(location, is_file=False, exists=True, version=(int(time.time() // SERVER_REFRESH_S),))
+        return DBState(location, is_file=False, exists=True, version=(int(time.time() // SERVER_REFRESH_S), 0))
     path = Path(location).expanduser().resolve()
     stamp: list[int] = []
     for p in (path, Path(f"{path}-wal"), Path(f"{path}-journal")):
@@ -63,7 +63,11 @@ def db_state(db: str | os.PathLike[str] | None = None) -> DBState:
             stamp += [0, 0]
         else:
             stamp += [st.st_mtime_ns, st.st_size]
-    return DBState(str(path), is_file=True, exists=path.exists(), version=tuple(stamp))
+    try:
+        identity = path.stat().st_ino
+    except OSError:
+        identity = 0
+    return DBState(str(path), is_file=True, exists=path.exists(), version=(*stamp, identity))
 
 
 def open_readonly(location: str) -> ResultsDB:
@@ -96,39 +100,65 @@ def has_results_tables(db: ResultsDB) -> bool:
     return {"runs", "scores"} <= names
 
 
+def _frame(conn, stmt) -> pd.DataFrame:  # noqa: ANN001
+    """Run a SELECT (bound parameters) and build a DataFrame straight from the DBAPI rows.
+
+    Only for columns SQLAlchemy does not convert on the way out (integers, floats, text): the rows skip the
+    per-row Result machinery, which on 70,000 scores costs as much as SQLite's scan itself.
+    """
+    result = conn.execute(stmt)
+    columns = list(result.keys())
+    rows = result.cursor.fetchall() if result.cursor is not None else []
+    result.close()
+    if not rows:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+    return pd.DataFrame.from_records(rows, columns=columns)
+
+
 def run_list(db: ResultsDB) -> pd.DataFrame:
     table = Run.__table__
     stmt = select(*[table.c[name] for name in RUN_LIST_COLUMNS]).order_by(table.c.id)
     with db.engine.connect() as conn:
-        frame = pd.read_sql(stmt, conn)
+        frame = _frame(conn, stmt)
     for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind"):
         frame[col] = frame[col].fillna("").astype(str)
-    frame["seed"] = frame["seed"].fillna(0).astype(int)
+    frame["id"] = frame["id"].astype(int)
+    frame["seed"] = pd.to_numeric(frame["seed"]).fillna(0).astype(int)
     return frame
 
 
 def score_catalog(db: ResultsDB) -> pd.DataFrame:
-    """One row per (suite, metric, variant) present, with how many runs have it: the filters' choices."""
+    """One row per (suite, metric, variant) present: the filters' choices.
+
+    A plain DISTINCT (no per-row counting): SQLite answers it from the covering unique index of `scores`.
+    """
     s = Score.__table__
-    stmt = (
-        select(s.c.suite, s.c.metric, s.c.variant, func.count(distinct(s.c.run_id)).label("runs"))
-        .group_by(s.c.suite, s.c.metric, s.c.variant)
-        .order_by(s.c.suite, s.c.metric, s.c.variant)
-    )
+    stmt = select(s.c.suite, s.c.metric, s.c.variant).distinct()
     with db.engine.connect() as conn:
-        return pd.read_sql(stmt, conn)
+        frame = pd.read_sql(stmt, conn)
+    return frame.sort_values(["suite", "metric", "variant"], ignore_index=True)
 
 
 def suite_scores(db: ResultsDB, suite: str, metrics: list[str], variants: list[str]) -> pd.DataFrame:
-    """Long scores (run_id, dataset, variant, metric, value) of one suite, for some metrics and variants."""
+    """Long scores (run_id, dataset, variant, metric, value) of one suite, for some metrics and variants
+    (an empty list: all of them)."""
     s = Score.__table__
-    stmt = select(s.c.run_id, s.c.dataset, s.c.variant, s.c.metric, s.c.value).where(s.c.suite == suite)
-    if metrics:
-        stmt = stmt.where(s.c.metric.in_(list(metrics)))
-    if variants:
-        stmt = stmt.where(s.c.variant.in_(list(variants)))
+    columns = {"run_id": s.c.run_id, "dataset": s.c.dataset, "variant": s.c.variant, "metric": s.c.metric, "value": s.c.value}
+    constant = {}
+    stmt_where = [s.c.suite == suite]
+    for name, chosen in (("metric", metrics), ("variant", variants)):
+        if chosen:
+            stmt_where.append(columns[name].in_(list(chosen)))
+            if len(chosen) == 1:
+                constant[name] = chosen[0]  # known: not read back 100,000 times
+    stmt = select(*[c for name, c in columns.items() if name not in constant]).where(*stmt_where)
     with db.engine.connect() as conn:
-        return pd.read_sql(stmt, conn)
+        frame = _frame(conn, stmt)
+    for name, value in constant.items():
+        frame[name] = value
+    frame["run_id"] = frame["run_id"].astype(int)
+    frame["value"] = frame["value"].astype(float)
+    return frame[list(columns)]
 
 
 def run_detail(db: ResultsDB, run_id: int) -> dict[str, Any] | None:

@@ -134,90 +134,189 @@ class RunFilters:
         return runs[keep]
 
 
-def latest_per_seed(scores: pd.DataFrame, runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Join scores to their runs' groups and keep, per (group, seed, *keys), the latest run's value."""
-    merged = scores.merge(runs[["id", "seed", *GROUP_KEYS]], left_on="run_id", right_on="id", how="inner")
-    merged = merged.sort_values("run_id")
-    return merged.drop_duplicates(subset=[*GROUP_KEYS, "seed", *keys], keep="last")
+def coded_groups(runs: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
+    """Each run's group code (0..G-1, first-seen order) and the groups' key columns (row g = code g)."""
+    runs = runs.reset_index(drop=True)
+    codes = runs.groupby(GROUP_KEYS, sort=False).ngroup().to_numpy()
+    groups = runs[GROUP_KEYS].drop_duplicates().reset_index(drop=True)
+    return codes, groups
 
 
-def _seed_stats(per_seed: pd.DataFrame, column: str) -> pd.DataFrame:
-    """mean / std / seeds of `value` per (group, column) from one value per (group, seed, column)."""
-    stats = per_seed.groupby([*GROUP_KEYS, column], sort=False)["value"].agg(["mean", "std", "count"])
-    return stats.reset_index()
+def latest_per_seed(scores: pd.DataFrame, runs: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Scores of the given runs with their integer group code and seed, keeping per (group, seed, *keys) the
+    latest run's value (a re-run replaces the earlier run). Returns (scores with "group" and "seed", groups)."""
+    runs = runs.reset_index(drop=True)
+    codes, groups = coded_groups(runs)
+    position = pd.Index(runs["id"]).get_indexer(scores["run_id"])
+    mine = position >= 0
+    out = scores[mine].copy()
+    out["group"] = codes[position[mine]]
+    out["seed"] = runs["seed"].to_numpy()[position[mine]]
+    out = out.sort_values("run_id", kind="stable").drop_duplicates(["group", "seed", *keys], keep="last")
+    return out.reset_index(drop=True), groups
+
+
 
 
 @dataclass
 class Leaderboard:
-    """The main view's table: `cells` holds SeedMean per dataset / average column; `columns` their order."""
+    """The main view's table, one row per group, best average first.
 
-    cells: pd.DataFrame  # GROUP_KEYS + seeds + run ids + score columns
+    `info` holds the group columns, the seed count and the run ids; `mean`, `std` and `count` (seeds behind each
+    cell) are numeric frames with one column per dataset and the average, row-aligned with `info`.
+    """
+
+    info: pd.DataFrame  # GROUP_KEYS + "seeds" + "run ids"
+    mean: pd.DataFrame
+    std: pd.DataFrame
+    count: pd.DataFrame
     score_columns: list[str]
     datasets: list[str]
     complete_average: bool  # False when some group lacks a dataset (its average is left empty)
 
     @property
     def empty(self) -> bool:
-        return self.cells.empty
+        return self.info.empty
+
+    def __len__(self) -> int:
+        return len(self.info)
 
     def numeric(self) -> pd.DataFrame:
-        """Plain floats (the mean) in every score column: for sorting, highlighting and tests."""
-        out = self.cells.copy()
+        """Plain floats (the mean over seeds) in every score column: for sorting, highlighting and tests."""
+        return pd.concat([self.info, self.mean], axis=1)
+
+    @property
+    def cells(self) -> pd.DataFrame:
+        """What the table shows: SeedMean cells (sort by the mean, display "mean ± std (n=seeds)")."""
+        out = self.info.copy()
         for col in self.score_columns:
-            out[col] = pd.to_numeric(out[col].map(lambda v: float(v) if v is not None else np.nan), errors="coerce")
+            means = self.mean[col].to_numpy(dtype=float)
+            stds = self.std[col].to_numpy(dtype=float)
+            counts = self.count[col].to_numpy(dtype=float)
+            out[col] = pd.Series(
+                [np.nan if math.isnan(m) else SeedMean(m, s, int(c)) for m, s, c in zip(means, stds, counts)],
+                index=out.index,
+                dtype=object,
+            )
+        return out
+
+    def labels(self, digits: int = 2) -> pd.DataFrame:
+        """The cells as text ("80.12 ± 0.40 (n=3)"), e.g. for a static HTML table."""
+        out = self.info.copy()
+        cells = self.cells
+        for col in self.score_columns:
+            out[col] = [format_cell(v, digits) for v in cells[col]]
         return out
 
     def csv_frame(self) -> pd.DataFrame:
         """mean, std and seed count as separate columns (what a spreadsheet wants)."""
-        out = self.cells[[c for c in self.cells.columns if c not in self.score_columns]].copy()
+        out = self.info.copy()
         for col in self.score_columns:
-            values = self.cells[col]
-            out[col] = [float(v) if isinstance(v, float) else np.nan for v in values]
-            out[f"{col} std"] = [v.std if isinstance(v, SeedMean) else np.nan for v in values]
+            out[col] = self.mean[col]
+            out[f"{col} std"] = self.std[col]
+            out[f"{col} seeds"] = self.count[col].astype("Int64")
         return out
 
 
+def _empty_leaderboard() -> Leaderboard:
+    info = pd.DataFrame(columns=[*GROUP_KEYS, "seeds", "run ids"])
+    return Leaderboard(info, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), [], [], True)
+
+
+def _group_stats(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """mean, sample std (ddof=1; NaN for one value) and count of the non-NaN values per group code."""
+    ok = ~np.isnan(values)
+    codes, values = codes[ok], values[ok]
+    count = np.bincount(codes, minlength=n_groups).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(codes, weights=values, minlength=n_groups) / count
+        deviation = values - mean[codes]  # two passes: no cancellation on scores far from 0
+        std = np.sqrt(np.bincount(codes, weights=deviation * deviation, minlength=n_groups) / (count - 1))
+    std[count < 2] = np.nan
+    return mean, std, count
+
+
 def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: bool = False) -> Leaderboard:
-    """scores: run_id, dataset, value (one suite, metric and variant); runs: grouped (see `group_runs`), filtered."""
-    per_seed = latest_per_seed(scores[["run_id", "dataset", "value"]], runs, ["dataset"])
-    if per_seed.empty:
-        return Leaderboard(pd.DataFrame(columns=[*GROUP_KEYS, "seeds", "run ids"]), [], [], True)
-    all_datasets = per_seed["dataset"].unique().tolist()
+    """scores: run_id, dataset, value (one suite, metric and variant); runs: grouped (see `group_runs`), filtered.
+
+    Vectorised on integer codes (group, seed, dataset): 10,000 runs and 70,000 scores build in well under a second.
+    """
+    if runs.empty or scores.empty:
+        return _empty_leaderboard()
+    runs = runs.reset_index(drop=True)
+    run_group = runs.groupby(GROUP_KEYS, sort=False).ngroup().to_numpy()
+    groups = runs[GROUP_KEYS].drop_duplicates().reset_index(drop=True)  # row g = group code g (first-seen order)
+    position = pd.Index(runs["id"]).get_indexer(scores["run_id"])
+    mine = position >= 0
+    if not mine.any():
+        return _empty_leaderboard()
+    position = position[mine]
+    long = pd.DataFrame(
+        {
+            "run_id": scores["run_id"].to_numpy()[mine],
+            "group": run_group[position],
+            "seed": runs["seed"].to_numpy()[position],
+            "dataset": scores["dataset"].to_numpy()[mine],
+            "value": scores["value"].to_numpy(dtype=float)[mine],
+        }
+    )
+    all_datasets = pd.unique(long["dataset"]).tolist()
     parts = set() if include_parts else part_datasets(all_datasets)
     datasets = order_datasets([d for d in all_datasets if d not in parts])
-    per_seed = per_seed[per_seed["dataset"].isin(datasets)]
+    long = long[long["dataset"].isin(datasets)]
+    # Each seed counts once per group and dataset: a re-run (same group and seed) replaces the earlier run.
+    long = long.sort_values("run_id", kind="stable").drop_duplicates(["group", "seed", "dataset"], keep="last")
 
+    # One row per (group, seed), one column per dataset.
+    group_of, seed_of = long["group"].to_numpy(dtype=np.int64), long["seed"].to_numpy(dtype=np.int64)
+    seed_codes, _ = pd.factorize(seed_of)
+    pair_codes, pairs = pd.factorize(group_of * (int(seed_codes.max()) + 1) + seed_codes)
+    pair_group = np.asarray(pairs) // (int(seed_codes.max()) + 1)
+    column = pd.Index(datasets).get_indexer(long["dataset"])
+    wide = np.full((len(pairs), len(datasets)), np.nan)
+    wide[pair_codes, column] = long["value"].to_numpy()
     # Suite average per (group, seed): only over the full set of columns, so averages stay comparable.
-    wide = per_seed.pivot_table(index=[*GROUP_KEYS, "seed"], columns="dataset", values="value", aggfunc="first")
-    wide = wide.reindex(columns=datasets)
-    average = wide.mean(axis=1, skipna=False).rename("value").reset_index()
-    average["dataset"] = AVERAGE
-    complete = bool(average["value"].notna().all())
-    long = pd.concat([per_seed[[*GROUP_KEYS, "seed", "dataset", "value"]], average.dropna(subset=["value"])])
+    average = wide.mean(axis=1)  # NaN where a dataset is missing
+    complete = bool(not np.isnan(average).any())
 
-    stats = _seed_stats(long, "dataset")
-    stats["cell"] = [SeedMean(m, s, int(c)) for m, s, c in zip(stats["mean"], stats["std"], stats["count"])]
-    cells = stats.pivot(index=GROUP_KEYS, columns="dataset", values="cell")
+    n_groups = len(groups)
     score_columns = datasets + [AVERAGE]
-    cells = cells.reindex(columns=score_columns).astype(object)
+    mean = np.full((n_groups, len(score_columns)), np.nan)
+    std, count = mean.copy(), np.zeros_like(mean)
+    for j, values in enumerate([*wide.T, average]):
+        mean[:, j], std[:, j], count[:, j] = _group_stats(pair_group, values, n_groups)
 
-    info = per_seed.groupby(GROUP_KEYS, sort=False).agg(
-        seeds=("seed", "nunique"), run_ids=("run_id", lambda ids: ", ".join(str(i) for i in sorted(set(ids))))
-    )
-    table = info.join(cells).reset_index().rename(columns={"run_ids": "run ids"})
-    table = table[[*GROUP_KEYS, "seeds", "run ids", *score_columns]]
-    # Best average first; groups without a complete average go last.
-    order = table[AVERAGE].map(lambda v: -float(v) if isinstance(v, float) and not math.isnan(v) else math.inf)
-    table = table.iloc[np.argsort(order.to_numpy(), kind="stable")].reset_index(drop=True)
-    for col in score_columns:
-        table[col] = table[col].map(lambda v: v if isinstance(v, SeedMean) else np.nan).astype(object)
-    return Leaderboard(table, score_columns, datasets, complete)
+    present = np.bincount(pair_group, minlength=n_groups) > 0  # groups with at least one score
+    seeds = np.bincount(pair_group, minlength=n_groups)
+    run_of = long["run_id"].to_numpy(dtype=np.int64)
+    span = int(run_of.max()) + 1
+    keys = np.unique(group_of * span + run_of)  # sorted by group, then run id
+    starts = np.searchsorted(keys // span, np.arange(n_groups + 1))
+    id_text = (keys % span).astype(str).tolist()
+    run_ids = [", ".join(id_text[starts[g] : starts[g + 1]]) for g in range(n_groups)]
+
+    info = groups.assign(seeds=seeds, **{"run ids": run_ids})
+    keep = np.flatnonzero(present)
+    # Best average first; groups without a complete average go last (stable: ties keep first-seen order).
+    keep = keep[np.argsort(np.nan_to_num(-mean[keep, -1], nan=np.inf), kind="stable")]
+    info = info.iloc[keep].reset_index(drop=True)
+    frames = [pd.DataFrame(a[keep], columns=score_columns) for a in (mean, std, count)]
+    return Leaderboard(info, *frames, score_columns, datasets, complete)
 
 
 def group_label(frame: pd.DataFrame) -> pd.Series:
     """'method · backbone · budget · corpus', dropping the parts that are the same for every row."""
     varying = [k for k in GROUP_KEYS if frame[k].nunique() > 1] or ["method"]
-    return frame[varying].astype(str).agg(" · ".join, axis=1)
+    labels = frame[varying[0]].astype(str)
+    for k in varying[1:]:
+        labels = labels + " · " + frame[k].astype(str)
+    return labels
+
+
+def _with_group_keys(frame: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
+    """Replace the integer "group" column by the group's key columns (first)."""
+    keys = groups.iloc[frame["group"].to_numpy()].reset_index(drop=True)
+    return pd.concat([keys, frame.drop(columns="group").reset_index(drop=True)], axis=1)
 
 
 def build_robustness(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | None = None) -> pd.DataFrame:
@@ -226,32 +325,36 @@ def build_robustness(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | No
     scores: run_id, dataset, variant, value (one suite and metric). dataset None: the average over the
     datasets a run has both clean and attacked (per seed, per variant), so the change compares like with like.
     """
+    empty = pd.DataFrame(columns=[*GROUP_KEYS, "seeds"])
     if dataset is not None:
         scores = scores[scores["dataset"] == dataset]
     else:
         scores = scores[~scores["dataset"].isin(part_datasets(scores["dataset"].unique().tolist()))]
-    per_seed = latest_per_seed(scores[["run_id", "dataset", "variant", "value"]], runs, ["dataset", "variant"])
-    if per_seed.empty or CLEAN not in set(per_seed["variant"]):
-        return pd.DataFrame(columns=[*GROUP_KEYS, "seeds"])
-    clean = per_seed[per_seed["variant"] == CLEAN][[*GROUP_KEYS, "seed", "dataset", "value"]]
-    attacked = per_seed[per_seed["variant"] != CLEAN]
-    paired = attacked.merge(clean, on=[*GROUP_KEYS, "seed", "dataset"], suffixes=("", "_clean"))
+    per_seed, groups = latest_per_seed(scores[["run_id", "dataset", "variant", "value"]], runs, ["dataset", "variant"])
+    is_clean = (per_seed["variant"] == CLEAN).to_numpy(dtype=bool)
+    if not is_clean.any():
+        return empty
+    per_seed["dataset"] = pd.factorize(per_seed["dataset"])[0]
+    clean = per_seed.loc[is_clean, ["group", "seed", "dataset", "value"]]
+    attacked = per_seed.loc[~is_clean, ["group", "seed", "dataset", "variant", "value"]]
+    paired = attacked.merge(clean, on=["group", "seed", "dataset"], suffixes=("", "_clean"))
     if paired.empty:
-        return pd.DataFrame(columns=[*GROUP_KEYS, "seeds"])
-    per_variant = paired.groupby([*GROUP_KEYS, "seed", "variant"], sort=False)[["value", "value_clean"]].mean().reset_index()
+        return empty
+    per_variant = paired.groupby(["group", "seed", "variant"], sort=False)[["value", "value_clean"]].mean().reset_index()
     per_variant["change"] = per_variant["value"] - per_variant["value_clean"]
-    means = per_variant.groupby([*GROUP_KEYS, "variant"], sort=False)[["value", "value_clean", "change"]].mean()
-    seeds = per_variant.groupby(GROUP_KEYS, sort=False)["seed"].nunique().rename("seeds")
+    means = per_variant.groupby(["group", "variant"], sort=False)[["value", "value_clean", "change"]].mean()
+    seeds = per_variant.groupby("group", sort=False)["seed"].nunique().rename("seeds")
     variants = order_variants(per_variant["variant"].unique().tolist())
     out = seeds.to_frame()
-    # clean column: the clean score over the datasets paired with the first variant (the same set for all,
-    # unless a run lacks an attacked dataset; each change uses its own pairs either way).
-    out[CLEAN] = means["value_clean"].groupby(level=GROUP_KEYS).first()
+    # clean column: the clean score over the datasets paired with the first attack that has them (the same set
+    # for every attack unless a run lacks an attacked dataset; each change uses its own pairs either way).
+    out[CLEAN] = np.nan
     for variant in variants:
         sub = means.xs(variant, level="variant")
+        out[CLEAN] = out[CLEAN].fillna(sub["value_clean"])
         out[variant] = sub["value"]
         out[f"change {variant}"] = sub["change"]
-    out = out.reset_index()
+    out = _with_group_keys(out.reset_index(), groups)
     return out.sort_values(CLEAN, ascending=False, kind="stable").reset_index(drop=True)
 
 
@@ -266,9 +369,12 @@ def robustness_long(table: pd.DataFrame) -> pd.DataFrame:
 
 def build_diag(scores: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """diag measures per group and variant, mean over seeds: columns label, metric, variant, value, seeds."""
-    per_seed = latest_per_seed(scores[["run_id", "dataset", "variant", "metric", "value"]], runs, ["dataset", "variant", "metric"])
+    keys = ["dataset", "variant", "metric"]
+    per_seed, groups = latest_per_seed(scores[["run_id", *keys, "value"]], runs, keys)
     if per_seed.empty:
         return pd.DataFrame(columns=[*GROUP_KEYS, "label", "metric", "variant", "value", "seeds"])
-    stats = per_seed.groupby([*GROUP_KEYS, "metric", "variant"], sort=False)["value"].agg(value="mean", seeds="count").reset_index()
-    stats["label"] = group_label(stats)
-    return stats
+    stats = per_seed.groupby(["group", "metric", "variant"], sort=False)["value"].agg(value="mean", seeds="count").reset_index()
+    present = np.unique(stats["group"].to_numpy())
+    labels = pd.Series(group_label(groups.iloc[present]).to_numpy(), index=present)
+    stats["label"] = labels.reindex(stats["group"].to_numpy()).to_numpy()
+    return _with_group_keys(stats, groups)

@@ -2,25 +2,43 @@
 
 * Positive pair (paper §3.1): the anchor is the text; the positive is the same subword sequence with `dup_len`
   of its tokens repeated in place. dup_len ~ U[0, max(2, int(dup_rate * N))) over the N non-special tokens,
-  positions sampled without replacement and applied in order, so [CLS]/[SEP] are never duplicated. Both views
-  still go through dropout (the SimCSE augmentation stays). The draw is made each time a text is batched
-  (the reference code freezes it in a preprocessed dataset cache, so every epoch would see the same view).
+  positions sampled without replacement and applied in sorted order, so [CLS]/[SEP] are never duplicated. Both
+  views still go through dropout (the SimCSE augmentation stays). The draw is made each time a text is batched,
+  from the trainer's seeded rng (the reference code freezes it in a preprocessed dataset cache, so every epoch
+  would see the same view; it also caps dup_len at 10, which the paper does not). The positive may be longer
+  than max_len by its dup_len repeats (repetition is applied after truncation, as in the reference code:
+  truncating again would drop original tokens), but never longer than the backbone's position limit.
 * Momentum contrast (paper §3.2): a copy of the encoder updated by EMA (theta_m <- m theta_m + (1-m) theta,
-  m = 0.995), run in eval mode without gradients, encodes the positives of past batches into a FIFO queue
-  whose embeddings are extra negatives: loss = CE over [cos(z1, z2_batch) | cos(z1, queue)] / t.
+  m = 0.995, after every optimiser step), run in eval mode (no dropout) without gradients, encodes the positives
+  of past batches into a FIFO queue whose embeddings are extra negatives:
+  loss = CE over [cos(z1, z2_batch) | cos(z1, queue)] / t, the positive on the diagonal of the first block.
+  Capacity: whole batches, queue_size_ratio (2.5, paper: 160 for batch 64) rounded half up -> 3 batches.
 
-Queue consistency (see `EsimcseConfig.refresh_queue_each_step`): every embedding in the queue is produced by
-the momentum encoder, never by the online encoder. By default (the paper's MoCo design) an entry is encoded once,
-by the momentum encoder as it is when the entry is enqueued, so the queue holds states at most
-`queue_batches` EMA steps old. With `refresh_queue_each_step=True` the queue keeps the token ids and re-encodes
-them with the current momentum encoder before every loss (exactly one encoder state, ~+50% compute).
-On resume, the adapter state restores the momentum encoder weights *and* the queued token ids, and the
-queue embeddings are recomputed with the restored momentum encoder: nothing from a state the checkpoint
-does not contain can reach the loss.
+What "the queue never holds embeddings from a different encoder state than the momentum encoder's" means here,
+and the choice made (`EsimcseConfig.refresh_queue_each_step`):
+  1. No queue embedding is ever produced by the online encoder, nor by the momentum encoder in train mode
+     (dropout would make it a different, random encoder state), nor by a momentum encoder this run does not
+     continue (e.g. one re-copied from the online weights after a resume).
+  2. Default (False, the paper's / MoCo's design): an entry is encoded once, by the momentum encoder as it is
+     when the batch is enqueued (in after_step, right after that step's EMA update), so at a loss the queue
+     holds the momentum states of the last `queue_batches` steps: the newest entry is the current state, the
+     oldest 2 EMA updates behind (at m = 0.995 two updates move the momentum encoder by ~1% of its distance to
+     the online encoder). This bounded staleness is what the momentum encoder exists to make harmless, and it
+     costs one no-grad forward of one batch per step.
+  3. True (strict reading): the queue keeps token ids only and every entry is re-encoded by the current momentum
+     encoder before every loss: all negatives come from exactly one encoder state, at +queue_batches no-grad
+     forwards per step instead of 1 (estimated +30% compute: 9 instead of 7 forward-equivalents per step).
+Resume: the checkpoint holds the momentum encoder's weights and the queued token ids, never embeddings. On
+resume the queue is reset to those ids and re-encoded by the restored momentum encoder, so after a resume it
+holds exactly one state, the one the run continues from. In refresh mode this makes the resumed run identical to
+an uninterrupted one; in the default mode the newest entry is identical and the two older ones come from the
+current momentum state instead of their 1-2-updates-older ones, for the first steps after a resume only
+(tests/test_esimcse.py bounds the difference). loss() itself never touches the queue (see after_step).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import random
@@ -76,18 +94,29 @@ def repetition_length(n_tokens: int, dup_rate: float, rng: random.Random) -> int
     return min(rng.randrange(max(2, int(dup_rate * n_tokens))), n_tokens)
 
 
-def repeat_tokens(ids: list[int], dup_rate: float, rng: random.Random, n_special_front: int = 1, n_special_back: int = 1) -> list[int]:
+def repeat_tokens(
+    ids: list[int],
+    dup_rate: float,
+    rng: random.Random,
+    n_special_front: int = 1,
+    n_special_back: int = 1,
+    max_total: int | None = None,
+) -> list[int]:
     """Word repetition on a tokenised sequence: duplicate dup_len randomly chosen non-special tokens in place.
 
     `ids` includes the special tokens; the first `n_special_front` and last `n_special_back` ([CLS] ... [SEP])
     are never candidates. Returns a new list: every original token in order, plus each chosen one once more
-    right after itself.
+    right after itself. `max_total` (the backbone's position limit) caps the result's length: dup_len is cut
+    to what fits.
     """
     body = range(n_special_front, len(ids) - n_special_back)
     n = len(body)
     if n <= 0:
         return list(ids)
-    chosen = set(rng.sample(body, repetition_length(n, dup_rate, rng)))
+    dup_len = repetition_length(n, dup_rate, rng)
+    if max_total is not None:
+        dup_len = max(0, min(dup_len, max_total - len(ids)))
+    chosen = set(rng.sample(body, dup_len))
     out: list[int] = []
     for i, tok in enumerate(ids):
         out.append(tok)
@@ -179,15 +208,24 @@ class EsimcseAdapter:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.queue = MomentumQueue(config.queue_batches)
         self.momentum_encoder: torch.nn.Module | None = None
+        self._pending: tuple[torch.Tensor, torch.Tensor] | None = None  # positives of the step in progress
+        self._pending_autocast: tuple[str, torch.dtype] | None = None  # the autocast loss() ran under, if any
+        # Longest sequence the backbone can take (positives may exceed max_len by their repeats, not this).
+        limit = getattr(tokenizer, "model_max_length", None)
+        self.position_limit: int | None = int(limit) if isinstance(limit, int) and 0 < limit < 100_000 else None
 
     # ---------------------------------------------------------------- protocol
     def setup(self, model: torch.nn.Module) -> list[torch.nn.Module]:
         """The momentum encoder starts as an exact copy of the encoder (paper §3.2); it is not trained by the optimiser."""
+        n_pos = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+        if isinstance(n_pos, int) and n_pos > 0:
+            self.position_limit = min(n_pos, self.position_limit or n_pos)
         self.momentum_encoder = copy.deepcopy(model)
         for p in self.momentum_encoder.parameters():
             p.requires_grad_(False)
         self.momentum_encoder.eval()
         self.queue.clear()
+        self._pending = None
         return []
 
     def make_batch(self, texts: list[str], rng: random.Random) -> dict[str, Any] | None:
@@ -198,8 +236,9 @@ class EsimcseAdapter:
         anchors = [list(ids) for ids in enc["input_ids"]]
         # Repetition is drawn here, every time a text is batched (never cached), from the trainer's rng.
         # The positive may exceed max_len by its dup_len repeated tokens (as in the reference code, which
-        # repeats after truncation): truncating it again would drop original tokens.
-        positives = [repeat_tokens(ids, self.config.dup_rate, rng) for ids in anchors]
+        # repeats after truncation): truncating it again would drop original tokens. It never exceeds the
+        # backbone's position limit.
+        positives = [repeat_tokens(ids, self.config.dup_rate, rng, max_total=self.position_limit) for ids in anchors]
         a_ids, a_mask = _pad(anchors, self.pad_id)
         p_ids, p_mask = _pad(positives, self.pad_id)
         return {
@@ -232,16 +271,28 @@ class EsimcseAdapter:
         if negatives is not None:
             negatives = negatives.to(z1.device)
         loss = info_nce(z1, z2, self.config.temperature, extra_negatives=negatives)
-        # Enqueue this batch's positives. In the paper's (MoCo) mode they are encoded now by the momentum
-        # encoder as it is at this step; in refresh mode only the ids are kept.
-        p_ids, p_mask = batch["positive_input_ids"], batch["positive_attention_mask"]
-        emb = None if self.config.refresh_queue_each_step else self._momentum_encode(p_ids, p_mask)
-        self.queue.push(p_ids, p_mask, emb)
+        # This batch's positives join the queue in after_step(), once the optimiser step and the EMA update are
+        # done: loss() has no side effect on the queue, so a step the trainer abandons (non-finite loss) leaves
+        # nothing behind, and the newest entry is encoded by the momentum state the next loss will see.
+        self._pending = (batch["positive_input_ids"], batch["positive_attention_mask"])
+        # The trainer runs loss() under its autocast (bf16 on CUDA) but after_step() outside it: remember the
+        # precision, so queue entries are encoded exactly as refresh mode (inside loss) would encode them.
+        dev = z1.device.type
+        self._pending_autocast = (dev, torch.get_autocast_dtype(dev)) if torch.is_autocast_enabled(dev) else None
         return loss, {"queue_size": float(0 if negatives is None else negatives.shape[0])}
 
     def after_step(self, model: torch.nn.Module) -> None:
+        """EMA update of the momentum encoder, then enqueue the step's positives, encoded by that updated state
+        (refresh mode: ids only, they are encoded before each loss)."""
         self._ensure_momentum(model)
         ema_update(self.momentum_encoder, model, self.config.momentum)
+        if self._pending is not None:
+            p_ids, p_mask = self._pending
+            self._pending = None
+            amp, self._pending_autocast = self._pending_autocast, None
+            with torch.autocast(amp[0], dtype=amp[1]) if amp else contextlib.nullcontext():
+                emb = None if self.config.refresh_queue_each_step else self._momentum_encode(p_ids, p_mask)
+            self.queue.push(p_ids, p_mask, emb)
 
     def state_dict(self) -> dict[str, Any]:
         assert self.momentum_encoder is not None, "esimcse: state_dict() before setup()"
@@ -256,6 +307,7 @@ class EsimcseAdapter:
         if "momentum_encoder" not in state:
             raise ValueError("esimcse: adapter state has no 'momentum_encoder' weights; cannot resume consistently")
         self.momentum_encoder.load_state_dict(state["momentum_encoder"])
+        self._pending = None
         # Token ids come back; embeddings are recomputed by the restored momentum encoder at the next loss.
         self.queue.load_state_dict(state.get("queue", []))
 

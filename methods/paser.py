@@ -3,18 +3,20 @@ Objective"; shared/papers/004): phrase reconstruction with a generative decoder,
 
 Per text s (paper §3.1-3.2):
 1. RAKE ranks the phrases of s (§3.1.1; `methods.rake`); the top-3 (Table 5 best) are masked, every token of a
-   phrase replaced by [MASK], giving s~ (§3.1.2). Texts are cut to max_len words first, so RAKE only sees what
-   the encoder sees.
+   phrase replaced by [MASK], giving s~ (§3.1.2). Texts are first cut to the words whose tokens fit in max_len,
+   so RAKE only sees what the encoder sees. Every occurrence of a chosen phrase is masked.
 2. EDA synonym replacement on both s and s~ (§3.1.3, Table 4 best: SR alone), drawn independently; the masked
    words of s~ are never replaced. Synonyms: WordNet 3.0 (`methods.eda`). If no WordNet is installed the
-   method warns once and runs without augmentation, recording `synonyms_source: "none"` in its config.
+   method warns once and runs without augmentation. The config resolves `synonyms_source` when it is made
+   ("auto" -> "wordnet:<folder>" or "none"), so the run config `bench run` records says what ran.
 3. One encoder (shared weights) embeds s and s~ with [CLS] pooling (App. B, Table 9 best).
 4. Decoding signal (Eq. 2 / Eq. 6): [E_s, E_s~, m*|E_s - E_s~|, n*|E_s * E_s~|], m = n = 10 (App. A, Table 8).
    The paper writes the absolute value around the product too (SPEC §2 writes 10*(E_s*E_s~));
    `signal_product_abs` follows the paper by default. Default memory layout ("concat"): the concatenated 4H
    signal is projected by a linear layer to one H-wide memory vector (SBERT-style concatenation as in Eq. 2);
    "slots" feeds the four H-wide parts as 4 memory positions (what the reference implementation does).
-5. A randomly initialised 6-layer transformer decoder (§4.2, §4.5.1), whose input embeddings and output
+5. A randomly initialised 6-layer transformer decoder (§4.2, §4.5.1; each layer drawn independently, widths
+   and heads those of the encoder), whose input embeddings and output
    projection are the encoder's word-embedding matrix (same storage), generates the masked phrases with teacher
    forcing: target = the phrases' tokens in RAKE rank order, each followed by [SEP]; input = [CLS] + target
    shifted right. L_gen = token NLL (Eq. 3), averaged over target tokens.
@@ -88,6 +90,9 @@ class PaserConfig:
         base = self.synonyms_source.split(":", 1)[0]
         if base not in SYNONYM_SOURCES:
             raise ValueError(f"paser: synonyms_source {self.synonyms_source!r}: use one of {SYNONYM_SOURCES}")
+        # Resolved here, not when the adapter is built: `bench run` records asdict(config) (and hashes it) before
+        # building the adapter, so the run config must already say what will run ("wordnet:<folder>" or "none").
+        self.synonyms_source = resolve_synonyms_source(self.synonyms_source)
 
 
 def decoding_signal(e_s: torch.Tensor, e_t: torch.Tensor, m: float, n: float, product_abs: bool = True) -> torch.Tensor:
@@ -147,6 +152,16 @@ class PhraseDecoder(nn.Module):
         layer = nn.TransformerDecoderLayer(hidden, heads, ffn, dropout, activation="gelu", batch_first=True)
         self.layers = nn.TransformerDecoder(layer, layers)
         self.output_bias = nn.Parameter(torch.zeros(shared.weight.shape[0]))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Random initialisation (paper §4.2), each layer drawn independently: nn.TransformerDecoder deep-copies
+        one layer, so without this all 6 would start identical. Matrices: Xavier-uniform, as nn.Transformer does;
+        positions: N(0, 0.02), BERT's scale, so they do not drown the (small) shared word embeddings."""
+        for p in self.layers.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        nn.init.normal_(self.positions.weight, std=0.02)
 
     @property
     def word_embedding_weight(self) -> torch.Tensor:
@@ -183,25 +198,37 @@ class PaserHeads(nn.Module):
         self.mlm_head = mlm_head
 
 
-def resolve_synonyms_source(requested: str) -> tuple[str, eda.WordNet | None]:
-    """'auto' | 'wordnet[:folder]' | 'none' -> (what is used, recorded in the config; the WordNet or None)."""
+class WordNetMissingError(FileNotFoundError, ValueError):
+    """synonyms_source asks for WordNet and there is none (a ValueError too: a bad hyper-parameter value)."""
+
+
+_WARNED_NO_WORDNET: set[str] = set()
+
+
+def resolve_synonyms_source(requested: str) -> str:
+    """'auto' | 'wordnet[:folder]' | 'none' -> what will run: "wordnet:<folder>" or "none".
+
+    'auto' without a WordNet database warns once per process (per folder) and gives "none"; an explicit
+    'wordnet[:folder]' without one is an error."""
     kind, _, folder = requested.partition(":")
     if kind == "none":
-        return "none", None
+        return "none"
     path = Path(folder) if folder else eda.wordnet_dir()
     if eda.wordnet_available(path):
-        return f"wordnet:{path}", eda.load_wordnet(str(path))
+        return f"wordnet:{path}"
     if kind == "wordnet":
-        raise FileNotFoundError(
+        raise WordNetMissingError(
             f"paser: synonyms_source={requested!r} but no WordNet database in {path}; "
             "install Debian's wordnet-base (apt-get install -y wordnet-base) or set synonyms_source=none"
         )
-    log.warning(
-        "paser: no WordNet database in %s (apt-get install -y wordnet-base): training WITHOUT the EDA synonym "
-        "replacement of the paper (synonyms_source recorded as 'none')",
-        path,
-    )
-    return "none", None
+    if str(path) not in _WARNED_NO_WORDNET:
+        _WARNED_NO_WORDNET.add(str(path))
+        log.warning(
+            "paser: no WordNet database in %s (apt-get install -y wordnet-base): training WITHOUT the EDA synonym "
+            "replacement of the paper (synonyms_source recorded as 'none')",
+            path,
+        )
+    return "none"
 
 
 class PaserAdapter:
@@ -219,8 +246,10 @@ class PaserAdapter:
         self.max_len = max_len
         self.seed = seed
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        # Resolve the synonym source now and write it back into the config, so the run records what ran.
-        config.synonyms_source, self.wordnet = resolve_synonyms_source(config.synonyms_source)
+        # The config resolved the source already ("wordnet:<folder>" or "none"): load what it names.
+        kind, _, folder = resolve_synonyms_source(config.synonyms_source).partition(":")
+        config.synonyms_source = f"{kind}:{folder}" if folder else kind
+        self.wordnet = eda.load_wordnet(folder) if kind == "wordnet" else None
         self.heads: PaserHeads | None = None
 
     # ------------------------------------------------------------ batch building

@@ -3,7 +3,13 @@
 Candidate phrases are the maximal runs of content words between stop words and punctuation. Word score =
 deg(w) / freq(w), where freq(w) counts w's occurrences in candidate phrases and deg(w) is the sum of the lengths
 of the candidate phrases it occurs in (its co-occurrence degree, itself included). Phrase score = sum of its word
-scores. No network data: the stop-word list is scikit-learn's ENGLISH_STOP_WORDS (a dependency of lenbench).
+scores. Words are compared lowercased.
+
+Stop words: NLTK's English list (the 179 words of nltk_data's stopwords corpus, which the common `rake-nltk`
+implementation uses by default), written out below so nothing is downloaded. The paper's own examples (Table 7)
+need such a function-word list: "At least 89 dead in china earthquakes" masks "least 89 dead" and "There are two
+options for you" masks "two options"; scikit-learn's ENGLISH_STOP_WORDS (earlier used here) holds "least" and
+"two", and content words such as "fire", "interest", "system" or "bill", and would split those phrases.
 """
 
 from __future__ import annotations
@@ -12,9 +18,18 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+NLTK_ENGLISH_STOP_WORDS = """
+i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he him his himself
+she she's her hers herself it it's its itself they them their theirs themselves what which who whom this that that'll
+these those am is are was were be been being have has had having do does did doing a an the and but if or because as
+until while of at by for with about against between into through during before after above below to from up down in
+out on off over under again further then once here there when where why how all any both each few more most other
+some such no nor not only own same so than too very s t can will just don don't should should've now d ll m o re ve y
+ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven haven't isn isn't ma mightn
+mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't weren weren't won won't wouldn wouldn't
+""".split()
 
-STOP_WORDS: frozenset[str] = frozenset(ENGLISH_STOP_WORDS)
+STOP_WORDS: frozenset[str] = frozenset(NLTK_ENGLISH_STOP_WORDS)
 
 # Words (letters/digits, with inner apostrophes or hyphens) or single punctuation marks.
 _TOKEN_RE = re.compile(r"[^\W_]+(?:['\-][^\W_]+)*|[^\w\s]|_")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 SCHEMA_VERSION = 1
@@ -56,7 +56,12 @@ class Run(Base):
 
 class Score(Base):
     __tablename__ = "scores"
-    __table_args__ = (UniqueConstraint("run_id", "suite", "dataset", "variant", "metric", name="uq_score"),)
+    __table_args__ = (
+        UniqueConstraint("run_id", "suite", "dataset", "variant", "metric", name="uq_score"),
+        # Covers the leaderboard's main query (filter by suite/metric/variant, read run/dataset/value) so it
+        # reads the index instead of scanning every score.
+        Index("ix_scores_board", "suite", "metric", "variant", "run_id", "dataset", "value"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)

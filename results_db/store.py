@@ -84,6 +84,11 @@ class ResultsDB:
                 raise FileNotFoundError(f"results database {path} does not exist")
         if not read_only:
             Base.metadata.create_all(self.engine)
+            # create_all adds no index to a table that already exists: databases made before an index was
+            # added get it here.
+            for table in Base.metadata.sorted_tables:
+                for index in table.indexes:
+                    index.create(self.engine, checkfirst=True)
             with self.session() as s:
                 if s.get(Meta, "schema_version") is None:
                     s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))

@@ -59,6 +59,20 @@ def test_repetition_keeps_every_token_in_order_and_only_adds_duplicates(tiny):
     assert changed > 200  # most draws repeat something at dup_rate 0.32
 
 
+def test_repetition_never_exceeds_the_position_limit(tiny):
+    tok, tiny_dir = tiny
+    ids = tok(SENTENCE)["input_ids"]
+    for seed in range(100):
+        out = repeat_tokens(ids, 1.0, random.Random(seed), max_total=len(ids) + 2)
+        assert len(out) <= len(ids) + 2 and _is_repetition_of(ids, out)
+    assert repeat_tokens(ids, 1.0, random.Random(0), max_total=len(ids)) == ids
+    # The adapter takes the limit from the backbone (max_position_embeddings) at setup.
+    adapter = get_method("esimcse").build(tokenizer=tok, max_len=32, seed=0)
+    model = _model(tiny_dir)
+    adapter.setup(model)
+    assert adapter.position_limit == min(model.config.max_position_embeddings, tok.model_max_length)
+
+
 def test_repetition_length_range_is_paper_interval():
     rng = random.Random(0)
     # N = 20 tokens: int(0.32 * 20) = 6 -> dup_len in {0..5}, all of them reached, never 6.
@@ -134,6 +148,49 @@ def test_after_step_updates_momentum_encoder_and_it_is_frozen_eval(tiny):
     torch.testing.assert_close(p0, 0.995 * old + 0.005 * dict(model.named_parameters())[name])
 
 
+def test_queue_is_encoded_by_the_momentum_encoder_in_eval_mode(tiny):
+    """Dropout on and the online encoder in train mode: the queue's embeddings are still the momentum encoder's
+    deterministic (eval-mode) ones, never the online encoder's."""
+    tok, tiny_dir = tiny
+    model = _model(tiny_dir).train()
+    adapter = get_method("esimcse").build(tokenizer=tok, max_len=32, seed=0)
+    adapter.setup(model)
+    with torch.no_grad():  # make the online encoder a different state from the momentum copy
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    batch = adapter.make_batch(["the cat sat on the mat", "dogs bark at night"], random.Random(0))
+    adapter.loss(model, batch)
+    assert len(adapter.queue.entries) == 0  # loss() has no side effect: a step the trainer drops leaves nothing
+    adapter.after_step(model)  # EMA update, then the positives are enqueued, encoded by the updated state
+    assert len(adapter.queue.entries) == 1
+    assert model.training and not adapter.momentum_encoder.training
+    queued = adapter.queue.entries[0]["embeddings"]
+    again = adapter._momentum_encode(batch["positive_input_ids"], batch["positive_attention_mask"])
+    torch.testing.assert_close(queued, again)  # deterministic: no dropout
+    with torch.no_grad():
+        h = model.eval()(input_ids=batch["positive_input_ids"], attention_mask=batch["positive_attention_mask"]).last_hidden_state
+    online = (h * batch["positive_attention_mask"][..., None]).sum(1) / batch["positive_attention_mask"].sum(1, keepdim=True)
+    assert not torch.allclose(queued, online, atol=1e-4)
+
+
+def test_queue_entries_use_the_precision_the_loss_ran_under(tiny):
+    """The trainer runs loss() under autocast (bf16 on CUDA) and after_step() outside it; the enqueued embeddings
+    must be those the momentum encoder gives under that same autocast (as refresh mode, inside loss, would)."""
+    tok, tiny_dir = tiny
+    model = _model(tiny_dir).eval()
+    adapter = get_method("esimcse").build(tokenizer=tok, max_len=32, seed=0)
+    adapter.setup(model)
+    batch = adapter.make_batch(["the cat sat on the mat", "dogs bark at night"], random.Random(0))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        adapter.loss(model, batch)
+    adapter.after_step(model)
+    args = (batch["positive_input_ids"], batch["positive_attention_mask"])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = adapter._momentum_encode(*args)
+    torch.testing.assert_close(adapter.queue.entries[0]["embeddings"], expected)
+    assert not torch.equal(expected, adapter._momentum_encode(*args))  # fp32 would differ
+
+
 def test_loss_is_cross_entropy_over_batch_and_queue_negatives(tiny):
     tok, tiny_dir = tiny
     model = _model(tiny_dir).eval()  # no dropout: the hand computation below is exact
@@ -143,6 +200,7 @@ def test_loss_is_cross_entropy_over_batch_and_queue_negatives(tiny):
     first = adapter.make_batch(["the cat sat on the mat", "dogs bark at night", "rain falls in spain"], rng)
     loss1, logs1 = adapter.loss(model, first)
     assert logs1["queue_size"] == 0
+    adapter.after_step(model)  # no optimiser step here: the EMA keeps the momentum encoder equal to the model
     batch = adapter.make_batch(["a man plays guitar", "stocks fell sharply today", "she reads a long book"], rng)
     loss, logs = adapter.loss(model, batch)
     assert logs["queue_size"] == 3

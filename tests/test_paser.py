@@ -38,7 +38,7 @@ def _adapter(tok, **overrides):
 
 
 def test_rake_matches_hand_computation():
-    # Stop words (scikit-learn list): is, but, a, of; punctuation also splits. Candidate phrases:
+    # Stop words (NLTK's English list): is, but, a, of; punctuation also splits. Candidate phrases:
     #   [fast machine translation] [hard] [statistical machine learning] [fast field] [research]
     # freq: fast 2, machine 2, others 1.  deg(w) = sum of the lengths of the phrases w occurs in:
     #   fast 3+2=5, machine 3+3=6, translation 3, hard 1, statistical 3, learning 3, field 2, research 1.
@@ -54,6 +54,19 @@ def test_rake_matches_hand_computation():
         ("research", 1.0),
     ]
     assert rake(split_words("the of and, is it.")) == []
+
+
+def test_rake_reproduces_the_papers_masked_phrases():
+    """PaSeR Table 7: the phrases masked in "At least 89 dead ..." and "There are two options for you"."""
+    # least/89/dead: deg 3, freq 1 -> 3 each, 9; china/earthquakes: 2 each, 4.
+    assert [(p.text, p.score) for p in rake(split_words("At least 89 dead in china earthquakes"))] == [
+        ("least 89 dead", 9.0),
+        ("china earthquakes", 4.0),
+    ]
+    assert [p.text for p in rake(split_words("There are two options for you"))] == ["two options"]
+    # Repeated phrase: one entry, every occurrence listed (all are masked); freq counts both occurrences.
+    (p,) = [q for q in rake(split_words("Red wine, red wine and cheese.")) if q.text == "red wine"]
+    assert p.spans == ((0, 2), (3, 5)) and p.score == 4.0  # red: deg 4 / freq 2 = 2; wine: 2
 
 
 def test_masking_covers_exactly_the_top3_phrase_tokens(tok):
@@ -134,6 +147,28 @@ def test_defaults_and_memory_layouts(tok, tiny_model_dir):
         assert heads.decoder.memory(torch.randn(2, 4, 32)).shape == (2, slots, 32)
     with pytest.raises(ValueError, match="memory_layout"):
         get_method("paser").config_from({"memory_layout": "nope"})
+
+
+def test_decoder_layers_are_initialised_independently(tok, tiny_model_dir):
+    adapter = _adapter(tok, synonyms_source="none", decoder_layers=3)
+    (heads,) = adapter.setup(_model(tiny_model_dir))
+    w = [layer.linear1.weight for layer in heads.decoder.layers.layers]
+    assert not torch.equal(w[0], w[1]) and not torch.equal(w[1], w[2])  # not deep copies of one layer
+    assert heads.decoder.positions.weight.std() < 0.05  # BERT-scale positions, not N(0, 1)
+
+
+def test_run_config_records_the_resolved_synonym_source(monkeypatch):
+    """`bench run` records asdict(config) before building the adapter: the config itself says what will run."""
+    from dataclasses import asdict
+
+    spec = get_method("paser")
+    if wordnet_available():
+        assert asdict(spec.config_from({}))["synonyms_source"].startswith("wordnet:")
+    monkeypatch.setenv("LENBENCH_WORDNET", "/nonexistent/wordnet-2")
+    assert asdict(spec.config_from({}))["synonyms_source"] == "none"
+    assert asdict(spec.config_from({"synonyms_source": "none"}))["synonyms_source"] == "none"
+    with pytest.raises(ValueError, match="wordnet-base"):  # a bad hyper-parameter value for the CLI
+        spec.config_from({"synonyms_source": "wordnet"})
 
 
 def test_decoder_shares_word_embeddings_and_trains_them(tok, tiny_model_dir):
@@ -237,3 +272,27 @@ def test_resume_with_shared_trainer_is_exact(tiny_model_dir, tmp_path):
     assert resumed.resumed_from == 3
     assert resumed.losses == pytest.approx(full.losses[3:], rel=1e-5, abs=1e-6)
     assert part.losses == pytest.approx(full.losses, rel=1e-5, abs=1e-6)
+
+
+def test_trained_encoder_has_no_decoder_keys_and_loads_in_bench_eval(tiny_model_dir, tmp_path):
+    from bench.cli import main
+    from bench.train import Budget, TrainConfig, train_method
+    from results_db import ResultsDB
+    from tests.conftest import write_sts
+
+    result = train_method(
+        "paser", backbone=str(tiny_model_dir), texts=CORPUS, budget=Budget(steps=1),
+        config=TrainConfig(max_len=32, batch_size=4, progress=False, pooling="cls"), out_dir=tmp_path / "run",
+        method_overrides={"synonyms_source": "none", "decoder_layers": 1},
+    )
+    with safe_open(str(result.encoder_dir / "model.safetensors"), "pt") as fh:
+        keys = list(fh.keys())
+    assert keys and not any(k.split(".")[0] in ("decoder", "mlm_head", "heads", "layers") or "memory" in k for k in keys)
+    pairs = [(a, b, float(i)) for i, (a, b) in enumerate(zip(CORPUS[:5], CORPUS[1:6]))]
+    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", pairs)
+    db = tmp_path / "r.sqlite"
+    args = ["eval", "--model", str(result.encoder_dir), "--suite", "sts:stsb", "--max-len", "32",
+            "--data-dir", str(tmp_path / "data"), "--db", str(db), "--no-cache"]  # fmt: skip
+    assert main(args) == 0
+    scores = ResultsDB(db).scores()
+    assert scores["dataset"].tolist() == ["stsb"] and scores["value"].notna().all()

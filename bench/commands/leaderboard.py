@@ -36,6 +36,7 @@ def streamlit_command(db: str | None, port: int, host: str) -> list[str]:
         "--server.port", str(port),
         "--server.headless", "true",
         "--browser.gatherUsageStats", "false",
+        "--client.toolbarMode", "minimal",
         "--", "--db", location,
     ]  # fmt: skip
 

@@ -87,7 +87,16 @@ def best_mask(column: pd.Series) -> list[str]:
 
 
 def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, key: str, digits: int = 2) -> None:
-    """A sortable table: score cells sort by their value and show mean ± std; the best per column highlighted."""
+    """A sortable table: score cells sort by their value and show mean ± std; the best per column highlighted.
+
+    Only a table that needs it (a highlight, or mean ± std cells) goes through a pandas Styler, whose cost grows
+    with every cell; plain numbers are formatted by the grid itself.
+    """
+    seed_cells = any(isinstance(v, tables.SeedMean) for col in score_columns for v in frame[col].head(1000))
+    if not highlight and not seed_cells:
+        config = {col: st.column_config.NumberColumn(format=f"%.{digits}f") for col in score_columns}
+        st.dataframe(frame, hide_index=True, key=key, width="stretch", column_config=config)
+        return
     styler = frame.style.format(lambda v: tables.format_cell(v, digits), subset=score_columns, na_rep="")
     if highlight and score_columns:
         styler = styler.apply(best_mask, subset=score_columns, axis=0)

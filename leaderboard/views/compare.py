@@ -50,7 +50,9 @@ def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataF
 
 
 def _default_pair(runs: pd.DataFrame) -> tuple[int, int]:
-    ids = sorted(runs["id"].tolist())
+    """The two latest finished runs (the two latest runs when fewer than two finished)."""
+    finished = sorted(runs.loc[runs["status"] == "finished", "id"].tolist())
+    ids = finished if len(finished) > 1 else sorted(runs["id"].tolist())
     return (ids[-2], ids[-1]) if len(ids) > 1 else (ids[-1], ids[-1])
 
 

@@ -48,7 +48,7 @@ def show(state: DBState) -> None:
     highlight = suite not in tables.NO_BEST_SUITES
     show_table(board.cells, board.score_columns, highlight=highlight, key="main_table")
     notes = [
-        f"{len(board.cells)} rows from {board.cells['seeds'].sum()} seeds.",
+        f"{len(board)} rows over {int(board.info['seeds'].sum())} (group, seed) pairs.",
         "A cell is the mean over seeds, shown as mean ± std (n=seeds) when there are several; click a column header to sort.",
     ]
     if highlight:

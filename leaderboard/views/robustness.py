@@ -13,6 +13,7 @@ from leaderboard.views.common import csv_button, pick_metric, run_filter_widgets
 
 AVERAGE_CHOICE = "suite average"
 MAX_DIAG_RUNS = 200  # runs offered for the pair-cosine distribution (newest first)
+MAX_PLOT_GROUPS = 30  # groups drawn in a plot (the tables below them list every group)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -66,19 +67,24 @@ def _attack_section(table: pd.DataFrame, suite: str, metric: str, dataset_choice
         return
     long = tables.robustness_long(table)
     order = long[long["variant"] == tables.CLEAN].sort_values("score", ascending=False)["label"].tolist()
+    if len(order) > MAX_PLOT_GROUPS:
+        st.caption(f"The plot shows the {MAX_PLOT_GROUPS} best of {len(order)} groups by clean score; filter to see others.")
+        order = order[:MAX_PLOT_GROUPS]
+        long = long[long["label"].isin(order)]
     variant_order = tables.order_variants(long["variant"].unique().tolist())
+    y_axis = alt.Axis(labelLimit=360)  # group labels are long ("laser3-self · bert-base-uncased · steps=1000")
     base = alt.Chart(long).encode(
-        y=alt.Y("label:N", sort=order, title=None),
+        y=alt.Y("label:N", sort=order, title=None, axis=y_axis),
         x=alt.X("score:Q", title=metric, scale=alt.Scale(zero=False)),
     )
     # A dumbbell per method: the line spans clean to the worst attack, a dot per variant.
     spans = long.groupby("label")["score"].agg(["min", "max"]).reset_index()
-    rules = alt.Chart(spans).mark_rule(color="#999").encode(y=alt.Y("label:N", sort=order), x="min:Q", x2="max:Q")
+    rules = alt.Chart(spans).mark_rule(color="#999").encode(y=alt.Y("label:N", sort=order, axis=y_axis), x="min:Q", x2="max:Q")
     dots = base.mark_circle(size=90).encode(
         color=alt.Color("variant:N", sort=variant_order, title="variant"),
         tooltip=["label", "variant", alt.Tooltip("score:Q", format=".2f")],
     )
-    st.altair_chart((rules + dots).properties(height=max(120, 28 * len(order))), width="stretch")
+    st.altair_chart((rules + dots).properties(height=max(140, 32 * len(order))), width="stretch")
     change_columns = [c for c in table.columns if c.startswith("change ")]
     score_columns = [c for c in table.columns if c not in (*tables.GROUP_KEYS, "seeds")]
     show_table(table, score_columns, highlight=False, key="rob_table")
@@ -96,8 +102,13 @@ def _diag_section(state: DBState, filters: tables.RunFilters, runs: pd.DataFrame
         st.info("No diag scores for runs matching these filters.")
         return
     variant_order = tables.order_variants(diag["variant"].unique().tolist())
+    plotted = diag
+    labels = diag["label"].unique().tolist()
+    if len(labels) > MAX_PLOT_GROUPS:
+        st.caption(f"The plots show {MAX_PLOT_GROUPS} of {len(labels)} groups; filter to see others (the table lists all).")
+        plotted = diag[diag["label"].isin(labels[:MAX_PLOT_GROUPS])]
     chart = (
-        alt.Chart(diag)
+        alt.Chart(plotted)
         .mark_line(point=True)
         .encode(
             x=alt.X("variant:N", sort=variant_order, title=None),

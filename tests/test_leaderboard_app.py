@@ -1,0 +1,401 @@
+"""The leaderboard app through Streamlit's AppTest, on a database the tests fill (tests/test_leaderboard_fixtures.py).
+
+Runs (see RUNS there): 1, 2 = simcse/bert-tiny seeds 0 and 1; 3 = laser3-self/bert-tiny (clearly the best STS);
+4 = simcse/minilm/steps=200/nli; 5 = vanilla/minilm eval-only; 6 = esimcse, failed after one dataset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("streamlit")
+
+import streamlit.testing.v1.app_test as app_test_module  # noqa: E402
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from results_db import ResultsDB  # noqa: E402
+from tests.test_leaderboard_fixtures import STS_DATASETS, fill_db  # noqa: E402
+
+APP = Path(__file__).resolve().parent.parent / "leaderboard" / "app.py"
+TIMEOUT = 90  # seconds per script run (a loaded 2-core CI machine imports altair/pandas slowly the first time)
+
+
+@pytest.fixture(scope="module")
+def results_path(tmp_path_factory) -> Path:
+    return fill_db(tmp_path_factory.mktemp("leaderboard") / "results.sqlite")
+
+
+@pytest.fixture
+def app(results_path, monkeypatch):
+    """An AppTest on the filled database, already run once (the main view)."""
+    monkeypatch.setenv("LENBENCH_DB", str(results_path))
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def open_app(path: Path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("LENBENCH_DB", str(path))
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def go(at: AppTest, view: str) -> AppTest:
+    at.radio(key="view").set_value(view).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def table(at: AppTest, index: int = 0) -> pd.DataFrame:
+    return at.dataframe[index].value
+
+
+def display_values(at: AppTest, index: int = 0) -> pd.DataFrame:
+    """The text a styled table shows (pandas Styler display values)."""
+    raw = at.dataframe[index].proto.arrow_data.styler.display_values
+    return pa.ipc.open_stream(raw).read_all().to_pandas()
+
+
+def highlighted_cells(at: AppTest, index: int = 0) -> set[tuple[int, int]]:
+    css = at.dataframe[index].proto.arrow_data.styler.styles
+    return {(int(r), int(c)) for r, c in re.findall(r"row(\d+)_col(\d+)", css)}
+
+
+def texts(at: AppTest) -> str:
+    parts = [e.value for kind in ("markdown", "caption", "info", "warning", "error", "success", "code") for e in at.get(kind)]
+    return "\n".join(str(p) for p in parts)
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------------- main view
+def test_main_view_one_row_per_group_best_first(app):
+    frame = table(app)
+    groups = set(zip(frame["method"], frame["backbone"], frame["budget"], frame["corpus"]))
+    assert groups == {
+        ("laser3-self", "bert-tiny", "steps=100", "wiki1m"),
+        ("simcse", "bert-tiny", "steps=100", "wiki1m"),
+        ("simcse", "minilm", "steps=200", "nli"),
+        ("vanilla", "minilm", "—", "—"),  # an eval-only run: no budget, no corpus
+    }  # the failed esimcse run is left out by default
+    assert list(frame.columns[-4:]) == [*STS_DATASETS, "average"]
+    assert frame["average"].is_monotonic_decreasing  # best average first
+    assert frame.iloc[0]["method"] == "laser3-self"
+    averages = frame[list(STS_DATASETS)].mean(axis=1)
+    assert frame["average"].to_numpy() == pytest.approx(averages.to_numpy())
+
+
+def test_main_view_seeds_as_mean_std_and_count(app, results_path):
+    frame, shown = table(app), display_values(app)
+    row = frame.index[(frame["method"] == "simcse") & (frame["backbone"] == "bert-tiny")][0]
+    assert frame.loc[row, "seeds"] == 2 and frame.loc[row, "run ids"] == "1, 2"
+    scores = ResultsDB(results_path, read_only=True).scores([1, 2])
+    stsb = scores[(scores["suite"] == "sts") & (scores["dataset"] == "stsb") & (scores["variant"] == "clean")]["value"]
+    assert frame.loc[row, "stsb"] == pytest.approx(stsb.mean())
+    assert shown.loc[row, "stsb"] == f"{stsb.mean():.2f} ± {stsb.std(ddof=1):.2f} (n=2)"
+    single = frame.index[frame["method"] == "laser3-self"][0]
+    assert re.fullmatch(r"\d+\.\d\d", shown.loc[single, "stsb"])  # one seed: just the value
+
+
+def test_main_view_highlights_best_per_column(app):
+    frame = table(app)
+    best = frame.index[frame["method"] == "laser3-self"][0]
+    first_score = list(frame.columns).index(STS_DATASETS[0])
+    expected = {(best, first_score + k) for k in range(len(STS_DATASETS) + 1)}
+    assert highlighted_cells(app) == expected
+
+
+@pytest.mark.parametrize(
+    ("widget", "choice", "expected"),
+    [
+        ("main_method", ["simcse"], {("simcse", "bert-tiny"), ("simcse", "minilm")}),
+        ("main_backbone", ["minilm"], {("simcse", "minilm"), ("vanilla", "minilm")}),
+        ("main_budget", ["steps=100"], {("simcse", "bert-tiny"), ("laser3-self", "bert-tiny")}),
+        ("main_corpus", ["nli"], {("simcse", "minilm")}),
+        ("main_seed", [1], {("simcse", "bert-tiny")}),
+    ],
+)
+def test_main_view_filters_change_rows(app, widget, choice, expected):
+    assert len(table(app)) == 4
+    app.multiselect(key=widget).set_value(choice).run()
+    assert not app.exception
+    frame = table(app)
+    assert set(zip(frame["method"], frame["backbone"])) == expected
+    if widget == "main_seed":
+        assert frame.iloc[0]["seeds"] == 1 and frame.iloc[0]["run ids"] == "2"
+
+
+def test_main_view_unfinished_runs_and_incomplete_average(app):
+    app.checkbox(key="main_unfinished").check().run()
+    frame = table(app)
+    assert len(frame) == 5
+    failed = frame[frame["method"] == "esimcse"].iloc[0]
+    assert failed["sts12"] > 0 and pd.isna(failed["stsb"]) and pd.isna(failed["average"])
+    assert frame.iloc[-1]["method"] == "esimcse"  # no complete average: last
+    assert "left empty for rows missing a dataset" in texts(app)
+
+
+def test_main_view_attacked_variant_and_suite(app):
+    clean = table(app).set_index("method")["average"]
+    app.selectbox(key="main_variant_sts").set_value("elong-2").run()
+    attacked = table(app).set_index("method")["average"]
+    assert (attacked < clean.reindex(attacked.index)).all()  # every method loses under elongation here
+    assert "variant **elong-2**" in texts(app)
+
+    app.selectbox(key="main_suite").set_value("diag").run()
+    assert not app.exception
+    assert app.selectbox(key="main_metric_diag").value == "pair_cos_shift"  # the suite's primary metric
+    assert list(table(app).columns[-2:]) == ["stsb", "average"]
+    assert highlighted_cells(app) == set()  # diag measures have no "best"
+    assert "none is highlighted" in texts(app)
+
+
+def test_main_view_no_match_says_so(app):
+    app.multiselect(key="main_method").set_value(["vanilla"]).run()
+    app.multiselect(key="main_corpus").set_value(["nli"]).run()
+    assert not app.dataframe
+    assert "No run matches these filters" in texts(app)
+
+
+@pytest.fixture
+def media_files(monkeypatch):
+    """Every in-memory media store the AppTest creates (download buttons put their files there)."""
+    stores: list[MemoryMediaFileStorage] = []
+
+    class Recording(MemoryMediaFileStorage):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            stores.append(self)
+
+    monkeypatch.setattr(app_test_module, "MemoryMediaFileStorage", Recording)
+    return stores
+
+
+def downloaded(at: AppTest, stores, key: str) -> str:
+    button = next(b for b in at.get("download_button") if b.proto.id.endswith(key))
+    name = button.proto.url.rsplit("/", 1)[1].split(".", 1)[0]
+    return stores[-1].get_file(name).content.decode("utf-8")
+
+
+def test_csv_download_of_the_main_table(results_path, monkeypatch, media_files):
+    at = open_app(results_path, monkeypatch)
+    import io
+
+    csv = pd.read_csv(io.StringIO(downloaded(at, media_files, "main_csv")))
+    shown = table(at)
+    assert len(csv) == len(shown)
+    assert list(csv["method"]) == list(shown["method"])
+    assert csv["stsb"].to_numpy() == pytest.approx(shown["stsb"].to_numpy())
+    row = csv[(csv["method"] == "simcse") & (csv["backbone"] == "bert-tiny")].iloc[0]
+    assert row["stsb seeds"] == 2 and row["stsb std"] > 0
+
+    at.multiselect(key="main_method").set_value(["simcse"]).run()  # the CSV follows the filters
+    csv = pd.read_csv(io.StringIO(downloaded(at, media_files, "main_csv")))
+    assert set(csv["method"]) == {"simcse"}
+
+
+def test_every_view_offers_csv(results_path, monkeypatch, media_files):
+    at = open_app(results_path, monkeypatch)
+    keys = {"Robustness": ["rob_csv", "diag_csv"], "Run": ["run_scores_csv", "run_budget_csv", "run_log_csv"], "Compare": ["cmp_csv"]}
+    for view, wanted in keys.items():
+        go(at, view)
+        if view == "Run":
+            at.number_input(key="run_id").set_value(3).run()
+        if view == "Compare":
+            at.number_input(key="cmp_a").set_value(1).run()
+            at.number_input(key="cmp_b").set_value(3).run()
+        for key in wanted:
+            text = downloaded(at, media_files, key)
+            assert len(text.splitlines()) >= 2, (view, key)
+
+
+# ------------------------------------------------------------------------------------------------- robustness
+def test_robustness_view_clean_vs_attacked(app):
+    go(app, "Robustness")
+    assert app.selectbox(key="rob_suite").value == "sts"
+    frame = table(app, 0)
+    assert {"clean", "elong-2", "change elong-2"} <= set(frame.columns)
+    assert len(frame) == 4  # the four finished groups
+    assert frame["change elong-2"].to_numpy() == pytest.approx((frame["elong-2"] - frame["clean"]).to_numpy())
+    assert (frame["change elong-2"] < 0).all()
+    assert len(app.get("vega_lite_chart")) >= 2  # clean-vs-attacked plot and the diag plots
+
+
+def test_robustness_view_filters_and_dataset(app):
+    go(app, "Robustness")
+    average = table(app, 0).set_index("method")["clean"]
+    app.selectbox(key="rob_dataset_sts").set_value("stsb").run()
+    stsb = table(app, 0).set_index("method")["clean"]
+    assert set(stsb.index) == set(average.index) and not (stsb == average.reindex(stsb.index)).all()
+    app.multiselect(key="rob_method").set_value(["laser3-self"]).run()
+    assert list(table(app, 0)["method"]) == ["laser3-self"]
+
+
+def test_robustness_view_diag_measures(app):
+    go(app, "Robustness")
+    diag = table(app, 1)
+    assert {"pair_cos_shift", "intra_sim_adj", "anisotropy", "positional_jsd"} <= set(diag["metric"])
+    assert {"clean", "elong-2"} <= set(diag.columns)
+    shift = diag[diag["metric"] == "pair_cos_shift"]
+    assert (shift["clean"] == 0).all() and (shift["elong-2"] != 0).all()
+    specs = [c.proto.spec for c in app.get("vega_lite_chart")]
+    facet = next(s for s in specs if '"facet"' in s)  # one small plot per diag measure
+    assert all(m in facet for m in ("pair_cos_shift", "intra_sim_adj", "anisotropy", "positional_jsd"))
+    assert any('"density"' in s for s in specs)
+    assert app.selectbox(key="diag_run").value is not None  # the pair-cosine distribution of one run
+
+
+# -------------------------------------------------------------------------------------------------------- run
+def test_run_view_shows_everything_about_a_run(app):
+    go(app, "Run")
+    app.number_input(key="run_id").set_value(3).run()
+    assert not app.exception
+    shown = texts(app)
+    assert "bench run --method laser3-self" in shown  # the command that reproduces it
+    assert "abc1232" in shown  # code version
+    summary = app.table[0].value
+    assert summary.loc["method", "value"] == "laser3-self" and summary.loc["budget", "value"] == "steps=100"
+    budget, packages, scores = (table(app, i) for i in range(3))
+    assert budget.set_index("kind").loc["steps"].tolist() == ["100", "100"]  # asked, consumed
+    assert "seconds" in set(budget["kind"])
+    assert dict(zip(packages["package"], packages["version"]))["torch"] == "2.3.0"
+    assert set(scores[scores["suite"] == "sts"]["dataset"]) == set(STS_DATASETS)
+    assert {"clean", "elong-2", "change elong-2"} <= set(scores.columns)
+    assert len(app.get("json")) == 2  # config and data fingerprint
+    specs = [c.proto.spec for c in app.get("vega_lite_chart")]
+    assert any('"loss"' in s for s in specs)  # the training loss curve
+
+
+def test_run_view_eval_only_failed_and_missing_runs(app):
+    go(app, "Run")
+    app.number_input(key="run_id").set_value(5).run()
+    assert "No budget: this run did not train" in texts(app) and "No training log" in texts(app)
+    app.number_input(key="run_id").set_value(6).run()
+    assert any("failed" in e.value and "out of memory" in e.value for e in app.error)
+    app.number_input(key="run_id").set_value(999).run()
+    assert not app.exception
+    assert any("no run 999" in w.value for w in app.warning)
+
+
+# ---------------------------------------------------------------------------------------------------- compare
+def compare(app: AppTest, a: int, b: int) -> pd.DataFrame:
+    go(app, "Compare")
+    app.number_input(key="cmp_a").set_value(a).run()
+    app.number_input(key="cmp_b").set_value(b).run()
+    assert not app.exception
+    return table(app).set_index("dataset")
+
+
+def test_compare_bootstrap_ci_for_a_clearly_better_run(app):
+    frame = compare(app, 1, 3)  # B = laser3-self, clearly better than A = simcse seed 0
+    assert set(frame.index) == set(STS_DATASETS)
+    for dataset in STS_DATASETS:
+        row = frame.loc[dataset]
+        assert row["B − A"] > 0
+        assert 0 < row["CI low"] <= row["B − A"] <= row["CI high"], dataset
+        assert row["items"] == 80 and "difference is real" in row["note"]
+    side = app.table[0].value
+    assert list(side.columns) == ["A: run 1", "B: run 3"] and side.loc["method"].tolist() == ["simcse", "laser3-self"]
+
+    frame = compare(app, 3, 1)  # swapped: the whole CI is below 0
+    assert (frame["CI high"] < 0).all()
+
+
+def test_compare_same_run_ci_covers_zero_and_no_shared_scores(app):
+    frame = compare(app, 1, 2)  # two seeds of the same method, same noise level
+    assert (frame["CI low"] <= frame["B − A"]).all() and (frame["B − A"] <= frame["CI high"]).all()
+    frame = compare(app, 3, 3)
+    assert (frame["B − A"] == 0).all() and (frame["CI low"] == 0).all() and (frame["CI high"] == 0).all()
+    assert "CI includes 0" in set(frame["note"])
+
+
+def test_compare_variant_choice(app):
+    compare(app, 1, 3)
+    app.multiselect(key="cmp_variants_sts_spearman").set_value(["clean", "elong-2"]).run()
+    frame = table(app)
+    assert set(frame["variant"]) == {"clean", "elong-2"} and len(frame) == 2 * len(STS_DATASETS)
+    app.multiselect(key="cmp_variants_sts_spearman").set_value([]).run()
+    assert "Pick at least one variant" in texts(app)
+
+
+# ---------------------------------------------------------------------------------------------- empty database
+def _assert_first_run_help(at: AppTest, reason: str) -> None:
+    assert not at.exception
+    shown = texts(at)
+    assert reason in shown
+    assert "bench eval --model minilm --suite sts --db" in shown  # how to add the first run
+    assert not at.dataframe
+
+
+def test_missing_database_file(tmp_path, monkeypatch):
+    path = tmp_path / "nothing-here.sqlite"
+    at = open_app(path, monkeypatch)
+    _assert_first_run_help(at, "There is no results database")
+    assert not path.exists()  # looking did not create it
+
+
+def test_empty_file_and_empty_database(tmp_path, monkeypatch):
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    _assert_first_run_help(open_app(empty, monkeypatch), "is not a lenbench results database yet")
+    assert empty.stat().st_size == 0
+
+    fresh = tmp_path / "fresh.sqlite"
+    ResultsDB(fresh).engine.dispose()  # tables, no runs
+    _assert_first_run_help(open_app(fresh, monkeypatch), "has no runs yet")
+
+
+def test_not_a_database_is_an_error_message_not_a_traceback(tmp_path, monkeypatch):
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not sqlite" * 100)
+    at = open_app(junk, monkeypatch)
+    assert any("Cannot read the results database" in e.value for e in at.error)
+
+
+def test_db_argument_after_double_dash(results_path, monkeypatch):
+    """`streamlit run app.py -- --db PATH` (what `bench leaderboard` runs) wins over $LENBENCH_DB."""
+    monkeypatch.setenv("LENBENCH_DB", "/nonexistent/other.sqlite")
+    monkeypatch.setattr("sys.argv", ["app.py", "--db", str(results_path)])
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.run()
+    assert len(table(at)) == 4
+
+
+def test_new_runs_show_up_and_a_replaced_file_is_reread(tmp_path, monkeypatch):
+    import os
+    import time
+
+    from results_db import ScoreRecord
+
+    path = fill_db(tmp_path / "results.sqlite")
+    at = open_app(path, monkeypatch)
+    assert len(table(at)) == 4
+    time.sleep(0.01)  # a distinct mtime for the write below
+    writer = ResultsDB(path)
+    run = writer.create_run(model="x", method="newcomer", backbone="bert-tiny", status="running")
+    writer.add_scores(run, [ScoreRecord("sts", d, "spearman", 99.0) for d in STS_DATASETS])
+    writer.finish_run(run)
+    writer.engine.dispose()
+    at.run()
+    frame = table(at)
+    assert len(frame) == 5 and frame.iloc[0]["method"] == "newcomer"  # the cache followed the write
+
+    other = ResultsDB(tmp_path / "other.sqlite")  # a different database moved over the file
+    run = other.create_run(model="y", method="only-one", backbone="b", status="finished")
+    other.add_scores(run, [ScoreRecord("sts", "stsb", "spearman", 50.0)])
+    other.engine.dispose()
+    os.replace(tmp_path / "other.sqlite", path)
+    at.run()
+    assert list(table(at)["method"]) == ["only-one"]

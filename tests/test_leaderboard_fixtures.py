@@ -1,0 +1,111 @@
+"""A small results database the leaderboard tests fill (shared by the AppTest and the browser tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from results_db import ItemValues, ResultsDB, ScoreRecord
+
+STS_DATASETS = ("sts12", "stsb", "sickr")
+DIAG_METRICS = ("pair_cos_shift", "intra_sim_adj", "anisotropy", "positional_jsd")
+N_ITEMS = 80
+
+# (method, backbone, budget, corpus, seed, sts noise (lower = better), status)
+RUNS = [
+    ("simcse", "bert-tiny", "steps=100", "wiki1m", 0, 0.9, "finished"),  # run 1
+    ("simcse", "bert-tiny", "steps=100", "wiki1m", 1, 1.0, "finished"),  # run 2: a second seed of the same group
+    ("laser3-self", "bert-tiny", "steps=100", "wiki1m", 0, 0.3, "finished"),  # run 3: clearly better than 1
+    ("simcse", "minilm", "steps=200", "nli", 0, 0.6, "finished"),  # run 4
+    ("vanilla", "minilm", "", "", 0, 1.5, "finished"),  # run 5: eval-only
+    ("esimcse", "bert-tiny", "steps=100", "wiki1m", 0, 0.8, "failed"),  # run 6: failed, only one dataset
+]
+
+
+def _spearman_items(rng: np.random.Generator, gold: np.ndarray, noise: float) -> ItemValues:
+    values = gold / 5.0 + rng.normal(0.0, noise, size=len(gold)) * 0.3
+    return ItemValues("spearman", [str(i) for i in range(len(gold))], values.tolist(), gold.tolist())
+
+
+def _spearman(values: list[float], gold: list[float]) -> float:
+    from scipy.stats import spearmanr
+
+    return float(100.0 * spearmanr(values, gold).statistic)
+
+
+def fill_db(path: Path) -> Path:
+    """Six runs: STS (clean + elong-2, with per-item values), diag measures, train logs, full provenance."""
+    db = ResultsDB(path)
+    gold_rng = np.random.default_rng(123)
+    golds = {d: np.round(gold_rng.uniform(0, 5, N_ITEMS), 2) for d in STS_DATASETS}
+    for i, (method, backbone, budget, corpus, seed, noise, status) in enumerate(RUNS):
+        rng = np.random.default_rng(1000 + i)
+        trains = bool(budget)
+        command = (
+            f"bench run --method {method} --backbone {backbone} --budget {budget} --corpus {corpus} --seed {seed} --suite sts@elong,diag"
+            if trains
+            else f"bench eval --model {backbone} --suite sts@elong,diag --seed {seed}"
+        )
+        run_id = db.create_run(
+            kind="train" if trains else "eval",
+            model=f"runs/{method}-{backbone}-{seed}" if trains else backbone,
+            method=method,
+            backbone=backbone,
+            suite="sts@elong+diag",
+            train_corpus=corpus,
+            budget_label=budget,
+            budget_asked={"steps": int(budget.split("=")[1])} if trains else {},
+            budget_consumed={"steps": int(budget.split("=")[1]), "seconds": 12.5 + i} if trains else {},
+            config={"method": method, "lr": 3e-5, "batch_size": 64, "temperature": 0.05},
+            config_hash=f"hash{i}",
+            seed=seed,
+            code_version=f"abc123{i}",
+            package_versions={"torch": "2.3.0", "transformers": "4.44.0"},
+            data_fingerprint={"sts/stsb/test.tsv": "sha256:feedbeef"},
+            command=command,
+            status="running",
+        )
+        datasets = STS_DATASETS if status == "finished" else STS_DATASETS[:1]
+        for dataset in datasets:
+            records = []
+            for variant, extra in (("clean", 0.0), ("elong-2", 0.5 + noise * 0.3)):
+                items = _spearman_items(rng, golds[dataset], noise + extra)
+                records.append(
+                    ScoreRecord("sts", dataset, "spearman", _spearman(items.values, items.gold), N_ITEMS, variant, items)
+                )
+            db.add_scores(run_id, records)
+        if status == "finished":
+            records = []
+            for variant in ("clean", "elong-2"):
+                attacked = variant != "clean"
+                cos = np.clip(rng.normal(0.5 + 0.2 * attacked * noise, 0.15, N_ITEMS), -1, 1)
+                shift = cos - 0.5 if attacked else np.zeros(N_ITEMS)
+                ids = [str(k) for k in range(N_ITEMS)]
+                records += [
+                    ScoreRecord("diag", "stsb", "pair_cos_mean", float(cos.mean()), N_ITEMS, variant, ItemValues("mean", ids, cos.tolist())),
+                    ScoreRecord("diag", "stsb", "pair_cos_shift", float(shift.mean()), N_ITEMS, variant, ItemValues("mean", ids, shift.tolist())),
+                    ScoreRecord("diag", "stsb", "intra_sim_adj", 0.2 + 0.1 * noise * attacked, N_ITEMS, variant),
+                    ScoreRecord("diag", "stsb", "anisotropy", 0.3 + 0.05 * noise, N_ITEMS, variant),
+                    ScoreRecord("diag", "stsb", "positional_jsd", 0.1 + 0.02 * i, N_ITEMS, variant),
+                ]
+            db.add_scores(run_id, records)
+        if trains:
+            steps = range(0, int(budget.split("=")[1]) + 1, 10)
+            db.log_train(run_id, [{"step": s, "loss": 3.0 * np.exp(-s / 50) + 0.1, "lr": 3e-5, "examples_per_s": 100.0} for s in steps])
+        db.finish_run(
+            run_id, status=status, error="RuntimeError: CUDA out of memory" if status == "failed" else ""
+        )
+    db.engine.dispose()
+    return path
+
+
+def test_fixture_database_shape(tmp_path):
+    db = ResultsDB(fill_db(tmp_path / "r.sqlite"), read_only=True)
+    runs = db.runs()
+    assert len(runs) == len(RUNS) and list(runs["status"]).count("failed") == 1
+    scores = db.scores()
+    assert set(scores["suite"]) == {"sts", "diag"} and set(scores["variant"]) == {"clean", "elong-2"}
+    items = db.score_items(int(scores[(scores["suite"] == "sts")].iloc[0]["id"]))
+    assert items is not None and items.aggregate == "spearman" and len(items.values) == N_ITEMS
+    assert len(db.train_log(1)) > 0 and db.train_log(5).empty
