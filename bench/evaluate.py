@@ -8,8 +8,34 @@ from typing import Any
 
 import pandas as pd
 
-from bench.suites.base import CLEAN, EvalContext, Suite
+from bench.suites.base import CLEAN, EvalContext, Suite, SuiteError
 from results_db import ResultsDB, ScoreRecord
+
+
+def is_embedding_model(model: Any) -> bool:
+    return callable(getattr(model, "encode", None))
+
+
+def check_model(model: Any, suites: list[tuple[Suite, bool]]) -> None:
+    """Fail before anything is written when a suite cannot score this kind of model (bm25 on sts, knn, ...).
+
+    A suite declares `lexical_ok = True` when it can score a model without `encode` (retrieval: BM25's `search`).
+    """
+    if is_embedding_model(model):
+        return
+    bad = [suite.name for suite, _ in suites if not getattr(suite, "lexical_ok", False)]
+    if bad:
+        name = getattr(model, "name", type(model).__name__)
+        raise SuiteError(
+            f"model {name!r} has no embeddings, so it can only run retrieval suites (beir14, beir:NAME); "
+            f"not {', '.join(dict.fromkeys(bad))}"
+        )
+
+
+def suite_variants(suite: Suite, ctx: EvalContext) -> list[str]:
+    """The variants a suite will score: its own list when it has one (diag always attacks), else the context's."""
+    own = getattr(suite, "variants", None)
+    return list(own(ctx)) if callable(own) else ctx.variants()
 
 
 def evaluate(
@@ -24,12 +50,13 @@ def evaluate(
 
     Datasets the run already has scores for (a resumed run) are not evaluated again.
     """
+    check_model(model, suites)
     done = db.scored_datasets(run_id) if db is not None and run_id is not None else set()
     records: list[ScoreRecord] = []
     for suite, attacked in suites:
         sub = replace(ctx, attacked=attacked)
         for dataset in suite.datasets():
-            wanted = {(suite.name, dataset, v) for v in sub.variants()}
+            wanted = {(suite.name, dataset, v) for v in suite_variants(suite, sub)}
             if wanted <= done:
                 continue
             recs = suite.evaluate(model, dataset, sub)

@@ -7,7 +7,7 @@ import time
 
 from bench.attacks import parse_elong_variants
 from bench.commands.common import add_data_dir, add_db, add_encoder_options, add_eval_options, command_line, open_db
-from bench.evaluate import evaluate, format_table
+from bench.evaluate import check_model, evaluate, format_table
 from bench.models import load_model
 from bench.provenance import code_version, config_hash, data_fingerprint, package_versions
 from bench.suites import EvalContext, parse_suites
@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         use_cache=not args.no_cache,
     )
+    check_model(model, suites)  # e.g. bm25 on sts: refused before a run is recorded
     describe = model.describe()
     config = {
         "model": args.model,

@@ -5,9 +5,9 @@ Protocol of the crop-SSL paper (papers/003, §3): 9:1 train/test split, stratifi
 fitted on the train part, accuracy on the test part. Two metrics:
     knn_acc_euclidean  Euclidean distance between the *unnormalised* pooled embeddings, as in the paper (on
                        L2-normalised vectors Euclidean ranks neighbours exactly like cosine, so the paper's
-                       Euclidean figure needs the raw pooled vectors; they are rebuilt from
-                       `Encoder.token_embeddings`, pooled the way the encoder pools);
-    knn_acc_cosine     cosine distance (the normalised embeddings from `encode`).
+                       Euclidean figure needs the raw pooled vectors: `Encoder.encode(normalize=False)`,
+                       cached like the normalised ones);
+    knn_acc_cosine     cosine distance (the same vectors L2-normalised: one forward pass per text).
 A model without `token_embeddings` gets Euclidean on its normalised embeddings (then both metrics coincide).
 Per-item values: 100 if a test example is classified correctly, else 0 (mean = accuracy x100).
 
@@ -18,6 +18,7 @@ whole collection is seen at another length, as the STS suite attacks both senten
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -68,7 +69,10 @@ def split_indices(labels: list[str], seed: int, dataset: str) -> tuple[np.ndarra
 
 
 def raw_pooled(model: Any, texts: list[str]) -> np.ndarray:
-    """Unnormalised pooled embeddings (mean of the token vectors, or the first token for cls pooling)."""
+    """Unnormalised pooled embeddings (mean of the token vectors, or the first token for cls pooling).
+
+    Recomputed from `token_embeddings`; `embeddings` below prefers the encoder's cached `encode(normalize=False)`.
+    """
     out = []
     for start in range(0, len(texts), RAW_POOL_CHUNK):
         tokens = model.token_embeddings(texts[start : start + RAW_POOL_CHUNK])
@@ -77,6 +81,28 @@ def raw_pooled(model: Any, texts: list[str]) -> np.ndarray:
         else:
             out += [t.mean(axis=0) for t in tokens]
     return np.stack(out).astype(np.float32)
+
+
+def _accepts_normalize(model: Any) -> bool:
+    try:
+        return "normalize" in inspect.signature(model.encode).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def embeddings(model: Any, texts: list[str], desc: str) -> tuple[np.ndarray, np.ndarray]:
+    """(raw pooled, L2-normalised) embeddings of `texts`, with one forward pass per text at most.
+
+    The raw vectors come from the encoder's `encode(normalize=False)` (cached like any embedding), or from its
+    token embeddings; a model with neither gets its normalised embeddings for both.
+    """
+    if _accepts_normalize(model):
+        raw = np.asarray(model.encode(texts, desc=desc, normalize=False), dtype=np.float32)
+        normed = raw / np.clip(np.linalg.norm(raw, axis=1, keepdims=True), 1e-12, None)
+        return raw, normed.astype(np.float32)
+    normed = model.encode(texts, desc=desc)
+    raw = raw_pooled(model, texts) if callable(getattr(model, "token_embeddings", None)) else normed
+    return raw, normed
 
 
 def knn_correct(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, metric: str) -> np.ndarray:
@@ -106,8 +132,7 @@ class KNNSuite:
                 elong = variant.split("-", 1)[1]
                 seed = ctx.rng(f"{dataset}|{variant}").getrandbits(32)
                 texts = attack_texts(data.texts, elong, model.tokenizer, model.max_len, seed=seed)
-            normed = model.encode(texts, desc=f"{dataset} {variant}")
-            raw = raw_pooled(model, texts) if callable(getattr(model, "token_embeddings", None)) else normed
+            raw, normed = embeddings(model, texts, desc=f"{dataset} {variant}")
             for metric, emb, dist in (("knn_acc_euclidean", raw, "euclidean"), ("knn_acc_cosine", normed, "cosine")):
                 correct = knn_correct(emb[train], labels[train], emb[test], labels[test], dist)
                 values = (100.0 * correct).tolist()

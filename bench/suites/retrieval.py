@@ -231,6 +231,7 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
 class RetrievalSuite:
     names: tuple[str, ...]
     name: str = "beir"
+    lexical_ok: bool = True  # BM25 (`--model bm25`) scores retrieval through its own `search`
 
     def datasets(self) -> list[str]:
         return list(self.names)
