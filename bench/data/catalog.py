@@ -69,20 +69,42 @@ BEIR14 = (
     "trec-covid", "nfcorpus", "nq", "fiqa", "arguana", "webis-touche2020", "quora", "cqadupstack",
     "dbpedia-entity", "scidocs", "climate-fever", "scifact", "hotpotqa", "fever",
 )  # fmt: skip
+# The MTEB task of each BEIR set (mteb.get_task names), so `mteb:SciFact` runs on the local copy.
+BEIR_MTEB_TASKS = {
+    "trec-covid": "TRECCOVID", "nfcorpus": "NFCorpus", "nq": "NQ", "fiqa": "FiQA2018", "arguana": "ArguAna",
+    "webis-touche2020": "Touche2020", "quora": "QuoraRetrieval", "dbpedia-entity": "DBPedia", "scidocs": "SCIDOCS",
+    "climate-fever": "ClimateFEVER", "scifact": "SciFact", "hotpotqa": "HotpotQA", "fever": "FEVER",
+}  # fmt: skip
 for _name in BEIR14:
     if _name == "cqadupstack":
         continue
-    CATALOG[_name] = DatasetInfo(_name, "beir", f"beir/{_name}", BEIR_URL.format(name=_name), mteb_task=_name)
+    CATALOG[_name] = DatasetInfo(
+        _name, "beir", f"beir/{_name}", BEIR_URL.format(name=_name), mteb_task=BEIR_MTEB_TASKS[_name]
+    )
 for _forum in CQADUPSTACK_FORUMS:
     CATALOG[f"cqadupstack-{_forum}"] = DatasetInfo(
         f"cqadupstack-{_forum}",
         "beir",
         f"beir/cqadupstack/{_forum}",
         BEIR_URL.format(name="cqadupstack"),
+        mteb_task=f"CQADupstack{_forum.capitalize()}Retrieval",
         note="one of the 12 forums averaged as 'cqadupstack'",
     )
 
 STS_SUITE = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
+
+# Training corpora of LA(SER)^3 (shared/papers/000 §4), kind "corpus": `bench run --corpus wiki1m|msmarco` reads
+# them from a data folder; `--download` fetches them from these sources (needs network).
+WIKI1M_URL = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/wiki1m_for_simcse.txt"
+TRAIN_CORPORA = ("wiki1m", "msmarco")
+CATALOG["wiki1m"] = DatasetInfo(
+    "wiki1m", "corpus", "corpora/wiki1m_for_simcse.txt", WIKI1M_URL,
+    note="training corpus: SimCSE's 1M Wikipedia sentences, one per line (LA(SER)^3 training-wiki)",
+)
+CATALOG["msmarco"] = DatasetInfo(
+    "msmarco", "corpus", "beir/msmarco/corpus.jsonl", BEIR_URL.format(name="msmarco"),
+    note="training corpus: the 8.8M MS MARCO passages, BEIR layout (LA(SER)^3 training-msmarco)",
+)
 
 
 def search_dirs(data_dir: str | os.PathLike[str] | None = None) -> list[Path]:
@@ -125,9 +147,9 @@ def locate(name: str, data_dir: str | os.PathLike[str] | None = None, fetch: boo
             target = root / info.relpath
             return target if target.exists() else Path(f"{target}.gz")
     reason = f"source: {info.source}"
-    if fetch and info.kind == "beir":
+    if fetch and info.kind in ("beir", "corpus"):
         try:
-            return download_beir(info, dirs[0])
+            return download_corpus(info, dirs[0]) if info.kind == "corpus" else download_beir(info, dirs[0])
         except OSError as exc:
             reason = f"downloading {info.source} failed ({exc})"
     searched = ", ".join(str(d) for d in dirs)
@@ -153,6 +175,20 @@ def download_beir(info: DatasetInfo, root: Path) -> Path:  # pragma: no cover - 
     with zipfile.ZipFile(zip_path) as zf:
         zf.extractall(root)
     return root.parent / info.relpath
+
+
+def download_corpus(info: DatasetInfo, root: Path) -> Path:  # pragma: no cover - needs network
+    """A training corpus: the file itself (wiki1m), or BEIR's zip unpacked under root/beir/ (msmarco)."""
+    if info.source.endswith(".zip"):
+        return download_beir(info, root)
+    target = root / info.relpath
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".part")
+    with urllib.request.urlopen(info.source, timeout=60) as resp, open(tmp, "wb") as out:
+        while chunk := resp.read(1 << 20):
+            out.write(chunk)
+    tmp.rename(target)
+    return target
 
 
 def status(data_dir: str | os.PathLike[str] | None = None) -> list[tuple[DatasetInfo, Path | None]]:

@@ -6,7 +6,9 @@ Sources, by `--corpus` value:
                              code is GPL-3.0 and is never imported: only its data file is read). 5% of the articles
                              (a fixed hash split) are held out for the constructed `heldout` suite and never trained on.
     wiki1m | msmarco         the public corpora of LA(SER)^3 (SimCSE's wiki1m sentences; MS MARCO passages in BEIR
-                             layout), looked up in the data folders; offline and absent -> an error naming the URL.
+                             layout): catalog entries (bench.data.catalog, kind "corpus") looked up in the data
+                             folders; `fetch=True` (bench run --download) downloads them; offline and absent -> an
+                             error naming the source URL and the expected path.
     <file>.txt[.gz]          one text per line (the SimCSE wiki1m format)
     <file>.jsonl[.gz] | <BEIR folder>   BEIR corpus.jsonl documents: the "text" field (title when text is empty)
 """
@@ -16,44 +18,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import urllib.request
 from dataclasses import dataclass, field
 from importlib import util as importlib_util
 from pathlib import Path
 
-from bench.data.catalog import search_dirs
-from bench.data.errors import DataError, DatasetMissingError
+from bench.data.catalog import CATALOG, TRAIN_CORPORA, locate
+from bench.data.errors import DataError
 from bench.data.readers import find_file, open_text, read_jsonl
 
 DEFAULT_CORPUS = "wiki-offline"
 HELDOUT_PERCENT = 5  # of wiki-offline articles, kept out of training for the `heldout` suite
-
-
-@dataclass(frozen=True)
-class PublicCorpus:
-    name: str
-    relpath: str  # under a data folder
-    url: str
-    fmt: str  # "lines" | "beir"
-    note: str
-
-
-PUBLIC_CORPORA = {
-    "wiki1m": PublicCorpus(
-        "wiki1m",
-        "corpora/wiki1m_for_simcse.txt",
-        "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/wiki1m_for_simcse.txt",
-        "lines",
-        "1M Wikipedia sentences of SimCSE (Gao et al. 2021), LA(SER)^3's training-wiki",
-    ),
-    "msmarco": PublicCorpus(
-        "msmarco",
-        "beir/msmarco",
-        "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/msmarco.zip",
-        "beir",
-        "8.8M MS MARCO passages (BEIR layout, corpus.jsonl), LA(SER)^3's training-msmarco",
-    ),
-}
 
 
 @dataclass
@@ -118,23 +92,31 @@ def load_wiki_offline(split: str = "train") -> TrainingCorpus:
 
 
 # --------------------------------------------------------------------------------- file formats
-def read_lines(path: str | os.PathLike[str]) -> list[str]:
-    """One text per line (SimCSE wiki1m format); blank lines skipped."""
+def read_lines(path: str | os.PathLike[str], limit: int | None = None) -> list[str]:
+    """One text per line (SimCSE wiki1m format); blank lines skipped; stops after `limit` texts."""
+    texts = []
     with open_text(path) as fh:
-        return [" ".join(line.split()) for line in fh if line.strip()]
+        for line in fh:
+            if limit is not None and len(texts) >= limit:
+                break
+            if line.strip():
+                texts.append(" ".join(line.split()))
+    return texts
 
 
-def read_beir_documents(path: str | os.PathLike[str]) -> list[str]:
-    """BEIR corpus.jsonl documents: the 'text' field, the title when the text is empty."""
+def read_beir_documents(path: str | os.PathLike[str], limit: int | None = None) -> list[str]:
+    """BEIR corpus.jsonl documents: the 'text' field, the title when the text is empty; stops after `limit`."""
     texts = []
     for _, obj in read_jsonl(path):
+        if limit is not None and len(texts) >= limit:
+            break
         text = " ".join(str(obj.get("text") or obj.get("title") or "").split())
         if text:
             texts.append(text)
     return texts
 
 
-def load_file_corpus(path: Path) -> TrainingCorpus:
+def load_file_corpus(path: Path, limit: int | None = None) -> TrainingCorpus:
     if path.is_dir():
         found = find_file(path, "corpus.jsonl")
         if found is None:
@@ -142,9 +124,9 @@ def load_file_corpus(path: Path) -> TrainingCorpus:
         path = found
     name = path.name.removesuffix(".gz")
     if name.endswith(".jsonl"):
-        texts = read_beir_documents(path)
+        texts = read_beir_documents(path, limit)
     else:
-        texts = read_lines(path)
+        texts = read_lines(path, limit)
     if not texts:
         raise DataError(f"training corpus {path} holds no text")
     return TrainingCorpus(name=path.name, texts=texts, source=str(path.resolve()), files=[str(path)])
@@ -155,62 +137,20 @@ def load_corpus(
     spec: str = DEFAULT_CORPUS, *, data_dir: str | None = None, limit: int | None = None, fetch: bool = False
 ) -> TrainingCorpus:
     """`--corpus` value -> TrainingCorpus (first `limit` texts when given)."""
+    if limit is not None and limit < 1:
+        raise DataError(f"corpus limit must be a positive number of texts, got {limit}")
     if spec == DEFAULT_CORPUS:
         corpus = load_wiki_offline("train")
-    elif spec in PUBLIC_CORPORA:
-        corpus = load_file_corpus(locate_public(PUBLIC_CORPORA[spec], data_dir, fetch))
+    elif spec in TRAIN_CORPORA:
+        corpus = load_file_corpus(locate(spec, data_dir, fetch), limit)
         corpus.name = spec
+        corpus.source = f"{CATALOG[spec].note}; {corpus.source}"
     else:
         path = Path(spec).expanduser()
         if not path.exists():
-            known = ", ".join([DEFAULT_CORPUS, *PUBLIC_CORPORA])
+            known = ", ".join([DEFAULT_CORPUS, *TRAIN_CORPORA])
             raise DataError(f"training corpus {spec!r} is neither a known corpus ({known}) nor an existing file or folder")
-        corpus = load_file_corpus(path)
+        corpus = load_file_corpus(path, limit)
     if limit is not None:
         corpus.texts = corpus.texts[:limit]
     return corpus
-
-
-def locate_public(info: PublicCorpus, data_dir: str | None, fetch: bool) -> Path:
-    dirs = search_dirs(data_dir)
-    for root in dirs:
-        target = root / info.relpath
-        if info.fmt == "beir":
-            if target.is_dir() and find_file(target, "corpus.jsonl"):
-                return target
-        elif target.exists() or Path(f"{target}.gz").exists():
-            return target if target.exists() else Path(f"{target}.gz")
-    reason = "not downloaded (pass --download to fetch it; needs network)"
-    if fetch:
-        try:
-            return download_public(info, dirs[0])
-        except OSError as exc:
-            reason = f"downloading it failed ({exc}); offline? fetch it on a connected machine"
-    raise DatasetMissingError(
-        f"training corpus {info.name!r} ({info.note}) not found: {reason}. Source: {info.url}. Expected "
-        f"{info.relpath} under one of: {', '.join(str(d) for d in dirs)} (or point --data-dir / LENBENCH_DATA there)"
-    )
-
-
-def download_public(info: PublicCorpus, root: Path) -> Path:  # pragma: no cover - needs network
-    target = root / info.relpath
-    if info.fmt == "beir":
-        import zipfile
-
-        zip_path = root / "beir" / "msmarco.zip"
-        zip_path.parent.mkdir(parents=True, exist_ok=True)
-        _download(info.url, zip_path)
-        with zipfile.ZipFile(zip_path) as zf:
-            zf.extractall(root / "beir")
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _download(info.url, target)
-    return target
-
-
-def _download(url: str, dest: Path) -> None:  # pragma: no cover - needs network
-    tmp = dest.with_name(dest.name + ".part")
-    with urllib.request.urlopen(url, timeout=60) as resp, open(tmp, "wb") as out:
-        while chunk := resp.read(1 << 20):
-            out.write(chunk)
-    tmp.rename(dest)

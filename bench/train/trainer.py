@@ -337,7 +337,8 @@ def train(
             n_tokens = _batch_tokens(batch)
             consumed.tokens += n_tokens
             consumed.seconds = time.monotonic() - clock_start
-            consumed.peak_memory_mb, consumed.peak_memory_kind = peak_memory(device)
+            mem, consumed.peak_memory_kind = peak_memory(device)
+            consumed.peak_memory_mb = max(consumed.peak_memory_mb, mem)  # a resumed run keeps the earlier peak
             losses.append(value)
             step_time = max(time.monotonic() - step_start, 1e-9)
             if consumed.steps % config.log_every == 0:

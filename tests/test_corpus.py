@@ -1,0 +1,128 @@
+"""Training corpora: the packaged wiki-offline default and its held-out split, text/BEIR files, wiki1m / msmarco
+from a data folder (their absence is an error naming the source), sentence splitting."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from bench.data.errors import DataError, DatasetMissingError
+from bench.train.corpus import load_corpus, load_wiki_offline, wiki_offline_file
+from bench.train.sentences import first_and_rest, regex_split, split_sentences
+
+
+@pytest.fixture(scope="module")
+def wiki():
+    try:
+        wiki_offline_file()
+    except DataError as exc:
+        pytest.skip(str(exc))
+    return load_wiki_offline("train"), load_wiki_offline("heldout")
+
+
+def test_wiki_offline_default_corpus_and_disjoint_heldout_split(wiki):
+    train, heldout = wiki
+    assert train.name == "wiki-offline" and len(train.texts) > 9000
+    assert 300 < len(heldout.texts) < 800  # ~5% of ~10k articles
+    assert not set(train.texts) & set(heldout.texts)  # never trained on what `heldout` evaluates
+    assert train.files == [str(wiki_offline_file())] and "CC BY-SA" in train.licence
+    assert all(t == " ".join(t.split()) and t for t in train.texts[:200])
+    assert load_corpus(limit=5).texts == train.texts[:5]
+
+
+def test_heldout_suite_pairs_come_from_heldout_articles(wiki):
+    from bench.suites.heldout import known_item_pairs
+
+    _, heldout = wiki
+    ids, queries, docs = known_item_pairs(limit=20)
+    assert len(ids) == len(queries) == len(docs) == 20
+    for q, d in zip(queries, docs):
+        assert any(t.startswith(q) and d in t for t in heldout.texts)
+
+
+def test_heldout_suite_scores_with_a_model(wiki, tiny_model_dir):
+    from bench.encoder import Encoder
+    from bench.suites import EvalContext, parse_suites
+
+    (suite, attacked), = parse_suites("heldout@elong")
+    model = Encoder.load(str(tiny_model_dir), max_len=64, use_cache=False, show_progress=False)
+    ctx = EvalContext(max_len=64, attacked=attacked, elong=["2"], limit=12)
+    records = suite.evaluate(model, suite.datasets()[0], ctx)
+    by = {(r.variant, r.metric): r for r in records}
+    assert set(by) == {(v, m) for v in ("clean", "elong-2") for m in ("ndcg@10", "mrr@10", "recall@10")}
+    assert all(0.0 <= r.value <= 1.0 and r.n == 12 for r in records)
+    assert by[("clean", "ndcg@10")].items is not None and len(by[("clean", "ndcg@10")].items.values) == 12
+
+
+def test_text_and_beir_file_corpora(tmp_path):
+    lines = tmp_path / "c.txt"
+    lines.write_text("first  text here\n\n  second text\nthird\n")
+    c = load_corpus(str(lines))
+    assert c.texts == ["first text here", "second text", "third"] and c.files == [str(lines)]
+    assert load_corpus(str(lines), limit=2).texts == ["first text here", "second text"]
+
+    gz = tmp_path / "c.txt.gz"
+    with gzip.open(gz, "wt") as fh:
+        fh.write("a b\nc d\n")
+    assert load_corpus(str(gz)).texts == ["a b", "c d"]
+
+    beir = tmp_path / "beir" / "x"
+    beir.mkdir(parents=True)
+    rows = [{"_id": "1", "title": "T1", "text": "Doc one. Second sentence."}, {"_id": "2", "title": "Only title", "text": ""}]
+    (beir / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert load_corpus(str(beir)).texts == ["Doc one. Second sentence.", "Only title"]
+    assert load_corpus(str(beir / "corpus.jsonl"), limit=1).texts == ["Doc one. Second sentence."]
+
+
+def test_bad_corpus_specs_are_clear_errors(tmp_path):
+    with pytest.raises(DataError, match="neither a known corpus"):
+        load_corpus(str(tmp_path / "nope.txt"))
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(DataError, match="holds no text"):
+        load_corpus(str(empty))
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(DataError, match="no corpus.jsonl"):
+        load_corpus(str(tmp_path / "folder"))
+    with pytest.raises(DataError, match="positive"):
+        load_corpus(str(empty), limit=0)
+
+
+@pytest.mark.parametrize("name, url", [
+    ("wiki1m", "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/wiki1m_for_simcse.txt"),
+    ("msmarco", "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/msmarco.zip"),
+])
+def test_public_training_corpora_missing_offline_name_their_source(name, url, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no ./data or ../shared/data holding them
+    with pytest.raises(DatasetMissingError) as err:
+        load_corpus(name, data_dir=str(tmp_path / "data"))
+    assert url in str(err.value) and name in str(err.value)
+
+
+def test_public_training_corpora_found_in_a_data_folder(tmp_path, monkeypatch):
+    from bench.data.catalog import status
+
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "data"
+    (data / "corpora").mkdir(parents=True)
+    (data / "corpora" / "wiki1m_for_simcse.txt").write_text("YMCA in South Australia\nAnother sentence.\n")
+    (data / "beir" / "msmarco").mkdir(parents=True)
+    with gzip.open(data / "beir" / "msmarco" / "corpus.jsonl.gz", "wt") as fh:
+        fh.write(json.dumps({"_id": "0", "title": "", "text": "The presence of communication. It matters."}) + "\n")
+    wiki1m = load_corpus("wiki1m", data_dir=str(data))
+    assert wiki1m.name == "wiki1m" and wiki1m.texts == ["YMCA in South Australia", "Another sentence."]
+    assert "SimCSE" in wiki1m.source
+    msmarco = load_corpus("msmarco", data_dir=str(data))
+    assert msmarco.name == "msmarco" and msmarco.texts == ["The presence of communication. It matters."]
+    found = {info.name: (info.kind, path) for info, path in status(str(data))}
+    assert found["wiki1m"][0] == "corpus" and found["wiki1m"][1] is not None and found["msmarco"][1] is not None
+
+
+def test_sentence_splitting():
+    text = "Dr. Smith went to Washington. He arrived at 5 p.m. on Monday!  Was it late? Yes."
+    assert split_sentences(text) == ["Dr. Smith went to Washington.", "He arrived at 5 p.m. on Monday!", "Was it late?", "Yes."]
+    assert first_and_rest(text) == ("Dr. Smith went to Washington.", "He arrived at 5 p.m. on Monday! Was it late? Yes.")
+    assert split_sentences("") == [] and first_and_rest("   ") == ("", "")
+    assert regex_split("One. Two! Three? four") == ["One.", "Two!", "Three? four"]

@@ -1,0 +1,167 @@
+"""`bench run`: a small comparison end to end (train, evaluate clean + attacked, record), its DB rows, the trained
+encoder accepted by `bench eval`, clear errors for bad budgets / methods / hyper-parameters, and the defaults of
+the README's main job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from bench.cli import main
+from results_db import ResultsDB
+from tests.conftest import write_sts
+
+STS_ROWS = [
+    ("A man is playing a guitar.", "A man plays the guitar.", 4.8),
+    ("A woman is slicing onions.", "A man is riding a horse.", 0.4),
+    ("The cat sleeps on the sofa.", "A cat is sleeping on a couch.", 4.5),
+    ("Stocks fell sharply today.", "Children play football outside.", 0.0),
+    ("The train arrived late.", "The train was delayed.", 4.0),
+    ("A dog runs in the park.", "Two dogs are running through a field.", 3.2),
+]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: threads only add contention
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def comparison(tiny_model_dir, tmp_path_factory):
+    """One small `bench run` (vanilla + laser3-self + simcse) shared by the tests that inspect its results."""
+    root = tmp_path_factory.mktemp("run")
+    data = root / "data"
+    write_sts(data / "sts" / "stsb-test.tsv", STS_ROWS)
+    corpus = root / "corpus.txt"
+    corpus.write_text("\n".join(
+        f"Sentence {i} is about topic {i % 5}. It has a second sentence with more words {i}." for i in range(40)
+    ) + "\n")
+    db = root / "r.sqlite"
+    argv = ["run", "--method", "laser3-self,simcse", "--backbone", str(tiny_model_dir), "--corpus", str(corpus),
+            "--budget", "steps=3", "--batch-size", "4", "--max-len", "32", "--suite", "sts:stsb@elong",
+            "--elong", "2,rand", "--eval-max-len", "64", "--data-dir", str(data), "--db", str(db),
+            "--out", str(root / "runs"), "--no-progress", "--no-cache"]
+    return root, argv, db
+
+
+def test_run_trains_evaluates_and_prints_the_comparison(comparison, capsys):
+    root, argv, db = comparison
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "methods vanilla, laser3-self, simcse" in out
+    assert "[laser3-self] trained 3 steps (steps)" in out and "[simcse] trained 3 steps (steps)" in out
+    table = out[out.index("suite "):]
+    header = table.splitlines()[0].split()
+    assert header == ["suite", "dataset", "metric", "method", "clean", "elong-2", "elong-rand", "attacked(mean)", "change(mean)"]
+    rows = [line.split() for line in table.splitlines()[1:4]]
+    assert [r[3] for r in rows] == ["vanilla", "laser3-self", "simcse"]
+    for r in rows:
+        clean, e2, er, mean, change = map(float, r[4:9])
+        assert mean == pytest.approx((e2 + er) / 2, abs=0.011) and change == pytest.approx(mean - clean, abs=0.011)
+
+    rdb = ResultsDB(db)
+    runs = rdb.runs().set_index("method")
+    assert list(runs.index) == ["vanilla", "laser3-self", "simcse"]
+    assert set(runs["status"]) == {"finished"}
+    assert runs.loc["vanilla", "kind"] == "eval" and runs.loc["simcse", "kind"] == "train"
+    for method in ("laser3-self", "simcse"):
+        run = rdb.get_run(int(runs.loc[method, "id"]))
+        assert run["budget_label"] == "steps=3" and run["budget_asked"] == {"steps": 3}
+        consumed = run["budget_consumed"]
+        assert consumed["steps"] == 3 and consumed["examples"] == 12 and consumed["tokens"] > 0
+        assert consumed["seconds"] > 0 and consumed["peak_memory_mb"] > 0 and consumed["stopped_by"] == "steps"
+        log = rdb.train_log(run["id"])
+        assert log["step"].tolist() == [1, 2, 3] and (log["lr"] > 0).all() and (log["examples_per_s"] > 0).all()
+        assert run["config"]["method"] == method and run["config"]["train"]["batch_size"] == 4
+        assert run["config"]["comparison"] == rdb.get_run(int(runs.loc["vanilla", "id"]))["config"]["comparison"]
+        assert f"--method {method}" in run["command"] and "--budget steps=3" in run["command"]
+        assert run["data_fingerprint"]  # evaluation files + training corpus
+        encoder = Path(run["model"])
+        assert encoder.name == "encoder" and (encoder / "model.safetensors").exists()
+        assert (encoder / "modules.json").exists() and (encoder / "1_Pooling" / "config.json").exists()
+    scores = rdb.scores()
+    assert len(scores) == 3 * 3  # 3 runs x (clean, elong-2, elong-rand) x spearman
+    assert not scores.duplicated(["run_id", "suite", "dataset", "variant", "metric"]).any()
+
+
+def test_trained_encoder_is_accepted_by_bench_eval(comparison, capsys):
+    root, argv, db = comparison
+    rdb = ResultsDB(db)
+    runs = rdb.runs()
+    if runs.empty:  # this test run alone: make the comparison first
+        assert main(argv) == 0
+        runs = rdb.runs()
+    encoder = runs[runs["method"] == "laser3-self"]["model"].iloc[0]
+    eval_db = root / "eval.sqlite"
+    rc = main(["eval", "--model", encoder, "--suite", "sts:stsb", "--data-dir", str(root / "data"), "--db", str(eval_db),
+               "--max-len", "64", "--no-cache"])
+    assert rc == 0, capsys.readouterr().err
+    scores = ResultsDB(eval_db).scores()
+    assert scores["dataset"].tolist() == ["stsb"] and scores["metric"].tolist() == ["spearman"]
+
+
+@pytest.mark.parametrize("budget, message", [
+    ("steps=0", "budget steps=0: a budget limit must be a positive finite number"),
+    ("steps=-3", "a budget limit must be a positive"),
+    ("weeks=2", "unknown budget kind 'weeks'"),
+    ("steps=abc", "is not a number"),
+    ("", "empty budget"),
+])
+def test_zero_or_malformed_budget_is_one_clear_line(budget, message, tmp_path, capsys):
+    db = tmp_path / "r.sqlite"
+    assert main(["run", "--budget", budget, "--db", str(db), "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench: error: ") and message in err and "Traceback" not in err
+    assert not db.exists() and not (tmp_path / "runs").exists()  # refused before anything is written
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--method", "nope"], "unknown method 'nope'"),
+    (["--method", ","], "--method is empty"),
+    (["--hp", "laser3-self.m_mode=thrice"], "m_mode 'thrice' is not one of"),
+    (["--hp", "simcse.m_mode=twice"], "method 'simcse' has no hyper-parameter(s) ['m_mode']"),
+    (["--hp", "crop.min_chars=10"], "method 'crop' is not in --method"),
+    (["--hp", "nonsense"], "is not METHOD.KEY=VALUE"),
+    (["--corpus-limit", "0"], "corpus limit must be a positive"),
+])
+def test_bad_methods_and_hyper_parameters_are_clear_errors(extra, message, tmp_path, capsys):
+    db = tmp_path / "r.sqlite"
+    assert main(["run", *extra, "--db", str(db), "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench: error: ") and message in err
+    assert not db.exists()
+
+
+def test_bare_bench_is_the_readme_main_job(monkeypatch):
+    import bench.commands.run as run_cmd
+
+    seen = {}
+    monkeypatch.setattr(run_cmd, "run", lambda args: seen.setdefault("args", args) and 0)
+    assert main([]) == 0
+    args = seen["args"]
+    assert args.command == "run" and args.method == "laser3-self,simcse" and args.backbone == "minilm"
+    assert args.corpus == "wiki-offline" and args.suite is None and not args.resume
+    assert run_cmd.DEFAULT_BUDGET == args.budget
+
+
+def test_default_suite_is_stsb_when_present_else_heldout(tmp_path, monkeypatch):
+    from bench.commands.run import default_suites
+
+    monkeypatch.chdir(tmp_path)  # no ./data, no ../shared/data
+    assert default_suites(str(tmp_path / "nothing")) == ["heldout@elong"]
+    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", STS_ROWS)
+    assert default_suites(str(tmp_path / "data")) == ["sts:stsb@elong"]
+
+
+def test_bench_methods_lists_every_method_with_paper_and_defaults(capsys):
+    assert main(["methods"]) == 0
+    out = capsys.readouterr().out
+    for name in ("vanilla", "simcse", "esimcse", "laser3-self", "laser3-intra", "cocodr-pt", "crop", "paser", "mlm"):
+        assert f"\n{name}" in f"\n{out}"
+    assert "laser3-self (alias: laser3)" in out and "m_mode='random'" in out and "min_chars=100" in out
+    assert "vanilla (alias: untrained) [no training]" in out

@@ -1,0 +1,205 @@
+"""The shared trainer: every method learns on real text, training log in the DB, safetensors checkpoints, NaN stop,
+saved encoder folder loadable by sentence-transformers."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+import torch
+
+from bench.errors import ConfigError, TrainingError
+from bench.train import Budget, TrainConfig, train
+from bench.train.checkpoint import LATEST, checkpoint_root, latest_checkpoint, load_checkpoint
+from methods import all_methods, get_method
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: threads only add contention
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def tok(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+@pytest.fixture(scope="module")
+def wiki_texts(tok):
+    """16 real Wikipedia summaries (the packaged wiki-offline corpus) that every method can use: multi-sentence
+    (intra-reference) with at least two crop chunks."""
+    from bench.data.errors import DataError
+    from bench.train.corpus import load_corpus, wiki_offline_file
+
+    try:
+        wiki_offline_file()
+    except DataError as exc:
+        pytest.skip(str(exc))
+
+    crop = get_method("crop").build(tokenizer=tok, max_len=48)
+    texts = [t for t in load_corpus(limit=400).texts if crop.accepts(t)][:16]
+    assert len(texts) == 16
+    return texts
+
+
+def _model(tiny_model_dir):
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(tiny_model_dir)
+
+
+def _cfg(**kw):
+    base = dict(max_len=48, batch_size=8, lr=1e-3, progress=False, checkpoint_every=0, seed=0)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+TRAINABLE = sorted(s.name for s in all_methods() if s.trains)
+
+
+def test_every_builtin_method_is_registered_with_paper_and_defaults():
+    names = {s.name for s in all_methods()}
+    assert {"vanilla", "simcse", "esimcse", "laser3-self", "laser3-intra", "cocodr-pt", "crop", "paser", "mlm"} <= names
+    assert get_method("laser3").name == "laser3-self" and get_method("untrained").name == "vanilla"
+    assert not get_method("vanilla").trains
+    for spec in all_methods():
+        assert spec.paper and spec.summary and spec.defaults() is not None
+    with pytest.raises(KeyError, match="unknown method 'nope'"):
+        get_method("nope")
+    with pytest.raises(ValueError, match="no hyper-parameter"):
+        get_method("crop").config_from({"chunk_size": 3})
+
+
+@pytest.mark.parametrize("method", TRAINABLE)
+def test_loss_falls_over_30_steps_on_real_text(method, tiny_model_dir, tok, wiki_texts, tmp_path):
+    model = _model(tiny_model_dir)
+    adapter = get_method(method).build(tokenizer=tok, max_len=48, seed=0)
+    result = train(adapter, model, tok, wiki_texts, Budget(steps=30), _cfg(), tmp_path / method, save_encoder_dir=None)
+    losses = result.losses
+    assert result.consumed.steps == 30 and len(losses) == 30 and result.stopped_by == "steps"
+    first, last = statistics.mean(losses[:5]), statistics.mean(losses[-5:])
+    assert last < 0.98 * first, (method, losses)
+
+
+def test_vanilla_does_not_train(tmp_path):
+    from bench.train import train_method
+
+    with pytest.raises(ConfigError, match="does not train"):
+        train_method("vanilla", backbone="minilm", texts=["x"], budget=Budget(steps=1), config=_cfg(), out_dir=tmp_path)
+
+
+def test_training_log_in_db_and_safetensors_checkpoints_and_encoder(tiny_model_dir, tok, wiki_texts, tmp_path):
+    from safetensors import safe_open
+
+    from results_db import ResultsDB
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    run_id = db.create_run(kind="train", model="x", method="laser3-self", status="running")
+    adapter = get_method("laser3-self").build(tokenizer=tok, max_len=48, seed=0)
+    cfg = _cfg(checkpoint_every=2, keep_checkpoints=2, lr=1e-4)
+    result = train(adapter, _model(tiny_model_dir), tok, wiki_texts, Budget(steps=5), cfg, tmp_path / "out", db=db, run_id=run_id)
+
+    log = db.train_log(run_id)
+    assert log["step"].tolist() == [1, 2, 3, 4, 5]
+    assert log["loss"].tolist() == pytest.approx(result.losses)
+    assert log["lr"].tolist() == pytest.approx([1e-4 * (5 - s) / 5 for s in range(5)])  # warm-up 0, linear decay
+    assert (log["examples_per_s"] > 0).all()
+    extra = log["extra"].iloc[0]
+    extra = json.loads(extra) if isinstance(extra, str) else extra
+    assert extra["examples"] == 8 and extra["tokens"] > 0
+
+    root = checkpoint_root(tmp_path / "out")
+    kept = sorted(p.name for p in root.iterdir() if p.name.startswith("step-"))
+    assert kept == ["step-00000004", "step-00000005"]  # every 2 steps + at the stop, newest 2 kept
+    assert (root / LATEST).read_text() == "step-00000005" and latest_checkpoint(tmp_path / "out") == root / "step-00000005"
+    for name in ("model.safetensors", "state.safetensors"):
+        with safe_open(str(root / "step-00000005" / name), "pt") as f:
+            assert len(list(f.keys())) > 0
+    model_state, state = load_checkpoint(root / "step-00000005")
+    assert state["consumed"]["steps"] == 5 and "optimizer" in state and "rng" in state
+    assert not list(root.glob("*.pt")) and not list(root.rglob("*.bin"))
+
+    enc = result.encoder_dir
+    assert enc == tmp_path / "out" / "encoder" and (enc / "model.safetensors").exists()
+    assert json.loads((enc / "1_Pooling" / "config.json").read_text())["pooling_mode_mean_tokens"] is True
+    with safe_open(str(enc / "model.safetensors"), "pt") as f:
+        saved = {k: f.get_tensor(k) for k in f.keys()}
+    for key, tensor in model_state.items():
+        torch.testing.assert_close(saved[key], tensor)  # the encoder folder holds the final weights
+
+
+def test_saved_encoder_loads_in_sentence_transformers_and_bench_encoder(tiny_model_dir, tok, wiki_texts, tmp_path):
+    st = pytest.importorskip("sentence_transformers")
+    from bench.encoder import Encoder
+
+    adapter = get_method("simcse").build(tokenizer=tok, max_len=48, seed=0)
+    result = train(adapter, _model(tiny_model_dir), tok, wiki_texts, Budget(steps=2), _cfg(), tmp_path / "out")
+    model = st.SentenceTransformer(str(result.encoder_dir), device="cpu")
+    texts = ["A man is playing a guitar.", "The stock market fell sharply."]
+    ours = Encoder.load(str(result.encoder_dir), use_cache=False, show_progress=False).encode(texts)
+    theirs = model.encode(texts, normalize_embeddings=True)
+    assert ours.shape == theirs.shape == (2, 32)
+    assert torch.allclose(torch.from_numpy(ours), torch.from_numpy(theirs), atol=1e-5)
+
+
+class NanAt:
+    """Wraps an adapter; its loss is NaN at the given (1-based) step: an injected divergence."""
+
+    def __init__(self, inner, step: int):
+        self.inner, self.nan_step, self.calls = inner, step, 0
+        self.name = inner.name
+
+    def __getattr__(self, item):
+        return getattr(self.inner, item)
+
+    def loss(self, model, batch):
+        self.calls += 1
+        loss, logs = self.inner.loss(model, batch)
+        return (loss * float("nan") if self.calls == self.nan_step else loss), logs
+
+
+def test_nan_loss_stops_with_clear_error_and_saved_checkpoint(tiny_model_dir, tok, wiki_texts, tmp_path):
+    from results_db import ResultsDB
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    run_id = db.create_run(kind="train", model="x", method="simcse", status="running")
+    adapter = NanAt(get_method("simcse").build(tokenizer=tok, max_len=48, seed=0), step=3)
+    model = _model(tiny_model_dir)
+    with pytest.raises(TrainingError, match=r"non-finite loss \(nan\) at step 3 of simcse; stopped, checkpoint saved at .*step-00000002"):
+        train(adapter, model, tok, wiki_texts, Budget(steps=10), _cfg(), tmp_path / "out", db=db, run_id=run_id)
+    ckpt = latest_checkpoint(tmp_path / "out")
+    assert ckpt is not None and ckpt.name == "step-00000002"
+    model_state, state = load_checkpoint(ckpt)
+    assert state["consumed"]["steps"] == 2
+    assert all(torch.isfinite(t).all() for t in model_state.values())  # the weights before the bad step
+    assert db.train_log(run_id)["step"].tolist() == [1, 2]  # the log up to the stop is in the DB
+    assert not (tmp_path / "out" / "encoder").exists()  # a diverged run saves no encoder
+
+
+def test_existing_checkpoint_without_resume_is_refused(tiny_model_dir, tok, wiki_texts, tmp_path):
+    adapter = get_method("crop").build(tokenizer=tok, max_len=48, seed=0)
+    train(adapter, _model(tiny_model_dir), tok, wiki_texts, Budget(steps=1), _cfg(), tmp_path / "out", save_encoder_dir=None)
+    with pytest.raises(ConfigError, match="already holds a checkpoint"):
+        train(adapter, _model(tiny_model_dir), tok, wiki_texts, Budget(steps=1), _cfg(), tmp_path / "out")
+
+
+def test_method_that_can_use_no_text_is_a_clear_error(tiny_model_dir, tok, tmp_path):
+    adapter = get_method("laser3-intra").build(tokenizer=tok, max_len=48, seed=0)
+    with pytest.raises(TrainingError, match="can use no text"):
+        train(adapter, _model(tiny_model_dir), tok, ["One sentence only.", "Another single sentence."],
+              Budget(steps=1), _cfg(), tmp_path / "out", save_encoder_dir=None)
+    with pytest.raises(TrainingError, match="empty"):
+        train(adapter, _model(tiny_model_dir), tok, [], Budget(steps=1), _cfg(), tmp_path / "o2")
+
+
+def test_train_config_validation():
+    for kw, msg in [({"batch_size": 1}, "batch_size"), ({"lr": 0}, "lr"), ({"max_len": 4}, "max_len"),
+                    ({"precision": "fp8"}, "precision")]:
+        with pytest.raises(ConfigError, match=msg):
+            TrainConfig(**kw)
