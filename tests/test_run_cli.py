@@ -165,3 +165,27 @@ def test_bench_methods_lists_every_method_with_paper_and_defaults(capsys):
         assert f"\n{name}" in f"\n{out}"
     assert "laser3-self (alias: laser3)" in out and "m_mode='random'" in out and "min_chars=100" in out
     assert "vanilla (alias: untrained) [no training]" in out
+
+
+def test_pooling_is_shared_by_every_evaluated_encoder(tiny_model_dir, tmp_path, capsys):
+    """--pooling cls: the saved encoder declares [CLS] pooling and every row (baseline too) records it."""
+    import json
+
+    data = tmp_path / "data"
+    write_sts(data / "sts" / "stsb-test.tsv", STS_ROWS)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"Text number {i} about subject {i % 3}." for i in range(12)) + "\n")
+    db = tmp_path / "r.sqlite"
+    argv = ["run", "--method", "simcse", "--backbone", str(tiny_model_dir), "--corpus", str(corpus),
+            "--budget", "steps=1", "--batch-size", "4", "--max-len", "16", "--suite", "sts:stsb", "--pooling", "cls",
+            "--data-dir", str(data), "--db", str(db), "--out", str(tmp_path / "runs"), "--no-progress", "--no-cache"]
+    assert main(argv) == 0
+    runs = ResultsDB(db).runs().set_index("method")
+    for method in ("vanilla", "simcse"):
+        run = ResultsDB(db).get_run(int(runs.loc[method, "id"]))
+        assert run["config"]["eval"]["pooling"] == "cls"
+        assert "--pooling cls" in run["command"]
+    simcse = ResultsDB(db).get_run(int(runs.loc["simcse", "id"]))
+    assert simcse["config"]["train"]["pooling"] == "cls"
+    pooling_cfg = json.loads(next(Path(simcse["output_dir"]).rglob("1_Pooling/config.json")).read_text())
+    assert pooling_cfg["pooling_mode_cls_token"] and not pooling_cfg["pooling_mode_mean_tokens"]

@@ -60,6 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true", help="continue the unfinished runs of this exact command")
     p.add_argument("--no-baseline", action="store_true", help="do not evaluate the untrained backbone")
     p.add_argument("--out", default="runs", help="folder for checkpoints and trained encoders (default ./runs)")
+    p.add_argument("--pooling", choices=("mean", "cls"), default="mean",
+                   help="pooling of every evaluated encoder, the same for all methods (SPEC §1; default mean)")
     p.add_argument("--eval-max-len", type=int, default=256, help="evaluation max tokens (default 256: elongated texts fit)")
     p.add_argument("--eval-batch-size", type=int, default=64)
     p.add_argument("--elong", default=DEFAULT_ELONG, help=f"elongation variants of @elong suites (default {DEFAULT_ELONG}; "
@@ -148,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
     train_cfg = TrainConfig(
         max_len=args.max_len, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup_steps, seed=args.seed,
         checkpoint_every=args.checkpoint_every, device=args.device, progress=not args.no_progress,
+        pooling=args.pooling,
     )
     trained = [m for m in methods if get_method(m).trains]
     rows = ([] if args.no_baseline or "vanilla" in methods else ["vanilla"]) + methods
@@ -165,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         "corpus_limit": args.corpus_limit,
         "corpus_texts": len(corpus.texts) if corpus else 0,
         "suite": suite_args,
-        "eval": {"max_len": args.eval_max_len, "batch_size": args.eval_batch_size, "elong": elong, "limit": args.limit},
+        "eval": {"max_len": args.eval_max_len, "pooling": args.pooling, "batch_size": args.eval_batch_size, "elong": elong, "limit": args.limit},
     }
     comparison = config_hash({"shared": shared, "methods": methods, "overrides": overrides})
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
@@ -283,7 +286,7 @@ def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method
 def _load_encoder(model_dir: str, args: argparse.Namespace):  # noqa: ANN202
     from bench.models import load_model
 
-    return load_model(model_dir, max_len=args.eval_max_len, batch_size=args.eval_batch_size, device=args.device, use_cache=not args.no_cache)
+    return load_model(model_dir, pooling=args.pooling, max_len=args.eval_max_len, batch_size=args.eval_batch_size, device=args.device, use_cache=not args.no_cache)
 
 
 def _fingerprint(ctx, corpus, data_fingerprint) -> dict:  # noqa: ANN001
@@ -303,7 +306,7 @@ def reproduce_command(args: argparse.Namespace, method: str, trains: bool) -> st
         if args.corpus_limit:
             parts += ["--corpus-limit", str(args.corpus_limit)]
         parts += [x for hp in args.hp if hp.split(".", 1)[0] in (method,) for x in ("--hp", hp)]
-    parts += ["--seed", str(args.seed), "--eval-max-len", str(args.eval_max_len), "--elong", args.elong, "--no-baseline"]
+    parts += ["--seed", str(args.seed), "--pooling", args.pooling, "--eval-max-len", str(args.eval_max_len), "--elong", args.elong, "--no-baseline"]
     if args.limit:
         parts += ["--limit", str(args.limit)]
     if args.data_dir:
