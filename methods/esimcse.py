@@ -48,9 +48,10 @@ from typing import Any
 
 import torch
 
-from bench.encoder import POOLINGS, pool
+from bench.encoder import POOLINGS
 from methods.base import MethodSpec
 from methods.losses import info_nce
+from methods.pairs import embed, pad_rows
 from methods.registry import register
 
 
@@ -178,23 +179,6 @@ class MomentumQueue:
             self.push(e["input_ids"], e["attention_mask"], None)
 
 
-def _pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-        mask[i, : len(r)] = 1
-    return ids, mask
-
-
-def _encode(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    device = next(model.parameters()).device
-    ids, mask = ids.to(device), mask.to(device)
-    hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
-    return pool(hidden, mask, pooling)
-
-
 class EsimcseAdapter:
     name = "esimcse"
 
@@ -239,8 +223,8 @@ class EsimcseAdapter:
         # repeats after truncation): truncating it again would drop original tokens. It never exceeds the
         # backbone's position limit.
         positives = [repeat_tokens(ids, self.config.dup_rate, rng, max_total=self.position_limit) for ids in anchors]
-        a_ids, a_mask = _pad(anchors, self.pad_id)
-        p_ids, p_mask = _pad(positives, self.pad_id)
+        a_ids, a_mask = pad_rows(anchors, self.pad_id)
+        p_ids, p_mask = pad_rows(positives, self.pad_id)
         return {
             "anchor_input_ids": a_ids,
             "anchor_attention_mask": a_mask,
@@ -254,7 +238,7 @@ class EsimcseAdapter:
         assert self.momentum_encoder is not None
         self.momentum_encoder.eval()  # no dropout: a stable target, as in the paper / MoCo
         with torch.no_grad():
-            return _encode(self.momentum_encoder, ids, mask, self.config.pooling).float()
+            return embed(self.momentum_encoder, ids, mask, self.config.pooling).float()
 
     def queue_negatives(self, model: torch.nn.Module) -> torch.Tensor | None:
         """The queue's embeddings as the momentum encoder gives them (refreshed first if configured)."""
@@ -265,8 +249,8 @@ class EsimcseAdapter:
 
     def loss(self, model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
         self._ensure_momentum(model)
-        z1 = _encode(model, batch["anchor_input_ids"], batch["anchor_attention_mask"], self.config.pooling)
-        z2 = _encode(model, batch["positive_input_ids"], batch["positive_attention_mask"], self.config.pooling)
+        z1 = embed(model, batch["anchor_input_ids"], batch["anchor_attention_mask"], self.config.pooling)
+        z2 = embed(model, batch["positive_input_ids"], batch["positive_attention_mask"], self.config.pooling)
         negatives = self.queue_negatives(model)
         if negatives is not None:
             negatives = negatives.to(z1.device)

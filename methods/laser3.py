@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
 
 from bench.attacks import max_m
 from methods.base import MethodSpec

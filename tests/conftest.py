@@ -43,6 +43,18 @@ def tiny_model_dir(tmp_path_factory, reference_dir) -> Path:
     return make_random_bert(tmp_path_factory.mktemp("tiny-bert") / "model", size="tiny", seed=0)
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread for a module of tiny-model tests: on 2 shared cores a second thread only adds contention
+    (measured 10-50x slower under load). Use with `pytestmark = pytest.mark.usefixtures("one_thread")`."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not (SHARED_DATA / "sts").is_dir():

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from methods import get_method
-from methods.esimcse import EsimcseConfig, MomentumQueue, ema_update, repeat_tokens, repetition_length
+from methods.esimcse import MomentumQueue, ema_update, repeat_tokens, repetition_length
 
 SENTENCE = "A man with a hard hat is dancing in the street while the crowd watches him closely."
 

@@ -26,12 +26,7 @@ S3 = "Today the town is known for its annual music festival."
 DOC = f"{S1} {S2} {S3}"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: threads only add contention
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: threads only add contention
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 from tests.conftest import write_sts
 
@@ -23,12 +22,7 @@ PLUGIN_SRC = Path(__file__).resolve().parent / "plugin_pkg"
 BENCH = Path(sys.executable).with_name("bench")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: threads only add contention
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: threads only add contention
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,7 @@ from bench.train.checkpoint import LATEST, checkpoint_root, latest_checkpoint, l
 from methods import all_methods, get_method
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: threads only add contention
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: threads only add contention
 
 
 @pytest.fixture(scope="module")
