@@ -11,6 +11,8 @@ import random
 from collections.abc import Sequence
 from typing import Protocol
 
+from bench.errors import ConfigError
+
 
 class Tokenizer(Protocol):
     def __call__(self, text, **kwargs): ...  # noqa: ANN001, ANN003, ANN204
@@ -87,8 +89,6 @@ def shuffle_words(text: str, rng: random.Random) -> str:
 
 def parse_elong_variants(spec: str | Sequence[str | int] | None) -> list[str]:
     """'2,4,8,rand' -> ['2', '4', '8', 'rand']; validates each entry (a bad one is a ConfigError, a ValueError)."""
-    from bench.errors import ConfigError  # here, not at the top: bench.errors imports the encoder
-
     if spec is None:
         spec = "2,4,8,rand"
     items = spec.split(",") if isinstance(spec, str) else [str(s) for s in spec]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import torch
 
-from bench.encoder import ModelLoadError, reference_model_dir
+from bench.encoder import reference_model_dir
+from bench.errors import ModelLoadError
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import torch
 from tqdm.auto import tqdm
 
 from bench.cache import EmbeddingCache, default_cache_dir
+from bench.errors import ConfigError, ModelLoadError
 
 POOLINGS = ("mean", "cls")
 
@@ -31,10 +32,6 @@ REFERENCE_ALIASES = {
     "sentence-transformers/all-minilm-l6-v2",
 }
 REFERENCE_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
-
-
-class ModelLoadError(RuntimeError):
-    pass
 
 
 def reference_model_dir() -> Path | None:
@@ -125,8 +122,6 @@ class Encoder:
         fingerprint: str | None = None,
         show_progress: bool = True,
     ):
-        from bench.errors import ConfigError  # a ValueError the CLI shows as one line
-
         if pooling not in POOLINGS:
             raise ConfigError(f"pooling {pooling!r} is not one of {POOLINGS}")
         if max_len < 4:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from bench.data.errors import DataError
-from bench.encoder import ModelLoadError
 from bench.suites.base import SuiteError
 
 
 class ConfigError(ValueError):
     """A bad option value (budget, method, hyper-parameter...)."""
+
+
+class ModelLoadError(RuntimeError):
+    """A model folder or hub id that cannot be loaded."""
 
 
 class TrainingError(RuntimeError):

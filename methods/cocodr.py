@@ -47,8 +47,6 @@ SPEC = register(
         "of LA(SER)^3 (shared/papers/000)",
         summary="anchor = first sentence; positive = the rest of the document; InfoNCE t=0.05, mean pooling",
         config_cls=CocodrConfig,
-        factory=lambda config, *, tokenizer, max_len, seed=0, **_: CocodrAdapter(
-            config, tokenizer=tokenizer, max_len=max_len, seed=seed
-        ),
+        factory=CocodrAdapter,
     )
 )

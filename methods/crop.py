@@ -65,8 +65,6 @@ SPEC = register(
         summary="two distinct chunks of 2 consecutive sentences (sentences <100 or >250 chars dropped); "
         "InfoNCE t=0.05, mean pooling (paper: Adam lr 2e-5, bs 64, 1 epoch)",
         config_cls=CropConfig,
-        factory=lambda config, *, tokenizer, max_len, seed=0, **_: CropAdapter(
-            config, tokenizer=tokenizer, max_len=max_len, seed=seed
-        ),
+        factory=CropAdapter,
     )
 )

@@ -214,7 +214,7 @@ class EsimcseAdapter:
 
     def make_batch(self, texts: list[str], rng: random.Random) -> dict[str, Any] | None:
         texts = [t for t in texts if t and t.strip()]
-        if not texts:
+        if len(texts) < 2:  # InfoNCE needs an in-batch negative (as PairContrastiveAdapter.make_batch)
             return None
         enc = self.tokenizer(texts, truncation=True, max_length=self.max_len, add_special_tokens=True)
         anchors = [list(ids) for ids in enc["input_ids"]]
@@ -317,10 +317,6 @@ def ema_update(target: torch.nn.Module, source: torch.nn.Module, momentum: float
             b_t.copy_(src_buffers[name])
 
 
-def _factory(config: EsimcseConfig, *, tokenizer: Any, max_len: int, seed: int = 0, **_: Any) -> EsimcseAdapter:
-    return EsimcseAdapter(config, tokenizer=tokenizer, max_len=max_len, seed=seed)
-
-
 SPEC = register(
     MethodSpec(
         name="esimcse",
@@ -329,6 +325,6 @@ SPEC = register(
         summary="SimCSE with a word-repetition positive (dup rate 0.32) and momentum-encoder queue negatives "
         "(EMA 0.995, queue 2.5x batch rounded to whole batches)",
         config_cls=EsimcseConfig,
-        factory=_factory,
+        factory=EsimcseAdapter,
     )
 )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from bench.attacks import max_m
+from bench.attacks import max_m, sample_m
 from methods.base import MethodSpec
 from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor
 from methods.registry import register
@@ -45,11 +45,10 @@ class Laser3Config:
 class _Laser3Base(PairContrastiveAdapter):
     def elongation_factor(self, n_tokens: int, rng: random.Random) -> int:
         """m for an anchor of n tokens (special tokens excluded); never makes the copies exceed max_len."""
-        fit = max_m(n_tokens, self.max_len)
         if self.config.m_mode == "random":
-            return rng.randint(1, fit)
+            return sample_m(n_tokens, self.max_len, rng)
         if self.config.m_mode == "twice":
-            return min(2, fit)
+            return min(2, max_m(n_tokens, self.max_len))
         return 1
 
     def elongated(self, body: list[int], rng: random.Random) -> tuple[list[int], int]:
@@ -87,10 +86,6 @@ class Laser3IntraAdapter(_Laser3Base):
         return elongated_anchor, self.tokens.wrap(rest_body)
 
 
-def _factory(cls):  # noqa: ANN001, ANN202
-    return lambda config, *, tokenizer, max_len, seed=0, **_: cls(config, tokenizer=tokenizer, max_len=max_len, seed=seed)
-
-
 SPEC_SELF = register(
     MethodSpec(
         name="laser3-self",
@@ -98,7 +93,7 @@ SPEC_SELF = register(
         summary="anchor = first sentence; positive = anchor elongated m times, m ~ U{1..(max_len-2)//n}; "
         "InfoNCE t=0.05, mean pooling (paper: lr 3e-5, bs 64, max_len 256, 1 epoch)",
         config_cls=Laser3Config,
-        factory=_factory(Laser3SelfAdapter),
+        factory=Laser3SelfAdapter,
         aliases=("laser3",),
     )
 )
@@ -108,6 +103,6 @@ SPEC_INTRA = register(
         paper=PAPER,
         summary="anchor = first sentence elongated m times; positive = the rest of the document (msmarco setting)",
         config_cls=Laser3Config,
-        factory=_factory(Laser3IntraAdapter),
+        factory=Laser3IntraAdapter,
     )
 )

@@ -154,8 +154,6 @@ SPEC = register(
         paper="Devlin et al. 2019 (BERT) masked-language modelling, as the pre-training comparison in shared/papers/002",
         summary="15% of tokens selected (80% [MASK], 10% random, 10% kept); CE on the selected; training-only head",
         config_cls=MlmConfig,
-        factory=lambda config, *, tokenizer, max_len, seed=0, **_: MlmAdapter(
-            config, tokenizer=tokenizer, max_len=max_len, seed=seed
-        ),
+        factory=MlmAdapter,
     )
 )

@@ -43,6 +43,7 @@ from torch import nn
 from bench.encoder import POOLINGS, pool
 from methods import eda
 from methods.base import MethodSpec
+from methods.pairs import pad_rows
 from methods.rake import rake, split_words
 from methods.registry import register
 
@@ -247,8 +248,7 @@ class PaserAdapter:
         self.seed = seed
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         # The config resolved the source already ("wordnet:<folder>" or "none"): load what it names.
-        kind, _, folder = resolve_synonyms_source(config.synonyms_source).partition(":")
-        config.synonyms_source = f"{kind}:{folder}" if folder else kind
+        kind, _, folder = config.synonyms_source.partition(":")
         self.wordnet = eda.load_wordnet(folder) if kind == "wordnet" else None
         self.heads: PaserHeads | None = None
 
@@ -313,12 +313,12 @@ class PaserAdapter:
         examples = [ex for ex in (self.build_example(t, rng) for t in texts if t and t.strip()) if ex is not None]
         if not examples:
             return None
-        s_ids, s_mask = _pad([e["s_ids"] for e in examples], self.pad_id)
-        t_ids, t_mask = _pad([e["t_ids"] for e in examples], self.pad_id)
-        mlm_labels, _ = _pad([e["mlm_labels"] for e in examples], -100)
+        s_ids, s_mask = pad_rows([e["s_ids"] for e in examples], self.pad_id)
+        t_ids, t_mask = pad_rows([e["t_ids"] for e in examples], self.pad_id)
+        mlm_labels, _ = pad_rows([e["mlm_labels"] for e in examples], -100)
         cls = self.tokenizer.cls_token_id
-        dec_in, dec_mask = _pad([[cls] + e["target"][:-1] for e in examples], self.pad_id)
-        dec_labels, _ = _pad([e["target"] for e in examples], -100)
+        dec_in, dec_mask = pad_rows([[cls] + e["target"][:-1] for e in examples], self.pad_id)
+        dec_labels, _ = pad_rows([e["target"] for e in examples], -100)
         skip = self.config.skip_generative_over_tokens
         if skip is not None:  # reference-code rule, off by default (see module docstring)
             too_long = s_mask.sum(1) > skip
@@ -399,21 +399,6 @@ class PaserAdapter:
         return None
 
 
-def _pad(rows: list[list[int]], pad_value: int) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(1, max(len(r) for r in rows))
-    ids = torch.full((len(rows), width), pad_value, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        if r:
-            ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-            mask[i, : len(r)] = 1
-    return ids, mask
-
-
-def _factory(config: PaserConfig, *, tokenizer: Any, max_len: int, seed: int = 0, **_: Any) -> PaserAdapter:
-    return PaserAdapter(config, tokenizer=tokenizer, max_len=max_len, seed=seed)
-
-
 SPEC = register(
     MethodSpec(
         name="paser",
@@ -422,6 +407,6 @@ SPEC = register(
         summary="mask the top-3 RAKE phrases; a 6-layer decoder sharing the word embeddings reconstructs them from "
         "[E_s, E_s~, 10|E_s-E_s~|, 10|E_s*E_s~|] ([CLS]); loss = MLM + generative NLL; EDA synonym replacement",
         config_cls=PaserConfig,
-        factory=_factory,
+        factory=PaserAdapter,
     )
 )

@@ -67,8 +67,6 @@ SPEC = register(
         "as used in shared/papers/002 (minBERT) and as the self-reference baseline of LA(SER)^3",
         summary="same text twice, dropout p=0.1 makes the pair; InfoNCE t=0.05, in-batch negatives",
         config_cls=SimcseConfig,
-        factory=lambda config, *, tokenizer, max_len, seed=0, **_: SimcseAdapter(
-            config, tokenizer=tokenizer, max_len=max_len, seed=seed
-        ),
+        factory=SimcseAdapter,
     )
 )

@@ -88,7 +88,7 @@ def test_repetition_is_redrawn_every_batch(tiny):
     tok, _ = tiny
     adapter = get_method("esimcse").build(tokenizer=tok, max_len=32, seed=0)
     rng = random.Random(1)
-    views = {tuple(adapter.make_batch([SENTENCE], rng)["positive_input_ids"][0].tolist()) for _ in range(20)}
+    views = {tuple(adapter.make_batch([SENTENCE, "Another text."], rng)["positive_input_ids"][0].tolist()) for _ in range(20)}
     assert len(views) > 5  # same text, new positive each time it is batched
 
 

@@ -183,3 +183,15 @@ def test_pooling_is_shared_by_every_evaluated_encoder(tiny_model_dir, tmp_path, 
     assert simcse["config"]["train"]["pooling"] == "cls"
     pooling_cfg = json.loads(next(Path(simcse["output_dir"]).rglob("1_Pooling/config.json")).read_text())
     assert pooling_cfg["pooling_mode_cls_token"] and not pooling_cfg["pooling_mode_mean_tokens"]
+
+
+def test_reproduce_command_keeps_hyper_parameters_given_under_an_alias():
+    from bench.cli import build_parser
+    from bench.commands.run import reproduce_command
+
+    args = build_parser().parse_args(["run", "--method", "laser3,simcse", "--hp", "laser3.m_mode=twice",
+                                      "--hp", "simcse.temperature=0.1", "--suite", "sts:stsb"])
+    laser3 = reproduce_command(args, "laser3-self", True, ["sts:stsb"])
+    simcse = reproduce_command(args, "simcse", True, ["sts:stsb"])
+    assert "--hp laser3.m_mode=twice" in laser3 and "temperature" not in laser3
+    assert "--hp simcse.temperature=0.1" in simcse and "m_mode" not in simcse

@@ -245,7 +245,7 @@ def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget,
         seed=args.seed,
         code_version=code_version(),
         package_versions=package_versions(),
-        command=reproduce_command(args, method, trains),
+        command=reproduce_command(args, method, trains, suite_args),
         output_dir=str(out_dir),
         status="running",
     )
@@ -297,27 +297,24 @@ def _fingerprint(ctx, corpus, data_fingerprint) -> dict:  # noqa: ANN001
         return {}
 
 
-def reproduce_command(args: argparse.Namespace, method: str, trains: bool) -> str:
+def reproduce_command(args: argparse.Namespace, method: str, trains: bool, suite_args: list[str]) -> str:
     """A `bench run` line that redoes this one method with every shared setting explicit."""
-    parts = ["bench", "run", "--method", method, "--suite", "+".join(split_suites(args)), "--backbone", args.backbone]
+    from methods import get_method
+
+    parts = ["bench", "run", "--method", method, "--suite", "+".join(suite_args), "--backbone", args.backbone]
     if trains:
         parts += ["--budget", args.budget, "--corpus", args.corpus, "--max-len", str(args.max_len),
                   "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--warmup-steps", str(args.warmup_steps)]
         if args.corpus_limit:
             parts += ["--corpus-limit", str(args.corpus_limit)]
-        parts += [x for hp in args.hp if hp.split(".", 1)[0] in (method,) for x in ("--hp", hp)]
+        # an --hp may name the method by an alias (laser3.m_mode=twice is laser3-self's)
+        parts += [x for hp in args.hp if get_method(hp.split(".", 1)[0]).name == method for x in ("--hp", hp)]
     parts += ["--seed", str(args.seed), "--pooling", args.pooling, "--eval-max-len", str(args.eval_max_len), "--elong", args.elong, "--no-baseline"]
     if args.limit:
         parts += ["--limit", str(args.limit)]
     if args.data_dir:
         parts += ["--data-dir", args.data_dir]
     return " ".join(shlex.quote(p) for p in parts) + f"   # from: {command_line()}"
-
-
-def split_suites(args: argparse.Namespace) -> list[str]:
-    from bench.suites.registry import split_suite_args
-
-    return split_suite_args(args.suite) if args.suite else default_suites(args.data_dir)
 
 
 def comparison_table(results: dict) -> str:

@@ -387,7 +387,8 @@ def load_backbone(name: str, cache_dir: str | Path | None = None) -> tuple[torch
     'random-bert-tiny|mini|small' (random BERT on the packaged vocab, written once under cache_dir, seed 0)."""
     from transformers import AutoModel, AutoTokenizer
 
-    from bench.encoder import ModelLoadError, resolve_model
+    from bench.encoder import resolve_model
+    from bench.errors import ModelLoadError
 
     if name.startswith(RANDOM_BACKBONE_PREFIX):
         from bench.backbones import make_random_bert
