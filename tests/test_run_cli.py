@@ -195,3 +195,19 @@ def test_reproduce_command_keeps_hyper_parameters_given_under_an_alias():
     simcse = reproduce_command(args, "simcse", True, ["sts:stsb"])
     assert "--hp laser3.m_mode=twice" in laser3 and "temperature" not in laser3
     assert "--hp simcse.temperature=0.1" in simcse and "m_mode" not in simcse
+
+
+def test_backbone_folder_without_a_model_is_one_clear_line(tmp_path, capsys):
+    """The trainer loads its backbone like `bench eval` loads a model: same checks, same one-line error."""
+    not_a_model = tmp_path / "not_a_model"
+    not_a_model.mkdir()
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"Text number {i}." for i in range(8)) + "\n")
+    db = tmp_path / "r.sqlite"
+    argv = ["run", "--method", "simcse", "--no-baseline", "--backbone", str(not_a_model), "--corpus", str(corpus),
+            "--budget", "steps=1", "--suite", "heldout", "--db", str(db), "--out", str(tmp_path / "runs"), "--no-progress"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench: error: ") and "has no config.json" in err and len(err.strip().splitlines()) == 1
+    if db.exists():  # a row may have been opened: it must say it did not finish
+        assert set(ResultsDB(db).runs()["status"]) <= {"failed"}

@@ -254,8 +254,7 @@ def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget,
 
 def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir):  # noqa: ANN001, ANN202
     """Train (or resume) one method; returns the folder to evaluate."""
-    from bench.train import train
-    from bench.train.trainer import load_backbone
+    from bench.train.trainer import load_backbone, train_method
 
     if not spec.trains:  # the backbone itself (a random BERT is written once under --out/backbones)
         from bench.encoder import resolve_model
@@ -269,10 +268,11 @@ def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method
     if done_marker.exists() and (encoder_dir / "config.json").exists():
         print(f"[{method}] training already complete in {out_dir}")
         return str(encoder_dir)
-    model, tokenizer, _ = load_backbone(args.backbone, cache_dir=Path(args.out) / "backbones")
-    adapter = spec.build(method_cfg, tokenizer=tokenizer, max_len=train_cfg.max_len, seed=train_cfg.seed)
     t0 = time.time()
-    result = train(adapter, model, tokenizer, corpus.texts, budget, train_cfg, out_dir, db=db, run_id=run_id, resume=args.resume)
+    result = train_method(
+        method, backbone=args.backbone, texts=corpus.texts, budget=budget, config=train_cfg, out_dir=out_dir,
+        db=db, run_id=run_id, resume=args.resume, method_config=method_cfg, backbone_cache_dir=Path(args.out) / "backbones",
+    )
     consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
     if result.resumed_from is not None:
         consumed["resumed_from_step"] = result.resumed_from

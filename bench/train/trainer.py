@@ -385,11 +385,9 @@ RANDOM_BACKBONE_PREFIX = "random-bert-"
 def load_backbone(name: str, cache_dir: str | Path | None = None) -> tuple[torch.nn.Module, Any, str]:
     """(model, tokenizer, resolved source). Names: a folder, 'minilm' (packaged all-MiniLM-L6-v2), a hub id, or
     'random-bert-tiny|mini|small' (random BERT on the packaged vocab, written once under cache_dir, seed 0)."""
-    from transformers import AutoModel, AutoTokenizer
+    from bench.encoder import load_transformer
 
-    from bench.encoder import resolve_model
-    from bench.errors import ModelLoadError
-
+    source = None
     if name.startswith(RANDOM_BACKBONE_PREFIX):
         from bench.backbones import make_random_bert
 
@@ -399,14 +397,7 @@ def load_backbone(name: str, cache_dir: str | Path | None = None) -> tuple[torch
             source = str(make_random_bert(root / name, size=size, seed=0))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-    else:
-        source = resolve_model(name)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModel.from_pretrained(source)
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"cannot load backbone {name!r} ({source}): {exc}") from exc
-    return model, tokenizer, source
+    return load_transformer(name, source)
 
 
 def train_method(
@@ -421,18 +412,22 @@ def train_method(
     run_id: int | None = None,
     resume: bool = False,
     method_overrides: dict[str, Any] | None = None,
+    method_config: Any = None,
+    backbone_cache_dir: str | Path | None = None,
 ) -> TrainResult:
-    """Load the backbone, build the method's adapter with its (paper-default) config, train, save the encoder."""
+    """Load the backbone, build the method's adapter with its config (`method_config`, else the paper defaults
+    with `method_overrides`), train, save the encoder."""
     from methods import get_method
 
     spec = get_method(method)
     if not spec.trains:
         raise ConfigError(f"method {spec.name!r} does not train (it evaluates the backbone as it is)")
-    try:
-        method_config = spec.config_from(method_overrides or {})
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(str(exc)) from None
-    model, tokenizer, _ = load_backbone(backbone)
+    if method_config is None:
+        try:
+            method_config = spec.config_from(method_overrides or {})
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(str(exc)) from None
+    model, tokenizer, _ = load_backbone(backbone, cache_dir=backbone_cache_dir)
     torch.manual_seed(config.seed)
     adapter = spec.build(method_config, tokenizer=tokenizer, max_len=config.max_len, seed=config.seed)
     return train(adapter, model, tokenizer, texts, budget, config, out_dir, db=db, run_id=run_id, resume=resume)
