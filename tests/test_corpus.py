@@ -51,10 +51,22 @@ def test_heldout_suite_scores_with_a_model(wiki, tiny_model_dir):
     ctx = EvalContext(max_len=64, attacked=attacked, elong=["2"], limit=12)
     records = suite.evaluate(model, suite.datasets()[0], ctx)
     by = {(r.variant, r.metric): r for r in records}
-    assert set(by) == {(v, m) for v in ("clean", "elong-2") for m in ("ndcg@10", "mrr@10", "recall@10")}
-    assert all(0.0 <= r.value <= 1.0 and r.n == 12 for r in records)
-    assert by[("clean", "ndcg@10")].items is not None and len(by[("clean", "ndcg@10")].items.values) == 12
+    assert set(by) == {(v, m) for v in ("clean", "elong-2") for m in ("ndcg_at_10", "recall_at_100", "mrr_at_10")}
+    assert all(0.0 <= r.value <= 100.0 and r.n == 12 for r in records)
+    assert by[("clean", "ndcg_at_10")].items is not None and len(by[("clean", "ndcg_at_10")].items.values) == 12
+    # 12 queries, one relevant document each, 12 documents: every relevant one is within the top 100
+    assert by[("clean", "recall_at_100")].value == 100.0
 
+
+
+def test_heldout_suite_scores_bm25_like_a_retrieval_suite(wiki):
+    from bench.lexical import BM25Model
+    from bench.suites import EvalContext, parse_suites
+
+    (suite, attacked), = parse_suites("heldout@elong")
+    ctx = EvalContext(max_len=64, attacked=attacked, elong=["2"], limit=12)
+    by = {(r.variant, r.metric): r.value for r in suite.evaluate(BM25Model(max_len=64), suite.datasets()[0], ctx)}
+    assert by[("clean", "ndcg_at_10")] > 50  # a first sentence shares words with the rest of its own article
 
 def test_text_and_beir_file_corpora(tmp_path):
     lines = tmp_path / "c.txt"
