@@ -37,19 +37,32 @@ class MlmConfig:
             raise ValueError("mlm: need 0 < mask_prob < 1 and mask_token_frac + random_token_frac <= 1")
 
 
-class MlmHead(nn.Module):
-    """BERT's prediction head; `decoder.weight` is the encoder's word-embedding matrix (same Parameter)."""
+class SharedEmbedding:
+    """Holds the encoder's nn.Embedding without registering it as a submodule: a head uses the same Parameter
+    (same storage) but its parameters()/state_dict() do not list it again (no duplicate in the optimiser, no copy
+    of the encoder's embedding matrix in the training-only modules' checkpoint)."""
 
-    def __init__(self, hidden: int, vocab: int, word_embeddings: nn.Parameter, eps: float = 1e-12):
+    def __init__(self, embedding: nn.Embedding):
+        self.embedding = embedding
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return self.embedding.weight
+
+
+class MlmHead(nn.Module):
+    """BERT's prediction head: dense + GELU + LayerNorm, then the tied word-embedding matrix + bias."""
+
+    def __init__(self, shared: SharedEmbedding, hidden: int, eps: float = 1e-12):
         super().__init__()
+        self._shared = shared
         self.dense = nn.Linear(hidden, hidden)
         self.layer_norm = nn.LayerNorm(hidden, eps=eps)
-        self.decoder_weight = word_embeddings
-        self.bias = nn.Parameter(torch.zeros(vocab))
+        self.bias = nn.Parameter(torch.zeros(shared.weight.shape[0]))
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         x = self.layer_norm(F.gelu(self.dense(hidden)))
-        return x @ self.decoder_weight.T + self.bias
+        return x @ self._shared.weight.T + self.bias
 
 
 # backbone checkpoint key -> MlmHead key
@@ -106,15 +119,15 @@ class MlmAdapter:
         self.head_source = "fresh"
 
     def setup(self, model: nn.Module) -> list[nn.Module]:
-        emb = model.get_input_embeddings().weight
         cfg = model.config
-        self.head = MlmHead(cfg.hidden_size, emb.shape[0], emb, getattr(cfg, "layer_norm_eps", 1e-12))
+        shared = SharedEmbedding(model.get_input_embeddings())
+        self.head = MlmHead(shared, cfg.hidden_size, getattr(cfg, "layer_norm_eps", 1e-12))
         weights = backbone_head_weights(getattr(model, "name_or_path", "") or getattr(cfg, "_name_or_path", ""))
         if weights:
             missing = self.head.load_state_dict(weights, strict=False).missing_keys
-            self.head_source = "backbone" if set(missing) <= {"decoder_weight"} else "partly backbone"
+            self.head_source = "backbone" if not missing else "partly backbone"
         log.info("mlm head: %s initialisation", self.head_source)
-        self.head.to(emb.device)
+        self.head.to(shared.weight.device)
         return [self.head]
 
     def make_batch(self, texts: list[str], rng: random.Random) -> dict[str, Any] | None:

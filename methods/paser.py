@@ -43,6 +43,7 @@ from torch import nn
 from bench.encoder import POOLINGS, pool
 from methods import eda
 from methods.base import MethodSpec
+from methods.mlm import MlmHead, SharedEmbedding
 from methods.pairs import pad_rows
 from methods.rake import rake, split_words
 from methods.registry import register
@@ -102,40 +103,12 @@ def decoding_signal(e_s: torch.Tensor, e_t: torch.Tensor, m: float, n: float, pr
     return torch.stack([e_s, e_t, m * (e_s - e_t).abs(), n * (prod.abs() if product_abs else prod)], dim=1)
 
 
-class _SharedEmbedding:
-    """Holds the encoder's nn.Embedding without registering it as a submodule: the decoder uses the same
-    Parameter (same storage) but its parameters()/state_dict() do not list it again (no duplicate in the
-    optimiser, nothing of the encoder in the training-only modules)."""
-
-    def __init__(self, embedding: nn.Embedding):
-        self.embedding = embedding
-
-    @property
-    def weight(self) -> torch.Tensor:
-        return self.embedding.weight
-
-
-class MlmHead(nn.Module):
-    """BERT-style MLM head: dense + GELU + LayerNorm, then the (tied) word-embedding matrix + bias."""
-
-    def __init__(self, shared: _SharedEmbedding, hidden: int, eps: float = 1e-12):
-        super().__init__()
-        self._shared = shared
-        self.dense = nn.Linear(hidden, hidden)
-        self.norm = nn.LayerNorm(hidden, eps=eps)
-        self.bias = nn.Parameter(torch.zeros(shared.weight.shape[0]))
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        x = self.norm(F.gelu(self.dense(hidden)))
-        return x @ self._shared.weight.T + self.bias
-
-
 class PhraseDecoder(nn.Module):
     """Transformer decoder (randomly initialised) over the shared word embeddings, conditioned on the signal."""
 
     def __init__(
         self,
-        shared: _SharedEmbedding,
+        shared: SharedEmbedding,
         hidden: int,
         heads: int,
         ffn: int,
@@ -344,7 +317,7 @@ class PaserAdapter:
         ffn = self.config.decoder_ffn or int(getattr(cfg, "intermediate_size", 4 * hidden))
         if hidden % heads:
             raise ValueError(f"paser: decoder_heads={heads} does not divide the hidden size {hidden}")
-        shared = _SharedEmbedding(model.get_input_embeddings())
+        shared = SharedEmbedding(model.get_input_embeddings())
         eps = float(getattr(cfg, "layer_norm_eps", 1e-12))
         decoder = PhraseDecoder(
             shared, hidden, heads, ffn, self.config.decoder_layers, self.config.max_target_len,

@@ -283,3 +283,16 @@ def test_info_nce_matches_hand_computation_on_3x3():
     l3x = -math.log(math.exp(r / t) / (1 + 1 + math.exp(r / t) + 1))
     got = info_nce(anchors, positives, temperature=t, extra_negatives=extra).item()
     assert got == pytest.approx((l1x + l2x + l3x) / 3, rel=1e-6)
+
+
+def test_mlm_head_ties_the_word_embeddings_without_storing_them_again(tiny_model_dir):
+    from transformers import AutoModel, AutoTokenizer
+
+    model = AutoModel.from_pretrained(str(tiny_model_dir))
+    adapter = get_method("mlm").build(tokenizer=AutoTokenizer.from_pretrained(str(tiny_model_dir)), max_len=32, seed=0)
+    (head,) = adapter.setup(model)
+    embedding = model.get_input_embeddings().weight
+    assert head._shared.weight.data_ptr() == embedding.data_ptr()  # tied: same storage
+    # the checkpoint of the training-only head holds no copy of the encoder's embedding matrix
+    assert all(t.shape != embedding.shape for t in head.state_dict().values())
+    assert all(p.data_ptr() != embedding.data_ptr() for p in head.parameters())

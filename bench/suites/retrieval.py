@@ -131,13 +131,15 @@ def is_lexical(model: Any) -> bool:
 
 
 def search_run(model: Any, queries: list[str], docs: list[str], query_ids: list[str], doc_ids: list[str], *,
-               ignore_identical_ids: bool, desc: str) -> Run:  # fmt: skip
-    """Rank the documents for every query with the model: exact cosine for encoders, the model's own search for BM25."""
+               ignore_identical_ids: bool, desc: str, q_emb: np.ndarray | None = None) -> Run:  # fmt: skip
+    """Rank the documents for every query with the model: exact cosine for encoders, the model's own search for BM25.
+    `q_emb`: the queries' embeddings when the caller has them (queries are the same in every attacked variant)."""
     k = TOP_K + (1 if ignore_identical_ids else 0)  # one spare: the query itself may be dropped
     if is_lexical(model):
         scores, indices = model.search(docs, queries, k)
     else:
-        q_emb = model.encode(queries, desc=f"{desc} queries")
+        if q_emb is None:
+            q_emb = model.encode(queries, desc=f"{desc} queries")
         d_emb = model.encode(docs, desc=f"{desc} corpus")
         device = getattr(model, "device", "cpu")
         scores, indices = exact_search(q_emb, d_emb, k, device=device)
@@ -200,6 +202,7 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
     doc_ids = list(data.corpus)
     clean_docs = [data.doc_text(d) for d in doc_ids]
     ignore_identical = dataset in IGNORE_IDENTICAL_IDS
+    q_emb = None if is_lexical(model) else model.encode(queries, desc=f"{dataset} queries")  # once: never attacked
     records = []
     for variant in ctx.variants():
         if variant == CLEAN:
@@ -209,7 +212,7 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
             seed = ctx.rng(f"{dataset}|{variant}|docs").getrandbits(32)
             docs = attack_documents(model, clean_docs, elong, seed)
         run = search_run(model, queries, docs, query_ids, doc_ids, ignore_identical_ids=ignore_identical,
-                         desc=f"{dataset} {variant}")  # fmt: skip
+                         desc=f"{dataset} {variant}", q_emb=q_emb)  # fmt: skip
         per_query = retrieval_metrics(data.qrels, run)
         for metric in METRICS:
             values = [per_query[q][metric] for q in query_ids]
