@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import event, inspect, select
-from sqlalchemy.engine import Engine
+from sqlalchemy import inspect, select
 
 from results_db import ResultsDB, default_db_url
 from results_db.models import Run, Score, ScoreItems, TrainLog
@@ -72,26 +71,7 @@ def db_state(db: str | os.PathLike[str] | None = None) -> DBState:
 
 def open_readonly(location: str) -> ResultsDB:
     """A ResultsDB whose engine cannot write (raises FileNotFoundError for a missing SQLite file)."""
-    db = ResultsDB(location, read_only=True)
-    _forbid_writes(db.engine)
-    return db
-
-
-def _forbid_writes(engine: Engine) -> None:
-    if engine.dialect.name == "sqlite":
-
-        @event.listens_for(engine, "connect")
-        def _query_only(dbapi_conn, _record):  # noqa: ANN001
-            # mode=ro already refuses writes to the file; query_only also refuses them on attached/temp schemas.
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA query_only=ON")
-            cur.close()
-
-    else:
-
-        @event.listens_for(engine, "begin")
-        def _read_only_tx(conn):  # noqa: ANN001
-            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+    return ResultsDB(location, read_only=True)
 
 
 def has_results_tables(db: ResultsDB) -> bool:

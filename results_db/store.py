@@ -60,8 +60,14 @@ def to_url(db: str | os.PathLike[str], read_only: bool = False) -> str:
     return f"sqlite:///{path}"
 
 
-def _sqlite_pragmas(engine: Engine) -> None:
+def _connection_settings(engine: Engine, read_only: bool) -> None:
     if engine.dialect.name != "sqlite":
+        if read_only:  # PostgreSQL, MySQL...: every transaction of this engine is read-only
+
+            @event.listens_for(engine, "begin")
+            def _read_only_tx(conn):  # noqa: ANN001
+                conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+
         return
 
     @event.listens_for(engine, "connect")
@@ -69,6 +75,9 @@ def _sqlite_pragmas(engine: Engine) -> None:
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute("PRAGMA busy_timeout=30000")
+        if read_only:
+            # mode=ro already refuses writes to the file; query_only also refuses them on attached/temp schemas.
+            cur.execute("PRAGMA query_only=ON")
         cur.close()
 
 
@@ -77,7 +86,7 @@ class ResultsDB:
         self.url = to_url(db if db is not None else default_db_url(), read_only=read_only)
         self.read_only = read_only
         self.engine = create_engine(self.url, future=True)
-        _sqlite_pragmas(self.engine)
+        _connection_settings(self.engine, read_only)
         if read_only and self.engine.dialect.name == "sqlite":
             path = self.url.split("file:", 1)[1].split("?", 1)[0]
             if not Path(path).exists():

@@ -43,3 +43,18 @@ def test_train_log(tmp_path):
     db.log_train(run, [{"step": 2, "loss": 1.4, "lr": 1e-5}])
     log = db.train_log(run)
     assert log["step"].tolist() == [1, 2] and log["loss"].tolist() == [2.0, 1.4]
+
+
+def test_read_only_results_db_refuses_every_write(tmp_path):
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    path = tmp_path / "r.sqlite"
+    ResultsDB(path).create_run(kind="eval", model="m", suite="sts", config={}, config_hash="h", seed=0)
+    ro = ResultsDB(path, read_only=True)
+    assert len(ro.runs()) == 1
+    with ro.engine.connect() as conn:
+        for sql in ("DELETE FROM runs", "CREATE TEMP TABLE t (x INTEGER)"):
+            with pytest.raises(OperationalError):
+                conn.execute(text(sql))
+    assert len(ResultsDB(path).runs()) == 1
