@@ -156,8 +156,6 @@ def latest_per_seed(scores: pd.DataFrame, runs: pd.DataFrame, keys: list[str]) -
     return out.reset_index(drop=True), groups
 
 
-
-
 @dataclass
 class Leaderboard:
     """The main view's table, one row per group, best average first.
@@ -243,29 +241,14 @@ def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: b
     """
     if runs.empty or scores.empty:
         return _empty_leaderboard()
-    runs = runs.reset_index(drop=True)
-    run_group = runs.groupby(GROUP_KEYS, sort=False).ngroup().to_numpy()
-    groups = runs[GROUP_KEYS].drop_duplicates().reset_index(drop=True)  # row g = group code g (first-seen order)
-    position = pd.Index(runs["id"]).get_indexer(scores["run_id"])
-    mine = position >= 0
-    if not mine.any():
+    # Each seed counts once per group and dataset: a re-run (same group and seed) replaces the earlier run.
+    long, groups = latest_per_seed(scores[["run_id", "dataset", "value"]], runs, ["dataset"])
+    if long.empty:
         return _empty_leaderboard()
-    position = position[mine]
-    long = pd.DataFrame(
-        {
-            "run_id": scores["run_id"].to_numpy()[mine],
-            "group": run_group[position],
-            "seed": runs["seed"].to_numpy()[position],
-            "dataset": scores["dataset"].to_numpy()[mine],
-            "value": scores["value"].to_numpy(dtype=float)[mine],
-        }
-    )
     all_datasets = pd.unique(long["dataset"]).tolist()
     parts = set() if include_parts else part_datasets(all_datasets)
     datasets = order_datasets([d for d in all_datasets if d not in parts])
     long = long[long["dataset"].isin(datasets)]
-    # Each seed counts once per group and dataset: a re-run (same group and seed) replaces the earlier run.
-    long = long.sort_values("run_id", kind="stable").drop_duplicates(["group", "seed", "dataset"], keep="last")
 
     # One row per (group, seed), one column per dataset.
     group_of, seed_of = long["group"].to_numpy(dtype=np.int64), long["seed"].to_numpy(dtype=np.int64)
@@ -274,7 +257,7 @@ def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: b
     pair_group = np.asarray(pairs) // (int(seed_codes.max()) + 1)
     column = pd.Index(datasets).get_indexer(long["dataset"])
     wide = np.full((len(pairs), len(datasets)), np.nan)
-    wide[pair_codes, column] = long["value"].to_numpy()
+    wide[pair_codes, column] = long["value"].to_numpy(dtype=float)
     # Suite average per (group, seed): only over the full set of columns, so averages stay comparable.
     average = wide.mean(axis=1)  # NaN where a dataset is missing
     complete = bool(not np.isnan(average).any())
