@@ -10,7 +10,7 @@ import streamlit as st
 
 from leaderboard import cache, stats, tables
 from leaderboard.queries import DBState
-from leaderboard.views.common import csv_button
+from leaderboard.views.common import csv_button, pick_metric, pick_suite
 from leaderboard.views.run import pick_run
 
 RESAMPLES = stats.DEFAULT_RESAMPLES
@@ -78,10 +78,8 @@ def show(state: DBState) -> None:
     if common.empty:
         st.info("These two runs share no scored (suite, dataset, variant, metric): nothing to compare.")
         return
-    suites = sorted(common["suite"].unique().tolist())
-    suite = st.sidebar.selectbox("Suite", suites, index=suites.index("sts") if "sts" in suites else 0, key="cmp_suite")
-    metrics = sorted(common.loc[common["suite"] == suite, "metric"].unique().tolist())
-    metric = st.sidebar.selectbox("Metric", metrics, index=metrics.index(tables.primary_metric(suite, metrics)), key=f"cmp_metric_{suite}")
+    suite = pick_suite(common, "cmp")
+    metric = pick_metric(common, suite, "cmp")
     variants = tables.order_variants(common.loc[(common["suite"] == suite) & (common["metric"] == metric), "variant"].tolist())
     chosen = st.sidebar.multiselect("Variants", variants, default=variants[:1], key=f"cmp_variants_{suite}_{metric}")
 

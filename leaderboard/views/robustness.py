@@ -9,7 +9,7 @@ import streamlit as st
 
 from leaderboard import cache, tables
 from leaderboard.queries import DBState
-from leaderboard.views.common import csv_button, pick_metric, run_filter_widgets, show_table
+from leaderboard.views.common import csv_button, pick_metric, pick_suite, run_filter_widgets, show_table
 
 AVERAGE_CHOICE = "suite average"
 MAX_DIAG_RUNS = 200  # runs offered for the pair-cosine distribution (newest first)
@@ -36,10 +36,9 @@ def show(state: DBState) -> None:
     catalog = cache.score_catalog(state.location, state.version)
     runs = cache.runs(state.location, state.version)
     attacked = catalog[(catalog["variant"] != tables.CLEAN) & (catalog["suite"] != "diag")]
-    suites = sorted(attacked["suite"].unique().tolist())
     filters = None
-    if suites:
-        suite = st.sidebar.selectbox("Suite", suites, index=suites.index("sts") if "sts" in suites else 0, key="rob_suite")
+    suite = pick_suite(attacked, "rob")
+    if suite is not None:
         metric = pick_metric(attacked, suite, "rob")
         datasets = tables.order_datasets(
             [d for d in cache.suite_scores(state.location, state.version, suite, (metric,), ())["dataset"].unique()]
