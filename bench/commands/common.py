@@ -41,6 +41,16 @@ def open_db(args: Any) -> ResultsDB:
     return ResultsDB(args.db)
 
 
+def fingerprint_files(files: Any) -> dict:
+    """Data fingerprint of the files a run read; {} when one cannot be read any more (the run's error says why)."""
+    from bench.provenance import data_fingerprint
+
+    try:
+        return data_fingerprint(set(files))
+    except OSError:
+        return {}
+
+
 def command_line() -> str:
     return " ".join(["bench"] + [_quote(a) for a in sys.argv[1:]])
 

@@ -6,10 +6,18 @@ import argparse
 import time
 
 from bench.attacks import parse_elong_variants
-from bench.commands.common import add_data_dir, add_db, add_encoder_options, add_eval_options, command_line, open_db
+from bench.commands.common import (
+    add_data_dir,
+    add_db,
+    add_encoder_options,
+    add_eval_options,
+    command_line,
+    fingerprint_files,
+    open_db,
+)
 from bench.evaluate import check_model, evaluate, format_table
 from bench.models import load_model
-from bench.provenance import code_version, config_hash, data_fingerprint, package_versions
+from bench.provenance import code_version, config_hash, package_versions
 from bench.suites import EvalContext, parse_suites
 from bench.suites.registry import split_suite_args
 
@@ -83,16 +91,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         records = evaluate(model, suites, ctx, db=db, run_id=run_id)
     except BaseException as exc:
-        db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", data_fingerprint=_fp(ctx))
+        db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files(ctx.files_read))
         raise
-    db.finish_run(run_id, data_fingerprint=_fp(ctx))
+    db.finish_run(run_id, data_fingerprint=fingerprint_files(ctx.files_read))
     print(f"run {run_id}  model={args.model}  suites={'+'.join(suite_args)}  ({time.time() - t0:.0f}s)")
     print(format_table(records))
     return 0
-
-
-def _fp(ctx: EvalContext) -> dict:
-    try:
-        return data_fingerprint(ctx.files_read)
-    except OSError:
-        return {}

@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.commands.common import add_data_dir, add_db, command_line, open_db
+from bench.commands.common import add_data_dir, add_db, command_line, fingerprint_files, open_db
 from bench.errors import ConfigError
 
 DEFAULT_METHODS = "laser3-self,simcse"
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
 
     from bench.attacks import parse_elong_variants
     from bench.evaluate import evaluate, score_frame
-    from bench.provenance import code_version, config_hash, data_fingerprint, package_versions
+    from bench.provenance import code_version, config_hash, package_versions
     from bench.suites import EvalContext, parse_suites
     from bench.suites.registry import split_suite_args
     from bench.train import Budget, TrainConfig
@@ -200,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
             data_dir=args.data_dir, max_len=args.eval_max_len, seed=args.seed, elong=elong, limit=args.limit,
             fetch=getattr(args, "download", False), batch_size=args.eval_batch_size,
         )
+        corpus_files = corpus.files if corpus and spec.trains else []  # the baseline row trained on nothing
         try:
             model_dir = _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir)
             encoder = _load_encoder(model_dir, args)
@@ -207,9 +208,9 @@ def run(args: argparse.Namespace) -> int:
             records = evaluate(encoder, suites, ctx, db=db, run_id=run_id)
             print(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
         except BaseException as exc:
-            db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", data_fingerprint=_fingerprint(ctx, corpus, data_fingerprint))
+            db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
             raise
-        db.finish_run(run_id, data_fingerprint=_fingerprint(ctx, corpus if spec.trains else None, data_fingerprint))
+        db.finish_run(run_id, data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
         results[method] = score_frame(db.scores([run_id])) if records is not None else pd.DataFrame()
     print()
     print(comparison_table(results))
@@ -287,14 +288,6 @@ def _load_encoder(model_dir: str, args: argparse.Namespace):  # noqa: ANN202
     from bench.models import load_model
 
     return load_model(model_dir, pooling=args.pooling, max_len=args.eval_max_len, batch_size=args.eval_batch_size, device=args.device, use_cache=not args.no_cache)
-
-
-def _fingerprint(ctx, corpus, data_fingerprint) -> dict:  # noqa: ANN001
-    files = set(ctx.files_read) | set(corpus.files if corpus else [])
-    try:
-        return data_fingerprint(files)
-    except OSError:
-        return {}
 
 
 def reproduce_command(args: argparse.Namespace, method: str, trains: bool, suite_args: list[str]) -> str:
