@@ -167,8 +167,7 @@ class Encoder:
         self.forward_calls = 0
         self.texts_encoded = 0
         self._fingerprint = fingerprint
-        self._cache: EmbeddingCache | None = None
-        self._raw_cache: EmbeddingCache | None = None
+        self._caches: dict[bool, EmbeddingCache] = {}  # normalize -> cache (raw vectors, for kNN's Euclidean, apart)
         self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.use_cache = use_cache
 
@@ -219,13 +218,10 @@ class Encoder:
     def _cache_for(self, normalize: bool) -> EmbeddingCache | None:
         if not self.use_cache:
             return None
-        if normalize:
-            if self._cache is None:
-                self._cache = EmbeddingCache(self._cache_dir, f"{self.fingerprint}|{self.pooling}|{self.max_len}")
-            return self._cache
-        if self._raw_cache is None:  # unnormalised pooled vectors (kNN's Euclidean metric): their own namespace
-            self._raw_cache = EmbeddingCache(self._cache_dir, f"{self.fingerprint}|{self.pooling}|{self.max_len}|raw")
-        return self._raw_cache
+        if normalize not in self._caches:
+            namespace = f"{self.fingerprint}|{self.pooling}|{self.max_len}" + ("" if normalize else "|raw")
+            self._caches[normalize] = EmbeddingCache(self._cache_dir, namespace)
+        return self._caches[normalize]
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -9,7 +9,8 @@ import random
 from dataclasses import dataclass
 
 from methods.base import MethodSpec
-from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor
+from methods.laser3 import Laser3IntraAdapter
+from methods.pairs import ANCHOR_MODES
 from methods.registry import register
 
 
@@ -24,20 +25,13 @@ class CocodrConfig:
             raise ValueError(f"cocodr-pt: anchor {self.anchor!r} must be 'first' or 'random'")
 
 
-class CocodrAdapter(PairContrastiveAdapter):
+class CocodrAdapter(Laser3IntraAdapter):
+    """LA(SER)^3's intra-reference pairs without the elongation: anchor = first sentence, positive = the rest."""
+
     name = "cocodr-pt"
 
-    def accepts(self, text: str) -> bool:
-        from bench.train.sentences import split_sentences
-
-        return len(split_sentences(text)) >= 2
-
-    def make_pair(self, text: str, rng: random.Random) -> Pair | None:
-        anchor, rest = choose_anchor(text, self.config.anchor, rng)
-        body, rest_body = self.tokens.body(anchor), self.tokens.body(rest)
-        if not body or not rest_body:
-            return None
-        return self.tokens.wrap(body), self.tokens.wrap(rest_body)
+    def elongation_factor(self, n_tokens: int, rng: random.Random) -> int:
+        return 1
 
 
 SPEC = register(
