@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     trained = [m for m in methods if get_method(m).trains]
     rows = ([] if args.no_baseline or "vanilla" in methods else ["vanilla"]) + methods
     corpus = (
-        load_corpus(args.corpus, data_dir=args.data_dir, limit=args.corpus_limit, fetch=getattr(args, "download", False))
+        load_corpus(args.corpus, data_dir=args.data_dir, limit=args.corpus_limit, fetch=args.download)
         if trained
         else None
     )
@@ -198,20 +198,20 @@ def run(args: argparse.Namespace) -> int:
             continue
         ctx = EvalContext(
             data_dir=args.data_dir, max_len=args.eval_max_len, seed=args.seed, elong=elong, limit=args.limit,
-            fetch=getattr(args, "download", False), batch_size=args.eval_batch_size,
+            fetch=args.download, batch_size=args.eval_batch_size,
         )
         corpus_files = corpus.files if corpus and spec.trains else []  # the baseline row trained on nothing
         try:
             model_dir = _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir)
             encoder = _load_encoder(model_dir, args)
             t_eval = time.time()
-            records = evaluate(encoder, suites, ctx, db=db, run_id=run_id)
+            evaluate(encoder, suites, ctx, db=db, run_id=run_id)
             print(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
         except BaseException as exc:
             db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
             raise
         db.finish_run(run_id, data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
-        results[method] = score_frame(db.scores([run_id])) if records is not None else pd.DataFrame()
+        results[method] = score_frame(db.scores([run_id]))
     print()
     print(comparison_table(results))
     print(f"\ntotal {time.time() - t_start:.0f}s; rows in {db.url}")
