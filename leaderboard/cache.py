@@ -10,7 +10,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from leaderboard import queries, stats, tables
+from bench import stats
+from leaderboard import queries, tables
 from leaderboard.queries import DBState
 
 MAX_ENTRIES = 64

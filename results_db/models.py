@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def utcnow() -> dt.datetime:
@@ -50,6 +50,19 @@ class Run(Base):
     error: Mapped[str] = mapped_column(Text, default="")
     started_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    # Schema 2. Liveness of a "running" row: which process holds it and when it last reported (a row whose
+    # process is gone is stale, not running).
+    host: Mapped[str] = mapped_column(Text, default="")
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(DateTime, nullable=True)
+    # How the run was executed, outside the config hash (a resume may change it): world size, per-rank batch,
+    # device, backend...
+    runtime: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # What was evaluated, read from the model: parameters, embedding dim, max tokens.
+    model_info: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # The sweep this run is a point of (`bench sweep`), and the point's key inside it.
+    sweep: Mapped[str] = mapped_column(Text, default="")
+    sweep_point: Mapped[str] = mapped_column(Text, default="")
 
     scores: Mapped[list["Score"]] = relationship(back_populates="run", cascade="all, delete-orphan")
 
@@ -71,6 +84,9 @@ class Score(Base):
     metric: Mapped[str] = mapped_column(String(64))
     value: Mapped[float] = mapped_column(Float)
     n: Mapped[int] = mapped_column(Integer, default=0)
+    # Schema 2. What a reader needs to judge the number: subset limit, fraction of texts an attack changed,
+    # fraction truncated at max_len, why a metric is undefined...
+    info: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
     run: Mapped[Run] = relationship(back_populates="scores")

@@ -41,6 +41,7 @@ class ScoreRecord:
     n: int = 0
     variant: str = "clean"
     items: ItemValues | None = field(default=None, repr=False)
+    info: dict[str, Any] | None = None  # see Score.info
 
 
 def default_db_url() -> str:
@@ -98,9 +99,13 @@ class ResultsDB:
             for table in Base.metadata.sorted_tables:
                 for index in table.indexes:
                     index.create(self.engine, checkfirst=True)
+            _add_missing_columns(self.engine)
             with self.session() as s:
-                if s.get(Meta, "schema_version") is None:
+                meta = s.get(Meta, "schema_version")
+                if meta is None:
                     s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+                else:
+                    meta.value = str(SCHEMA_VERSION)
         self._Session = sessionmaker(self.engine, expire_on_commit=False)
 
     def session(self) -> Session:
@@ -150,6 +155,7 @@ class ResultsDB:
                     metric=rec.metric,
                     value=float(rec.value),
                     n=int(rec.n),
+                    info=rec.info,
                 )
                 s.add(score)
                 if rec.items is not None:
@@ -222,6 +228,20 @@ class ResultsDB:
                 select(Score.suite, Score.dataset, Score.variant).where(Score.run_id == run_id)
             ).all()
         return {tuple(r) for r in rows}
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Schema 1 -> 2: the columns added since (all nullable or defaulted) are added to an existing table."""
+    from sqlalchemy import inspect
+
+    inspector = inspect(engine)
+    with engine.begin() as conn:
+        for table in Base.metadata.sorted_tables:
+            present = {c["name"] for c in inspector.get_columns(table.name)}
+            for column in table.columns:
+                if column.name not in present:
+                    kind = column.type.compile(engine.dialect)
+                    conn.exec_driver_sql(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}')
 
 
 class _TxSession(Session):

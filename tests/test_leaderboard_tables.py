@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from leaderboard import stats, tables
+from bench import stats
+from leaderboard import tables
 
 
 def runs_frame(rows: list[tuple]) -> pd.DataFrame:

@@ -8,7 +8,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from leaderboard import cache, stats, tables
+from bench import stats
+from leaderboard import cache, tables
 from leaderboard.queries import DBState
 from leaderboard.views.common import csv_button, pick_metric, pick_suite
 from leaderboard.views.run import pick_run

@@ -1,4 +1,5 @@
-"""Paired bootstrap confidence interval of the difference between two runs on one dataset.
+"""Paired bootstrap confidence interval of the difference between two runs on one dataset (shared by the CLI
+tables and the leaderboard).
 
 Both runs are scored on the same items (queries, STS pairs, test examples). One resample draws item indices
 with replacement and scores *both* runs on that same draw, so the interval reflects the difference and not
