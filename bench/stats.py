@@ -101,3 +101,29 @@ def paired_bootstrap(
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(diffs, [alpha, 1.0 - alpha]) if len(diffs) else (np.nan, np.nan)
     return BootstrapCI(difference, float(low), float(high), n, int(len(diffs)), level)
+
+
+@dataclass(frozen=True)
+class MeanCI:
+    """Mean of independent repeats (e.g. one score per training seed) with a Student-t interval."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+    level: float
+
+
+def mean_ci(values, level: float = DEFAULT_LEVEL) -> MeanCI:  # noqa: ANN001
+    """t-interval of the mean over seeds; with one value the interval is undefined (nan), not zero."""
+    from scipy.stats import t
+
+    x = np.asarray([v for v in values if v is not None and not np.isnan(v)], dtype=np.float64)
+    n = len(x)
+    if n == 0:
+        return MeanCI(np.nan, np.nan, np.nan, 0, level)
+    mean = float(x.mean())
+    if n == 1:
+        return MeanCI(mean, np.nan, np.nan, 1, level)
+    half = float(t.ppf(0.5 + level / 2.0, n - 1) * x.std(ddof=1) / np.sqrt(n))
+    return MeanCI(mean, mean - half, mean + half, n, level)

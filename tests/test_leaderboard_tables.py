@@ -136,3 +136,13 @@ def test_paired_bootstrap_mean_and_errors():
         stats.paired_bootstrap(a, {**b, "aggregate": "spearman"})
     with pytest.raises(ValueError, match="share 0"):
         stats.paired_bootstrap(a, {**b, "item_ids": ["x", "y", "z", "w"]})
+
+
+def test_mean_ci_over_seeds_matches_t_interval_by_hand():
+    # values 1, 2, 3: mean 2, sd 1, n 3; t(0.975, 2) = 4.302653 -> half width 4.302653 / sqrt(3) = 2.484138
+    ci = stats.mean_ci([1.0, 2.0, 3.0])
+    assert ci.mean == pytest.approx(2.0)
+    assert ci.low == pytest.approx(2.0 - 2.484138, abs=1e-5)
+    assert ci.high == pytest.approx(2.0 + 2.484138, abs=1e-5)
+    single = stats.mean_ci([5.0])
+    assert single.mean == 5.0 and single.n == 1 and np.isnan(single.low)
