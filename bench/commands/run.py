@@ -20,7 +20,7 @@ import datetime as dt
 import json
 import shlex
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    # Set by `bench sweep` on each point it runs; recorded in Run.sweep / Run.sweep_point, outside the config hash.
+    p.add_argument("--sweep", default="", help=argparse.SUPPRESS)
+    p.add_argument("--sweep-point", default="", help=argparse.SUPPRESS)
     add_data_dir(p)
     add_db(p)
     p.set_defaults(func=run)
@@ -131,46 +134,28 @@ def default_suites(data_dir: str | None) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from bench.attacks import parse_elong_variants
     from bench.evaluate import evaluate, score_frame
-    from bench.provenance import code_version, config_hash, package_versions
+    from bench.provenance import code_version, package_versions
     from bench.suites import EvalContext, parse_suites
-    from bench.suites.registry import split_suite_args
-    from bench.train import Budget, TrainConfig
     from bench.train.corpus import load_corpus
     from methods import get_method
 
     t_start = time.time()
-    budget = Budget.parse(args.budget)
-    methods = parse_methods(args.method)
-    overrides = parse_overrides(args.hp, methods)
-    suite_args = split_suite_args(args.suite) if args.suite else default_suites(args.data_dir)
-    suites = parse_suites(suite_args)
-    elong = parse_elong_variants(args.elong)
-    train_cfg = TrainConfig(
-        max_len=args.max_len, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup_steps, seed=args.seed,
-        checkpoint_every=args.checkpoint_every, device=args.device, progress=not args.no_progress,
-        pooling=args.pooling,
+    settings = parse_settings(args)
+    budget, methods, overrides, suite_args, elong, train_cfg = (
+        settings.budget, settings.methods, settings.overrides, settings.suite_args, settings.elong, settings.train_cfg
     )
+    suites = parse_suites(suite_args)
     trained = [m for m in methods if get_method(m).trains]
-    rows = ([] if args.no_baseline or "vanilla" in methods else ["vanilla"]) + methods
+    rows = settings.rows
     corpus = (
         load_corpus(args.corpus, data_dir=args.data_dir, limit=args.corpus_limit, fetch=args.download)
         if trained
         else None
     )
     db = open_db(args)
-    shared = {
-        "backbone": args.backbone,
-        "train": train_cfg.shared(),
-        "budget": budget.asked(),
-        "corpus": args.corpus,
-        "corpus_limit": args.corpus_limit,
-        "corpus_texts": len(corpus.texts) if corpus else 0,
-        "suite": suite_args,
-        "eval": {"max_len": args.eval_max_len, "pooling": args.pooling, "batch_size": args.eval_batch_size, "elong": elong, "limit": args.limit},
-    }
-    comparison = config_hash({"shared": shared, "methods": methods, "overrides": overrides})
+    configs = run_configs(args, settings, len(corpus.texts) if corpus else 0)
+    comparison = configs.comparison
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
     out_root = Path(args.out) / f"{stamp}-{comparison[:8]}"
     print(f"comparison {comparison}: methods {', '.join(rows)}; backbone {args.backbone}"
@@ -184,11 +169,7 @@ def run(args: argparse.Namespace) -> int:
     for method in rows:
         spec = get_method(method)
         method_cfg = spec.config_from(overrides.get(method, {}))
-        config = {**shared, "method": method, "method_config": asdict(method_cfg), "comparison": comparison}
-        if not spec.trains:  # the untrained backbone: nothing but evaluation
-            for k in ("train", "budget", "corpus", "corpus_limit", "corpus_texts"):
-                config.pop(k)
-        chash = config_hash(config)
+        config, chash = configs.per_method[method]
         run_id, out_dir, status = _find_or_create_run(
             db, args, method, spec.trains, chash, config, corpus, budget, suite_args, out_root, code_version, package_versions
         )
@@ -249,6 +230,8 @@ def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget,
         command=reproduce_command(args, method, trains, suite_args),
         output_dir=str(out_dir),
         status="running",
+        sweep=args.sweep,
+        sweep_point=args.sweep_point,
     )
     return run_id, out_dir, "running"
 
@@ -331,3 +314,75 @@ def comparison_table(results: dict) -> str:
     keep = ["suite", "dataset", "metric", "method", "clean", *attacked] + (["attacked(mean)", "change(mean)"] if attacked else [])
     df = df[[c for c in keep if c in df.columns]].sort_values(["suite", "dataset", "metric"], kind="stable")
     return df.to_string(index=False, float_format=lambda v: f"{v:.2f}")
+
+
+# ------------------------------------------------------------------------- config and hash
+@dataclass
+class RunSettings:
+    """The parsed options that define a comparison (what `run_configs` hashes)."""
+
+    methods: list[str]
+    overrides: dict[str, dict[str, Any]]
+    suite_args: list[str]
+    budget: Any  # bench.train.Budget
+    elong: list
+    train_cfg: Any  # bench.train.TrainConfig
+    rows: list[str] = field(default_factory=list)  # methods with the untrained backbone first unless --no-baseline
+
+
+@dataclass
+class RunConfigs:
+    comparison: str  # hash of everything the methods of one invocation share
+    shared: dict[str, Any]
+    per_method: dict[str, tuple[dict[str, Any], str]]  # method -> (config recorded in Run.config, its hash)
+
+
+def parse_settings(args: argparse.Namespace) -> RunSettings:
+    from bench.attacks import parse_elong_variants
+    from bench.suites.registry import split_suite_args
+    from bench.train import Budget, TrainConfig
+
+    budget = Budget.parse(args.budget)
+    methods = parse_methods(args.method)
+    overrides = parse_overrides(args.hp, methods)
+    suite_args = split_suite_args(args.suite) if args.suite else default_suites(args.data_dir)
+    elong = parse_elong_variants(args.elong)
+    train_cfg = TrainConfig(
+        max_len=args.max_len, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup_steps, seed=args.seed,
+        checkpoint_every=args.checkpoint_every, device=args.device, progress=not args.no_progress,
+        pooling=args.pooling,
+    )
+    rows = ([] if args.no_baseline or "vanilla" in methods else ["vanilla"]) + methods
+    return RunSettings(methods, overrides, suite_args, budget, elong, train_cfg, rows)
+
+
+def run_configs(args: argparse.Namespace, settings: RunSettings, corpus_texts: int) -> RunConfigs:
+    """Config and config hash of every row of one `bench run` (`bench sweep` computes a point's hash with this too).
+
+    Only what defines the result goes in: --sweep/--sweep-point, --out, --db, --resume, device and progress do not."""
+    from bench.provenance import config_hash
+    from methods import get_method
+
+    shared = {
+        "backbone": args.backbone,
+        "train": settings.train_cfg.shared(),
+        "budget": settings.budget.asked(),
+        "corpus": args.corpus,
+        "corpus_limit": args.corpus_limit,
+        "corpus_texts": corpus_texts,
+        "suite": settings.suite_args,
+        "eval": {"max_len": args.eval_max_len, "pooling": args.pooling, "batch_size": args.eval_batch_size,
+                 "elong": settings.elong, "limit": args.limit},
+    }
+    comparison = config_hash({"shared": shared, "methods": settings.methods, "overrides": settings.overrides})
+    per_method = {}
+    for method in settings.rows:
+        spec = get_method(method)
+        method_cfg = spec.config_from(settings.overrides.get(method, {}))
+        config = {**shared, "method": method, "method_config": asdict(method_cfg), "comparison": comparison}
+        if not spec.trains:  # the untrained backbone: nothing but evaluation
+            for k in ("train", "budget", "corpus", "corpus_limit", "corpus_texts"):
+                config.pop(k)
+        per_method[method] = (config, config_hash(config))
+    return RunConfigs(comparison, shared, per_method)
+
