@@ -1,6 +1,8 @@
-"""Training-method adapters and their registry (`get_method("laser3")`)."""
+"""Built-in training-method adapters (one module per method). Each module defines its `MethodSpec`; pyproject.toml
+registers them in the `lenbench.methods` entry-point group, read by `bench.registry`, exactly as a plug-in would.
+The registry functions are re-exported here for convenience (`from methods import get_method`)."""
 
-from methods.base import MethodAdapter, MethodSpec
-from methods.registry import UnknownMethodError, all_methods, all_names, get_method, register
+from bench.method import MethodAdapter, MethodSpec
+from bench.registry import UnknownMethodError, all_methods, all_names, get_method, register
 
 __all__ = ["MethodAdapter", "MethodSpec", "UnknownMethodError", "all_methods", "all_names", "get_method", "register"]

@@ -8,10 +8,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from methods.base import MethodSpec
+from bench.method import MethodSpec
 from methods.laser3 import Laser3IntraAdapter
 from methods.pairs import ANCHOR_MODES
-from methods.registry import register
 
 
 @dataclass
@@ -34,13 +33,11 @@ class CocodrAdapter(Laser3IntraAdapter):
         return 1
 
 
-SPEC = register(
-    MethodSpec(
-        name="cocodr-pt",
-        paper="Yu et al. 2022, COCO-DR (EMNLP), unsupervised pre-training part, as the intra-reference baseline "
-        "of LA(SER)^3 (shared/papers/000)",
-        summary="anchor = first sentence; positive = the rest of the document; InfoNCE t=0.05, mean pooling",
-        config_cls=CocodrConfig,
-        factory=CocodrAdapter,
-    )
+SPEC = MethodSpec(
+    name="cocodr-pt",
+    paper="Yu et al. 2022, COCO-DR (EMNLP), unsupervised pre-training part, as the intra-reference baseline "
+    "of LA(SER)^3 (shared/papers/000)",
+    summary="anchor = first sentence; positive = the rest of the document; InfoNCE t=0.05, mean pooling",
+    config_cls=CocodrConfig,
+    factory=CocodrAdapter,
 )

@@ -10,9 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from methods.base import MethodSpec
+from bench.method import MethodSpec
 from methods.pairs import Pair, PairContrastiveAdapter
-from methods.registry import register
 
 
 @dataclass
@@ -58,13 +57,11 @@ class CropAdapter(PairContrastiveAdapter):
         return self.tokens.wrap(a), self.tokens.wrap(p)
 
 
-SPEC = register(
-    MethodSpec(
-        name="crop",
-        paper="Is Self-Supervision Enough for Training Sentence Embeddings? (crop-based SSL, anonymous ICLR submission; shared/papers/003)",
-        summary="two distinct chunks of 2 consecutive sentences (sentences <100 or >250 chars dropped); "
-        "InfoNCE t=0.05, mean pooling (paper: Adam lr 2e-5, bs 64, 1 epoch)",
-        config_cls=CropConfig,
-        factory=CropAdapter,
-    )
+SPEC = MethodSpec(
+    name="crop",
+    paper="Is Self-Supervision Enough for Training Sentence Embeddings? (crop-based SSL, anonymous ICLR submission; shared/papers/003)",
+    summary="two distinct chunks of 2 consecutive sentences (sentences <100 or >250 chars dropped); "
+    "InfoNCE t=0.05, mean pooling (paper: Adam lr 2e-5, bs 64, 1 epoch)",
+    config_cls=CropConfig,
+    factory=CropAdapter,
 )

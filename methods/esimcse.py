@@ -49,10 +49,9 @@ from typing import Any
 import torch
 
 from bench.encoder import POOLINGS
-from methods.base import MethodSpec
+from bench.method import MethodSpec
 from methods.losses import info_nce
 from methods.pairs import embed, pad_rows
-from methods.registry import register
 
 
 @dataclass
@@ -317,14 +316,12 @@ def ema_update(target: torch.nn.Module, source: torch.nn.Module, momentum: float
             b_t.copy_(src_buffers[name])
 
 
-SPEC = register(
-    MethodSpec(
-        name="esimcse",
-        paper="Wu et al. 2022, ESimCSE: Enhanced Sample Building Method for Contrastive Learning of Unsupervised "
-        "Sentence Embedding (COLING 2022, arXiv:2109.04380)",
-        summary="SimCSE with a word-repetition positive (dup rate 0.32) and momentum-encoder queue negatives "
-        "(EMA 0.995, queue 2.5x batch rounded to whole batches)",
-        config_cls=EsimcseConfig,
-        factory=EsimcseAdapter,
-    )
+SPEC = MethodSpec(
+    name="esimcse",
+    paper="Wu et al. 2022, ESimCSE: Enhanced Sample Building Method for Contrastive Learning of Unsupervised "
+    "Sentence Embedding (COLING 2022, arXiv:2109.04380)",
+    summary="SimCSE with a word-repetition positive (dup rate 0.32) and momentum-encoder queue negatives "
+    "(EMA 0.995, queue 2.5x batch rounded to whole batches)",
+    config_cls=EsimcseConfig,
+    factory=EsimcseAdapter,
 )

@@ -17,9 +17,8 @@ import random
 from dataclasses import dataclass
 
 from bench.attacks import max_m, sample_m
-from methods.base import MethodSpec
+from bench.method import MethodSpec
 from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor
-from methods.registry import register
 
 M_MODES = ("random", "twice", "none")
 PAPER = (
@@ -86,23 +85,19 @@ class Laser3IntraAdapter(_Laser3Base):
         return elongated_anchor, self.tokens.wrap(rest_body)
 
 
-SPEC_SELF = register(
-    MethodSpec(
-        name="laser3-self",
-        paper=PAPER,
-        summary="anchor = first sentence; positive = anchor elongated m times, m ~ U{1..(max_len-2)//n}; "
-        "InfoNCE t=0.05, mean pooling (paper: lr 3e-5, bs 64, max_len 256, 1 epoch)",
-        config_cls=Laser3Config,
-        factory=Laser3SelfAdapter,
-        aliases=("laser3",),
-    )
+SPEC_SELF = MethodSpec(
+    name="laser3-self",
+    paper=PAPER,
+    summary="anchor = first sentence; positive = anchor elongated m times, m ~ U{1..(max_len-2)//n}; "
+    "InfoNCE t=0.05, mean pooling (paper: lr 3e-5, bs 64, max_len 256, 1 epoch)",
+    config_cls=Laser3Config,
+    factory=Laser3SelfAdapter,
+    aliases=("laser3",),
 )
-SPEC_INTRA = register(
-    MethodSpec(
-        name="laser3-intra",
-        paper=PAPER,
-        summary="anchor = first sentence elongated m times; positive = the rest of the document (msmarco setting)",
-        config_cls=Laser3Config,
-        factory=Laser3IntraAdapter,
-    )
+SPEC_INTRA = MethodSpec(
+    name="laser3-intra",
+    paper=PAPER,
+    summary="anchor = first sentence elongated m times; positive = the rest of the document (msmarco setting)",
+    config_cls=Laser3Config,
+    factory=Laser3IntraAdapter,
 )

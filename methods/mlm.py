@@ -19,9 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from methods.base import MethodSpec
+from bench.method import MethodSpec
 from methods.pairs import TokenHelper, pad_rows
-from methods.registry import register
 
 log = logging.getLogger(__name__)
 
@@ -161,12 +160,10 @@ class MlmAdapter:
         return None
 
 
-SPEC = register(
-    MethodSpec(
-        name="mlm",
-        paper="Devlin et al. 2019 (BERT) masked-language modelling, as the pre-training comparison in shared/papers/002",
-        summary="15% of tokens selected (80% [MASK], 10% random, 10% kept); CE on the selected; training-only head",
-        config_cls=MlmConfig,
-        factory=MlmAdapter,
-    )
+SPEC = MethodSpec(
+    name="mlm",
+    paper="Devlin et al. 2019 (BERT) masked-language modelling, as the pre-training comparison in shared/papers/002",
+    summary="15% of tokens selected (80% [MASK], 10% random, 10% kept); CE on the selected; training-only head",
+    config_cls=MlmConfig,
+    factory=MlmAdapter,
 )

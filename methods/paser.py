@@ -42,11 +42,10 @@ from torch import nn
 
 from bench.encoder import POOLINGS, pool
 from methods import eda
-from methods.base import MethodSpec
+from bench.method import MethodSpec
 from methods.mlm import MlmHead, SharedEmbedding
 from methods.pairs import pad_rows
 from methods.rake import rake, split_words
-from methods.registry import register
 
 log = logging.getLogger(__name__)
 
@@ -372,14 +371,12 @@ class PaserAdapter:
         return None
 
 
-SPEC = register(
-    MethodSpec(
-        name="paser",
-        paper="Wu & Zhao 2022, Sentence Representation Learning with Generative Objective rather than Contrastive "
-        "Objective (PaSeR, EMNLP 2022)",
-        summary="mask the top-3 RAKE phrases; a 6-layer decoder sharing the word embeddings reconstructs them from "
-        "[E_s, E_s~, 10|E_s-E_s~|, 10|E_s*E_s~|] ([CLS]); loss = MLM + generative NLL; EDA synonym replacement",
-        config_cls=PaserConfig,
-        factory=PaserAdapter,
-    )
+SPEC = MethodSpec(
+    name="paser",
+    paper="Wu & Zhao 2022, Sentence Representation Learning with Generative Objective rather than Contrastive "
+    "Objective (PaSeR, EMNLP 2022)",
+    summary="mask the top-3 RAKE phrases; a 6-layer decoder sharing the word embeddings reconstructs them from "
+    "[E_s, E_s~, 10|E_s-E_s~|, 10|E_s*E_s~|] ([CLS]); loss = MLM + generative NLL; EDA synonym replacement",
+    config_cls=PaserConfig,
+    factory=PaserAdapter,
 )

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-from methods.base import MethodSpec
+from bench.method import MethodSpec
 from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor
-from methods.registry import register
 
 
 @dataclass
@@ -60,13 +59,11 @@ class SimcseAdapter(PairContrastiveAdapter):
         return ids, list(ids)  # the same token ids twice; dropout (model in train mode) makes them differ
 
 
-SPEC = register(
-    MethodSpec(
-        name="simcse",
-        paper="Gao, Yao & Chen 2021, SimCSE: Simple Contrastive Learning of Sentence Embeddings (EMNLP); "
-        "as used in shared/papers/002 (minBERT) and as the self-reference baseline of LA(SER)^3",
-        summary="same text twice, dropout p=0.1 makes the pair; InfoNCE t=0.05, in-batch negatives",
-        config_cls=SimcseConfig,
-        factory=SimcseAdapter,
-    )
+SPEC = MethodSpec(
+    name="simcse",
+    paper="Gao, Yao & Chen 2021, SimCSE: Simple Contrastive Learning of Sentence Embeddings (EMNLP); "
+    "as used in shared/papers/002 (minBERT) and as the self-reference baseline of LA(SER)^3",
+    summary="same text twice, dropout p=0.1 makes the pair; InfoNCE t=0.05, in-batch negatives",
+    config_cls=SimcseConfig,
+    factory=SimcseAdapter,
 )

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from methods.base import MethodSpec
-from methods.registry import register
+from bench.method import MethodSpec
 
 
 @dataclass
@@ -41,14 +40,12 @@ class VanillaAdapter:
         return None
 
 
-SPEC = register(
-    MethodSpec(
-        name="vanilla",
-        paper="(baseline) the backbone without training",
-        summary="no training: the backbone checkpoint as it is, mean pooling",
-        config_cls=VanillaConfig,
-        factory=lambda config, **kw: VanillaAdapter(config, **kw),
-        trains=False,
-        aliases=("untrained",),
-    )
+SPEC = MethodSpec(
+    name="vanilla",
+    paper="(baseline) the backbone without training",
+    summary="no training: the backbone checkpoint as it is, mean pooling",
+    config_cls=VanillaConfig,
+    factory=lambda config, **kw: VanillaAdapter(config, **kw),
+    trains=False,
+    aliases=("untrained",),
 )

@@ -133,7 +133,7 @@ def test_decoding_signal_shape_and_scaling():
 
 
 def test_defaults_and_memory_layouts(tok, tiny_model_dir):
-    from methods.base import MethodAdapter
+    from bench.method import MethodAdapter
 
     assert isinstance(_adapter(tok, synonyms_source="none"), MethodAdapter)
     cfg = get_method("paser").defaults()

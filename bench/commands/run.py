@@ -80,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 # ------------------------------------------------------------------------------------ options
 def parse_methods(text: str) -> list[str]:
-    from methods import get_method
+    from bench.registry import get_method
 
     names = [m.strip() for m in text.split(",") if m.strip()]
     if not names:
@@ -95,7 +95,7 @@ def parse_methods(text: str) -> list[str]:
 
 
 def parse_overrides(items: list[str], methods: list[str]) -> dict[str, dict[str, Any]]:
-    from methods import get_method
+    from bench.registry import get_method
 
     out: dict[str, dict[str, Any]] = {}
     for item in items:
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.provenance import code_version, package_versions
     from bench.suites import EvalContext, parse_suites
     from bench.train.corpus import load_corpus
-    from methods import get_method
+    from bench.registry import get_method
 
     t_start = time.time()
     settings = parse_settings(args)
@@ -275,7 +275,7 @@ def _load_encoder(model_dir: str, args: argparse.Namespace):  # noqa: ANN202
 
 def reproduce_command(args: argparse.Namespace, method: str, trains: bool, suite_args: list[str]) -> str:
     """A `bench run` line that redoes this one method with every shared setting explicit."""
-    from methods import get_method
+    from bench.registry import get_method
 
     parts = ["bench", "run", "--method", method, "--suite", "+".join(suite_args), "--backbone", args.backbone]
     if trains:

@@ -14,7 +14,7 @@ Public API:
     # lower level, with your own model/adapter objects:
     result = train(adapter, model, tokenizer, texts, budget, TrainConfig(...), out_dir, db=None, run_id=None)
 
-An adapter (methods/base.py) only builds batches and losses; `train` owns AdamW, the linear warm-up/decay schedule,
+An adapter (`bench.method.MethodAdapter`) only builds batches and losses; `train` owns AdamW, the linear warm-up/decay schedule,
 seeding, clipping, bf16 autocast on CUDA, the progress bar, the DB training log, safetensors checkpoints and
 resume, the budget and the non-finite-loss stop. Optional adapter hook: `accepts(text) -> bool` lets the trainer
 skip texts the method cannot use (crop: fewer than two chunks) before they take a batch slot.

@@ -417,7 +417,7 @@ def train_method(
 ) -> TrainResult:
     """Load the backbone, build the method's adapter with its config (`method_config`, else the paper defaults
     with `method_overrides`), train, save the encoder."""
-    from methods import get_method
+    from bench.registry import get_method
 
     spec = get_method(method)
     if not spec.trains:

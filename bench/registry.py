@@ -1,31 +1,21 @@
-"""Method registry: names -> `MethodSpec`.
+"""Method registry: names -> `MethodSpec`, filled from the `lenbench.methods` entry-point group.
 
-Built-in adapters register themselves when their module is imported (one module per method, listed in
-BUILTIN_MODULES); third-party packages register through the `lenbench.methods` entry-point group, whose entry
-points name either a `MethodSpec` or a zero-argument callable returning one (or a list of them).
+Built-in methods (the `methods` package) and third-party ones register the same way: an entry point in that group
+(lenbench's own are in pyproject.toml) names a `MethodSpec` or a zero-argument callable returning one or a list.
+The harness therefore never imports a method module by name: `methods` depends on `bench`, never the reverse.
+Entry points are read from installed package metadata, so a source checkout must be installed (`pip install -e .`).
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 from importlib import metadata
 
-from methods.base import MethodSpec
+from bench.method import MethodSpec
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "lenbench.methods"
-BUILTIN_MODULES = (
-    "methods.vanilla",
-    "methods.simcse",
-    "methods.laser3",
-    "methods.cocodr",
-    "methods.crop",
-    "methods.mlm",
-    "methods.esimcse",
-    "methods.paser",
-)
 
 _REGISTRY: dict[str, MethodSpec] = {}
 _ALIASES: dict[str, str] = {}
@@ -38,6 +28,7 @@ class UnknownMethodError(KeyError):
 
 
 def register(spec: MethodSpec) -> MethodSpec:
+    """Add one spec; registering the same object twice is a no-op, a different one under a taken name an error."""
     if spec.name in _REGISTRY and _REGISTRY[spec.name] is not spec:
         raise ValueError(f"method {spec.name!r} is already registered")
     _REGISTRY[spec.name] = spec
@@ -46,22 +37,23 @@ def register(spec: MethodSpec) -> MethodSpec:
     return spec
 
 
+def _specs_of(obj: object) -> list[MethodSpec]:
+    specs = obj if isinstance(obj, MethodSpec) else obj()  # type: ignore[operator]
+    specs = list(specs) if isinstance(specs, (list, tuple)) else [specs]
+    bad = [s for s in specs if not isinstance(s, MethodSpec)]
+    if bad:
+        raise TypeError(f"expected MethodSpec, got {type(bad[0]).__name__}")
+    return specs
+
+
 def _load() -> None:
     global _loaded
     if _loaded:
         return
     _loaded = True
-    for module in BUILTIN_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
-            obj = ep.load()
-            specs = obj if isinstance(obj, MethodSpec) else obj()
-            for spec in specs if isinstance(specs, (list, tuple)) else [specs]:
+            for spec in _specs_of(ep.load()):
                 register(spec)
         except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the harness down
             log.warning("method plugin %s (%s) failed to load: %s", ep.name, ep.value, exc)
@@ -71,6 +63,11 @@ def get_method(name: str) -> MethodSpec:
     _load()
     key = _ALIASES.get(name, name)
     if key not in _REGISTRY:
+        if not _REGISTRY:
+            raise UnknownMethodError(
+                f"unknown method {name!r}: no methods are registered, because lenbench's `{ENTRY_POINT_GROUP}` entry "
+                "points are not installed; install the checkout with `pip install -e .` (./setup.sh does)"
+            )
         raise UnknownMethodError(f"unknown method {name!r}; known: {', '.join(sorted(all_names()))} (see `bench methods`)")
     return _REGISTRY[key]
 

@@ -1,0 +1,80 @@
+"""The method-adapter protocol and the registry entry type: what one training method declares and does; the shared
+trainer does the rest. Methods (built-in ones in `methods/`, plug-ins elsewhere) import these types from here and
+register through the `lenbench.methods` entry-point group (`bench.registry`); the harness never imports them.
+
+An adapter turns raw training texts into a batch and a batch into a loss. It never owns the optimiser, the
+schedule, the budget, checkpoints or logging: those belong to the shared trainer (`bench.train`), so every
+method in a comparison is trained under exactly the same protocol.
+
+Lifecycle, as the trainer drives it:
+    adapter = spec.build(config, tokenizer=tok, max_len=..., seed=...)
+    extra = adapter.setup(encoder_model)            # extra trainable modules (decoder, MLM head...) or []
+    for step:
+        batch = adapter.make_batch(texts, rng)        # raw texts -> tensors (CPU); None if no usable pair
+        loss, logs = adapter.loss(encoder_model, batch)  # scalar loss + floats to log
+        ...optimiser step...
+        adapter.after_step(encoder_model)             # e.g. EMA update of a momentum encoder
+    adapter.state_dict() / load_state_dict(...)       # extra state for --resume (queue, EMA weights...)
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+
+@runtime_checkable
+class MethodAdapter(Protocol):
+    name: str
+
+    def setup(self, model: torch.nn.Module) -> list[torch.nn.Module]:
+        """Build training-only modules around the encoder; return those the optimiser must also train."""
+        ...
+
+    def make_batch(self, texts: list[str], rng: random.Random) -> dict[str, Any] | None:
+        """Raw texts -> a batch of tensors (and counts: 'n_examples', 'n_tokens')."""
+        ...
+
+    def loss(self, model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
+        ...
+
+    def after_step(self, model: torch.nn.Module) -> None:
+        ...
+
+    def state_dict(self) -> dict[str, Any]:
+        ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        ...
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registry entry: name, paper, defaults (a dataclass type) and a factory."""
+
+    name: str
+    paper: str
+    summary: str
+    config_cls: type
+    factory: Any  # callable(config, *, tokenizer, max_len, seed) -> MethodAdapter
+    trains: bool = True  # False for `vanilla`: no training at all
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+
+    def defaults(self) -> Any:
+        return self.config_cls()
+
+    def build(self, config: Any = None, **kwargs: Any) -> MethodAdapter:
+        return self.factory(config if config is not None else self.defaults(), **kwargs)
+
+    def config_from(self, overrides: dict[str, Any]) -> Any:
+        """Defaults with overrides applied; an unknown key is an error that lists the known ones."""
+        known = {f.name: f for f in fields(self.config_cls)}
+        unknown = sorted(set(overrides) - set(known))
+        if unknown:
+            raise ValueError(
+                f"method {self.name!r} has no hyper-parameter(s) {unknown}; known: {sorted(known)}"
+            )
+        return self.config_cls(**overrides)
