@@ -361,7 +361,7 @@ def run_configs(args: argparse.Namespace, settings: RunSettings, corpus_texts: i
 
     Only what defines the result goes in: --sweep/--sweep-point, --out, --db, --resume, device and progress do not."""
     from bench.provenance import config_hash
-    from methods import get_method
+    from bench.registry import get_method
 
     shared = {
         "backbone": args.backbone,
