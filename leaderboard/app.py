@@ -1,7 +1,9 @@
 """lenbench leaderboard (Streamlit). Start it with `bench leaderboard [--db PATH_OR_URL]`, or
 `streamlit run leaderboard/app.py -- --db PATH_OR_URL`; without --db it shows $LENBENCH_DB, else ./lenbench.sqlite.
 
-The database is opened read-only: nothing this app runs can write to it.
+The database is opened read-only: nothing this app runs can write to it. Text read from it is shown literally,
+never as Markdown or HTML (`leaderboard.text`). With a password configured (`leaderboard.auth`) the app shows a
+login form first.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ if __package__ in (None, ""):
 import streamlit as st  # noqa: E402
 from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
-from leaderboard import cache, queries  # noqa: E402
+from leaderboard import auth, cache, queries  # noqa: E402
+from leaderboard.text import literal  # noqa: E402
 from leaderboard.views import compare, empty, main, robustness, run  # noqa: E402
 
 VIEWS = {
@@ -38,19 +41,22 @@ def db_argument(argv: list[str]) -> str | None:
 
 def render() -> None:
     st.set_page_config(page_title="lenbench leaderboard", layout="wide")
+    if not auth.login_gate():
+        return
     state = queries.db_state(db_argument(sys.argv[1:]))
     st.sidebar.title("lenbench")
-    st.sidebar.caption(f"database (read-only): `{state.location}`")
+    st.sidebar.caption(f"database (read-only): {literal(state.location)}")
     if state.is_file and not state.exists:
-        empty.show(state, f"There is no results database at `{state.location}` yet.")
+        empty.show(state, f"There is no results database at {literal(state.location)} yet.")
         return
     try:
         if not cache.has_results(state.location, state.version):
-            empty.show(state, f"`{state.location}` is not a lenbench results database yet (no runs table).")
+            empty.show(state, f"{literal(state.location)} is not a lenbench results database yet (no runs table).")
             return
         runs = cache.runs(state.location, state.version)
     except SQLAlchemyError as exc:
-        st.error(f"Cannot read the results database `{state.location}`: {type(exc).__name__}: {exc.orig if hasattr(exc, 'orig') else exc}")
+        reason = f"{type(exc).__name__}: {exc.orig if hasattr(exc, 'orig') else exc}"
+        st.error(f"Cannot read the results database {literal(state.location)}: {literal(reason)}")
         return
     if runs.empty:
         empty.show(state, "The results database has no runs yet.")

@@ -19,6 +19,8 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import inspect, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from results_db import ResultsDB, default_db_url
 from results_db.models import Run, Score, ScoreItems, TrainLog
@@ -48,8 +50,27 @@ def resolve_location(db: str | os.PathLike[str] | None = None) -> str:
     return str(db) if db not in (None, "") else default_db_url()
 
 
+def sqlite_file(location: str) -> str | None:
+    """The file behind an SQLite location: a plain path, or an SQLAlchemy URL `sqlite:///rel` / `sqlite:////abs`
+    (None for a server URL, an in-memory database or SQLite's own `file:` URI form).
+
+    The app opens such a URL as the file itself, so it gets the file's change marker and SQLite's read-only mode.
+    """
+    if "://" not in location:
+        return location
+    try:
+        url = make_url(location)
+    except ArgumentError:
+        return None
+    database = url.database or ""
+    if url.get_backend_name() != "sqlite" or database in ("", ":memory:") or database.startswith("file:") or url.query:
+        return None
+    return database
+
+
 def db_state(db: str | os.PathLike[str] | None = None) -> DBState:
     location = resolve_location(db)
+    location = sqlite_file(location) or location
     if "://" in location:
         # A server database: no file to stat, so the stamp is the current time slot; cached reads refresh each slot.
         return DBState(location, is_file=False, exists=True, version=(int(time.time() // SERVER_REFRESH_S), 0))

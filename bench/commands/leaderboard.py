@@ -1,4 +1,10 @@
-"""`bench leaderboard`: start the Streamlit leaderboard on a results database (opened read-only)."""
+"""`bench leaderboard`: start the Streamlit leaderboard on a results database (opened read-only).
+
+It serves on 127.0.0.1 (this machine only). Another address is refused unless the leaderboard is protected: a
+password (see `leaderboard.auth`: $LENBENCH_LEADERBOARD_PASSWORD or `leaderboard_password` in Streamlit's
+secrets file; the app then shows a login form), or `--public`, which says an authenticating reverse proxy
+stands in front of it.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import sys
 from pathlib import Path
 
 from bench.commands.common import add_db
+from bench.errors import ConfigError
 from results_db import default_db_url
 
 APP = Path(__file__).resolve().parent.parent.parent / "leaderboard" / "app.py"
@@ -18,18 +25,51 @@ def register(sub: argparse._SubParsersAction) -> None:
         "leaderboard",
         help="browse, filter and compare runs in a web app (Streamlit)",
         description="Start the leaderboard web app on a results database, read-only. Views: leaderboard, "
-        "robustness (clean vs @elong, diag), one run, two runs compared with a paired bootstrap CI.",
+        "robustness (clean vs @elong, diag), one run, two runs compared with a paired bootstrap CI. "
+        "It serves on 127.0.0.1; to serve on another address set a password ($LENBENCH_LEADERBOARD_PASSWORD or "
+        "leaderboard_password in .streamlit/secrets.toml) or pass --public behind an authenticating reverse proxy.",
     )
     add_db(p)
     p.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
-    p.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1: this machine only)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to serve on (default 127.0.0.1: this machine only); another address needs a password or --public",
+    )
+    p.add_argument(
+        "--public",
+        action="store_true",
+        help="serve on a non-loopback --host without a password: only behind a reverse proxy that authenticates users",
+    )
     p.set_defaults(func=run)
 
 
-def streamlit_command(db: str | None, port: int, host: str) -> list[str]:
+def check_exposure(host: str, public: bool, cwd: Path | None = None) -> str:
+    """How the server is protected ("this machine only", "password", "public"); ConfigError when it would be open."""
+    from leaderboard import auth
+
+    if auth.is_loopback(host):
+        return "password" if auth.configured_password(cwd) else "this machine only"
+    if auth.configured_password(cwd):
+        return "password"
+    if public:
+        return "public"
+    raise ConfigError(
+        f"--host {host} would serve the leaderboard to the network without authentication; set a password "
+        f"(${auth.PASSWORD_ENV}, or {auth.SECRET_KEY} in .streamlit/secrets.toml) or, behind a reverse proxy that "
+        "authenticates users, pass --public"
+    )
+
+
+def resolve_db(db: str | None) -> str:
+    """A file path made absolute (the server may change folder); an SQLAlchemy URL as it is."""
     location = db or default_db_url()
     if "://" not in location:
         location = str(Path(location).expanduser().resolve())
+    return location
+
+
+def streamlit_command(db: str | None, port: int, host: str) -> list[str]:
     return [
         sys.executable, "-m", "streamlit", "run", str(APP),
         "--server.address", host,
@@ -37,13 +77,18 @@ def streamlit_command(db: str | None, port: int, host: str) -> list[str]:
         "--server.headless", "true",
         "--browser.gatherUsageStats", "false",
         "--client.toolbarMode", "minimal",
-        "--", "--db", location,
+        "--", "--db", resolve_db(db),
     ]  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
+    access = check_exposure(args.host, args.public)
     command = streamlit_command(args.db, args.port, args.host)
-    print(f"leaderboard on http://{args.host}:{args.port}  (database {command[-1]}, read-only; Ctrl-C stops it)", flush=True)
+    print(
+        f"leaderboard on http://{args.host}:{args.port}  (database {command[-1]}, read-only; access: {access}; "
+        "Ctrl-C stops it)",
+        flush=True,
+    )
     # Become the Streamlit server (no child process): a signal to this process stops the server itself.
     os.execv(command[0], command)
     return 0  # not reached

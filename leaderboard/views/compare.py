@@ -11,6 +11,7 @@ import streamlit as st
 from bench import stats
 from leaderboard import cache, tables
 from leaderboard.queries import DBState
+from leaderboard.text import literal
 from leaderboard.views.common import csv_button, pick_metric, pick_suite
 from leaderboard.views.run import pick_run
 
@@ -71,7 +72,7 @@ def show(state: DBState) -> None:
         {"field": SUMMARY_FIELDS, f"A: run {run_a}": [str(detail_a.get(f, "")) for f in SUMMARY_FIELDS],
          f"B: run {run_b}": [str(detail_b.get(f, "")) for f in SUMMARY_FIELDS]}
     )  # fmt: skip
-    st.table(side.set_index("field"))
+    st.dataframe(side, hide_index=True, key="cmp_side", width="stretch")  # cells are stored text: no Markdown
 
     scores_a = cache.run_scores(state.location, state.version, run_a)
     scores_b = cache.run_scores(state.location, state.version, run_b)
@@ -89,7 +90,7 @@ def show(state: DBState) -> None:
         return frame.loc[keep, ["score_id", "suite", "dataset", "variant", "metric", "value"]]
 
     table = comparison_table(state.location, state.version, pick(scores_a), pick(scores_b))
-    st.subheader(f"B − A on {suite} · {metric}")
+    st.subheader(f"B − A on {literal(suite)} · {literal(metric)}")
     if table.empty:
         st.info("Pick at least one variant in the sidebar.")
         return

@@ -7,6 +7,7 @@ import streamlit as st
 
 from leaderboard import cache, tables
 from leaderboard.queries import DBState
+from leaderboard.text import literal
 from leaderboard.views.common import csv_button, pick_metric, pick_suite, run_filter_widgets, show_table
 
 
@@ -41,7 +42,7 @@ def show(state: DBState) -> None:
     include_parts = _has_parts(state, suite, metric, variant) and st.sidebar.checkbox("Show the parts of averaged datasets (cqadupstack forums)", key="main_parts")
 
     board = leaderboard_for(state.location, state.version, suite, metric, variant, filters, include_parts)
-    st.caption(f"suite **{suite}** · metric **{metric}** · variant **{variant}**")
+    st.caption(f"suite **{literal(suite)}** · metric **{literal(metric)}** · variant **{literal(variant)}**")
     if board.empty:
         st.info("No run matches these filters. Clear a filter in the sidebar, or tick 'Include unfinished runs'.")
         return

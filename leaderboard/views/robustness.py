@@ -9,6 +9,7 @@ import streamlit as st
 
 from leaderboard import cache, tables
 from leaderboard.queries import DBState
+from leaderboard.text import literal
 from leaderboard.views.common import csv_button, pick_metric, pick_suite, run_filter_widgets, show_table
 
 AVERAGE_CHOICE = "suite average"
@@ -60,7 +61,7 @@ def show(state: DBState) -> None:
 
 
 def _attack_section(table: pd.DataFrame, suite: str, metric: str, dataset_choice: str) -> None:
-    st.subheader(f"Clean vs attacked: {suite} · {metric} · {dataset_choice}")
+    st.subheader(f"Clean vs attacked: {literal(suite)} · {literal(metric)} · {literal(dataset_choice)}")
     if table.empty:
         st.info("No run matches these filters with both clean and attacked scores.")
         return

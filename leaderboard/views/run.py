@@ -11,6 +11,7 @@ import streamlit as st
 
 from leaderboard import cache, tables
 from leaderboard.queries import DBState
+from leaderboard.text import literal
 from leaderboard.views.common import csv_button, show_table
 
 
@@ -68,12 +69,12 @@ def show(state: DBState) -> None:
     if run is None:
         st.warning(f"Run {run_id} is gone from the database.")
         return
-    title = f"run {run_id} · {run['method'] or tables.NONE_LABEL} · {run['backbone'] or run['model']}"
-    st.subheader(title)
+    # Everything below that came from the database is shown literally (leaderboard.text).
+    st.subheader(f"run {run_id} · {literal(run['method'] or tables.NONE_LABEL)} · {literal(run['backbone'] or run['model'])}")
     status = run["status"]
-    (st.error if status == "failed" else st.info if status == "running" else st.success)(
-        f"status: {status}" + (f" — {run['error']}" if run.get("error") else "")
-    )
+    (st.error if status == "failed" else st.info if status == "running" else st.success)(f"status: {literal(status)}")
+    if run.get("error"):
+        st.code(run["error"], language=None, wrap_lines=True)
     summary = pd.DataFrame(
         [
             ("kind", run["kind"]), ("model", run["model"]), ("method", run["method"]), ("backbone", run["backbone"]),
@@ -81,10 +82,12 @@ def show(state: DBState) -> None:
             ("budget", run["budget_label"] or tables.NONE_LABEL), ("seed", str(run["seed"])),
             ("config hash", run["config_hash"]), ("output dir", run["output_dir"]),
             ("started", str(run["started_at"])), ("finished", str(run["finished_at"] or "")),
+            ("sweep", run.get("sweep") or ""), ("sweep point", run.get("sweep_point") or ""),
         ],
         columns=["field", "value"],
     )  # fmt: skip
-    st.table(summary.set_index("field"))
+    summary["value"] = summary["value"].astype(str)
+    st.dataframe(summary, hide_index=True, key="run_summary", width="stretch")
 
     st.markdown("**Reproduce**")
     st.code(run["command"] or "(no command recorded)", language="bash")
@@ -102,7 +105,8 @@ def show(state: DBState) -> None:
         st.json(run.get("config") or {}, expanded=False)
     with right:
         st.markdown("**Provenance**")
-        st.markdown(f"code version: `{run['code_version'] or 'unknown'}`")
+        st.caption("code version")
+        st.code(run["code_version"] or "unknown", language=None)
         packages = pd.DataFrame(sorted((run.get("package_versions") or {}).items()), columns=["package", "version"])
         st.dataframe(packages, hide_index=True, key="run_packages")
         st.markdown("data fingerprint")

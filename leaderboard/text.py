@@ -1,0 +1,25 @@
+"""Stored text shown as text: nothing read from the results database is interpreted as Markdown or HTML.
+
+A method name, model, error message, code version or command is whatever some `bench` invocation (or anyone who
+can write the database) put there. Streamlit renders Markdown (links, images, LaTeX, colour directives) in
+`st.markdown`, captions, headers, alerts, `st.table` cells and widget labels, so a stored `![](http://host/i.png)`
+would fetch an external image (a tracking beacon) and `[x](http://evil)` would become a link. The views therefore
+put stored strings only into elements that show text literally (`st.text`, `st.code`, `st.dataframe`, chart
+data, widget options), and where a sentence must mix them with Markdown, pass them through `literal` first.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Every ASCII punctuation character may be backslash-escaped in CommonMark (and GFM), and an escaped character is
+# always literal: no link, image, emphasis, code span, autolink, HTML, table pipe, LaTeX `$` or `:colour[...]`
+# directive can start from it.
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+_LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029]+")
+
+
+def literal(value: object) -> str:
+    """`value` as Markdown source that renders exactly as its text, on one line."""
+    text = _LINE_BREAKS.sub(" ", "" if value is None else str(value))
+    return _PUNCTUATION.sub(r"\\\1", text)
