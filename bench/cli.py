@@ -9,11 +9,21 @@ import os
 import sys
 
 # Subcommand modules, in the order `bench --help` lists them.
-COMMANDS = ("run", "eval", "results", "methods", "data", "leaderboard")
+COMMANDS = ("run", "eval", "results", "methods", "data", "cache", "leaderboard")
 
 
 class CLIError(Exception):
     """An error to show the user as one line, without a traceback (exit status 2)."""
+
+
+def package_version() -> str:
+    """The installed distribution's version (pyproject.toml), or 'unknown' for a checkout that is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("lenbench")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed; pip install -e .)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="lenbench: train embedding methods under a shared budget, evaluate clean and elongation-attacked.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging and full tracebacks")
+    parser.add_argument("--version", action="version", version=f"lenbench {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:

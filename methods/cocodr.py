@@ -35,8 +35,9 @@ class CocodrAdapter(Laser3IntraAdapter):
 
 SPEC = MethodSpec(
     name="cocodr-pt",
-    paper="Yu et al. 2022, COCO-DR (EMNLP), unsupervised pre-training part, as the intra-reference baseline "
-    "of LA(SER)^3 (shared/papers/000)",
+    paper="Yu, Xiong, Sun, Zhang & Overwijk 2022, COCO-DR: Combating Distribution Shifts in Zero-Shot Dense "
+    "Retrieval with Contrastive and Distributionally Robust Learning (EMNLP 2022), its contrastive pre-training "
+    "part; the intra-reference baseline of Xiao et al. 2023 (LA(SER)^3)",
     summary="anchor = first sentence; positive = the rest of the document; InfoNCE t=0.05, mean pooling",
     config_cls=CocodrConfig,
     factory=CocodrAdapter,

@@ -59,7 +59,8 @@ class CropAdapter(PairContrastiveAdapter):
 
 SPEC = MethodSpec(
     name="crop",
-    paper="Is Self-Supervision Enough for Training Sentence Embeddings? (crop-based SSL, anonymous ICLR submission; shared/papers/003)",
+    paper="Is Self-Supervision Enough for Training Sentence Embeddings? (anonymous ICLR submission under "
+    "double-blind review, OpenReview), crop-based self-supervision",
     summary="two distinct chunks of 2 consecutive sentences (sentences <100 or >250 chars dropped); "
     "InfoNCE t=0.05, mean pooling (paper: Adam lr 2e-5, bs 64, 1 epoch)",
     config_cls=CropConfig,

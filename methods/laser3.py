@@ -22,8 +22,8 @@ from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anc
 
 M_MODES = ("random", "twice", "none")
 PAPER = (
-    "LA(SER)^3: Length-Agnostic Self-Reference for Semantically Robust Sentence Representation "
-    "('Length is a Curse and a Blessing for Document-level Semantics', EMNLP 2023; shared/papers/000)"
+    "Xiao, Li, Hudson, Lin & Al Moubayed 2023, Length is a Curse and a Blessing for Document-level Semantics "
+    "(EMNLP 2023): LA(SER)^3, length-agnostic self-reference"
 )
 
 

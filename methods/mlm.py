@@ -162,7 +162,9 @@ class MlmAdapter:
 
 SPEC = MethodSpec(
     name="mlm",
-    paper="Devlin et al. 2019 (BERT) masked-language modelling, as the pre-training comparison in shared/papers/002",
+    paper="Devlin, Chang, Lee & Toutanova 2019, BERT: Pre-training of Deep Bidirectional Transformers for Language "
+    "Understanding (NAACL 2019), masked-language modelling; compared with SimCSE in Zhang, Comparative Analysis "
+    "of SimCSE for minBERT Optimization with Multiple Downstream Tasks (Stanford CS224N project report)",
     summary="15% of tokens selected (80% [MASK], 10% random, 10% kept); CE on the selected; training-only head",
     config_cls=MlmConfig,
     factory=MlmAdapter,

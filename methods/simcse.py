@@ -61,8 +61,8 @@ class SimcseAdapter(PairContrastiveAdapter):
 
 SPEC = MethodSpec(
     name="simcse",
-    paper="Gao, Yao & Chen 2021, SimCSE: Simple Contrastive Learning of Sentence Embeddings (EMNLP); "
-    "as used in shared/papers/002 (minBERT) and as the self-reference baseline of LA(SER)^3",
+    paper="Gao, Yao & Chen 2021, SimCSE: Simple Contrastive Learning of Sentence Embeddings (EMNLP 2021); the "
+    "self-reference baseline of Xiao et al. 2023 (LA(SER)^3)",
     summary="same text twice, dropout p=0.1 makes the pair; InfoNCE t=0.05, in-batch negatives",
     config_cls=SimcseConfig,
     factory=SimcseAdapter,

@@ -42,7 +42,7 @@ class VanillaAdapter:
 
 SPEC = MethodSpec(
     name="vanilla",
-    paper="(baseline) the backbone without training",
+    paper="none: the backbone checkpoint without training (the reference row of every comparison)",
     summary="no training: the backbone checkpoint as it is, mean pooling",
     config_cls=VanillaConfig,
     factory=lambda config, **kw: VanillaAdapter(config, **kw),

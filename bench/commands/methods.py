@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
+from dataclasses import MISSING, fields
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,6 +21,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"{spec.name}{aliases}{trains}")
         print(f"    {spec.summary}")
         print(f"    paper: {spec.paper}")
-        defaults = ", ".join(f"{k}={v!r}" for k, v in asdict(spec.defaults()).items())
+        defaults = ", ".join(f"{k}={v!r}" for k, v in declared_defaults(spec.config_cls).items())
         print(f"    defaults: {defaults or '-'}")
     return 0
+
+
+def declared_defaults(config_cls: type) -> dict[str, Any]:
+    """The defaults as the config class declares them, without building a config: building one may check the
+    machine (paser resolves WordNet), which belongs to training, not to a listing."""
+    out: dict[str, Any] = {}
+    for f in fields(config_cls):
+        if f.default is not MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not MISSING:
+            out[f.name] = f.default_factory()
+    return out
