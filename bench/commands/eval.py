@@ -16,7 +16,8 @@ from bench.commands.common import (
     open_db,
 )
 from bench.evaluate import check_model, evaluate, format_table
-from bench.models import load_model
+from bench.model_info import model_info
+from bench.models import LEXICAL_MODELS, load_model
 from bench.provenance import code_version, config_hash, package_versions
 from bench.suites import EvalContext, parse_suites
 from bench.suites.registry import split_suite_args
@@ -53,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
     )
     check_model(model, suites)  # e.g. bm25 on sts: refused before a run is recorded
     describe = model.describe()
+    from bench.encoder import resolve_model
+
+    info = {} if args.model.lower() in LEXICAL_MODELS else model_info(resolve_model(args.model), getattr(model, "model", None))
     config = {
         "model": args.model,
         "suite": suite_args,
@@ -77,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         package_versions=package_versions(),
         command=command_line(),
         status="running",
+        model_info=info,
     )
     ctx = EvalContext(
         data_dir=args.data_dir,

@@ -57,6 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="training and evaluation seed (default 0)")
     p.add_argument("--hp", action="append", default=[], metavar="METHOD.KEY=VALUE", help="method hyper-parameter, e.g. laser3-self.m_mode=twice")
     p.add_argument("--checkpoint-every", type=int, default=50, help="steps between checkpoints (default 50)")
+    p.add_argument("--keep-checkpoints", action="store_true",
+                   help="keep the training checkpoints after a successful run (default: deleted; the encoder stays)")
     p.add_argument("--resume", action="store_true", help="continue the unfinished runs of this exact command")
     p.add_argument("--no-baseline", action="store_true", help="do not evaluate the untrained backbone")
     p.add_argument("--out", default="runs", help="folder for checkpoints and trained encoders (default ./runs)")
@@ -135,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from bench.evaluate import evaluate, score_frame
+    from bench.model_info import model_info
     from bench.provenance import code_version, package_versions
     from bench.suites import EvalContext, parse_suites
     from bench.train.corpus import load_corpus
@@ -185,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             model_dir = _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir)
             encoder = _load_encoder(model_dir, args)
+            db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
             t_eval = time.time()
             evaluate(encoder, suites, ctx, db=db, run_id=run_id)
             print(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
@@ -193,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
             raise
         db.finish_run(run_id, data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
         results[method] = score_frame(db.scores([run_id]))
+        if spec.trains:
+            _finish_trained(db, run_id, method, spec.paper, Path(model_dir), Path(out_dir), keep_checkpoints=args.keep_checkpoints)
     print()
     print(comparison_table(results))
     print(f"\ntotal {time.time() - t_start:.0f}s; rows in {db.url}")
@@ -265,6 +271,22 @@ def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method
     print(f"[{method}] trained {result.consumed.steps} steps ({result.stopped_by}) in {time.time() - t0:.0f}s; "
           f"final loss {result.final_loss:.4f}; encoder {result.encoder_dir}")
     return str(result.encoder_dir)
+
+
+def _finish_trained(db, run_id: int, method: str, paper: str, encoder_dir: Path, out_dir: Path, keep_checkpoints: bool) -> None:  # noqa: ANN001
+    """After a successful run: the encoder folder gets its model card; the training checkpoints (only --resume needs
+    them, and the encoder is saved) are deleted unless --keep-checkpoints."""
+    import shutil
+
+    from bench.model_card import write_model_card
+
+    card = write_model_card(db, run_id, encoder_dir, paper=paper)
+    print(f"[{method}] model card {card}")
+    checkpoints = out_dir / "checkpoints"
+    if checkpoints.is_dir() and not keep_checkpoints:
+        size = sum(f.stat().st_size for f in checkpoints.rglob("*") if f.is_file())
+        shutil.rmtree(checkpoints)
+        print(f"[{method}] removed the training checkpoints ({size / 2**20:.0f} MiB; --keep-checkpoints keeps them)")
 
 
 def _load_encoder(model_dir: str, args: argparse.Namespace):  # noqa: ANN202

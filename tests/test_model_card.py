@@ -1,0 +1,117 @@
+"""Trained encoders as first-class models: one folder per `bench run`, a model card written from the database,
+Run.model_info filled from the model, training checkpoints deleted after success unless --keep-checkpoints, and the
+folder loading in sentence-transformers with the card in it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+from results_db import ResultsDB
+from tests.conftest import write_sts
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: threads only add contention
+
+STS_ROWS = [
+    ("A man is playing a guitar.", "A man plays the guitar.", 4.8),
+    ("A woman is slicing onions.", "A man is riding a horse.", 0.4),
+    ("The cat sleeps on the sofa.", "A cat is sleeping on a couch.", 4.5),
+    ("Stocks fell sharply today.", "Children play football outside.", 0.0),
+    ("The train arrived late.", "The train was delayed.", 4.0),
+]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tiny_model_dir, tmp_path_factory):
+    """`bench run` of simcse + mlm (2 steps each) with its untrained baseline."""
+    root = tmp_path_factory.mktemp("card")
+    write_sts(root / "data" / "sts" / "stsb-test.tsv", STS_ROWS)
+    corpus = root / "corpus.txt"
+    corpus.write_text("\n".join(f"Sentence {i} talks about topic {i % 5} with a few more words." for i in range(30)) + "\n")
+    argv = ["run", "--method", "simcse,mlm", "--backbone", str(tiny_model_dir), "--corpus", str(corpus),
+            "--budget", "steps=2", "--batch-size", "4", "--max-len", "32", "--checkpoint-every", "1",
+            "--suite", "sts:stsb", "--eval-max-len", "64", "--data-dir", str(root / "data"),
+            "--db", str(root / "r.sqlite"), "--out", str(root / "runs"), "--no-progress", "--no-cache"]
+    assert main(argv) == 0
+    return root, argv, ResultsDB(root / "r.sqlite")
+
+
+def test_all_runs_of_one_bench_run_share_one_folder_and_checkpoints_are_deleted(finished_run, capsys):
+    root, _, db = finished_run
+    runs = db.runs().set_index("method")
+    folders = {Path(d).parent for d in runs["output_dir"]}
+    assert len(folders) == 1 and folders.pop().parent == root / "runs"
+    for method in ("simcse", "mlm"):
+        out = Path(runs.loc[method, "output_dir"])
+        assert not (out / "checkpoints").exists()
+        assert (out / "encoder" / "model.safetensors").exists() and (out / "encoder" / "README.md").exists()
+
+
+def test_keep_checkpoints_keeps_the_final_checkpoint(finished_run, tmp_path):
+    root, argv, _ = finished_run
+    argv = [a for a in argv if a != "simcse,mlm"]
+    argv[argv.index("--method") + 1:argv.index("--method") + 1] = ["simcse"]
+    argv[argv.index("--out") + 1] = str(tmp_path / "runs")
+    argv[argv.index("--db") + 1] = str(tmp_path / "r.sqlite")
+    assert main([*argv, "--keep-checkpoints", "--no-baseline"]) == 0
+    out = Path(ResultsDB(tmp_path / "r.sqlite").runs()["output_dir"].iloc[0])
+    assert (out / "checkpoints" / "LATEST").read_text() == "step-00000002"
+
+
+def test_model_card_says_what_was_trained_and_holds_the_database_scores(finished_run):
+    from bench.registry import get_method
+
+    _, _, db = finished_run
+    runs = db.runs().set_index("method")
+    run = db.get_run(int(runs.loc["simcse", "id"]))
+    card = (Path(run["model"]) / "README.md").read_text()
+    assert card.startswith("---\nlibrary_name: sentence-transformers\n")
+    assert "| method | `simcse` |" in card and get_method("simcse").paper in card
+    assert f"| backbone | `{run['backbone']}` |" in card and f"| seed | {run['seed']} |" in card
+    assert "| budget asked | steps=2 |" in card and "steps=2, examples=8" in card  # asked and consumed
+    assert run["train_corpus"] and run["train_corpus"] in card
+    assert f"parameters {run['model_info']['parameters']:,}" in card
+    score = db.scores([run["id"]]).set_index("variant").loc["clean", "value"]
+    assert f"| sts | stsb | spearman | {score:.2f} |" in card
+    reproduce = card.split("## Reproduce", 1)[1]
+    assert "bench run --method simcse" in reproduce and "--budget steps=2" in reproduce and "# from:" not in reproduce
+
+
+def test_model_info_is_read_from_the_model(finished_run, tiny_model_dir):
+    from safetensors.torch import load_file
+
+    _, _, db = finished_run
+    runs = db.runs().set_index("method")
+    expected = sum(t.numel() for t in load_file(str(tiny_model_dir / "model.safetensors")).values())
+    baseline = db.get_run(int(runs.loc["vanilla", "id"]))["model_info"]
+    assert baseline["parameters"] == expected and baseline["embedding_dim"] == 32
+    for method in ("simcse", "mlm"):  # the saved encoder: no MLM head, max_seq_length = the training max_len
+        run = db.get_run(int(runs.loc[method, "id"]))
+        saved = sum(t.numel() for t in load_file(str(Path(run["model"]) / "model.safetensors")).values())
+        assert run["model_info"] == {**baseline, "parameters": saved, "max_tokens": 32}
+        assert saved - expected in (0, 32 * 32 + 32)  # at most transformers' pooler layer added on load
+
+
+def test_trained_folder_with_its_card_loads_in_sentence_transformers(finished_run):
+    st = pytest.importorskip("sentence_transformers")
+    import numpy as np
+
+    from bench.encoder import Encoder
+
+    _, _, db = finished_run
+    folder = db.runs().set_index("method").loc["simcse", "model"]
+    texts = ["A man is playing a guitar.", "The stock market fell sharply."]
+    theirs = st.SentenceTransformer(folder, device="cpu").encode(texts, normalize_embeddings=True)
+    ours = Encoder.load(folder, use_cache=False, show_progress=False).encode(texts)
+    assert np.allclose(ours, theirs, atol=1e-5)
+
+
+def test_bench_eval_records_model_info(tiny_model_dir, tmp_path):
+    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", STS_ROWS)
+    rc = main(["eval", "--model", str(tiny_model_dir), "--suite", "sts:stsb", "--data-dir", str(tmp_path / "data"),
+               "--db", str(tmp_path / "e.sqlite"), "--no-cache", "--max-len", "64"])
+    assert rc == 0
+    info = ResultsDB(tmp_path / "e.sqlite").runs()["model_info"].iloc[0]
+    assert info["embedding_dim"] == 32 and info["parameters"] > 0 and info["max_tokens"] > 0
