@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bench.data.errors import DataError
 from bench.suites.base import SuiteError
+from results_db.errors import ResultsDBError
 
 
 class ConfigError(ValueError):
@@ -26,4 +27,5 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     TrainingError,
     FileNotFoundError,
     KeyError,
+    ResultsDBError,
 )

@@ -1,4 +1,10 @@
-"""The results database: open, write runs and scores transactionally, read them back as DataFrames.
+"""The results database: open it safely, write runs and scores transactionally, read them back as DataFrames.
+
+Opening refuses, with one line (`results_db.errors`), what would otherwise fail later or silently: a folder, a
+missing file for a read, a corrupt or truncated SQLite file, an unknown URL scheme, another application's
+database (unless `init_foreign`), a database from a newer lenbench. A new database is created, and an older one
+upgraded (`results_db.migrations`), under a lock (SQLite BEGIN IMMEDIATE, PostgreSQL advisory lock), so processes
+opening the same new database at once all succeed.
 
 Every write is its own transaction, so a process that dies mid-run leaves every dataset it finished scored and
 the run's status at "running" (or "failed" when the error could be caught); nothing half-written stays behind.
@@ -6,18 +12,24 @@ the run's status at "running" (or "failed" when the error could be caught); noth
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Iterable, Sequence
+import socket
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import create_engine, delete, event, select
-from sqlalchemy.engine import Engine
+from sqlalchemy import create_engine, delete, event, inspect, select
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from results_db.models import SCHEMA_VERSION, Base, Meta, Run, Score, ScoreItems, TrainLog, utcnow
+from results_db.errors import DatabaseMissingError, ResultsDBError, UndefinedMetricError
+from results_db.migrations import Migration, create_schema, read_version, upgrade
+from results_db.models import SCHEMA_VERSION, Base, Run, Score, ScoreItems, TrainLog, utcnow
 
 DEFAULT_DB = "lenbench.sqlite"
 
@@ -48,17 +60,115 @@ def default_db_url() -> str:
     return os.environ.get("LENBENCH_DB", DEFAULT_DB)
 
 
-def to_url(db: str | os.PathLike[str], read_only: bool = False) -> str:
-    """A file path becomes an SQLite URL; anything with '://' is taken as an SQLAlchemy URL as it is."""
+# ------------------------------------------------------------------------------------- where
+@dataclass(frozen=True)
+class Location:
+    """Where a database is: the URL to connect with, the SQLite file (None for a server or in-memory database)
+    and the name errors give it (a URL's password hidden)."""
+
+    url: str
+    path: Path | None
+    shown: str
+
+
+def locate(db: str | os.PathLike[str], read_only: bool = False) -> Location:
+    """A file path or an `sqlite:///PATH` URL becomes an SQLite file location (read-only: SQLite's mode=ro URI);
+    any other SQLAlchemy URL is taken as it is."""
     text = str(db)
-    if "://" in text:
-        return text
-    path = Path(text).expanduser().resolve()
+    if "://" not in text:
+        return _sqlite_location(Path(text).expanduser().resolve(), read_only)
+    try:
+        url = make_url(text)
+    except ArgumentError:
+        raise ResultsDBError(
+            f"--db {text!r} is neither a file path nor a database URL; give e.g. results.sqlite, "
+            "sqlite:////abs/path.sqlite or postgresql://USER@HOST/DB"
+        ) from None
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") and not url.query.get("uri"):
+        return _sqlite_location(Path(url.database).expanduser().resolve(), read_only)
+    return Location(text, None, url.render_as_string(hide_password=True))
+
+
+def _sqlite_location(path: Path, read_only: bool) -> Location:
     if read_only:
         # SQLite's own read-only mode: no statement run through this engine can write.
-        return f"sqlite:///file:{path}?mode=ro&uri=true"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{path}"
+        return Location(f"sqlite:///file:{path}?mode=ro&uri=true", path, str(path))
+    return Location(f"sqlite:///{path}", path, str(path))
+
+
+def to_url(db: str | os.PathLike[str], read_only: bool = False) -> str:
+    """The SQLAlchemy URL `ResultsDB` connects to for `db` (a file path or a URL)."""
+    return locate(db, read_only).url
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_sqlite_file(path: Path, *, must_exist: bool, writable: bool, content: bool = True) -> None:
+    """Refuse, with one line, what SQLite would fail on later with a traceback: a folder, a missing file (reads
+    never create one), an unwritable place, and (`content`) a file that is no SQLite database or was cut short."""
+    if path.is_dir():
+        raise ResultsDBError(f"--db {path} is a folder; give a file path such as {path / DEFAULT_DB}")
+    if not path.exists():
+        if must_exist:
+            raise DatabaseMissingError(
+                f"results database {path} does not exist (reading never creates one); check the path, "
+                "or record a run there first (bench eval / bench run)"
+            )
+        parent = path.parent
+        if not parent.exists():
+            raise ResultsDBError(f"cannot create results database {path}: folder {parent} does not exist; create it (mkdir -p) or give another --db")
+        if not parent.is_dir():
+            raise ResultsDBError(f"cannot create results database {path}: {parent} is a file, not a folder; give another --db")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise ResultsDBError(f"cannot create results database {path}: folder {parent} is not writable; give another --db")
+        return
+    if not os.access(path, os.R_OK):
+        raise ResultsDBError(f"results database {path} is not readable (permissions); give another --db")
+    if writable and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)):
+        raise ResultsDBError(f"results database {path} (or its folder) is read-only; copy it somewhere writable or give another --db")
+    size = path.stat().st_size
+    if size == 0 or not content:
+        return  # size 0: SQLite's empty database
+    with open(path, "rb") as fh:
+        header = fh.read(100)
+    if not header.startswith(SQLITE_MAGIC):
+        raise ResultsDBError(f"{path} is not an SQLite database (another kind of file, or corrupt); give another --db")
+    if len(header) < 100:
+        raise ResultsDBError(f"results database {path} is truncated ({size} bytes, less than its header); restore it from a copy or give another --db")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    if header[24:28] == header[92:96] and pages and size < pages * page_size:  # the header's page count is valid
+        raise ResultsDBError(
+            f"results database {path} is truncated ({size} bytes of {pages * page_size}); restore it from a copy or give another --db"
+        )
+
+
+def _create_engine(location: Location) -> Engine:
+    try:
+        return create_engine(location.url, future=True)
+    except NoSuchModuleError:
+        scheme = location.url.split("://", 1)[0]
+        raise ResultsDBError(
+            f"--db {location.shown!r}: unknown database URL scheme {scheme!r}; give a file path, "
+            "sqlite:////abs/path.sqlite or postgresql://USER@HOST/DB"
+        ) from None
+    except ModuleNotFoundError as exc:
+        raise ResultsDBError(f"--db {location.shown!r} needs the database driver module {exc.name!r}, which is not installed") from None
+    except ArgumentError as exc:
+        raise ResultsDBError(f"--db {location.shown!r} is not a usable database URL: {exc}") from None
+
+
+def describe_db_error(exc: DBAPIError | SQLAlchemyError, shown: str) -> str:
+    """One line for a database error at open: what SQLite / the server said, and what to do."""
+    orig = getattr(exc, "orig", None) or exc
+    said = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    if "not a database" in said or "malformed" in said:
+        return f"results database {shown} is corrupt ({said}); restore it from a copy or give another --db"
+    if "unable to open" in said:
+        return f"cannot open results database {shown}: {said}; check that its folder is writable, or give another --db"
+    return f"cannot open results database {shown}: {said}"
 
 
 def _connection_settings(engine: Engine, read_only: bool) -> None:
@@ -83,29 +193,31 @@ def _connection_settings(engine: Engine, read_only: bool) -> None:
 
 
 class ResultsDB:
-    def __init__(self, db: str | os.PathLike[str] | None = None, read_only: bool = False):
-        self.url = to_url(db if db is not None else default_db_url(), read_only=read_only)
+    """The results database. `create=False` (reads, --resume) never creates one; `read_only=True` also never
+    migrates or writes (SQLite mode=ro + query_only); `init_foreign=True` adds lenbench's tables to a database
+    that holds another application's tables (refused otherwise)."""
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str] | None = None,
+        read_only: bool = False,
+        *,
+        create: bool = True,
+        init_foreign: bool = False,
+    ):
+        self.location = locate(db if db is not None else default_db_url(), read_only=read_only)
+        self.url = self.location.url
         self.read_only = read_only
-        self.engine = create_engine(self.url, future=True)
+        if self.location.path is not None:
+            # Read-only opens (the leaderboard) report an unreadable file through the SQLAlchemy errors of their reads.
+            check_sqlite_file(
+                self.location.path, must_exist=read_only or not create, writable=not read_only and create, content=not read_only
+            )
+        self.engine = _create_engine(self.location)
         _connection_settings(self.engine, read_only)
-        if read_only and self.engine.dialect.name == "sqlite":
-            path = self.url.split("file:", 1)[1].split("?", 1)[0]
-            if not Path(path).exists():
-                raise FileNotFoundError(f"results database {path} does not exist")
+        self.migrated: list[Migration] = []
         if not read_only:
-            Base.metadata.create_all(self.engine)
-            # create_all adds no index to a table that already exists: databases made before an index was
-            # added get it here.
-            for table in Base.metadata.sorted_tables:
-                for index in table.indexes:
-                    index.create(self.engine, checkfirst=True)
-            _add_missing_columns(self.engine)
-            with self.session() as s:
-                meta = s.get(Meta, "schema_version")
-                if meta is None:
-                    s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
-                else:
-                    meta.value = str(SCHEMA_VERSION)
+            self.migrated = prepare_schema(self.engine, self.location.shown, create=create, init_foreign=init_foreign)
         self._Session = sessionmaker(self.engine, expire_on_commit=False)
 
     def session(self) -> Session:
@@ -113,8 +225,9 @@ class ResultsDB:
 
     # ----------------------------------------------------------------- writes
     def create_run(self, **fields: Any) -> int:
+        """A new run row; host, pid and heartbeat default to this process, now."""
         with self.session() as s:
-            run = Run(**fields)
+            run = Run(**{**liveness_fields(), **fields})
             s.add(run)
             s.flush()
             return run.id
@@ -127,12 +240,25 @@ class ResultsDB:
             for key, value in fields.items():
                 setattr(run, key, value)
 
+    def heartbeat(self, run_id: int) -> None:
+        """The running process of `run_id` is alive now (a row whose heartbeat stops is shown as stale)."""
+        with self.session() as s:
+            s.execute(Run.__table__.update().where(Run.id == run_id).values(heartbeat_at=utcnow()))
+
     def finish_run(self, run_id: int, status: str = "finished", error: str = "", **fields: Any) -> None:
         self.update_run(run_id, status=status, error=error, finished_at=utcnow(), **fields)
 
     def add_scores(self, run_id: int, records: Iterable[ScoreRecord]) -> None:
         """Write the scores of one dataset in one transaction; a re-write of the same key replaces it."""
         records = list(records)
+        for rec in records:
+            if not math.isfinite(float(rec.value)):
+                reason = (rec.info or {}).get("undefined", "")
+                raise UndefinedMetricError(
+                    f"{rec.suite}/{rec.dataset} ({rec.variant}) {rec.metric} is undefined ({rec.value})"
+                    + (f": {reason}" if reason else "")
+                    + "; nothing was recorded for that dataset"
+                )
         with self.session() as s:
             for rec in records:
                 old = s.scalars(
@@ -230,18 +356,89 @@ class ResultsDB:
         return {tuple(r) for r in rows}
 
 
-def _add_missing_columns(engine: Engine) -> None:
-    """Schema 1 -> 2: the columns added since (all nullable or defaulted) are added to an existing table."""
-    from sqlalchemy import inspect
+# ------------------------------------------------------------------------------------ schema
+LENBENCH_TABLES = frozenset(t.name for t in Base.metadata.sorted_tables)
+SCHEMA_LOCK_ID = 0x6C656E62  # "lenb": the PostgreSQL advisory lock that serialises schema creation
 
-    inspector = inspect(engine)
-    with engine.begin() as conn:
-        for table in Base.metadata.sorted_tables:
-            present = {c["name"] for c in inspector.get_columns(table.name)}
-            for column in table.columns:
-                if column.name not in present:
-                    kind = column.type.compile(engine.dialect)
-                    conn.exec_driver_sql(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}')
+
+def _user_tables(conn: Connection) -> set[str]:
+    return {t for t in inspect(conn).get_table_names() if not t.startswith("sqlite_")}
+
+
+def _check_schema_state(tables: set[str], version: int | None, shown: str, *, create: bool, init_foreign: bool) -> None:
+    if version is not None:
+        if version > SCHEMA_VERSION:
+            raise ResultsDBError(
+                f"results database {shown} has schema version {version}, newer than this lenbench knows "
+                f"({SCHEMA_VERSION}); upgrade lenbench to use it (nothing was written)"
+            )
+        return
+    if not tables:
+        if not create:
+            raise DatabaseMissingError(
+                f"{shown} holds no lenbench results (an empty database; reading never creates one); "
+                "record a run there first (bench eval / bench run) or check the path"
+            )
+        return
+    listed = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
+    if not create:
+        raise ResultsDBError(f"{shown} is not a lenbench results database (it holds other tables: {listed}); check --db")
+    if not init_foreign:
+        raise ResultsDBError(
+            f"{shown} is not a lenbench results database (it holds other tables: {listed}); lenbench will not write "
+            "into another application's database: give another --db, or pass --db-init-foreign to add lenbench's "
+            "tables beside them"
+        )
+    clash = sorted(tables & LENBENCH_TABLES)
+    if clash:
+        raise ResultsDBError(
+            f"{shown} already has table(s) {', '.join(clash)} of another application; lenbench cannot share them "
+            "(even with --db-init-foreign): give another --db"
+        )
+
+
+@contextmanager
+def _schema_lock(engine: Engine) -> Iterator[Connection]:
+    """A transaction that holds the database's write lock from its first statement: concurrent creators wait
+    (SQLite busy_timeout) and then find the schema made."""
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        elif engine.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_ID})")
+        try:
+            yield conn
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()
+
+
+def prepare_schema(engine: Engine, shown: str, *, create: bool = True, init_foreign: bool = False) -> list[Migration]:
+    """Create the schema of a new database, upgrade an older one, refuse a foreign or newer one.
+
+    Returns the migration steps applied ([] when the database was current or new)."""
+    try:
+        with engine.connect() as conn:
+            tables, version = _user_tables(conn), read_version(conn)
+        if version == SCHEMA_VERSION:
+            return []  # the common case: no lock, no write
+        _check_schema_state(tables, version, shown, create=create, init_foreign=init_foreign)
+        with _schema_lock(engine) as conn:
+            # Again under the lock: another process may have created or upgraded it meanwhile.
+            tables, version = _user_tables(conn), read_version(conn)
+            _check_schema_state(tables, version, shown, create=create, init_foreign=init_foreign)
+            if version is None:
+                create_schema(conn)
+                return []
+            return upgrade(conn, version)
+    except SQLAlchemyError as exc:
+        raise ResultsDBError(describe_db_error(exc, shown)) from None
+
+
+def liveness_fields() -> dict[str, Any]:
+    """Which process holds a running row, stamped now (see results_db.liveness)."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "heartbeat_at": utcnow()}
 
 
 class _TxSession(Session):

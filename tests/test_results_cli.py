@@ -25,8 +25,16 @@ def test_results_formats(tmp_path, capsys):
     assert "change(elong-2)" in table and "-10.25" in table
 
 
-def test_results_on_empty_db_says_how_to_start(tmp_path, capsys):
-    assert main(["results", "--db", str(tmp_path / "empty.sqlite")]) == 0
+def test_results_on_a_missing_db_says_how_to_start_and_creates_nothing(tmp_path, capsys):
+    assert main(["results", "--db", str(tmp_path / "misspelled.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "bench eval" in err and "Traceback" not in err
+    assert not (tmp_path / "misspelled.sqlite").exists()
+
+
+def test_results_on_a_database_without_runs_says_how_to_start(tmp_path, capsys):
+    ResultsDB(tmp_path / "fresh.sqlite").engine.dispose()
+    assert main(["results", "--db", str(tmp_path / "fresh.sqlite")]) == 0
     assert "bench eval" in capsys.readouterr().err
 
 

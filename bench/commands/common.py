@@ -10,12 +10,18 @@ from typing import Any
 from results_db import ResultsDB, default_db_url
 
 
-def add_db(p: argparse.ArgumentParser) -> None:
+def add_db(p: argparse.ArgumentParser, writes: bool = False) -> None:
     p.add_argument(
         "--db",
         default=None,
         help=f"results database: a file path or an SQLAlchemy URL (default $LENBENCH_DB or {default_db_url()})",
     )
+    if writes:
+        p.add_argument(
+            "--db-init-foreign",
+            action="store_true",
+            help="add lenbench's tables to a database that already holds another application's tables (refused otherwise)",
+        )
 
 
 def add_data_dir(p: argparse.ArgumentParser) -> None:
@@ -38,7 +44,8 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
 
 
 def open_db(args: Any) -> ResultsDB:
-    return ResultsDB(args.db)
+    """The database a writing command records into (created when new; see `add_db(writes=True)`)."""
+    return ResultsDB(args.db, init_foreign=args.db_init_foreign)
 
 
 def fingerprint_files(files: Any) -> dict:

@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_encoder_options(p)
     add_eval_options(p)
     add_data_dir(p)
-    add_db(p)
+    add_db(p, writes=True)
     p.set_defaults(func=run)
 
 

@@ -10,12 +10,18 @@ import sys
 from bench.commands.common import add_db
 from bench.evaluate import score_frame
 from results_db import ResultsDB
+from results_db.liveness import with_liveness
 
 RUN_COLUMNS = ["id", "kind", "method", "model", "suite", "budget_label", "seed", "status", "started_at"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("results", help="list runs and scores from the results database")
+    p = sub.add_parser(
+        "results",
+        help="list runs and scores from the results database",
+        description="List runs and scores. Never creates a database; a database from an older lenbench is upgraded "
+        "in place. A run whose process died without marking it (SIGKILL, lost node) shows as 'stale'.",
+    )
     add_db(p)
     p.add_argument("--run", type=int, action="append", help="only these run ids (repeatable)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
@@ -24,8 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    db = ResultsDB(args.db)
-    runs = db.runs()
+    db = ResultsDB(args.db, create=False)  # a misspelled path is an error, not a new empty database
+    for step in db.migrated:
+        print(f"upgraded {db.location.shown} to schema {step.version} ({step.summary})", file=sys.stderr)
+    runs = with_liveness(db.runs())  # a "running" row whose process is gone shows as "stale"
     if args.run:
         runs = runs[runs["id"].isin(args.run)]
     if runs.empty:
@@ -50,6 +58,3 @@ def run(args: argparse.Namespace) -> int:
             print(score_frame(group).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
             print()
     return 0
-
-
-

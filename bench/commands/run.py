@@ -76,7 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sweep", default="", help=argparse.SUPPRESS)
     p.add_argument("--sweep-point", default="", help=argparse.SUPPRESS)
     add_data_dir(p)
-    add_db(p)
+    add_db(p, writes=True)
     p.set_defaults(func=run)
 
 

@@ -1,4 +1,12 @@
-"""Readers for the on-disk formats: BEIR folders, STS tsv pairs, labelled jsonl texts (plain or .gz)."""
+"""Readers for the on-disk formats: BEIR folders, STS tsv pairs, labelled jsonl texts (plain or .gz).
+
+Every file is read line by line through `read_lines`, which turns what the file itself gets wrong into a
+DataError naming the file and line: bytes that are not UTF-8, a .gz file cut short, a line over the size cap.
+Records are checked as they are read: null or non-string texts, non-finite or constant STS gold scores.
+Duplicate BEIR ids follow BEIR's GenericDataLoader (the last record of an id wins; mteb keeps every row and its
+scores end up keyed by id the same way), with a warning naming the ids and lines and a count in
+`RetrievalData.duplicates` that the retrieval suite records with the scores.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +14,10 @@ import csv
 import gzip
 import io
 import json
+import logging
+import math
 import os
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,14 +25,83 @@ from typing import Any
 
 from bench.data.errors import DataError
 
+log = logging.getLogger(__name__)
+
 csv.field_size_limit(1 << 30)
+
+# No encoder reads more than a few thousand tokens of a text; a line beyond this is a broken file (or a whole
+# corpus on one line) and would only cost minutes and gigabytes to tokenize. $LENBENCH_MAX_LINE_BYTES raises it.
+MAX_LINE_BYTES = 1 << 20
+
+
+def max_line_bytes() -> int:
+    try:
+        return max(1, int(os.environ.get("LENBENCH_MAX_LINE_BYTES", MAX_LINE_BYTES)))
+    except ValueError:
+        return MAX_LINE_BYTES
+
+
+def _open_binary(path: Path) -> io.BufferedIOBase:
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def read_lines(path: str | os.PathLike[str]) -> Iterator[str]:
+    """The file's lines as text (line endings kept, as `open(newline="")` gives them); a line that is not UTF-8,
+    longer than the cap, or a truncated/corrupt .gz is a DataError naming the file and line."""
+    p = Path(path)
+    cap = max_line_bytes()
+    lineno = 0
+    try:
+        with _open_binary(p) as fh:
+            while True:
+                raw = fh.readline(cap + 1)
+                if not raw:
+                    return
+                lineno += 1
+                if len(raw) > cap:
+                    raise DataError(
+                        f"{p}:{lineno}: line longer than {cap:,} bytes; no encoder reads a text that long (it is cut "
+                        "at max_len tokens): split or shorten that record, or raise $LENBENCH_MAX_LINE_BYTES"
+                    )
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DataError(
+                        f"{p}:{lineno}: not UTF-8 text (byte {raw[exc.start]:#04x} at column {exc.start + 1}); "
+                        "re-save the file as UTF-8"
+                    ) from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise DataError(
+            f"{p}: the gzip file is truncated or corrupt after line {lineno} ({exc}); download or compress it again"
+        ) from None
+
+
+class _LineFile(io.TextIOBase):
+    """`read_lines` as a read-only text file for code that iterates a file object (csv, `for line in fh`)."""
+
+    def __init__(self, path: Path):
+        self._lines = read_lines(path)
+
+    def __iter__(self) -> Iterator[str]:
+        return self._lines
+
+    def __next__(self) -> str:
+        return next(self._lines)
+
+    def readable(self) -> bool:
+        return True
+
+    def readline(self, size: int = -1) -> str:  # noqa: ARG002 - lines are capped by read_lines itself
+        return next(self._lines, "")
+
+    def close(self) -> None:
+        self._lines.close()
+        super().close()
 
 
 def open_text(path: str | os.PathLike[str]) -> io.TextIOBase:
-    p = Path(path)
-    if p.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(p, "rb"), encoding="utf-8")
-    return open(p, encoding="utf-8", newline="")
+    """A text file (plain or .gz) whose lines come through `read_lines` (its checks, its errors)."""
+    return _LineFile(Path(path))
 
 
 def find_file(folder: Path, stem: str) -> Path | None:
@@ -53,6 +133,43 @@ def _require(obj: dict[str, Any], keys: tuple[str, ...], path: Path | str, linen
         raise DataError(f"{path}:{lineno}: missing field(s) {missing}; expected {list(keys)}")
 
 
+def text_field(obj: dict[str, Any], key: str, path: Path | str, lineno: int, optional: bool = False) -> str:
+    """A text field: a string; null is an error (BEIR would index it as "None"), or "" where it is optional."""
+    value = obj.get(key)
+    if value is None:
+        if optional:
+            return ""
+        raise DataError(f"{path}:{lineno}: {key!r} is null; give it a text (or remove that record)")
+    if not isinstance(value, str):
+        raise DataError(f"{path}:{lineno}: {key!r} must be a string, got {type(value).__name__} {value!r:.40}")
+    return value
+
+
+class _Duplicates:
+    """Ids seen twice in one file: BEIR keeps the last record, and so do we; counted and reported once."""
+
+    def __init__(self, path: Path | str, kind: str):
+        self.path, self.kind = path, kind
+        self.first_line: dict[str, int] = {}
+        self.repeats: list[tuple[str, int, int]] = []  # id, first line, repeated line
+
+    def see(self, key: str, lineno: int) -> None:
+        first = self.first_line.setdefault(key, lineno)
+        if first != lineno:
+            self.repeats.append((key, first, lineno))
+
+    def report(self) -> int:
+        if self.repeats:
+            shown = "; ".join(f"{k!r} at lines {a} and {b}" for k, a, b in self.repeats[:5])
+            more = f" and {len(self.repeats) - 5} more" if len(self.repeats) > 5 else ""
+            log.warning(
+                "%s: %d duplicate %s id(s): %s%s. As BEIR's GenericDataLoader does, the last record of each id is "
+                "used; the count is recorded with the scores (Score.info)", self.path, len(self.repeats), self.kind,
+                shown, more,
+            )
+        return len(self.repeats)
+
+
 # --------------------------------------------------------------------------- BEIR
 @dataclass
 class RetrievalData:
@@ -61,6 +178,7 @@ class RetrievalData:
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]  # query id -> {doc id: relevance}
     files: list[str] = field(default_factory=list)
+    duplicates: dict[str, int] = field(default_factory=dict)  # "corpus"/"queries" -> ids repeated (last record kept)
 
     def doc_text(self, doc_id: str) -> str:
         """BEIR's document string: title + " " + text (just text when there is no title)."""
@@ -85,16 +203,26 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
     assert corpus_path and queries_path and qrels_path
 
     corpus: dict[str, dict[str, str]] = {}
+    doc_dups = _Duplicates(corpus_path, "document")
     for lineno, obj in read_jsonl(corpus_path):
         _require(obj, ("_id", "text"), corpus_path, lineno)
-        corpus[str(obj["_id"])] = {"title": str(obj.get("title") or ""), "text": str(obj["text"])}
+        doc_id = str(obj["_id"])
+        doc_dups.see(doc_id, lineno)
+        corpus[doc_id] = {
+            "title": text_field(obj, "title", corpus_path, lineno, optional=True),
+            "text": text_field(obj, "text", corpus_path, lineno),
+        }
     if not corpus:
         raise DataError(f"{corpus_path}: the corpus of {name!r} is empty; a retrieval dataset needs documents")
 
     all_queries: dict[str, str] = {}
+    query_dups = _Duplicates(queries_path, "query")
     for lineno, obj in read_jsonl(queries_path):
         _require(obj, ("_id", "text"), queries_path, lineno)
-        all_queries[str(obj["_id"])] = str(obj["text"])
+        query_id = str(obj["_id"])
+        query_dups.see(query_id, lineno)
+        all_queries[query_id] = text_field(obj, "text", queries_path, lineno)
+    duplicates = {k: n for k, n in (("corpus", doc_dups.report()), ("queries", query_dups.report())) if n}
 
     qrels: dict[str, dict[str, int]] = {}
     with open_text(qrels_path) as fh:
@@ -117,7 +245,8 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
         raise DataError(f"{qrels_path}: no relevance judgements for split {split!r}")
     # Only judged queries are evaluated, as in BEIR.
     queries = {qid: all_queries[qid] for qid in qrels}
-    return RetrievalData(name, corpus, queries, qrels, [str(corpus_path), str(queries_path), str(qrels_path)])
+    files = [str(corpus_path), str(queries_path), str(qrels_path)]
+    return RetrievalData(name, corpus, queries, qrels, files, duplicates)
 
 
 # ---------------------------------------------------------------------------- STS
@@ -154,12 +283,24 @@ def read_sts(path: str | os.PathLike[str], name: str | None = None, split: str |
                 value = float(row["score"])
             except ValueError:
                 raise DataError(f"{p}:{lineno}: score {row['score']!r} is not a number") from None
+            if not math.isfinite(value):
+                raise DataError(f"{p}:{lineno}: score {row['score']!r} is not a finite number; fix or remove that pair")
             s1.append(row["sentence1"])
             s2.append(row["sentence2"])
             gold.append(value)
     if not gold:
         raise DataError(f"{p}: no sentence pairs" + (f" with split == {split!r}" if split else ""))
+    check_gold_varies(gold, str(p))
     return STSData(name, s1, s2, gold, [str(p)])
+
+
+def check_gold_varies(gold: list[float], where: str) -> None:
+    """Spearman correlation with constant gold scores is undefined (0/0): refuse, naming the data."""
+    if len(gold) > 1 and min(gold) == max(gold):
+        raise DataError(
+            f"{where}: all {len(gold)} gold scores are {gold[0]:g}; Spearman correlation is undefined for constant "
+            "scores (check the score column, or --limit)"
+        )
 
 
 # ----------------------------------------------------------------- labelled texts
@@ -177,7 +318,9 @@ def read_labelled(path: str | os.PathLike[str], name: str | None = None) -> Labe
     labels: list[str] = []
     for lineno, obj in read_jsonl(p):
         _require(obj, ("text", "label"), p, lineno)
-        texts.append(str(obj["text"]))
+        texts.append(text_field(obj, "text", p, lineno))
+        if obj["label"] is None:
+            raise DataError(f"{p}:{lineno}: 'label' is null; give every text a label")
         labels.append(str(obj["label"]))
     if not texts:
         raise DataError(f"{p}: no labelled texts")

@@ -26,7 +26,7 @@ per-item values (a paired bootstrap over pooled queries would weight forums by s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -172,7 +172,7 @@ def keep_positive_queries(data: RetrievalData) -> RetrievalData:
     qrels = {q: rels for q, rels in data.qrels.items() if any(r > 0 for r in rels.values())}
     if not qrels:
         raise DataError(f"{data.name}: no query has a positive relevance judgement (every qrels score is <= 0)")
-    return RetrievalData(data.name, data.corpus, {q: data.queries[q] for q in qrels}, qrels, data.files)
+    return replace(data, queries={q: data.queries[q] for q in qrels}, qrels=qrels)
 
 
 def limit_slice(data: RetrievalData, limit: int, distractors_per_query: int = LIMIT_DISTRACTORS_PER_QUERY) -> RetrievalData:
@@ -191,7 +191,7 @@ def limit_slice(data: RetrievalData, limit: int, distractors_per_query: int = LI
             keep.add(did)
             budget -= 1
     corpus = {did: doc for did, doc in data.corpus.items() if did in keep}  # corpus-file order kept
-    return RetrievalData(data.name, corpus, {q: data.queries[q] for q in qids}, qrels, data.files)
+    return replace(data, corpus=corpus, queries={q: data.queries[q] for q in qids}, qrels=qrels)
 
 
 # ------------------------------------------------------------------------------ suite
@@ -225,6 +225,7 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
                     value=float(np.mean(values)),
                     n=len(values),
                     items=ItemValues("mean", list(query_ids), values),
+                    info={"duplicate_ids": dict(data.duplicates)} if data.duplicates else None,
                 )
             )
     return records

@@ -11,6 +11,7 @@ from scipy.stats import spearmanr
 from bench.attacks import attack_texts
 from bench.data import STS_SUITE, get_info, locate, read_sts
 from bench.data.errors import DataError
+from bench.data.readers import check_gold_varies
 from bench.suites.base import CLEAN, EvalContext, SuiteError
 from results_db import ItemValues, ScoreRecord
 
@@ -51,6 +52,7 @@ class STSSuite:
         gold = np.asarray(data.scores, dtype=np.float64)
         if len(gold) < 3:
             raise DataError(f"STS dataset {dataset!r} has {len(gold)} pairs; Spearman needs at least 3")
+        check_gold_varies(data.scores, f"STS dataset {dataset!r}" + (f" (its first {ctx.limit} pairs)" if ctx.limit else ""))
         ids = [str(i) for i in range(len(gold))]
         records = []
         for variant in ctx.variants():
@@ -62,6 +64,11 @@ class STSSuite:
                 s1 = attack_texts(data.sentences1, elong, tok, max_len, seed=hash_seed(ctx, dataset, variant, 1))
                 s2 = attack_texts(data.sentences2, elong, tok, max_len, seed=hash_seed(ctx, dataset, variant, 2))
             cos = pair_cosines(model, s1, s2, desc=f"{dataset} {variant}")
+            if not np.isfinite(cos).all() or np.ptp(cos) == 0:
+                raise DataError(
+                    f"STS dataset {dataset!r} ({variant}): the model gives every pair the same (or a non-finite) cosine "
+                    "similarity, so Spearman correlation is undefined; nothing was recorded for this dataset"
+                )
             records.append(
                 ScoreRecord(
                     suite=self.name,

@@ -1,0 +1,110 @@
+"""Versioned schema migrations of the results database (Alembic-style, without Alembic's machinery).
+
+The `meta` table records `schema_version` (and `application` = "lenbench"). A new database gets every table of
+`results_db.models` at once and is stamped with `SCHEMA_VERSION`. An older database is upgraded by running, in
+order, each step of `MIGRATIONS` whose version is above its own; each step runs in the caller's transaction and
+stamps its version, so a database is always at exactly one numbered version. A database stamped with a version
+newer than this code knows is refused (by the store), never "downgraded" or written.
+
+Adding a schema change: add the columns to `models.py` (nullable or with a default), bump `SCHEMA_VERSION` there,
+and append a `Migration` here whose `apply` brings version N-1 to N with dialect-neutral DDL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import inspect, select
+from sqlalchemy.engine import Connection
+
+from results_db.models import SCHEMA_VERSION, Base, Meta, utcnow
+
+APPLICATION = "lenbench"
+VERSION_KEY = "schema_version"
+APPLICATION_KEY = "application"
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int  # the schema version this step produces (from version - 1)
+    summary: str
+    apply: Callable[[Connection], None]
+
+
+def add_columns(conn: Connection, columns: dict[str, tuple[str, ...]]) -> None:
+    """ALTER TABLE ... ADD COLUMN for each named model column a table lacks (type compiled for the dialect)."""
+    inspector = inspect(conn)
+    for table_name, names in columns.items():
+        table = Base.metadata.tables[table_name]
+        present = {c["name"] for c in inspector.get_columns(table_name)}
+        for name in names:
+            if name in present:
+                continue
+            kind = table.c[name].type.compile(conn.dialect)
+            conn.exec_driver_sql(f'ALTER TABLE {table_name} ADD COLUMN "{name}" {kind}')
+
+
+def create_missing_indexes(conn: Connection) -> None:
+    for table in Base.metadata.sorted_tables:
+        for index in table.indexes:
+            index.create(conn, checkfirst=True)
+
+
+def _to_2(conn: Connection) -> None:
+    add_columns(
+        conn,
+        {
+            "runs": ("host", "pid", "heartbeat_at", "runtime", "model_info", "sweep", "sweep_point"),
+            "scores": ("info",),
+        },
+    )
+    # ix_scores_board (the leaderboard's covering index) came with schema 1's last releases; older files lack it.
+    create_missing_indexes(conn)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(2, "runs: host, pid, heartbeat_at, runtime, model_info, sweep, sweep_point; scores: info", _to_2),
+)
+assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration step"
+
+
+def read_version(conn: Connection) -> int | None:
+    """The stamped schema version, or None when the database has no lenbench `meta` stamp."""
+    if "meta" not in inspect(conn).get_table_names():
+        return None
+    value = conn.execute(select(Meta.value).where(Meta.key == VERSION_KEY)).scalar()
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def stamp(conn: Connection, version: int) -> None:
+    """Record `version` (and which application owns the database) in `meta`, inside the caller's transaction."""
+    values = {VERSION_KEY: str(version), APPLICATION_KEY: APPLICATION, f"migrated_to_{version}": utcnow().isoformat()}
+    existing = set(conn.execute(select(Meta.key).where(Meta.key.in_(list(values)))).scalars())
+    for key, value in values.items():
+        if key in existing:
+            conn.execute(Meta.__table__.update().where(Meta.key == key).values(value=value))
+        else:
+            conn.execute(Meta.__table__.insert().values(key=key, value=value))
+
+
+def create_schema(conn: Connection) -> None:
+    """A new database: every table at the current version."""
+    Base.metadata.create_all(conn)
+    stamp(conn, SCHEMA_VERSION)
+
+
+def upgrade(conn: Connection, current: int) -> list[Migration]:
+    """Apply every step above `current`; returns the steps applied."""
+    applied = []
+    for step in MIGRATIONS:
+        if step.version > current:
+            step.apply(conn)
+            stamp(conn, step.version)
+            applied.append(step)
+    return applied

@@ -1,0 +1,259 @@
+"""Every bad input of issue 11, table-driven: exit status 2, exactly one `bench: error:` line naming the input,
+no traceback, and the database's earlier rows unchanged (a hash of them before and after) - or, where the
+database itself is the bad input, that file unchanged (or not created)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from bench.cli import main
+from results_db import ResultsDB
+from tests.conftest import write_sts
+from tests.test_eval_cli import PAIRS, write_beir
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@dataclass
+class World:
+    root: Path
+    model: Path
+    data: Path
+    db: Path  # a good database with one finished run
+
+    def eval(self, suite: str = "sts:stsb", db: str | Path | None = None, *extra: str) -> list[str]:
+        return ["eval", "--model", str(self.model), "--suite", suite, "--data-dir", str(self.data),
+                "--db", str(db if db is not None else self.db), "--max-len", "32", *extra]  # fmt: skip
+
+
+def rows_digest(path: Path, max_run: int | None = None) -> str:
+    """sha256 of every row of runs 1..max_run (all runs when None) and of everything hanging off them."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        limit = max_run if max_run is not None else con.execute("SELECT max(id) FROM runs").fetchone()[0]
+        parts = []
+        for sql in (
+            "SELECT * FROM runs WHERE id <= ? ORDER BY id",
+            "SELECT * FROM scores WHERE run_id <= ? ORDER BY id",
+            "SELECT i.* FROM score_items i JOIN scores s ON s.id = i.score_id WHERE s.run_id <= ? ORDER BY i.score_id",
+            "SELECT * FROM train_log WHERE run_id <= ? ORDER BY id",
+        ):
+            parts.append(con.execute(sql, (limit,)).fetchall())
+    finally:
+        con.close()
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+
+def file_digest(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory, tiny_model_dir) -> World:
+    """Data and a database with one finished run, made once; each case works on a copy."""
+    root = tmp_path_factory.mktemp("bad-inputs")
+    data = root / "data"
+    write_beir(data / "beir" / "scifact")
+    write_sts(data / "sts" / "stsb-test.tsv", PAIRS)
+    world = World(root, tiny_model_dir, data, root / "good.sqlite")
+    assert main(world.eval("sts:stsb+beir:scifact")) == 0
+    return world
+
+
+@pytest.fixture()
+def world(template, tmp_path, monkeypatch) -> World:
+    monkeypatch.chdir(tmp_path)  # no ./data to fall back on
+    shutil.copytree(template.data, tmp_path / "data")
+    shutil.copy(template.db, tmp_path / "good.sqlite")
+    return World(tmp_path, template.model, tmp_path / "data", tmp_path / "good.sqlite")
+
+
+# ------------------------------------------------------------------------------ the database itself
+def _other_app(path: Path, table: str) -> Path:
+    con = sqlite3.connect(path)
+    con.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, name TEXT)")
+    con.execute(f"INSERT INTO {table} (name) VALUES ('alice')")
+    con.commit()
+    con.close()
+    return path
+
+
+def _newer(path: Path) -> Path:
+    con = sqlite3.connect(path)
+    con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    return path
+
+
+def _junk(w: World) -> Path:
+    (w.root / "junk.sqlite").write_bytes(b"this is not sqlite\n" * 200)
+    return w.root / "junk.sqlite"
+
+
+def _truncated(w: World) -> Path:
+    (w.root / "cut.sqlite").write_bytes(w.db.read_bytes()[:5000])
+    return w.root / "cut.sqlite"
+
+
+def _a_file(w: World) -> Path:
+    (w.root / "plain.txt").write_text("x")
+    return w.root / "plain.txt" / "r.sqlite"
+
+
+def _with_newer(w: World) -> Path:
+    shutil.copy(w.db, w.root / "newer.sqlite")
+    return _newer(w.root / "newer.sqlite")
+
+
+# name: (make the --db argument, command, message)
+BAD_DATABASES: dict[str, tuple[Callable[[World], Path | str], str, str]] = {
+    "corrupt file": (_junk, "eval", r"junk\.sqlite is not an SQLite database"),
+    "truncated file": (_truncated, "eval", r"cut\.sqlite is truncated \(5000 bytes of \d+\)"),
+    "a folder": (lambda w: w.root, "eval", r"--db .* is a folder; give a file path"),
+    "missing parent folder": (lambda w: w.root / "no" / "r.sqlite", "eval", r"folder .*/no does not exist"),
+    "parent is a file": (_a_file, "eval", r"plain\.txt is a file, not a folder"),
+    "unwritable place": (lambda w: "/proc/lenbench-test.sqlite", "eval", r"cannot open results database /proc/.*unable to open"),
+    "unknown URL scheme": (lambda w: "foo://somewhere/db", "eval", r"unknown database URL scheme 'foo'"),
+    "another app's database": (lambda w: _other_app(w.root / "app.sqlite", "users"), "eval",
+                               r"app\.sqlite is not a lenbench results database \(it holds other tables: users\).*--db-init-foreign"),
+    "another app's runs table, --db-init-foreign": (lambda w: _other_app(w.root / "app.sqlite", "runs"), "eval --db-init-foreign",
+                                                    r"already has table\(s\) runs of another application"),
+    "database from a newer lenbench": (_with_newer, "eval", r"schema version 99, newer than this lenbench knows"),
+    "results: misspelled path": (lambda w: w.root / "mispelled.sqlite", "results", r"mispelled\.sqlite does not exist \(reading never creates one\)"),
+    "results: another app's database": (lambda w: _other_app(w.root / "app.sqlite", "users"), "results",
+                                        r"is not a lenbench results database"),
+    "results: corrupt file": (_junk, "results", r"is not an SQLite database"),
+}  # fmt: skip
+
+
+def _one_error_line(capsys, message: str) -> str:
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and errors[0].startswith("bench: error: ") and "Traceback" not in err, err
+    assert re.search(message, errors[0]), errors[0]
+    return errors[0]
+
+
+@pytest.mark.parametrize("case", list(BAD_DATABASES))
+def test_bad_database(case, world, capsys):
+    make, command, message = BAD_DATABASES[case]
+    target = make(world)
+    good_before = file_digest(world.db)
+    bad_before = file_digest(Path(target)) if "://" not in str(target) else None
+    capsys.readouterr()
+    name, *flags = command.split()
+    argv = world.eval("sts:stsb", target, *flags) if name == "eval" else ["results", "--db", str(target)]
+    assert main(argv) == 2
+    _one_error_line(capsys, message)
+    if "://" not in str(target):
+        assert file_digest(Path(target)) == bad_before  # not written, not created
+    assert file_digest(world.db) == good_before
+
+
+def test_an_sqlalchemy_sqlite_url_works_for_reads_and_writes(world, capsys):
+    url = f"sqlite:///{world.db}"  # sqlite:////abs/path.sqlite
+    assert len(ResultsDB(url, read_only=True).runs()) == 1
+    assert main(["results", "--db", url, "--runs-only"]) == 0
+    assert "finished" in capsys.readouterr().out
+
+
+def test_db_init_foreign_adds_lenbench_tables_beside_the_others(world, capsys):
+    app = _other_app(world.root / "app.sqlite", "users")
+    assert main(world.eval("sts:stsb", app, "--db-init-foreign")) == 0
+    con = sqlite3.connect(app)
+    assert con.execute("SELECT name FROM users").fetchall() == [("alice",)]  # their rows untouched
+    con.close()
+    assert main(world.eval("sts:stsb", app)) == 0  # now it is a lenbench database too: no flag needed
+    assert ResultsDB(app).runs()["status"].tolist() == ["finished", "finished"]
+
+
+# ------------------------------------------------------------------------------------ data files
+def _write(rel: str, data: bytes | str) -> Callable[[Path], None]:
+    def do(root: Path) -> None:
+        path = root / rel
+        path.write_bytes(data if isinstance(data, bytes) else data.encode())
+
+    return do
+
+
+def _truncated_gz(root: Path) -> None:
+    corpus = root / "beir" / "scifact" / "corpus.jsonl"
+    packed = gzip.compress(corpus.read_bytes() * 50)
+    (root / "beir" / "scifact" / "corpus.jsonl.gz").write_bytes(packed[: len(packed) // 2])
+    corpus.unlink()
+
+
+def _sts(rows: str) -> Callable[[Path], None]:
+    return _write("sts/stsb-test.tsv", "sentence1\tsentence2\tscore\n" + rows)
+
+
+GOOD_ROWS = "".join(f"{a}\t{b}\t{s}\n" for a, b, s in PAIRS[:5])
+DOC = '{"_id": "d1", "title": "t", "text": "a man plays guitar"}\n'
+
+BAD_DATA: dict[str, tuple[Callable[[Path], None], str, str]] = {
+    "sts: bytes that are not UTF-8": (_write("sts/stsb-test.tsv", b"sentence1\tsentence2\tscore\na b\tc d\t1.0\ncaf\xe9\tcafe\t2.0\n"),
+                                      "sts:stsb", r"stsb-test\.tsv:3: not UTF-8 text \(byte 0xe9"),
+    "beir: bytes that are not UTF-8": (_write("beir/scifact/corpus.jsonl", DOC.encode() + b'{"_id": "d2", "text": "\xff\xfe"}\n'),
+                                       "beir:scifact", r"corpus\.jsonl:2: not UTF-8 text \(byte 0xff"),
+    "beir: truncated .gz corpus": (_truncated_gz, "beir:scifact", r"corpus\.jsonl\.gz: the gzip file is truncated or corrupt"),
+    "beir: null document text": (_write("beir/scifact/corpus.jsonl", DOC + '{"_id": "d2", "title": "x", "text": null}\n'),
+                                 "beir:scifact", r"corpus\.jsonl:2: 'text' is null"),
+    "beir: null query text": (_write("beir/scifact/queries.jsonl", '{"_id": "q1", "text": null}\n'),
+                              "beir:scifact", r"queries\.jsonl:1: 'text' is null"),
+    "beir: a number as text": (_write("beir/scifact/corpus.jsonl", '{"_id": "d1", "text": 42}\n'),
+                               "beir:scifact", r"corpus\.jsonl:1: 'text' must be a string, got int"),
+    "beir: a 2 MB line": (_write("beir/scifact/corpus.jsonl", DOC + json.dumps({"_id": "big", "text": "word " * 400_000}) + "\n"),
+                          "beir:scifact", r"corpus\.jsonl:2: line longer than 1,048,576 bytes"),
+    "sts: nan gold score": (_sts(GOOD_ROWS + "x y\tz w\tnan\n"), "sts:stsb", r"stsb-test\.tsv:7: score 'nan' is not a finite number"),
+    "sts: inf gold score": (_sts(GOOD_ROWS + "x y\tz w\tinf\n"), "sts:stsb", r"stsb-test\.tsv:7: score 'inf' is not a finite number"),
+    "sts: constant gold scores": (_sts("".join(f"{a}\t{b}\t3.0\n" for a, b, _ in PAIRS[:8])), "sts:stsb",
+                                  r"all 8 gold scores are 3; Spearman correlation is undefined"),
+    "sts: constant gold scores within --limit": (_sts("".join(f"{a}\t{b}\t{3.0 if i < 6 else i}\n" for i, (a, b, _) in enumerate(PAIRS[:9]))),
+                                                 "sts:stsb --limit 5", r"'stsb' \(its first 5 pairs\): all 5 gold scores are 3"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BAD_DATA))
+def test_bad_data_file(case, world, capsys):
+    corrupt, suite, message = BAD_DATA[case]
+    before = rows_digest(world.db)
+    corrupt(world.data)
+    suite, *extra = suite.split()
+    capsys.readouterr()
+    assert main(world.eval(suite, None, *extra)) == 2
+    line = _one_error_line(capsys, message)
+    runs = ResultsDB(world.db).runs()
+    assert runs["status"].tolist() == ["finished", "failed"] and runs["error"].iloc[1].split(": ", 1)[1] in line
+    assert ResultsDB(world.db).scores([int(runs["id"].iloc[1])]).empty
+    assert rows_digest(world.db, max_run=1) == before
+
+
+def test_duplicate_beir_ids_keep_the_last_record_as_beir_does_and_are_counted(world, capsys, caplog):
+    (world.data / "beir" / "scifact" / "corpus.jsonl").open("a").write('{"_id": "d2", "title": "", "text": "a man plays the guitar"}\n')
+    (world.data / "beir" / "scifact" / "queries.jsonl").open("a").write('{"_id": "q3", "text": "who plays guitar"}\n')
+    assert main(world.eval("beir:scifact")) == 0
+    assert re.search(r"corpus\.jsonl: 1 duplicate document id\(s\): 'd2' at lines 2 and 5", caplog.text)
+    assert re.search(r"queries\.jsonl: 1 duplicate query id\(s\): 'q3' at lines 3 and 4", caplog.text)
+    from bench.data import read_beir
+
+    data = read_beir(world.data / "beir" / "scifact")
+    assert data.corpus["d2"]["text"] == "a man plays the guitar" and data.queries["q3"] == "who plays guitar"
+    scores = ResultsDB(world.db).scores([2])
+    assert len(scores) and all(info == {"duplicate_ids": {"corpus": 1, "queries": 1}} for info in scores["info"])
+
+
+def test_the_shipped_scifact_has_no_duplicate_ids(shared_data):
+    from bench.data import read_beir
+
+    assert read_beir(shared_data / "beir" / "scifact").duplicates == {}

@@ -1,0 +1,45 @@
+"""Four processes opening the same *new* database at once all succeed, and each writes its run: schema creation
+is serialised (SQLite BEGIN IMMEDIATE) and idempotent, 20 trials in a row."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import traceback
+
+from results_db import ResultsDB, ScoreRecord
+
+PROCESSES = 4
+TRIALS = 20
+
+
+def _open_and_write(path: str, barrier, errors) -> None:  # noqa: ANN001
+    try:
+        barrier.wait(timeout=30)
+        db = ResultsDB(path)
+        run = db.create_run(model="m", method="simcse", config={}, seed=0)
+        db.add_scores(run, [ScoreRecord("sts", "stsb", "spearman", 50.0, 3)])
+        db.finish_run(run)
+    except BaseException:  # noqa: BLE001 - report every failure to the parent
+        errors.put(traceback.format_exc(limit=3))
+
+
+def test_concurrent_creation_of_a_new_database(tmp_path):
+    ctx = mp.get_context("fork")  # the parent has imported everything: children start in milliseconds
+    ResultsDB(tmp_path / "warm-up.sqlite").runs()  # SQLAlchemy's lazy imports happen once, here, not per child
+    errors = ctx.Queue()
+    failures = []
+    for trial in range(TRIALS):
+        path = str(tmp_path / f"new-{trial}.sqlite")
+        barrier = ctx.Barrier(PROCESSES)
+        procs = [ctx.Process(target=_open_and_write, args=(path, barrier, errors)) for _ in range(PROCESSES)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        while not errors.empty():
+            failures.append(f"trial {trial}: {errors.get()}")
+        failures += [f"trial {trial}: exit code {p.exitcode}" for p in procs if p.exitcode != 0]
+        if not failures:
+            runs = ResultsDB(path, read_only=True).runs()
+            assert runs["status"].tolist() == ["finished"] * PROCESSES
+    assert not failures, "\n".join(failures[:3]) + f"\n{len(failures)} failures"
