@@ -1,0 +1,54 @@
+"""`bench export --format mteb DIR [--run ID ...]`: runs' clean scores as MTEB result files (see bench.mteb_results)."""
+
+from __future__ import annotations
+
+import argparse
+
+from bench.commands.common import add_db, open_db
+from bench.errors import ConfigError
+
+FORMATS = ("mteb",)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "export",
+        help="write runs' scores in MTEB's result layout (DIR/<org__model>/<revision>/<Task>.json + model_meta.json)",
+        description="Write the clean scores of finished runs whose datasets map to MTEB tasks (STS12-16, STSBenchmark, "
+        "SICK-R, the BEIR sets, mteb:TASK rows) as MTEB TaskResult files, loadable with mteb.ResultCache.",
+    )
+    p.add_argument("dir", metavar="DIR", help="output folder (created); e.g. a checkout of MTEB's results repository's results/")
+    p.add_argument("--format", choices=FORMATS, default="mteb", help="result format (default mteb)")
+    p.add_argument("--run", type=int, action="append", default=None, metavar="ID", help="run id (repeatable; default: every finished run)")
+    add_db(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from bench.mteb_results import REFERENCE_KIND, export_runs
+
+    db = open_db(args)
+    runs = db.runs()
+    if args.run:
+        known = set(runs["id"].astype(int)) if not runs.empty else set()
+        missing = [r for r in args.run if r not in known]
+        if missing:
+            raise ConfigError(f"--run {', '.join(map(str, missing))}: no such run in {db.url}; `bench results --runs-only` lists them")
+        run_ids = list(dict.fromkeys(args.run))
+    else:
+        chosen = runs[(runs["status"] == "finished") & (runs["kind"] != REFERENCE_KIND)] if not runs.empty else runs
+        run_ids = [int(i) for i in chosen["id"]]
+    if not run_ids:
+        raise ConfigError(f"no finished runs in {db.url} to export")
+    summary = export_runs(db, run_ids, args.dir)
+    if not summary.files:
+        raise ConfigError(f"runs {', '.join(map(str, run_ids))} have no clean scores on datasets that map to MTEB tasks "
+                          "(STS12-16, STSBenchmark, SICK-R, BEIR sets, mteb:TASK)")
+    tasks = [f for f in summary.files if f.name != "model_meta.json"]
+    models = sorted({str(f.parent.relative_to(args.dir)) for f in tasks})
+    print(f"wrote {len(tasks)} MTEB task result(s) for {len(models)} model revision(s) under {args.dir}:")
+    for m in models:
+        print(f"  {m}")
+    if summary.skipped_runs:
+        print(f"runs with nothing MTEB-shaped (skipped): {', '.join(map(str, summary.skipped_runs))}")
+    return 0

@@ -1,0 +1,316 @@
+"""MTEB result files in and out: our runs as MTEB's result layout, and MTEB results as reference rows.
+
+Layout (mteb's ResultCache and the embeddings-benchmark/results repository):
+    DIR/<org>__<model>/<revision>/<TaskName>.json    a TaskResult (mteb's own class writes and reads it)
+    DIR/<org>__<model>/<revision>/model_meta.json    mteb's ModelMeta.to_dict()
+
+Dataset <-> task: the catalog's `mteb_task` (STS12-16, STSBenchmark, SICK-R, the 13 BEIR sets and the 12
+CQADupStack forums; split "test"), and `mteb:TASK` suite rows, which are MTEB tasks already. Only clean scores are
+exported: elongation-attacked variants are not MTEB tasks. MTEB stores fractions, we store x100.
+
+Names: a trained run is `lenbench/<method>-<backbone>` at revision `<config hash[:12]>`; an evaluated hub model
+keeps its id (the packaged all-MiniLM-L6-v2 is `sentence-transformers/all-MiniLM-L6-v2`), a local folder becomes
+`lenbench/<folder name>`. Imported files become one Run per (model, revision) with kind "reference", model and method
+= the MTEB model name, no training, and their scores under our own (suite, dataset, metric) names where a task maps
+to one, so they line up with our runs in comparisons (`mteb`, TASK, main score name otherwise).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bench.data.catalog import CATALOG, CQADUPSTACK_FORUMS
+from bench.errors import ConfigError
+from results_db import ScoreRecord
+
+REFERENCE_KIND = "reference"
+MTEB_ORG = "lenbench"
+PACKAGED_MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+# our metric name -> MTEB's, where they differ (the retrieval metrics and `mteb:` rows already use MTEB's names)
+TO_MTEB_METRIC = {"spearman": "cosine_spearman"}
+FROM_MTEB_METRIC = {v: k for k, v in TO_MTEB_METRIC.items()}
+SUITE_OF_KIND = {"sts": "sts", "beir": "beir"}
+EXPORT_SPLIT = "test"
+
+
+def dataset_tasks() -> dict[str, str]:
+    """Our dataset name -> MTEB task name, for the datasets whose whole test split is that task."""
+    out = {}
+    for name, info in CATALOG.items():
+        if info.mteb_task and info.kind in SUITE_OF_KIND and info.split is None and not name.endswith(("-dev", "-train")):
+            out[name] = info.mteb_task
+    return out
+
+
+def task_of(suite: str, dataset: str) -> str | None:
+    if suite == "mteb":
+        return dataset
+    if suite in SUITE_OF_KIND.values():
+        return dataset_tasks().get(dataset)
+    return None
+
+
+def _get_task(name: str) -> Any:
+    import mteb
+
+    try:
+        return mteb.get_task(name)
+    except Exception:  # noqa: BLE001 - a task this mteb version does not know
+        return None
+
+
+# ------------------------------------------------------------------------------------------- export
+def model_identity(run: dict[str, Any]) -> tuple[str, str]:
+    """(MTEB model name 'org/model', revision) of one of our runs."""
+    config = run.get("config") or {}
+    if run.get("kind") == "train":
+        backbone = Path(str(run.get("backbone", "")).rstrip("/")).name or "backbone"
+        return f"{MTEB_ORG}/{run['method']}-{backbone}", str(run.get("config_hash", ""))[:12] or f"run-{run['id']}"
+    model = str(run.get("model", ""))
+    revision = str(config.get("model_fingerprint") or "")[:12] or "no_revision_available"
+    if model.lower() in ("minilm", "all-minilm-l6-v2"):
+        return PACKAGED_MINILM, revision
+    if len(model.split("/")) == 2 and not Path(model).exists():
+        return model, revision  # a hub id
+    return f"{MTEB_ORG}/{Path(model.rstrip('/')).name or model}", revision
+
+
+def _evaluation_times(scores: pd.DataFrame, started: dt.datetime | None) -> dict[str, float | None]:
+    """Seconds the run spent on each dataset (all its variants): from the previous dataset's last score (the run's
+    start for the first) to this dataset's last score. Per-dataset timing is not stored otherwise."""
+    times: dict[str, float | None] = {}
+    last = scores.groupby("dataset")["created_at"].max().sort_values()
+    previous = pd.Timestamp(started) if started is not None else None
+    for dataset, stamp in last.items():
+        times[str(dataset)] = None if previous is None else max(0.0, (stamp - previous).total_seconds())
+        previous = stamp
+    return times
+
+
+def task_results(run: dict[str, Any], scores: pd.DataFrame) -> list[Any]:
+    """mteb TaskResults for the clean scores of one run that map to an MTEB task."""
+    from mteb.results import TaskResult
+
+    clean = scores[scores["variant"] == "clean"].copy()
+    if clean.empty:
+        return []
+    clean["created_at"] = pd.to_datetime(clean["created_at"])
+    times = _evaluation_times(clean, run.get("started_at"))
+    out = []
+    for (suite, dataset), rows in clean.groupby(["suite", "dataset"], sort=True):
+        name = task_of(str(suite), str(dataset))
+        task = _get_task(name) if name else None
+        if task is None:
+            continue
+        values = {TO_MTEB_METRIC.get(m, m): float(v) / 100.0 for m, v in zip(rows["metric"], rows["value"])}
+        main = task.metadata.main_score
+        if main not in values:
+            continue
+        split = EXPORT_SPLIT if EXPORT_SPLIT in task.metadata.eval_splits else task.metadata.eval_splits[0]
+        result = TaskResult.from_task_results(
+            task,
+            {split: {"default": {**values, "main_score": values[main]}}},
+            evaluation_time=times.get(str(dataset)),
+            date=rows["created_at"].max().to_pydatetime().replace(tzinfo=dt.timezone.utc),
+        )
+        out.append(result)
+    return out
+
+
+def model_meta(run: dict[str, Any], name: str, revision: str) -> dict[str, Any]:
+    """mteb ModelMeta.to_dict() for one of our runs (size from Run.model_info)."""
+    from mteb.models.model_meta import ModelMeta
+
+    info = run.get("model_info") or {}
+    trained = run.get("kind") == "train"
+    meta = ModelMeta(
+        loader=None,
+        name=name,
+        revision=revision,
+        release_date=(run.get("finished_at") or run.get("started_at") or dt.datetime.now()).strftime("%Y-%m-%d"),
+        languages=["eng-Latn"],
+        n_parameters=info.get("parameters"),
+        memory_usage_mb=round(info["parameters"] * 4 / 2**20, 1) if info.get("parameters") else None,
+        max_tokens=info.get("max_tokens"),
+        embed_dim=info.get("embedding_dim"),
+        license=None,
+        open_weights=True,
+        public_training_code=run.get("command") if trained else None,
+        public_training_data=run.get("train_corpus") or None if trained else None,
+        framework=["Sentence Transformers", "PyTorch"],
+        similarity_fn_name="cosine",
+        use_instructions=False,
+        training_datasets=None,
+        adapted_from=str(run.get("backbone")) if trained else None,
+    )
+    return meta.to_dict()
+
+
+@dataclass
+class ExportSummary:
+    files: list[Path] = field(default_factory=list)
+    skipped_runs: list[int] = field(default_factory=list)  # runs with nothing MTEB-shaped
+
+
+def export_runs(db: Any, run_ids: list[int], out_dir: str | Path) -> ExportSummary:
+    out = Path(out_dir)
+    summary = ExportSummary()
+    for run_id in run_ids:
+        run = db.get_run(run_id)
+        results = task_results(run, db.scores([run_id]))
+        if not results:
+            summary.skipped_runs.append(run_id)
+            continue
+        name, revision = model_identity(run)
+        folder = out / name.replace("/", "__") / revision
+        folder.mkdir(parents=True, exist_ok=True)
+        for result in results:
+            path = folder / f"{result.task_name}.json"
+            result.to_disk(path)
+            summary.files.append(path)
+        meta_path = folder / "model_meta.json"
+        meta_path.write_text(json.dumps(model_meta(run, name, revision), default=str, indent=4))
+        summary.files.append(meta_path)
+    return summary
+
+
+# ------------------------------------------------------------------------------------------- import
+@dataclass
+class ReferenceModel:
+    """The MTEB results of one (model, revision), ready to become one reference Run and its scores."""
+
+    name: str
+    revision: str
+    folder: Path
+    records: list[ScoreRecord]
+    model_info: dict[str, Any]
+    files: list[str]
+
+
+def _task_datasets() -> dict[str, str]:
+    return {task: dataset for dataset, task in dataset_tasks().items()}
+
+
+def records_of(result: Any) -> list[ScoreRecord]:
+    """Our score rows for one mteb TaskResult: its eval split, main score (and the retrieval metrics) x100."""
+    task = _get_task(result.task_name)
+    splits = list(task.metadata.eval_splits) if task is not None else []
+    split = next((s for s in [*splits, "test"] if s in result.scores), None) or next(iter(result.scores), None)
+    if split is None:
+        return []
+    entries = result.scores[split]
+    main_name = task.metadata.main_score if task is not None else "main_score"
+    info = {"source": "mteb", "split": split, "hf_subsets": sorted(str(e.get("hf_subset")) for e in entries),
+            "mteb_version": result.mteb_version, "dataset_revision": result.dataset_revision, "main_score": main_name}
+    main = result.get_score(splits=[split])  # mean over subsets, as mteb reports a task
+    dataset = _task_datasets().get(result.task_name)
+    if dataset is None:
+        return [ScoreRecord("mteb", result.task_name, main_name, 100.0 * float(main), info=info)]
+    suite = SUITE_OF_KIND[CATALOG[dataset].kind]
+    metrics = {FROM_MTEB_METRIC.get(main_name, main_name): float(main)}
+    if suite == "beir":
+        for metric in ("ndcg_at_10", "recall_at_100", "mrr_at_10"):
+            values = [e[metric] for e in entries if isinstance(e.get(metric), (int, float))]
+            if len(values) == len(entries):
+                metrics[metric] = sum(values) / len(values)
+    return [ScoreRecord(suite, dataset, metric, 100.0 * value, info=info) for metric, value in metrics.items()]
+
+
+def _cqadupstack_mean(records: list[ScoreRecord]) -> list[ScoreRecord]:
+    """With all 12 forums present: the 'cqadupstack' mean row, as our beir suite writes it."""
+    forums = {f"cqadupstack-{f}" for f in CQADUPSTACK_FORUMS}
+    by_metric: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        if r.dataset in forums:
+            by_metric[r.metric].append(r.value)
+    return [
+        ScoreRecord("beir", "cqadupstack", metric, sum(v) / len(v), info={"source": "mteb", "mean_of": "12 forums"})
+        for metric, v in by_metric.items() if len(v) == len(forums)
+    ]
+
+
+def _identity(folder: Path) -> tuple[str, str, dict[str, Any]]:
+    meta_path = folder / "model_meta.json"
+    meta: dict[str, Any] = {}
+    if meta_path.exists():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{meta_path}: not readable as JSON ({exc})") from None
+    name = str(meta.get("name") or folder.parent.name.replace("__", "/"))
+    revision = str(meta.get("revision") or folder.name)
+    return name, revision, meta
+
+
+def read_mteb_results(directory: str | Path) -> tuple[list[ReferenceModel], list[str]]:
+    """Every <model>/<revision>/<Task>.json under `directory` (any depth), read with mteb's TaskResult.from_disk.
+    Returns the models and one line per file that could not be read (those are skipped)."""
+    from mteb.results import TaskResult
+
+    root = Path(directory)
+    if not root.is_dir():
+        raise ConfigError(f"bench import: {root} is not a folder; give the folder that holds <org>__<model>/<revision>/<Task>.json")
+    grouped: dict[Path, list[Path]] = defaultdict(list)
+    for path in sorted(root.rglob("*.json")):
+        if path.name != "model_meta.json":
+            grouped[path.parent].append(path)
+    problems: list[str] = []
+    models = []
+    for folder, paths in grouped.items():
+        name, revision, meta = _identity(folder)
+        records: list[ScoreRecord] = []
+        files = []
+        for path in paths:
+            try:
+                result = TaskResult.from_disk(path)
+                new = records_of(result)
+            except Exception as exc:  # noqa: BLE001 - one unreadable file must not stop a whole results repository
+                problems.append(f"{path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                continue
+            records.extend(new)
+            files.append(str(path.relative_to(root)))
+        records.extend(_cqadupstack_mean(records))
+        if records:
+            info = {k: meta[m] for k, m in (("parameters", "n_parameters"), ("embedding_dim", "embed_dim"),
+                                             ("max_tokens", "max_tokens")) if meta.get(m) is not None}
+            models.append(ReferenceModel(name, revision, folder, records, info, files))
+    return models, problems
+
+
+def import_references(db: Any, models: list[ReferenceModel], command: str) -> list[tuple[ReferenceModel, int, bool]]:
+    """One finished Run (kind 'reference') per model; a model already imported with the same scores is not
+    duplicated. Returns (model, run id, newly imported)."""
+    from bench.provenance import code_version, config_hash, package_versions
+
+    existing = db.runs()
+    out = []
+    for model in models:
+        scores = sorted((r.suite, r.dataset, r.metric, round(r.value, 6)) for r in model.records)
+        config = {"source": "mteb", "model": model.name, "revision": model.revision, "scores": scores}
+        chash = config_hash(config)
+        same = existing[(existing["kind"] == REFERENCE_KIND) & (existing["config_hash"] == chash)] if not existing.empty else existing
+        if not same.empty:
+            out.append((model, int(same["id"].iloc[0]), False))
+            continue
+        run_id = db.create_run(
+            kind=REFERENCE_KIND, model=model.name, method=model.name, backbone="", suite="mteb",
+            config={"source": "mteb", "model": model.name, "revision": model.revision, "folder": str(model.folder),
+                    "files": model.files},
+            config_hash=chash, seed=0, code_version=code_version(), package_versions=package_versions(),
+            command=command, output_dir=str(model.folder), status="running", model_info=model.model_info,
+        )
+        try:
+            db.add_scores(run_id, model.records)
+        except BaseException as exc:
+            db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}")
+            raise
+        db.finish_run(run_id)
+        out.append((model, run_id, True))
+    return out

@@ -1,0 +1,136 @@
+"""MTEB results out (`bench export --format mteb`) and in (`bench import --format mteb`), checked with mteb's own
+classes: exported files load through mteb.ResultCache and give back our scores; files mteb writes import as
+reference rows under our dataset names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+from results_db import ResultsDB, ScoreRecord
+
+mteb = pytest.importorskip("mteb")
+
+FORUMS = ("android", "english", "gaming", "gis", "mathematica", "physics", "programmers", "stats", "tex", "unix",
+          "webmasters", "wordpress")  # fmt: skip
+
+
+def _forum_ndcg(i: int) -> float:
+    return 30.0 + i
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """A database with an evaluated hub model and a trained run, exported to DIR/results."""
+    root = tmp_path_factory.mktemp("mteb")
+    db = ResultsDB(root / "r.sqlite")
+    ev = db.create_run(kind="eval", model="minilm", method="vanilla", backbone="minilm", config_hash="e" * 64,
+                       config={"model_fingerprint": "0123456789abcdef"}, status="running",
+                       model_info={"parameters": 22713728, "embedding_dim": 384, "max_tokens": 256})
+    db.add_scores(ev, [ScoreRecord("sts", "sts12", "spearman", 72.37, n=3108),
+                       ScoreRecord("sts", "sts12", "spearman", 41.5, n=3108, variant="elong-2")])
+    db.add_scores(ev, [ScoreRecord("sts", "sickr", "spearman", 77.58, n=9927)])
+    db.add_scores(ev, [ScoreRecord("sts", "sickr-test", "spearman", 70.0, n=4906)])  # SentEval split: not MTEB's
+    db.add_scores(ev, [ScoreRecord("beir", "scifact", m, v, n=300)
+                       for m, v in (("ndcg_at_10", 64.51), ("recall_at_100", 92.5), ("mrr_at_10", 60.12))])
+    db.add_scores(ev, [ScoreRecord("beir", f"cqadupstack-{f}", "ndcg_at_10", _forum_ndcg(i), n=10) for i, f in enumerate(FORUMS)])
+    db.add_scores(ev, [ScoreRecord("knn", "agnews", "accuracy", 88.0, n=100)])  # no MTEB task
+    db.finish_run(ev)
+    tr = db.create_run(kind="train", model=str(root / "runs/x/simcse/encoder"), method="simcse", backbone="minilm",
+                       config_hash="f" * 64, status="running", train_corpus="wiki-offline (10033 texts)",
+                       command="bench run --method simcse", model_info={"parameters": 100, "embedding_dim": 32, "max_tokens": 64})
+    db.add_scores(tr, [ScoreRecord("sts", "stsb", "spearman", 80.25, n=1379)])
+    db.finish_run(tr)
+    out = root / "cache" / "results"
+    assert main(["export", "--format", "mteb", str(out), "--db", str(root / "r.sqlite")]) == 0
+    return root, out, db, ev, tr
+
+
+def test_exported_files_load_with_mteb_and_give_back_the_scores(exported):
+    root, out, _, _, _ = exported
+    results = mteb.ResultCache(cache_path=root / "cache").load_results(
+        include_remote=False, require_model_meta=True, validate_and_filter=True)
+    by_model = {(m.model_name, m.model_revision): {t.task_name: t for t in m.task_results} for m in results.model_results}
+    minilm = by_model[("sentence-transformers/all-MiniLM-L6-v2", "0123456789ab")]
+    expected_tasks = {"STS12", "SICK-R", "SciFact", *(f"CQADupstack{f.capitalize()}Retrieval" for f in FORUMS)}
+    assert set(minilm) == expected_tasks  # no elong variant, no SentEval SICK-R split, no kNN
+    assert minilm["STS12"].get_score() * 100 == pytest.approx(72.37)
+    assert minilm["SICK-R"].get_score() * 100 == pytest.approx(77.58)
+    scifact = minilm["SciFact"]
+    assert scifact.get_score() * 100 == pytest.approx(64.51)
+    assert scifact.get_score(getter=lambda s: s["recall_at_100"]) * 100 == pytest.approx(92.5)
+    assert scifact.dataset_revision == mteb.get_task("SciFact").metadata.revision and scifact.mteb_version
+    assert minilm["CQADupstackGisRetrieval"].get_score() * 100 == pytest.approx(_forum_ndcg(FORUMS.index("gis")))
+    trained = by_model[("lenbench/simcse-minilm", "f" * 12)]
+    assert set(trained) == {"STSBenchmark"} and trained["STSBenchmark"].get_score() * 100 == pytest.approx(80.25)
+
+    raw = json.loads((out / "sentence-transformers__all-MiniLM-L6-v2" / "0123456789ab" / "STS12.json").read_text())
+    assert {"dataset_revision", "task_name", "mteb_version", "scores", "evaluation_time", "date"} <= set(raw)
+    entry = raw["scores"]["test"][0]
+    assert entry["hf_subset"] == "default" and entry["languages"] == ["eng-Latn"] and entry["main_score"] == 0.7237
+    meta = json.loads((out / "lenbench__simcse-minilm" / ("f" * 12) / "model_meta.json").read_text())
+    assert meta["name"] == "lenbench/simcse-minilm" and meta["n_parameters"] == 100 and meta["embed_dim"] == 32
+    assert meta["max_tokens"] == 64 and meta["adapted_from"] == "minilm"
+
+
+def test_export_round_trips_through_import_as_reference_rows(exported, tmp_path, capsys):
+    _, out, _, _, _ = exported
+    db_path = tmp_path / "ref.sqlite"
+    assert main(["import", "--format", "mteb", str(out), "--db", str(db_path)]) == 0
+    db = ResultsDB(db_path)
+    runs = db.runs().set_index("model")
+    assert set(runs["kind"]) == {"reference"} and set(runs["status"]) == {"finished"}
+    ref = db.get_run(int(runs.loc["sentence-transformers/all-MiniLM-L6-v2", "id"]))
+    assert ref["method"] == "sentence-transformers/all-MiniLM-L6-v2" and ref["budget_asked"] == {}
+    assert ref["model_info"] == {"parameters": 22713728, "embedding_dim": 384, "max_tokens": 256}
+    scores = db.scores([ref["id"]]).set_index(["suite", "dataset", "metric"])["value"]
+    assert scores[("sts", "sts12", "spearman")] == pytest.approx(72.37)
+    assert scores[("beir", "scifact", "mrr_at_10")] == pytest.approx(60.12)
+    assert scores[("beir", "cqadupstack", "ndcg_at_10")] == pytest.approx(sum(map(_forum_ndcg, range(12))) / 12)
+    assert ("sts", "sickr-test", "spearman") not in scores.index
+    capsys.readouterr()
+    assert main(["import", "--format", "mteb", str(out), "--db", str(db_path)]) == 0  # idempotent
+    assert "already imported as reference run" in capsys.readouterr().out and len(db.runs()) == len(runs)
+
+
+def test_a_file_written_by_mteb_imports_under_our_dataset_names(tmp_path, capsys):
+    from mteb.results import TaskResult
+
+    folder = tmp_path / "results" / "someorg__some-model" / "rev1"
+    folder.mkdir(parents=True)
+    sts13 = TaskResult.from_task_results(
+        mteb.get_task("STS13"), {"test": {"default": {"cosine_spearman": 0.806, "cosine_pearson": 0.81, "main_score": 0.806}}},
+        evaluation_time=3.5)
+    sts13.to_disk(folder / "STS13.json")
+    banking = TaskResult.from_task_results(
+        mteb.get_task("Banking77Classification"), {"test": {"default": {"accuracy": 0.8, "f1": 0.79, "main_score": 0.8}}},
+        evaluation_time=1.0)
+    banking.to_disk(folder / "Banking77Classification.json")
+    (folder / "Broken.json").write_text("{not json")
+    db_path = tmp_path / "r.sqlite"
+    assert main(["import", "--format", "mteb", str(tmp_path / "results"), "--db", str(db_path)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped " in out and "Broken.json" in out and "someorg/some-model @ rev1: 2 dataset(s)" in out
+    db = ResultsDB(db_path)
+    run = db.runs().iloc[0]
+    assert run["kind"] == "reference" and run["model"] == "someorg/some-model" and run["model_info"] == {}
+    scores = db.scores([int(run["id"])]).set_index(["suite", "dataset", "metric"])
+    assert scores.loc[("sts", "sts13", "spearman"), "value"] == pytest.approx(80.6)
+    assert scores.loc[("mteb", "Banking77Classification", "accuracy"), "value"] == pytest.approx(80.0)
+    assert scores.loc[("sts", "sts13", "spearman"), "info"]["split"] == "test"
+
+
+def test_bad_export_and_import_input_is_one_clear_line(exported, tmp_path, capsys):
+    root, _, _, _, _ = exported
+    db = str(root / "r.sqlite")
+    assert main(["export", str(tmp_path / "o"), "--run", "999", "--db", db]) == 2
+    assert "bench: error: --run 999: no such run" in capsys.readouterr().err
+    assert main(["import", str(tmp_path / "missing"), "--db", str(tmp_path / "x.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert "bench: error: bench import:" in err and "is not a folder" in err and not (tmp_path / "x.sqlite").exists()
+    (tmp_path / "empty").mkdir()
+    assert main(["import", str(tmp_path / "empty"), "--db", str(tmp_path / "x.sqlite")]) == 2
+    assert "no readable MTEB result files" in capsys.readouterr().err and not (tmp_path / "x.sqlite").exists()
