@@ -128,6 +128,8 @@ def test_bad_export_and_import_input_is_one_clear_line(exported, tmp_path, capsy
     db = str(root / "r.sqlite")
     assert main(["export", str(tmp_path / "o"), "--run", "999", "--db", db]) == 2
     assert "bench: error: --run 999: no such run" in capsys.readouterr().err
+    assert main(["export", str(tmp_path / "o"), "--db", str(tmp_path / "nodb.sqlite")]) == 2  # a read never creates
+    assert "bench: error:" in capsys.readouterr().err and not (tmp_path / "nodb.sqlite").exists()
     assert main(["import", str(tmp_path / "missing"), "--db", str(tmp_path / "x.sqlite")]) == 2
     err = capsys.readouterr().err
     assert "bench: error: bench import:" in err and "is not a folder" in err and not (tmp_path / "x.sqlite").exists()

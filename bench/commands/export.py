@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench.commands.common import add_db, open_db
+from bench.commands.common import add_db
 from bench.errors import ConfigError
 
 FORMATS = ("mteb",)
@@ -27,7 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from bench.mteb_results import REFERENCE_KIND, export_runs
 
-    db = open_db(args)
+    from results_db import ResultsDB
+
+    db = ResultsDB(args.db, create=False)  # a read: a misspelled path is an error, not a new empty database
     runs = db.runs()
     if args.run:
         known = set(runs["id"].astype(int)) if not runs.empty else set()

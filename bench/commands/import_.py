@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("dir", metavar="DIR", help="folder holding MTEB result files (any depth)")
     p.add_argument("--format", choices=FORMATS, default="mteb", help="result format (default mteb)")
-    add_db(p)
+    add_db(p, writes=True)
     p.set_defaults(func=run)
 
 
