@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         argv = argv + ["run"]
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = argv  # the command as given: `--nproc N` re-launches it under torchrun
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if not getattr(args, "func", None):

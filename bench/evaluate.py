@@ -8,6 +8,8 @@ from typing import Any
 
 import pandas as pd
 
+from bench import distributed
+from bench.sharded import shard_encoder
 from bench.suites.base import CLEAN, EvalContext, Suite, SuiteError
 from results_db import ResultsDB, ScoreRecord
 
@@ -49,9 +51,15 @@ def evaluate(
     """Score every dataset of every suite; each dataset is one transaction, so a crash keeps finished ones.
 
     Datasets the run already has scores for (a resumed run) are not evaluated again.
+
+    Under torchrun every rank calls this with the same arguments, rank 0 alone with `db`: texts to encode are
+    shared out over the ranks (bench.sharded), rank 0's list of finished datasets is every rank's, and every rank
+    returns the same records.
     """
     check_model(model, suites)
+    model = shard_encoder(model)
     done = db.scored_datasets(run_id) if db is not None and run_id is not None else set()
+    done = distributed.broadcast_from_main(done)
     records: list[ScoreRecord] = []
     for suite, attacked in suites:
         sub = replace(ctx, attacked=attacked)

@@ -48,6 +48,7 @@ from typing import Any
 
 import torch
 
+from bench import distributed
 from bench.encoder import POOLINGS
 from bench.method import MethodSpec
 from methods.losses import info_nce
@@ -275,6 +276,13 @@ class EsimcseAdapter:
             amp, self._pending_autocast = self._pending_autocast, None
             with torch.autocast(amp[0], dtype=amp[1]) if amp else contextlib.nullcontext():
                 emb = None if self.config.refresh_queue_each_step else self._momentum_encode(p_ids, p_mask)
+            if distributed.active():
+                # Several processes: each encoded its shard of the batch; every rank queues the whole global
+                # batch (ids and embeddings, in rank order), so the queue, its negatives and the checkpointed ids
+                # are those of one device, whatever the world size of a later --resume.
+                p_ids = distributed.all_gather_rows(p_ids, pad_value=self.pad_id)
+                p_mask = distributed.all_gather_rows(p_mask, pad_value=0)
+                emb = None if emb is None else distributed.all_gather_rows(emb)
             self.queue.push(p_ids, p_mask, emb)
 
     def state_dict(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.method import MethodSpec
+from methods.losses import token_mean
 from methods.pairs import TokenHelper, pad_rows
 
 log = logging.getLogger(__name__)
@@ -145,10 +146,12 @@ class MlmAdapter:
         labels = batch["labels"].to(device)
         hidden = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device)).last_hidden_state
         picked = labels != -100
-        if not picked.any():  # a tiny batch where no token was selected: a zero loss that keeps the graph
-            return hidden.sum() * 0.0, {"masked_tokens": 0.0}
+        n_picked = int(picked.sum())
+        # Mean over masked tokens (of every rank: token_mean); a batch with none selected gives a zero loss that
+        # keeps the graph (and, under several processes, still joins the count's all_reduce).
         logits = self.head(hidden[picked])
-        return F.cross_entropy(logits.float(), labels[picked]), {"masked_tokens": float(picked.sum())}
+        per_token = F.cross_entropy(logits.float(), labels[picked], reduction="sum") if n_picked else hidden.sum() * 0.0
+        return token_mean(per_token, n_picked), {"masked_tokens": float(n_picked)}
 
     def after_step(self, model: nn.Module) -> None:
         return None

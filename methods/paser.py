@@ -43,6 +43,7 @@ from torch import nn
 from bench.encoder import POOLINGS, pool
 from methods import eda
 from bench.method import MethodSpec
+from methods.losses import token_mean
 from methods.mlm import MlmHead, SharedEmbedding
 from methods.pairs import pad_rows
 from methods.rake import rake, split_words
@@ -341,21 +342,25 @@ class PaserAdapter:
         # MLM on s~'s masked phrase tokens (§3.2.4).
         labels = b["mlm_labels"]
         picked = labels != -100
-        if picked.any():
+        # Token means over every rank's tokens (token_mean): several processes train as one device.
+        n_picked = int(picked.sum())
+        if n_picked:
             mlm_logits = self.heads.mlm_head(h_t[picked])
-            mlm = F.cross_entropy(mlm_logits.float(), labels[picked])
+            mlm = token_mean(F.cross_entropy(mlm_logits.float(), labels[picked], reduction="sum"), n_picked)
         else:
-            mlm = h_t.sum() * 0.0
+            mlm = token_mean(h_t.sum() * 0.0, 0)
         # Generative phrase reconstruction (§3.2.2-3.2.3).
         signal = decoding_signal(
             e_s, e_t, self.config.signal_diff_scale, self.config.signal_product_scale, self.config.signal_product_abs
         )
         logits = self.heads.decoder(signal, b["decoder_input_ids"], b["decoder_attention_mask"])
         dec_labels = b["decoder_labels"]
-        if (dec_labels != -100).any():
-            gen = F.cross_entropy(logits.float().flatten(0, 1), dec_labels.flatten(), ignore_index=-100)
+        n_targets = int((dec_labels != -100).sum())
+        if n_targets:
+            gen_sum = F.cross_entropy(logits.float().flatten(0, 1), dec_labels.flatten(), ignore_index=-100, reduction="sum")
+            gen = token_mean(gen_sum, n_targets)
         else:
-            gen = logits.sum() * 0.0
+            gen = token_mean(logits.sum() * 0.0, 0)
         total = self.config.mlm_weight * mlm + self.config.generative_weight * gen
         return total, {"mlm_loss": float(mlm.detach()), "generative_loss": float(gen.detach())}
 

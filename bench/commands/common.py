@@ -43,6 +43,42 @@ def add_eval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of random elongation, kNN splits, diagnostics (default 0)")
 
 
+def add_nproc(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--nproc", type=int, default=None, metavar="N",
+        help="run on N local processes: re-launches this command under torchrun (torch.distributed.run); "
+        "for several nodes call `torchrun ... -m bench` yourself (README: Scaling out)",
+    )
+
+
+def start_processes(args: Any) -> int | None:
+    """`--nproc N` outside torchrun: re-launch under torchrun and return its exit code. Inside torchrun: join
+    the process group (None: go on in this process)."""
+    from bench import distributed
+    from bench.errors import ConfigError
+
+    nproc = getattr(args, "nproc", None)
+    if nproc is not None and nproc < 1:
+        raise ConfigError(f"--nproc must be at least 1, got {nproc}")
+    if nproc and nproc > 1 and distributed.env_world_size() == 1 and "LOCAL_RANK" not in os.environ:
+        argv = distributed.strip_option(getattr(args, "argv", None) or sys.argv[1:], "--nproc")
+        return distributed.relaunch(argv, nproc)
+    distributed.init_from_env(getattr(args, "device", None))
+    if getattr(args, "device", None) and str(args.device).startswith("cuda") and distributed.active():
+        args.device = distributed.local_device(args.device)
+    return None
+
+
+def merge_runtime(db: ResultsDB, run_id: int, fields: dict[str, Any]) -> None:
+    """Run.runtime updated with `fields` (how the run executes; outside the config hash), keeping other keys."""
+    from results_db.models import Run
+
+    with db.session() as s:
+        run = s.get(Run, run_id)
+        if run is not None:
+            run.runtime = {**(run.runtime or {}), **fields}
+
+
 def open_db(args: Any) -> ResultsDB:
     """The database a writing command records into (created when new; see `add_db(writes=True)`)."""
     return ResultsDB(args.db, init_foreign=args.db_init_foreign)

@@ -5,15 +5,19 @@ from __future__ import annotations
 import argparse
 import time
 
+from bench import distributed
 from bench.attacks import parse_elong_variants
 from bench.commands.common import (
     add_data_dir,
     add_db,
     add_encoder_options,
     add_eval_options,
+    add_nproc,
     command_line,
     fingerprint_files,
+    merge_runtime,
     open_db,
+    start_processes,
 )
 from bench.evaluate import check_model, evaluate, format_table
 from bench.model_info import model_info
@@ -34,16 +38,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--suite", action="append", required=True, help="suite string, e.g. sts@elong or beir:scifact")
     add_encoder_options(p)
     add_eval_options(p)
+    add_nproc(p)
     add_data_dir(p)
     add_db(p, writes=True)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Under torchrun every rank runs this; texts to encode are sharded over ranks (bench.sharded) and rank 0
+    alone opens the database, writes the run row and its scores, and prints."""
     suite_args = split_suite_args(args.suite)
     suites = parse_suites(suite_args)  # unknown suite: error before anything is written
     elong = parse_elong_variants(args.elong)
-    db = open_db(args)
+    launched = start_processes(args)
+    if launched is not None:
+        return launched
+    main = distributed.is_main()
+    db = open_db(args) if main else None
     model = load_model(
         args.model,
         pooling=args.pooling,
@@ -68,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "model_fingerprint": describe.get("fingerprint"),
     }
-    run_id = db.create_run(
+    run_id = None if db is None else db.create_run(
         kind="eval",
         model=args.model,
         method="vanilla" if args.model.lower() != "bm25" else "bm25",
@@ -82,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         command=command_line(),
         status="running",
         model_info=info,
+        runtime={**distributed.describe(), "device": describe.get("device")},
     )
     ctx = EvalContext(
         data_dir=args.data_dir,
@@ -95,9 +107,15 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.time()
     try:
         records = evaluate(model, suites, ctx, db=db, run_id=run_id)
+        encoded = distributed.all_gather_object(getattr(model, "texts_encoded", None))
     except BaseException as exc:
-        db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files(ctx.files_read))
+        if db is not None:
+            db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files(ctx.files_read))
         raise
+    if db is None:
+        return 0
+    if encoded[0] is not None:
+        merge_runtime(db, run_id, {"texts_encoded_per_rank": encoded})
     db.finish_run(run_id, data_fingerprint=fingerprint_files(ctx.files_read))
     print(f"run {run_id}  model={args.model}  suites={'+'.join(suite_args)}  ({time.time() - t0:.0f}s)")
     print(format_table(records))

@@ -11,6 +11,12 @@ Every method gets one Run row (kind "train"; the untrained backbone a kind "eval
 config, config hash, seed, budget asked/consumed, data fingerprint (evaluation files + training corpus), code and
 package versions and a command that reproduces it alone. `--resume` finds each method's unfinished row with the same
 config hash and continues it: training from its last checkpoint, evaluation skipping datasets already scored.
+
+Several processes (`torchrun --nproc_per_node N -m bench run ...`, or `bench run --nproc N` on one machine):
+--batch-size stays the global batch (each process trains on batch/N rows; it must divide), every rank trains and
+evaluates its share, and rank 0 alone reads and writes the database, prints, and saves checkpoints and encoders
+(--out must be on a filesystem every node sees). Run.runtime records the world size and per-rank batch; a
+--resume may use another number of processes.
 """
 
 from __future__ import annotations
@@ -24,7 +30,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.commands.common import add_data_dir, add_db, command_line, fingerprint_files, open_db
+from bench import distributed
+from bench.commands.common import (
+    add_data_dir,
+    add_db,
+    add_nproc,
+    command_line,
+    fingerprint_files,
+    merge_runtime,
+    open_db,
+    start_processes,
+)
 from bench.errors import ConfigError
 
 DEFAULT_METHODS = "laser3-self,simcse"
@@ -75,6 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     # Set by `bench sweep` on each point it runs; recorded in Run.sweep / Run.sweep_point, outside the config hash.
     p.add_argument("--sweep", default="", help=argparse.SUPPRESS)
     p.add_argument("--sweep-point", default="", help=argparse.SUPPRESS)
+    add_nproc(p)
     add_data_dir(p)
     add_db(p, writes=True)
     p.set_defaults(func=run)
@@ -141,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.provenance import code_version, package_versions
     from bench.suites import EvalContext, parse_suites
     from bench.train.corpus import load_corpus
+    from bench.train.trainer import per_rank_batch
     from bench.registry import get_method
 
     t_start = time.time()
@@ -149,23 +167,34 @@ def run(args: argparse.Namespace) -> int:
         settings.budget, settings.methods, settings.overrides, settings.suite_args, settings.elong, settings.train_cfg
     )
     suites = parse_suites(suite_args)
+    world = args.nproc if args.nproc and distributed.env_world_size() == 1 else distributed.env_world_size()
+    rank_batch = per_rank_batch(args.batch_size, world)  # refused before anything starts or is written
+    launched = start_processes(args)
+    if launched is not None:
+        return launched
+    main = distributed.is_main()
+    say = print if main else (lambda *a, **k: None)  # noqa: E731 - output from rank 0 only
+    runtime = {**distributed.describe(per_rank_batch=rank_batch), "device": args.device or _default_device()}
     trained = [m for m in methods if get_method(m).trains]
     rows = settings.rows
-    corpus = (
-        load_corpus(args.corpus, data_dir=args.data_dir, limit=args.corpus_limit, fetch=args.download)
-        if trained
-        else None
-    )
-    db = open_db(args)
+    with distributed.main_first():  # a corpus that must be downloaded is fetched once, by rank 0
+        corpus = (
+            load_corpus(args.corpus, data_dir=args.data_dir, limit=args.corpus_limit, fetch=args.download)
+            if trained
+            else None
+        )
+    db = open_db(args) if main else None
     configs = run_configs(args, settings, len(corpus.texts) if corpus else 0)
     comparison = configs.comparison
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = distributed.broadcast_from_main(dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S"))
     out_root = Path(args.out) / f"{stamp}-{comparison[:8]}"
-    print(f"comparison {comparison}: methods {', '.join(rows)}; backbone {args.backbone}"
+    say(f"comparison {comparison}: methods {', '.join(rows)}; backbone {args.backbone}"
           + (f" [{BACKBONE_NOTES[args.backbone]}]" if args.backbone in BACKBONE_NOTES else ""))
     if corpus:
-        print(f"training corpus: {corpus.describe()}")
-    print(f"budget {budget.label()}, max_len {args.max_len}, batch {args.batch_size}, lr {args.lr}, seed {args.seed}; "
+        say(f"training corpus: {corpus.describe()}")
+    if world > 1:
+        say(f"{world} processes ({runtime.get('backend')}): global batch {args.batch_size}, {rank_batch} per process")
+    say(f"budget {budget.label()}, max_len {args.max_len}, batch {args.batch_size}, lr {args.lr}, seed {args.seed}; "
           f"suites {'+'.join(suite_args)} (eval max_len {args.eval_max_len})")
 
     results: dict[str, pd.DataFrame] = {}
@@ -173,12 +202,17 @@ def run(args: argparse.Namespace) -> int:
         spec = get_method(method)
         method_cfg = spec.config_from(overrides.get(method, {}))
         config, chash = configs.per_method[method]
-        run_id, out_dir, status = _find_or_create_run(
-            db, args, method, spec.trains, chash, config, corpus, budget, suite_args, out_root, code_version, package_versions
-        )
+        found = None
+        if main:
+            found = _find_or_create_run(
+                db, args, method, spec.trains, chash, config, corpus, budget, suite_args, out_root, code_version, package_versions
+            )
+            merge_runtime(db, found[0], runtime if spec.trains else {k: v for k, v in runtime.items() if k != "per_rank_batch"})
+        run_id, out_dir, status = distributed.broadcast_from_main(found)
         if status == "finished":
-            print(f"[{method}] run {run_id} already finished; reporting its scores")
-            results[method] = score_frame(db.scores([run_id]))
+            if main:
+                print(f"[{method}] run {run_id} already finished; reporting its scores")
+                results[method] = score_frame(db.scores([run_id]))
             continue
         ctx = EvalContext(
             data_dir=args.data_dir, max_len=args.eval_max_len, seed=args.seed, elong=elong, limit=args.limit,
@@ -188,21 +222,33 @@ def run(args: argparse.Namespace) -> int:
         try:
             model_dir = _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir)
             encoder = _load_encoder(model_dir, args)
-            db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
+            if db is not None:
+                db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
             t_eval = time.time()
             evaluate(encoder, suites, ctx, db=db, run_id=run_id)
-            print(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
+            say(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
         except BaseException as exc:
-            db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
+            if db is not None:
+                db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
             raise
+        if db is None:
+            continue
         db.finish_run(run_id, data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
         results[method] = score_frame(db.scores([run_id]))
         if spec.trains:
             _finish_trained(db, run_id, method, spec.paper, Path(model_dir), Path(out_dir), keep_checkpoints=args.keep_checkpoints)
+    if db is None:
+        return 0
     print()
     print(comparison_table(results))
     print(f"\ntotal {time.time() - t_start:.0f}s; rows in {db.url}")
     return 0
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget, suite_args, out_root, code_version, package_versions):  # noqa: ANN001, ANN202
@@ -252,11 +298,13 @@ def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method
 
         if not args.backbone.startswith(RANDOM_BACKBONE_PREFIX):
             return resolve_model(args.backbone)
-        return load_backbone(args.backbone, cache_dir=Path(args.out) / "backbones")[2]
+        with distributed.main_first():  # written once, by rank 0
+            return load_backbone(args.backbone, cache_dir=Path(args.out) / "backbones")[2]
     encoder_dir = Path(out_dir) / "encoder"
     done_marker = Path(out_dir) / "TRAINED"
-    if done_marker.exists() and (encoder_dir / "config.json").exists():
-        print(f"[{method}] training already complete in {out_dir}")
+    if distributed.broadcast_from_main(done_marker.exists() and (encoder_dir / "config.json").exists()):
+        if distributed.is_main():
+            print(f"[{method}] training already complete in {out_dir}")
         return str(encoder_dir)
     t0 = time.time()
     result = train_method(
@@ -266,6 +314,8 @@ def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method
     consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
     if result.resumed_from is not None:
         consumed["resumed_from_step"] = result.resumed_from
+    if not distributed.is_main():
+        return str(result.encoder_dir)
     db.update_run(run_id, budget_consumed=consumed, model=str(result.encoder_dir))
     done_marker.write_text(json.dumps(consumed))
     print(f"[{method}] trained {result.consumed.steps} steps ({result.stopped_by}) in {time.time() - t0:.0f}s; "

@@ -8,6 +8,13 @@ stopping the run with a TrainingError after saving a checkpoint.
 
 Schedule horizon: the step count the budget implies (steps, or examples / batch size); when the budget only
 limits tokens or seconds, one epoch of the corpus (the papers train one epoch) - training also stops there.
+
+Several processes (launched by torchrun; see bench.distributed): `batch_size` stays the global batch. Every rank
+draws the same global batch (same seeded stream and rng), trains on its contiguous shard of the rows, and the
+gradients are averaged over ranks; contrastive losses gather the positives of every rank (methods/losses.py), so a
+step is the one-device step on the whole batch. Budgets count global steps, examples and tokens; rank 0's clock
+decides the wall-clock budget. Rank 0 alone writes checkpoints, training-log rows, the progress bar and the encoder;
+a checkpoint holds no per-rank state, so `resume=True` works at any world size.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from bench import distributed
 from bench.errors import ConfigError, TrainingError
 from bench.provenance import config_hash
 from bench.train.budget import Budget, Consumption
@@ -171,6 +179,29 @@ def _restore_rng(py_rng: random.Random, state: dict[str, Any], device: torch.dev
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
+def _seed_rank_torch_rng(seed: int, step: int, device: torch.device) -> None:
+    """Ranks > 0 draw their own dropout masks (rank 0 keeps the one-device stream, checkpointed as usual)."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{seed}|rank|{distributed.rank()}|step|{step}".encode()).digest()
+    value = int.from_bytes(digest[:8], "little") % 2**63
+    torch.manual_seed(value)
+    if device.type == "cuda":
+        torch.cuda.manual_seed(value)
+
+
+def per_rank_batch(batch_size: int, world: int) -> int:
+    """The batch one process trains on: the global batch split evenly; sizes that do not divide are refused."""
+    if batch_size % world:
+        raise ConfigError(
+            f"batch size {batch_size} does not divide over {world} processes; the batch size is the global batch "
+            f"(each process takes batch/{world}): give a multiple of {world}"
+        )
+    if batch_size // world < 1:
+        raise ConfigError(f"batch size {batch_size} is smaller than the {world} processes")
+    return batch_size // world
+
+
 # ------------------------------------------------------------------------------------- trainer
 def train(
     adapter: Any,
@@ -196,6 +227,10 @@ def train(
     if not texts:
         raise TrainingError("the training corpus is empty")
     device = torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    world, main = distributed.world_size(), distributed.is_main()
+    if world > 1 and device.type == "cuda":
+        device = torch.device("cuda", torch.cuda.current_device())  # cuda:LOCAL_RANK, set by init_from_env
+    per_rank_batch(config.batch_size, world)
     use_bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
     autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if use_bf16 else nullcontext
 
@@ -211,6 +246,7 @@ def train(
     extra = list(adapter.setup(model) or [])
     for m in extra:
         m.to(device)
+    distributed.broadcast_modules([model, *extra])  # every rank starts from rank 0's weights, as DDP does
     params = _parameters(model, extra)
     decay = [p for p in params if p.ndim >= 2]
     no_decay = [p for p in params if p.ndim < 2]
@@ -243,8 +279,12 @@ def train(
         consumed = Consumption(**state["consumed"])
         resumed_from = consumed.steps
         log.info("resuming %s from step %d", out, consumed.steps)
+    if world > 1 and not main:
+        _seed_rank_torch_rng(config.seed, consumed.steps, device)
 
-    def checkpoint() -> Path:
+    def checkpoint() -> Path | None:
+        if not main:  # every rank holds the same weights, optimiser moments, stream and python rng
+            return None
         return save_checkpoint(
             out,
             consumed.steps,
@@ -278,7 +318,7 @@ def train(
     pending_logs: list[dict[str, Any]] = []
 
     def flush_logs() -> None:
-        if db is not None and run_id is not None and pending_logs:
+        if main and db is not None and run_id is not None and pending_logs:
             db.log_train(run_id, pending_logs)
         pending_logs.clear()
 
@@ -289,7 +329,7 @@ def train(
     stopped_by = ""
     bar = tqdm(
         total=budget.steps or horizon, initial=consumed.steps, desc=getattr(adapter, "name", "train"),
-        unit="step", disable=not config.progress,
+        unit="step", disable=not config.progress or not main,
     )
     clock_start = time.monotonic() - consumed.seconds  # a resumed run keeps counting its seconds
     empty_batches = 0
@@ -304,6 +344,8 @@ def train(
                 break
             step_start = time.monotonic()
             batch = adapter.make_batch(next_texts(), py_rng)
+            if batch is not None and world > 1 and _batch_examples(batch, config.batch_size) < world:
+                batch = None  # fewer usable examples than processes (every rank sees the same batch: all skip it)
             if batch is None:
                 empty_batches += 1
                 if empty_batches > 100:
@@ -313,18 +355,21 @@ def train(
             lr = config.lr * linear_schedule(consumed.steps, config.warmup_steps, horizon)
             for group in optimizer.param_groups:
                 group["lr"] = lr
+            local_batch = distributed.shard_batch(batch)
             with autocast():
-                loss, extras = adapter.loss(model, batch)
-            value = float(loss.detach().float())
+                loss, extras = adapter.loss(model, local_batch)
+            # Under several processes the global loss is the mean over ranks (losses normalise for it).
+            value = distributed.mean_over_ranks([float(loss.detach().float())])[0]
             if not math.isfinite(value):
                 # Weights are still those before this step; the data position is past the offending batch.
                 path = checkpoint()
                 flush_logs()
                 raise TrainingError(
                     f"non-finite loss ({value}) at step {consumed.steps + 1} of {getattr(adapter, 'name', '?')}; "
-                    f"stopped, checkpoint saved at {path} (lower --lr or check the data)"
+                    f"stopped, checkpoint saved at {path or out} (lower --lr or check the data)"
                 )
             loss.backward()
+            distributed.average_gradients(params)
             if config.max_grad_norm and config.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
             optimizer.step()
@@ -336,7 +381,7 @@ def train(
             consumed.examples += n_examples
             n_tokens = _batch_tokens(batch)
             consumed.tokens += n_tokens
-            consumed.seconds = time.monotonic() - clock_start
+            consumed.seconds = distributed.broadcast_float(time.monotonic() - clock_start)  # rank 0's clock decides
             mem, consumed.peak_memory_kind = peak_memory(device)
             consumed.peak_memory_mb = max(consumed.peak_memory_mb, mem)  # a resumed run keeps the earlier peak
             losses.append(value)
@@ -374,7 +419,10 @@ def train(
         target = Path(save_encoder_dir)
         target = target if target.is_absolute() else out / target
         model.eval()
-        result.encoder_dir = save_encoder(model, tokenizer, target, pooling=config.pooling, max_len=config.max_len)
+        if main:
+            save_encoder(model, tokenizer, target, pooling=config.pooling, max_len=config.max_len)
+        result.encoder_dir = target
+    distributed.barrier()  # the encoder and last checkpoint are on disk before any rank goes on to use them
     return result
 
 
@@ -427,7 +475,8 @@ def train_method(
             method_config = spec.config_from(method_overrides or {})
         except (TypeError, ValueError) as exc:
             raise ConfigError(str(exc)) from None
-    model, tokenizer, _ = load_backbone(backbone, cache_dir=backbone_cache_dir)
+    with distributed.main_first():  # a random backbone is written to disk once, by rank 0
+        model, tokenizer, _ = load_backbone(backbone, cache_dir=backbone_cache_dir)
     torch.manual_seed(config.seed)
     adapter = spec.build(method_config, tokenizer=tokenizer, max_len=config.max_len, seed=config.seed)
     return train(adapter, model, tokenizer, texts, budget, config, out_dir, db=db, run_id=run_id, resume=resume)

@@ -1,0 +1,464 @@
+"""Multi-process runs under `torchrun`: process group, rank helpers, the collectives lenbench needs, re-launching.
+
+One recipe for one device and many (nanoGPT's pattern): nothing here does anything unless the launcher set
+`WORLD_SIZE` > 1, so the single-process code path is the distributed one with every collective a no-op.
+
+* `init_from_env()` starts the process group once (nccl on CUDA, gloo on CPU) with a timeout on collectives
+  (`$LENBENCH_DIST_TIMEOUT` seconds, default 1800), so no rank waits forever on one that died.
+* `rank()`, `world_size()`, `is_main()`: rank 0 alone logs, shows progress bars and writes checkpoints,
+  encoders and database rows.
+* `all_gather_with_grad()`: rows of every rank, concatenated in rank order, with gradient flowing back to
+  the rank that produced them (torch.distributed.nn's all_gather, as sentence-transformers'
+  `gather_across_devices=True`); ranks may hold different numbers of rows.
+* `shard_bounds()` / `shard_batch()`: the contiguous share of a global batch that one rank trains on.
+* `average_gradients()`, `mean_over_ranks()`, `broadcast_from_main()`: what keeps every rank's weights,
+  loss and stop decision identical (rank 0's clock decides the wall-clock budget).
+* `relaunch()`: `bench run --nproc N` re-runs the same command under torch.distributed.run, as torchtune's
+  `tune run --nproc_per_node` does.
+
+A collective that fails (a rank died, or the timeout passed) raises `DistributedError`, a one-line user error
+that says to continue with `--resume`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import signal
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from bench.errors import TrainingError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 1800.0
+GRADIENT_BUCKET_ELEMENTS = 2**24  # 64 MiB of fp32 per all_reduce
+
+
+class DistributedError(TrainingError):
+    """A collective failed: another rank died or did not answer within the timeout."""
+
+
+def env_world_size() -> int:
+    """WORLD_SIZE as torchrun sets it (1 when not launched by it)."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def timeout_seconds() -> float:
+    raw = os.environ.get("LENBENCH_DIST_TIMEOUT")
+    try:
+        return float(raw) if raw else DEFAULT_TIMEOUT_S
+    except ValueError:
+        return DEFAULT_TIMEOUT_S
+
+
+def active() -> bool:
+    """True inside a process group of more than one rank."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def rank() -> int:
+    import torch.distributed as dist
+
+    return dist.get_rank() if active() else 0
+
+
+def world_size() -> int:
+    import torch.distributed as dist
+
+    return dist.get_world_size() if active() else 1
+
+
+def is_main() -> bool:
+    return rank() == 0
+
+
+def backend() -> str | None:
+    import torch.distributed as dist
+
+    return str(dist.get_backend()) if active() else None
+
+
+def init_from_env(device: str | None = None) -> bool:
+    """Join the process group torchrun describes (only when WORLD_SIZE > 1); True when distributed.
+
+    nccl when the run uses CUDA (each rank on cuda:LOCAL_RANK), gloo otherwise. Idempotent. Rank > 0 logs only
+    warnings, and a SIGTERM (torchrun stopping the survivors of a failed rank) becomes an exception, so the
+    run row is marked as not finished instead of the process vanishing mid-write.
+    """
+    import torch.distributed as dist
+
+    if env_world_size() <= 1:
+        return False
+    if dist.is_initialized():
+        return dist.get_world_size() > 1
+    use_cuda = torch.cuda.is_available() and (device is None or str(device).startswith("cuda"))
+    name = "nccl" if use_cuda else "gloo"
+    if use_cuda:
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group(backend=name, timeout=dt.timedelta(seconds=timeout_seconds()))
+    if dist.get_rank() != 0:
+        logging.getLogger().setLevel(logging.WARNING)
+    _raise_on_sigterm()
+    log.info("distributed: rank %d of %d (%s)", dist.get_rank(), dist.get_world_size(), name)
+    return True
+
+
+class Terminated(SystemExit):
+    """SIGTERM under torchrun: the launcher is stopping this rank (usually because another one failed)."""
+
+
+def _raise_on_sigterm() -> None:
+    def handler(signum: int, frame: Any) -> None:  # noqa: ARG001
+        raise Terminated(f"rank {rank()} stopped by SIGTERM (the launcher stops every rank when one fails)")
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        pass
+
+
+def local_device(device: str) -> str:
+    """A CUDA device string for this rank: cuda:LOCAL_RANK whatever index was asked (each rank its own GPU)."""
+    if active() and str(device).startswith("cuda"):
+        return f"cuda:{torch.cuda.current_device()}"
+    return device
+
+
+def shutdown() -> None:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def describe(per_rank_batch: int | None = None) -> dict[str, Any]:
+    """What Run.runtime records about how a run was spread over processes."""
+    out: dict[str, Any] = {"world_size": world_size(), "backend": backend()}
+    if active():
+        out["nnodes"] = int(os.environ.get("GROUP_WORLD_SIZE", os.environ.get("NNODES", "1")) or 1)
+        out["local_world_size"] = int(os.environ.get("LOCAL_WORLD_SIZE", world_size()))
+    if per_rank_batch is not None:
+        out["per_rank_batch"] = per_rank_batch
+    return out
+
+
+# ---------------------------------------------------------------------------------- collectives
+def _comm_device() -> torch.device:
+    """Where collective buffers live: the rank's GPU for nccl, the CPU for gloo."""
+    if backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+@contextmanager
+def _guard(op: str) -> Iterator[None]:
+    """Turns a failed collective into a DistributedError that says what happened and what to do."""
+    try:
+        yield
+    except (RuntimeError, OSError) as exc:  # DistBackendError and gloo's connection errors are RuntimeErrors
+        if isinstance(exc, DistributedError):
+            raise
+        cause = " ".join(str(exc).split())[:300]
+        raise DistributedError(
+            f"rank {rank()} of {world_size()} lost contact with another rank during {op} (it died, or did not "
+            f"answer within {timeout_seconds():.0f}s, $LENBENCH_DIST_TIMEOUT); the run is not finished: continue "
+            f"it with --resume (any number of processes). Cause: {cause}"
+        ) from exc
+
+
+def barrier() -> None:
+    import torch.distributed as dist
+
+    if active():
+        with _guard("a barrier"):
+            if backend() == "nccl":
+                dist.barrier(device_ids=[torch.cuda.current_device()])
+            else:
+                dist.barrier()
+
+
+def broadcast_from_main(obj: Any) -> Any:
+    """Rank 0's value of a picklable object, on every rank."""
+    import torch.distributed as dist
+
+    if not active():
+        return obj
+    box = [obj]
+    with _guard("a broadcast"):
+        dist.broadcast_object_list(box, src=0, device=_comm_device())
+    return box[0]
+
+
+def all_gather_object(obj: Any) -> list[Any]:
+    """Every rank's object, in rank order."""
+    import torch.distributed as dist
+
+    if not active():
+        return [obj]
+    out: list[Any] = [None] * world_size()
+    with _guard("an all_gather_object"):
+        dist.all_gather_object(out, obj)
+    return out
+
+
+def mean_over_ranks(values: Sequence[float]) -> list[float]:
+    """Element-wise mean of small float vectors over ranks (float64)."""
+    import torch.distributed as dist
+
+    if not active():
+        return [float(v) for v in values]
+    t = torch.tensor(list(values), dtype=torch.float64, device=_comm_device())
+    with _guard("an all_reduce"):
+        dist.all_reduce(t)
+    return [float(v) / world_size() for v in t.cpu()]
+
+
+def sum_over_ranks(value: torch.Tensor) -> torch.Tensor:
+    """The sum over ranks of a (small, no-grad) tensor."""
+    import torch.distributed as dist
+
+    if not active():
+        return value
+    t = value.detach().to(_comm_device(), torch.float64).clone()
+    with _guard("an all_reduce"):
+        dist.all_reduce(t)
+    return t.to(value.device)
+
+
+def broadcast_float(value: float) -> float:
+    """Rank 0's float on every rank (e.g. its clock: the wall-clock budget stops every rank at the same step)."""
+    import torch.distributed as dist
+
+    if not active():
+        return value
+    t = torch.tensor([value], dtype=torch.float64, device=_comm_device())
+    with _guard("a broadcast"):
+        dist.broadcast(t, src=0)
+    return float(t.item())
+
+
+def broadcast_modules(modules: Sequence[torch.nn.Module]) -> None:
+    """Every rank's parameters and buffers set to rank 0's (DDP does the same when it wraps a model)."""
+    import torch.distributed as dist
+
+    if not active():
+        return
+    seen: set[int] = set()
+    for module in modules:
+        for tensor in [*module.parameters(), *module.buffers()]:
+            if id(tensor) in seen:
+                continue
+            seen.add(id(tensor))
+            buf = tensor.detach().to(_comm_device()).contiguous()
+            with _guard("the start-up broadcast of weights"):
+                dist.broadcast(buf, src=0)
+            with torch.no_grad():
+                tensor.copy_(buf.to(tensor.device))
+
+
+@contextmanager
+def main_first():
+    """Rank 0 runs the block first (e.g. writes a shared file once), then the other ranks."""
+    if not is_main():
+        barrier()
+    yield
+    if is_main():
+        barrier()
+
+
+class _AllGatherWithGrad(torch.autograd.Function):
+    """all_gather whose backward sums, over ranks, the gradient of this rank's slot and hands it to this rank
+    (an all_reduce of the whole gathered gradient: embeddings are small, and gloo has no reduce_scatter)."""
+
+    @staticmethod
+    def forward(ctx: Any, tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:  # noqa: ANN401
+        import torch.distributed as dist
+
+        parts = [torch.empty_like(tensor) for _ in range(world_size())]
+        dist.all_gather(parts, tensor.contiguous())
+        return tuple(parts)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> torch.Tensor:  # noqa: ANN401
+        import torch.distributed as dist
+
+        stacked = torch.stack([g.contiguous() for g in grads])
+        with _guard("the all_gather's backward all_reduce"):
+            dist.all_reduce(stacked)
+        return stacked[rank()]
+
+
+def _gather_padded(tensor: torch.Tensor, with_grad: bool) -> list[torch.Tensor]:
+    """Every rank's tensor (any sizes in every dim, same ndim), padded with zeros to the largest and trimmed back."""
+    import torch.distributed as dist
+
+    dev = tensor.device
+    comm = _comm_device()
+    shape = torch.tensor(list(tensor.shape), dtype=torch.long, device=comm)
+    shapes = [torch.empty_like(shape) for _ in range(world_size())]
+    with _guard("an all_gather of shapes"):
+        dist.all_gather(shapes, shape)
+    sizes = [tuple(int(x) for x in s.cpu()) for s in shapes]
+    biggest = [max(s[d] for s in sizes) for d in range(tensor.ndim)]
+    pad: list[int] = []
+    for d in reversed(range(tensor.ndim)):
+        pad += [0, biggest[d] - tensor.shape[d]]
+    local = torch.nn.functional.pad(tensor, pad) if any(pad) else tensor
+    local = local.to(comm).contiguous()
+    with _guard("an all_gather"):
+        if with_grad:
+            parts = list(_AllGatherWithGrad.apply(local))
+        else:
+            parts = [torch.empty_like(local) for _ in range(world_size())]
+            dist.all_gather(parts, local)
+    return [part[tuple(slice(0, n) for n in size)].to(dev) for part, size in zip(parts, sizes)]
+
+
+def all_gather_with_grad(tensor: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """(rows of every rank concatenated in rank order, the offset of this rank's rows); gradients flow back.
+
+    Ranks may hold different numbers of rows. The backward pass sums each rank's gradient into the rows it
+    produced (reduce-scatter), so with gradients averaged over ranks afterwards, a loss normalised by the
+    global row count trains exactly as one device with the whole batch.
+    """
+    if not active():
+        return tensor, 0
+    parts = _gather_padded(tensor, with_grad=True)
+    offset = sum(p.shape[0] for p in parts[: rank()])
+    return torch.cat(parts, dim=0), offset
+
+
+def all_gather_rows(tensor: torch.Tensor, pad_value: int | float = 0) -> torch.Tensor:
+    """Rows of every rank (no gradient) concatenated in rank order; 2-D tensors of different widths are
+    right-padded with `pad_value` to the widest (token ids / masks of shards of one batch)."""
+    if not active():
+        return tensor
+    parts = _gather_padded(tensor, with_grad=False)
+    if tensor.ndim >= 2:
+        width = max(p.shape[1] for p in parts)
+        parts = [
+            torch.nn.functional.pad(p, (0, width - p.shape[1]), value=pad_value) if p.shape[1] < width else p
+            for p in parts
+        ]
+    return torch.cat(parts, dim=0)
+
+
+def average_gradients(params: Sequence[torch.nn.Parameter]) -> None:
+    """Mean of every parameter's gradient over ranks (what DDP does), in flat buckets.
+
+    A parameter without a gradient on this rank (an unused branch) contributes zeros, so every rank reduces
+    the same buffers in the same order.
+    """
+    import torch.distributed as dist
+    from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+
+    if not active():
+        return
+    n = world_size()
+    grads = []
+    for p in params:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        grads.append(p.grad)
+    buckets: list[list[torch.Tensor]] = []
+    size = 0
+    for g in grads:
+        if not buckets or size + g.numel() > GRADIENT_BUCKET_ELEMENTS or g.dtype != buckets[-1][0].dtype:
+            buckets.append([])
+            size = 0
+        buckets[-1].append(g)
+        size += g.numel()
+    for bucket in buckets:
+        flat = _flatten_dense_tensors(bucket)
+        dev = flat.device
+        flat = flat.to(_comm_device())
+        with _guard("the gradient all_reduce"):
+            dist.all_reduce(flat)
+        flat = (flat / n).to(dev)
+        for g, synced in zip(bucket, _unflatten_dense_tensors(flat, bucket)):
+            g.copy_(synced)
+
+
+# --------------------------------------------------------------------------------------- sharding
+def shard_bounds(n: int, rank_: int | None = None, world: int | None = None) -> tuple[int, int]:
+    """[start, end) of this rank's contiguous share of n items; shares differ by at most one item."""
+    r = rank() if rank_ is None else rank_
+    w = world_size() if world is None else world
+    return n * r // w, n * (r + 1) // w
+
+
+def shard_batch(batch: dict[str, Any], rank_: int | None = None, world: int | None = None) -> dict[str, Any]:
+    """This rank's rows of a global batch: every tensor whose first dimension is the batch's example count is
+    sliced; counts ('n_examples', 'n_tokens') stay global (budgets count global examples and tokens)."""
+    w = world_size() if world is None else world
+    if w <= 1:
+        return batch
+    n = int(batch["n_examples"])
+    start, end = shard_bounds(n, rank_, w)
+    out: dict[str, Any] = {}
+    for key, value in batch.items():
+        if torch.is_tensor(value) and value.ndim >= 1:
+            if value.shape[0] != n:
+                raise TrainingError(
+                    f"cannot shard batch field {key!r}: its first dimension is {value.shape[0]}, not the batch's "
+                    f"{n} examples (a method's batch must hold one row per example to train on several processes)"
+                )
+            out[key] = value[start:end]
+        else:
+            out[key] = value
+    out["n_local_examples"] = end - start
+    return out
+
+
+# --------------------------------------------------------------------------------------- launching
+def relaunch(argv: Sequence[str], nproc: int) -> int:
+    """Run `python -m bench ARGV` on `nproc` local processes under torch.distributed.run (torchrun); its exit code.
+
+    torchrun's own errors (a rank that failed, with its exit code or signal) are printed by torchrun itself.
+    """
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import get_args_parser, run
+
+    launch = get_args_parser().parse_args(
+        ["--standalone", f"--nproc_per_node={nproc}", "--module", "bench", *argv]
+    )
+    try:
+        run(launch)
+    except ChildFailedError as exc:
+        failures = "; ".join(
+            f"rank {f.local_rank}: exit code {f.exitcode}" + (f" ({f.signal_name()})" if f.exitcode < 0 else "")
+            for f in exc.failures.values()
+        )
+        print(f"bench: error: {nproc}-process run failed ({failures}); see the messages above; "
+              "continue with --resume", file=sys.stderr)
+        return 1
+    return 0
+
+
+def strip_option(argv: Sequence[str], option: str) -> list[str]:
+    """argv without `option VALUE` / `option=VALUE` (the re-launched command must not re-launch again)."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg == option:
+            skip = True
+            continue
+        if arg.startswith(option + "="):
+            continue
+        out.append(arg)
+    return out
