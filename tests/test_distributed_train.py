@@ -36,7 +36,7 @@ def train_methods(model_dir: str, out_root: str) -> dict[str, dict]:
     from transformers import AutoModel, AutoTokenizer
 
     from bench.train import Budget, TrainConfig, train
-    from methods import get_method
+    from bench.registry import get_method
     from methods.simcse import set_dropout
 
     tok = AutoTokenizer.from_pretrained(model_dir)
