@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import os
+import logging
 import re
 import shutil
 import subprocess
@@ -11,13 +11,9 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
-BENCH = [sys.executable, "-m", "bench"]
-
-
-def _bench(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*BENCH, *args], capture_output=True, text=True, timeout=300, cwd=cwd,
-                          env={**os.environ, **(env or {})})
 
 
 def test_project_metadata_has_an_spdx_licence_and_builds_without_deprecation_warnings(tmp_path):
@@ -38,42 +34,50 @@ def test_project_metadata_has_an_spdx_licence_and_builds_without_deprecation_war
     assert "License-Expression: Apache-2.0" in metadata
 
 
-def test_version_flag_prints_the_installed_version():
+def test_version_flag_prints_the_installed_version(capsys):
     from importlib import metadata
 
-    proc = _bench("--version")
-    assert proc.returncode == 0 and proc.stdout.strip() == f"lenbench {metadata.version('lenbench')}"
+    from bench.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.strip() == f"lenbench {metadata.version('lenbench')}"
 
 
-def test_methods_listing_has_no_side_effect_warnings_and_cites_papers(tmp_path):
-    proc = _bench("methods", env={"LENBENCH_WORDNET": str(tmp_path / "no-wordnet")})  # paser would warn if checked
-    assert proc.returncode == 0 and proc.stderr == ""
-    papers = re.findall(r"^(\S+).*\n.*\n    paper: (.*)$", proc.stdout, flags=re.M)
+def test_methods_listing_has_no_side_effect_warnings_and_cites_papers(tmp_path, monkeypatch, capsys, caplog):
+    from bench.cli import main
+
+    monkeypatch.setenv("LENBENCH_WORDNET", str(tmp_path / "no-wordnet"))  # a fresh path: paser would warn if checked
+    assert main(["methods"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    papers = re.findall(r"^(\S+).*\n.*\n    paper: (.*)$", out, flags=re.M)
     names = {name for name, _ in papers}
     assert {"simcse", "laser3-self", "paser", "crop", "mlm", "esimcse", "cocodr-pt"} <= names
     for name, paper in papers:
         assert "shared/" not in paper and "papers/" not in paper and ".txt" not in paper, (name, paper)
         if name not in ("vanilla", "crop"):  # crop's paper is an anonymous submission under review
             assert re.search(r"\b(19|20)\d\d\b", paper), (name, paper)
-    assert "synonyms_source='auto'" in proc.stdout  # declared default, not resolved against this machine
+    assert "synonyms_source='auto'" in out  # declared default, not resolved against this machine
 
 
-def test_cache_info_shows_location_and_clear_removes_only_cache_files(tmp_path):
+def test_cache_info_shows_location_and_clear_removes_only_cache_files(tmp_path, monkeypatch, capsys):
     from bench.cache import EmbeddingCache
+    from bench.cli import main
 
     cache_dir = tmp_path / "emb"
     cache = EmbeddingCache(cache_dir, "model-abc|mean|64")
     cache.close()
     (cache_dir / "notes.txt").write_text("not ours")
-    env = {"LENBENCH_CACHE": str(cache_dir)}
+    monkeypatch.setenv("LENBENCH_CACHE", str(cache_dir))
 
-    info = _bench("cache", "info", env=env)
-    assert info.returncode == 0, info.stderr
-    assert f"embedding cache: {cache_dir}\n" in info.stdout and "1 encoder file(s)" in info.stdout
-    assert "model-abc|mean|64" in info.stdout
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert f"embedding cache: {cache_dir}\n" in out and "1 encoder file(s)" in out and "model-abc|mean|64" in out
 
-    cleared = _bench("cache", "clear", env=env)
-    assert cleared.returncode == 0 and f"from {cache_dir}" in cleared.stdout
+    assert main(["cache", "clear"]) == 0
+    assert f"from {cache_dir}" in capsys.readouterr().out
     assert sorted(p.name for p in cache_dir.iterdir()) == ["notes.txt"]
-    empty = _bench("cache", "info", "--cache-dir", str(tmp_path / "nowhere"))
-    assert "(not created yet)" in empty.stdout and "0 encoder file(s)" in empty.stdout
+    assert main(["cache", "info", "--cache-dir", str(tmp_path / "nowhere")]) == 0
+    out = capsys.readouterr().out
+    assert "(not created yet)" in out and "0 encoder file(s)" in out

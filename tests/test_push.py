@@ -107,11 +107,11 @@ def hub(monkeypatch):
 @pytest.fixture
 def trained_run(tiny_model_dir, tmp_path):
     """A finished train row whose encoder folder is a copy of the tiny model with sentence-transformers files."""
-    from bench.encoder import save_encoder
-    from bench.train.trainer import load_backbone
+    import shutil
 
-    model, tok, _ = load_backbone(str(tiny_model_dir))
-    folder = save_encoder(model, tok, tmp_path / "runs" / "x" / "simcse" / "encoder", pooling="mean", max_len=32)
+    folder = tmp_path / "runs" / "x" / "simcse" / "encoder"
+    shutil.copytree(tiny_model_dir, folder)
+    (folder / "modules.json").write_text('[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"}]')
     db = ResultsDB(tmp_path / "r.sqlite")
     run_id = db.create_run(kind="train", model=str(folder), method="simcse", backbone=str(tiny_model_dir),
                            config_hash="c" * 64, status="running", command="bench run --method simcse --budget steps=2",
