@@ -9,7 +9,7 @@ import os
 import sys
 
 # Subcommand modules, in the order `bench --help` lists them.
-COMMANDS = ("run", "eval", "results", "export", "import_", "push", "methods", "data", "cache", "leaderboard")
+COMMANDS = ("run", "sweep", "eval", "results", "export", "import_", "push", "methods", "data", "cache", "leaderboard")
 
 
 class CLIError(Exception):

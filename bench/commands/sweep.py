@@ -1,0 +1,150 @@
+"""`bench sweep FILE`: run a grid of `bench run` points (methods x seeds x budgets x suites ...) from a TOML file.
+
+Prints the plan first: every point, its config hash (the one `bench run` records), whether the database already
+has it finished, and the estimated training cost. Then runs the points not yet finished, on this machine
+(`--executor local`, default, `--jobs N` at once) or as one Slurm job array through submitit (`--executor slurm`).
+Every point runs as `bench run ... --resume`, so a sweep can be run again any number of times: finished points are
+skipped, interrupted ones continue from their checkpoint, failed ones are retried (`--retries`) and then reported
+while the rest goes on. `--status` reads each point's state from the database and prints the comparison of the
+finished points (mean and 95% CI over seeds, the paper's number beside it where the file gives one).
+`--dry-run` prints the commands and touches nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from bench.commands.common import add_db
+from bench.errors import ConfigError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("sweep", help="run a grid of `bench run` points from a TOML file (locally or on Slurm)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", help="sweep file (TOML), e.g. sweeps/smoke.toml")
+    p.add_argument("--dry-run", action="store_true", help="print each point's `bench run` command; run nothing, open no database")
+    p.add_argument("--status", action="store_true", help="done/running/failed/missing per point and the comparison of finished points")
+    p.add_argument("--metric", default=None, help="--status: only this metric in the comparison (e.g. ndcg_at_10)")
+    p.add_argument("--executor", choices=("local", "slurm"), default="local", help="where the points run (default local)")
+    p.add_argument("--jobs", type=int, default=1, help="local: points at once (default 1); each gets cores // jobs threads")
+    p.add_argument("--retries", type=int, default=1, help="times a failing point is run again before it is reported (default 1)")
+    p.add_argument("--folder", default=None, help="the sweep's folder: runs, per-point logs, submitit files (default runs/sweeps/NAME)")
+    slurm = p.add_argument_group("slurm (--executor slurm)")
+    slurm.add_argument("--partition", default=None, help="Slurm partition")
+    slurm.add_argument("--gpus-per-job", type=int, default=1, help="GPUs per point (default 1)")
+    slurm.add_argument("--cpus-per-job", type=int, default=None, help="CPUs per point (default: Slurm's)")
+    slurm.add_argument("--time", default="60", help="time limit per point: minutes, H:MM:SS or D-HH:MM:SS (default 60)")
+    slurm.add_argument("--array-parallelism", type=int, default=None, help="at most this many points at once")
+    slurm.add_argument("--slurm", action="append", default=[], metavar="KEY=VALUE", help="any other sbatch option, e.g. --slurm account=nlp --slurm qos=high")
+    slurm.add_argument("--wait", action="store_true", help="wait for the array to finish and report each point")
+    # submitit's own local/debug executor instead of Slurm: the same code path, for tests and a laptop.
+    slurm.add_argument("--submitit-cluster", choices=("local", "debug"), default=None, help=argparse.SUPPRESS)
+    add_db(p)
+    p.set_defaults(func=sweep)
+
+
+def sweep(args: argparse.Namespace) -> int:
+    from bench.sweep.points import expand
+    from bench.sweep.spec import load_spec
+    from bench.sweep.worker import WorkerSettings, point_command
+    from results_db import default_db_url
+
+    if args.jobs < 1 or args.retries < 0:
+        raise ConfigError("--jobs must be >= 1 and --retries >= 0")
+    spec = load_spec(args.file)
+    points = expand(spec)
+    folder = Path(args.folder or Path("runs") / "sweeps" / spec.name)
+    db_arg = args.db or default_db_url()
+    db_url = db_arg if "://" in db_arg else str(Path(db_arg).expanduser().resolve())
+    settings = WorkerSettings(db=db_url, out=str((folder / "runs").resolve()), log_dir=str((folder / "logs").resolve()),
+                              retries=args.retries)
+    if args.dry_run:
+        for point in points:
+            cmd = ["bench", *point_command(point, settings)[3:]]
+            print(shlex.join(cmd) + f"   # {point.key}; config {point.config_hash or '(unknown: ' + point.hash_note + ')'}")
+        return 0
+
+    from bench.sweep.report import comparison_table, plan_table
+    from bench.sweep.state import point_states
+
+    db = _open(db_arg, read_only=args.status)
+    runs = db.runs() if db is not None else _empty_runs()
+    states = point_states(runs, points)
+    print(f"sweep {spec.name} ({spec.path}): {spec.description}".rstrip(": "))
+    print(f"database {db_arg if db is not None else db_arg + ' (does not exist yet)'}; folder {folder}")
+    print(plan_table(states, runs))
+    if args.status:
+        if db is not None:
+            print()
+            print(comparison_table(db, spec, states, metric=args.metric))
+        return 0
+
+    todo = [s.point for s in states if s.state != "done" and not (s.state == "running" and s.detail == "")]
+    busy = [s for s in states if s.state == "running" and s.detail == ""]
+    for s in busy:
+        print(f"{s.point.key}: run {s.run_id} is running in a live process; not started again")
+    if not todo:
+        print("nothing to run: every point is done" + (" or running" if busy else ""))
+        return 0
+    if args.executor == "local":
+        return _run_local(todo, settings, args, spec.name)
+    return _run_slurm(todo, settings, args, spec.name, folder)
+
+
+def _open(db_arg: str, read_only: bool):  # noqa: ANN202
+    from results_db import ResultsDB
+
+    if read_only:
+        try:
+            return ResultsDB(db_arg, read_only=True)
+        except FileNotFoundError:
+            return None
+    return ResultsDB(db_arg)  # creates the schema once here, before many workers open it at the same time
+
+
+def _empty_runs():  # noqa: ANN202
+    import pandas as pd
+
+    return pd.DataFrame(columns=["id", "config_hash", "method", "status", "sweep", "sweep_point", "kind", "backbone"])
+
+
+def _summary(results, name: str, file: str) -> int:  # noqa: ANN001
+    failed = [r for r in results if r.status == "failed"]
+    done = [r for r in results if r.status == "finished"]
+    print(f"\nsweep {name}: {len(done)} finished, {len(failed)} failed, {len(results) - len(done) - len(failed)} interrupted")
+    for r in failed:
+        print(f"  FAILED {r.key} after {r.attempts} attempt(s): {r.last_line}\n         log: {r.log}")
+    print(f"status and comparison: bench sweep {shlex.quote(file)} --status")
+    return 1 if failed else 0
+
+
+def _run_local(points, settings, args, name: str) -> int:  # noqa: ANN001
+    from bench.sweep.executors import run_local
+
+    results, interrupted = run_local(points, settings, args.jobs)
+    code = _summary(results, name, args.file)
+    return 130 if interrupted else code
+
+
+def _run_slurm(points, settings, args, name: str, folder: Path) -> int:  # noqa: ANN001
+    from bench.sweep.executors import SlurmOptions, parse_slurm_extra, parse_time_minutes, submit_slurm, wait_jobs
+
+    options = SlurmOptions(
+        partition=args.partition, gpus_per_job=args.gpus_per_job, time_min=parse_time_minutes(args.time),
+        array_parallelism=args.array_parallelism, cpus_per_job=args.cpus_per_job, extra=parse_slurm_extra(args.slurm),
+        cluster=args.submitit_cluster,
+    )
+    if "://" not in settings.db and args.submitit_cluster is None:
+        print(f"note: the results database is the SQLite file {settings.db}; every node must see it, and many writers "
+              "on a network file system are slow: a PostgreSQL URL (postgresql+psycopg://...) is the shared store")
+    jobs = submit_slurm(points, settings, options, folder, name)
+    print(f"submitted {len(jobs)} point(s) as job array {jobs[0].job_id.split('_')[0]}; submitit files in {folder / 'submitit'}, "
+          f"per-point logs in {settings.log_dir}")
+    for job, point in zip(jobs, points):
+        print(f"  {job.job_id}  {point.key}")
+    if not args.wait:
+        print(f"progress: bench sweep {shlex.quote(args.file)} --status" + (f" --db {shlex.quote(args.db)}" if args.db else ""))
+        return 0
+    return _summary(wait_jobs(jobs, points), name, args.file)

@@ -1,0 +1,159 @@
+"""Executors: where the points of a sweep run. Both run `worker.run_point` for each point.
+
+* `local`: a pool of `--jobs N` threads on this machine, each running one point's `bench run` child with
+  cores // N torch/OMP threads (N x threads <= cores). Ctrl-C interrupts every child once (each marks its row
+  failed and exits; the next `bench sweep` resumes them), waits for them, and reports.
+* `slurm`: one submitit job array (`AutoExecutor.map_array`), one array task per point, submitit's logs under
+  the sweep's folder. `cluster="local"` / `"debug"` is submitit's own local/debug executor: the same code path
+  without Slurm (what the tests use).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from bench.errors import ConfigError
+from bench.sweep.points import Point
+from bench.sweep.worker import ChildRegistry, PointResult, WorkerSettings, run_point, run_point_job
+
+INTERRUPT_GRACE_S = 120  # how long Ctrl-C waits for children to record their state before killing them
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def threads_per_job(jobs: int, cores: int | None = None) -> tuple[int, int]:
+    """(jobs, threads): at most one job per core, and the cores shared out so that jobs x threads <= cores."""
+    cores = cores or available_cores()
+    jobs = max(1, min(jobs, cores))
+    return jobs, max(1, cores // jobs)
+
+
+def run_local(points: list[Point], settings: WorkerSettings, jobs: int, echo=print) -> tuple[list[PointResult], bool]:  # noqa: ANN001
+    """Run the points here; returns (results, interrupted)."""
+    asked = jobs
+    jobs, threads = threads_per_job(jobs)
+    if jobs < asked:
+        echo(f"--jobs {asked} > {available_cores()} cores here: running {jobs} at a time")
+    settings = replace(settings, threads=settings.threads or threads)
+    echo(f"running {len(points)} point(s), {jobs} at a time, {settings.threads} thread(s) each; logs in {settings.log_dir}")
+    registry = ChildRegistry()
+    results: list[PointResult] = []
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="sweep-point")
+    futures: dict[Future, Point] = {pool.submit(run_point, p, settings, registry): p for p in points}
+    pending = set(futures)
+    interrupted = False
+    try:
+        while pending:
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in done:
+                res = fut.result()
+                results.append(res)
+                echo(f"[{len(results)}/{len(points)}] {res.key}: {res.status} after {res.attempts} attempt(s), "
+                     f"{res.seconds:.0f}s" + (f" -- {res.last_line}" if res.status == "failed" else "")
+                     + (f" (log {res.log})" if res.status != "finished" else ""))
+    except KeyboardInterrupt:
+        interrupted = True
+        echo("interrupted: stopping the running points (each records its state; run the same command to resume)")
+        registry.interrupt_all()
+        deadline = time.monotonic() + INTERRUPT_GRACE_S
+        while pending and time.monotonic() < deadline:
+            try:
+                done, pending = wait(pending, timeout=0.5)
+            except KeyboardInterrupt:  # a second Ctrl-C: stop waiting
+                break
+            results.extend(f.result() for f in done)
+        registry.kill_all()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return results, interrupted
+
+
+@dataclass
+class SlurmOptions:
+    partition: str | None = None
+    gpus_per_job: int = 0
+    time_min: int = 60
+    array_parallelism: int | None = None
+    cpus_per_job: int | None = None
+    extra: dict[str, str] = field(default_factory=dict)  # free-form sbatch options (--slurm KEY=VALUE)
+    cluster: str | None = None  # None: Slurm; "local"/"debug": submitit's local/debug executor (tests)
+
+
+def parse_time_minutes(text: str) -> int:
+    """'90', '1:30:00', '2-00:00:00' (Slurm's forms) -> minutes."""
+    text = str(text).strip()
+    try:
+        days, _, rest = text.rpartition("-") if "-" in text else ("0", "", text)
+        parts = [int(x) for x in rest.split(":")]
+        if len(parts) == 1:
+            minutes = parts[0]
+        elif len(parts) == 2:
+            minutes = parts[0] * 60 + parts[1]
+        elif len(parts) == 3:
+            minutes = parts[0] * 60 + parts[1] + (1 if parts[2] else 0)
+        else:
+            raise ValueError
+        minutes += int(days or 0) * 24 * 60
+    except ValueError:
+        raise ConfigError(f"--time {text!r} is not minutes, H:MM:SS or D-HH:MM:SS") from None
+    if minutes <= 0:
+        raise ConfigError(f"--time {text!r} must be positive")
+    return minutes
+
+
+def parse_slurm_extra(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().lstrip("-")
+        if not sep or not key:
+            raise ConfigError(f"--slurm {item!r} is not KEY=VALUE (an sbatch option, e.g. --slurm account=nlp)")
+        out[key.replace("-", "_")] = value
+    return out
+
+
+def submit_slurm(points: list[Point], settings: WorkerSettings, options: SlurmOptions, folder: Path, name: str):  # noqa: ANN201
+    """Submit one job array, one task per point; returns the submitit jobs (same order as points)."""
+    import shutil
+
+    import submitit
+
+    if options.cluster is None and shutil.which("sbatch") is None:
+        raise ConfigError("--executor slurm needs Slurm's sbatch on this machine (run it on the cluster's login node), "
+                          "or use --executor local")
+    executor = submitit.AutoExecutor(folder=str(folder / "submitit" / "%j"), cluster=options.cluster or "slurm")
+    params: dict = {
+        "name": f"bench-sweep-{name}", "timeout_min": options.time_min, "gpus_per_node": options.gpus_per_job,
+        "tasks_per_node": 1, "nodes": 1,
+        "slurm_partition": options.partition, "slurm_array_parallelism": options.array_parallelism,
+        "slurm_additional_parameters": options.extra or None,
+    }
+    if options.cpus_per_job:
+        params["cpus_per_task"] = options.cpus_per_job
+    if executor.cluster == "local":
+        params.pop("gpus_per_node")  # no GPUs to hand out here
+    executor.update_parameters(**params)
+    return executor.map_array(run_point_job, points, [settings] * len(points))
+
+
+def wait_jobs(jobs, points: list[Point], echo=print) -> list[PointResult]:  # noqa: ANN001
+    results = []
+    for job, point in zip(jobs, points):
+        try:
+            res = job.result()
+        except Exception as exc:  # noqa: BLE001 - a job that died in the scheduler: report it, go on
+            res = PointResult(point.key, "failed", 0, None, str(getattr(job, "paths", None) and job.paths.stdout), 0.0,
+                              f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}")
+        results.append(res)
+        echo(f"[{len(results)}/{len(points)}] {res.key}: {res.status} after {res.attempts} attempt(s)"
+             + (f" -- {res.last_line} (log {res.log})" if res.status != "finished" else ""))
+    return results

@@ -1,0 +1,123 @@
+"""Running one point: `bench run --resume` of the point's command as a child process, retried on failure.
+
+This is the one function every executor runs (a local thread, a submitit job on Slurm, submitit's local and
+debug executors), so a point behaves the same wherever it runs. `--resume` makes it idempotent: a finished run
+of the same config hash is reported, not redone; an unfinished one continues from its last checkpoint. The
+child's output goes to the point's log file under the sweep's folder (appended, one header per attempt).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.sweep.points import Point
+
+
+@dataclass
+class PointResult:
+    key: str
+    status: str  # finished | failed | interrupted
+    attempts: int
+    returncode: int | None
+    log: str
+    seconds: float
+    last_line: str = ""
+
+
+@dataclass
+class WorkerSettings:
+    db: str
+    out: str  # the sweep's runs folder (bench run --out)
+    log_dir: str
+    retries: int = 1
+    threads: int | None = None  # torch/OMP threads of the child (None: leave the environment's)
+
+
+class ChildRegistry:
+    """The live children of this process, so Ctrl-C can interrupt each of them once and wait for them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.children: set[subprocess.Popen] = set()
+        self.stopping = threading.Event()
+
+    def interrupt_all(self) -> None:
+        self.stopping.set()
+        with self.lock:
+            for child in self.children:
+                if child.poll() is None:
+                    child.send_signal(signal.SIGINT)
+
+    def kill_all(self) -> None:
+        with self.lock:
+            for child in self.children:
+                if child.poll() is None:
+                    child.kill()
+
+
+def point_command(point: Point, settings: WorkerSettings) -> list[str]:
+    return [
+        sys.executable, "-m", "bench.cli", "run", *point.argv,
+        "--no-baseline", "--resume", "--no-progress", "--db", settings.db, "--out", settings.out,
+        "--sweep", point.sweep, "--sweep-point", point.key,
+    ]
+
+
+def run_point(point: Point, settings: WorkerSettings, registry: ChildRegistry | None = None) -> PointResult:
+    """Run the point until it finishes or has failed 1 + retries times."""
+    log = Path(settings.log_dir) / f"{point.slug}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    if settings.threads:
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            env[var] = str(settings.threads)
+    cmd = point_command(point, settings)
+    t0 = time.time()
+    rc: int | None = None
+    attempt = 0
+    for attempt in range(1, settings.retries + 2):
+        if registry is not None and registry.stopping.is_set():
+            return PointResult(point.key, "interrupted", attempt - 1, rc, str(log), time.time() - t0)
+        with open(log, "a") as fh:
+            stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+            fh.write(f"\n=== {stamp} attempt {attempt}/{settings.retries + 1}: {' '.join(cmd)}\n")
+            fh.flush()
+            # A new session: Ctrl-C in the terminal reaches the sweep only, which interrupts each child exactly
+            # once (bench run then marks its row failed and exits; --resume continues it later).
+            child = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            if registry is not None:
+                with registry.lock:
+                    registry.children.add(child)
+            try:
+                rc = child.wait()
+            finally:
+                if registry is not None:
+                    with registry.lock:
+                        registry.children.discard(child)
+        if rc == 0:
+            return PointResult(point.key, "finished", attempt, rc, str(log), time.time() - t0)
+        if registry is not None and registry.stopping.is_set():
+            return PointResult(point.key, "interrupted", attempt, rc, str(log), time.time() - t0, _last_line(log))
+    return PointResult(point.key, "failed", attempt, rc, str(log), time.time() - t0, _last_line(log))
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip() and not ln.startswith("===")]
+    except OSError:
+        return ""
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return (errors or lines or [""])[-1].strip()[:300]
+
+
+def run_point_job(point: Point, settings: WorkerSettings) -> PointResult:
+    """The function a submitit job runs (module-level, so it pickles by reference)."""
+    return run_point(point, settings)

@@ -1,0 +1,198 @@
+"""`bench sweep`: a grid run by the local executor (and submitit's local executor) on a tiny model, re-run safely.
+
+The sweep runs each point as a `bench run` child process; these tests read what the children wrote to the
+database: one finished row per point, the point's config hash, its sweep name and key, nothing duplicated after a
+worker is killed and the sweep run again, a failing point retried on the same row and reported.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+from bench.errors import ConfigError
+from bench.sweep.points import expand
+from bench.sweep.spec import load_spec
+from results_db import ResultsDB
+from tests.conftest import write_sts
+
+REPO = Path(__file__).resolve().parent.parent
+TEXTS = [f"Sentence {i} talks about subject {i % 6}. A second sentence adds detail number {i}." for i in range(40)]
+STS = [
+    ("A man is playing a guitar.", "A man plays the guitar.", 4.8),
+    ("A woman is slicing onions.", "A man is riding a horse.", 0.4),
+    ("The cat sleeps on the sofa.", "A cat is sleeping on a couch.", 4.5),
+    ("Stocks fell sharply today.", "Children play football outside.", 0.0),
+]
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", STS)
+    (tmp_path / "corpus.txt").write_text("\n".join(TEXTS) + "\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    return tmp_path
+
+
+def write_spec(path: Path, model: Path, grid: str, steps: int = 2, extra: str = "") -> Path:
+    path.write_text(f"""
+[sweep]
+name = "{path.stem}"
+[grid]
+{grid}
+[fixed]
+backbone = "{model}"
+corpus = "corpus.txt"
+budget = "steps={steps}"
+batch_size = 4
+max_len = 32
+checkpoint_every = 5
+suite = "sts:stsb"
+eval_max_len = 32
+data_dir = "data"
+{extra}
+""")
+    return path
+
+
+def children_of(pid: int) -> list[int]:
+    kids = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        kids += [int(x) for x in (task / "children").read_text().split()]
+    return kids
+
+
+def test_sweep_runs_every_point_once_and_resumes_a_killed_worker(workdir, tiny_model_dir, capsys):
+    spec = write_spec(workdir / "grid.toml", tiny_model_dir, 'method = ["simcse", "laser3-self"]\nseed = [0, 1]', steps=60)
+    db = workdir / "r.sqlite"
+    target = "method=laser3-self seed=0"
+    argv = ["sweep", str(spec), "--db", str(db), "--jobs", "2", "--retries", "0", "--folder", "sw"]
+    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    killed = None
+    deadline = time.monotonic() + 300
+    try:
+        while killed is None and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+            try:
+                runs = ResultsDB(db, read_only=True).runs()
+            except Exception:  # noqa: BLE001 - not created yet
+                continue
+            row = runs[(runs["sweep_point"] == target) & (runs["status"] == "running")]
+            latest = Path(row.iloc[0]["output_dir"]) / "checkpoints" / "LATEST" if len(row) else None
+            if latest is None or not latest.exists() or latest.read_text().strip() < "step-00000010":
+                continue
+            for child in children_of(proc.pid):
+                cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+                if target.encode() in cmdline:
+                    os.kill(child, signal.SIGKILL)  # the worker dies mid-training: no handler runs
+                    killed = child
+        first_output = proc.communicate(timeout=300)[0].decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert killed is not None, first_output
+    assert proc.returncode == 1, first_output  # one point failed, the others finished
+    assert f"FAILED {target}" in first_output
+    rdb = ResultsDB(db)
+    runs = rdb.runs()
+    assert len(runs) == 4
+    assert sorted(runs[runs["status"] == "finished"]["sweep_point"]) == sorted(
+        ["method=simcse seed=0", "method=simcse seed=1", "method=laser3-self seed=1"])
+    killed_id = int(runs[runs["sweep_point"] == target]["id"].iloc[0])
+
+    # the points' hashes are the ones `bench run` recorded
+    points = {p.key: p for p in expand(load_spec(spec))}
+    assert {r.sweep_point: r.config_hash for r in runs.itertuples()} == {k: p.config_hash for k, p in points.items()}
+    assert set(runs["sweep"]) == {"grid"}
+
+    # run the same sweep again: only the killed point runs, resumed from its checkpoint on its own row
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "running 1 point(s)" in out and "1 finished, 0 failed" in out
+    after = rdb.runs()
+    assert len(after) == 4 and set(after["status"]) == {"finished"}
+    assert sorted(after["id"]) == sorted(runs["id"])
+    consumed = rdb.get_run(killed_id)["budget_consumed"]
+    assert consumed["steps"] == 60 and consumed["resumed_from_step"] >= 10
+    scores = rdb.scores()
+    assert not scores.duplicated(["run_id", "suite", "dataset", "variant", "metric"]).any()
+    assert set(scores["run_id"]) == set(after["id"])
+
+    # and again: nothing to do; --status shows each cell's mean over the 2 seeds with its interval
+    assert main(argv) == 0
+    assert "nothing to run: every point is done" in capsys.readouterr().out
+    assert main(["sweep", str(spec), "--db", str(db), "--status"]) == 0
+    status = capsys.readouterr().out
+    assert "4 points: 4 done, 0 running, 0 failed, 0 missing" in status
+    for cell in ("method=simcse", "method=laser3-self"):
+        line = next(ln for ln in status.splitlines() if ln.startswith(cell + " ") and " stsb " in ln and " clean " in ln)
+        values = rdb.scores(list(after[after["sweep_point"].str.startswith(cell + " ")]["id"]))
+        mean = values[(values["dataset"] == "stsb") & (values["variant"] == "clean")]["value"].mean()
+        assert f"{mean:.2f}" in line and " 2 " in line
+
+
+def test_slurm_path_retries_a_failing_point_then_reports_it_while_the_other_finishes(workdir, tiny_model_dir, capsys):
+    """`--executor slurm` through submitit's own local executor (no Slurm here): one job array, one task per point,
+    the same worker code as on a cluster. sts:sts12 is not in the data folder: that point trains, then fails in
+    evaluation on every attempt."""
+    spec = write_spec(workdir / "arr.toml", tiny_model_dir, 'suite = ["sts:stsb", "sts:sts12"]', extra='method = "simcse"')
+    spec.write_text(spec.read_text().replace('suite = "sts:stsb"\n', ""))
+    db = workdir / "s.sqlite"
+    argv = ["sweep", str(spec), "--db", str(db), "--executor", "slurm", "--submitit-cluster", "local", "--wait",
+            "--retries", "1", "--partition", "gpu", "--time", "0:10:00", "--slurm", "account=nlp", "--folder", "sw"]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "submitted 2 point(s) as job array" in out and "1 finished, 1 failed" in out
+    assert "FAILED suite=sts:sts12 after 2 attempt(s)" in out and "sts12" in out.split("FAILED", 1)[1]
+    runs = ResultsDB(db).runs().set_index("sweep_point")
+    assert len(runs) == 2  # the retry resumed the failed row instead of adding one
+    assert runs.loc["suite=sts:stsb", "status"] == "finished" and runs.loc["suite=sts:sts12", "status"] == "failed"
+    log = (workdir / "sw" / "logs" / "suite=sts_sts12.log").read_text()
+    assert log.count("\n=== ") == 2 and "attempt 2/2" in log
+    assert list((workdir / "sw" / "submitit").rglob("*_result.pkl"))  # submitit's own job files, per array task
+    assert main(["sweep", str(spec), "--db", str(db), "--status"]) == 0
+    assert "2 points: 1 done, 0 running, 1 failed, 0 missing" in capsys.readouterr().out
+
+
+def test_bad_sweep_files_are_one_clear_error(workdir, tiny_model_dir, capsys):
+    spec = write_spec(workdir / "bad.toml", tiny_model_dir, 'method = ["simcse"]', extra="learning_rate = 0.1")
+    assert main(["sweep", str(spec), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench: error:") and "'learning_rate' is not a `bench run` option" in err
+    with pytest.raises(ConfigError, match="set by `bench sweep` itself"):
+        load_spec(write_spec(workdir / "bad2.toml", tiny_model_dir, 'method = ["simcse"]', extra='db = "x.sqlite"'))
+    with pytest.raises(ConfigError, match="unknown method|not a registered|simcsx"):
+        expand(load_spec(write_spec(workdir / "bad3.toml", tiny_model_dir, 'method = ["simcsx"]')))
+    with pytest.raises(ConfigError, match="same config hash"):  # the device does not change the result
+        expand(load_spec(write_spec(workdir / "bad4.toml", tiny_model_dir, 'method = ["simcse"]\ndevice = ["cpu", "meta"]')))
+    assert not (workdir / "lenbench.sqlite").exists()
+
+
+def test_every_shipped_sweep_file_expands_offline(capsys):
+    files = sorted((REPO / "sweeps").glob("*.toml"))
+    assert len(files) >= 6
+    for path in files:
+        spec = load_spec(path)
+        points = expand(spec, compute_hash=path.stem == "smoke")
+        assert points and len({p.key for p in points}) == len(points)
+        cells = {p.cell for p in points}
+        for pub in spec.published:  # every published number belongs to a cell of its file
+            matching = [p for p in points if all(str({**p.labels, "method": p.method}.get(k)) == str(v) for k, v in pub.cell.items())]
+            assert matching, f"{path.name}: published cell {pub.cell} matches no point"
+            assert {p.cell for p in matching} <= cells
+        if path.stem != "smoke":
+            assert spec.published, f"{path.name} carries no published number"
+    assert main(["sweep", str(REPO / "sweeps" / "laser3-table2.toml"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("bench run ") >= 2 and "--corpus wiki1m" in out and "--suite beir14" in out
