@@ -26,15 +26,17 @@ def _budget(values: dict[str, Any]) -> str:
 
 
 def scores_table(scores: pd.DataFrame) -> str:
-    """Markdown table: one row per (suite, dataset, metric), one column per variant (clean first)."""
+    """Markdown table: one row per (suite, dataset, metric) with its n, one column per variant (clean first)."""
     if scores is None or scores.empty:
         return "(no scores recorded)"
-    wide = scores.pivot_table(index=["suite", "dataset", "metric"], columns="variant", values="value", aggfunc="last")
+    keys = ["suite", "dataset", "metric"]
+    wide = scores.pivot_table(index=keys, columns="variant", values="value", aggfunc="last")
+    counts = scores.groupby(keys)["n"].max() if "n" in scores else pd.Series(0, index=wide.index)
     variants = sorted(wide.columns, key=lambda v: (v != "clean", str(v)))
-    lines = ["| suite | dataset | metric | " + " | ".join(variants) + " |", "|---" * (3 + len(variants)) + "|"]
-    for (suite, dataset, metric), row in wide[variants].iterrows():
+    lines = ["| suite | dataset | metric | n | " + " | ".join(variants) + " |", "|---" * (4 + len(variants)) + "|"]
+    for key, row in wide[variants].iterrows():
         cells = ["" if pd.isna(row[v]) else f"{row[v]:.2f}" for v in variants]
-        lines.append(f"| {suite} | {dataset} | {metric} | " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join(map(str, key)) + f" | {int(counts.get(key, 0)) or ''} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -56,15 +58,20 @@ def render_model_card(run: dict[str, Any], scores: pd.DataFrame, paper: str = ""
         "- lenbench",
         f"- {method}",
     ]
-    if backbone and not Path(backbone).is_absolute() and "/" in backbone:
+    if backbone.lower() in ("minilm", "all-minilm-l6-v2"):
+        front.append('base_model: "sentence-transformers/all-MiniLM-L6-v2"')  # the packaged copy of it
+    elif backbone and not Path(backbone).is_absolute() and "/" in backbone:
         front.append(f"base_model: {_yaml_str(backbone)}")  # a hub id; local folders are named in the text
     front.append("---")
+    limit = (config.get("eval") or {}).get("limit") or config.get("limit")
+    subset_note = (f" **Subset:** evaluated on the first {limit} items of each dataset (`--limit {limit}`); not "
+                   "comparable to full-dataset numbers." if limit else "")
     size = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in info.items()) or "-"
     body = f"""
 # {method} on {backbone}
 
 A sentence encoder trained by lenbench's `bench run` (run {run.get('id', '?')}): the method
-below applied to the backbone under the budget below, then evaluated clean and elongation-attacked.
+below applied to the backbone under the budget below, then evaluated (clean and, where asked, with elongated texts).
 
 | | |
 |---|---|
@@ -84,7 +91,7 @@ below applied to the backbone under the budget below, then evaluated clean and e
 
 ## Scores
 
-From the results database ({len(scores) if scores is not None else 0} scores; `bench results --run {run.get('id', '?')}`).
+From the results database ({len(scores) if scores is not None else 0} scores; `bench results --run {run.get('id', '?')}`).{subset_note}
 
 {scores_table(scores)}
 

@@ -94,11 +94,30 @@ def _evaluation_times(scores: pd.DataFrame, started: dt.datetime | None) -> dict
     return times
 
 
+def subset_limit(run: dict[str, Any], info: Any = None) -> int | None:
+    """The --limit a score was computed under (Score.info, else the run's config), None for the whole dataset."""
+    if isinstance(info, str):
+        try:
+            info = json.loads(info)
+        except ValueError:
+            info = None
+    if isinstance(info, dict) and info.get("limit"):
+        return int(info["limit"])
+    config = run.get("config") or {}
+    limit = config.get("limit") or (config.get("eval") or {}).get("limit")
+    return int(limit) if limit else None
+
+
 def task_results(run: dict[str, Any], scores: pd.DataFrame) -> list[Any]:
-    """mteb TaskResults for the clean scores of one run that map to an MTEB task."""
+    """mteb TaskResults for the clean scores of one run that map to an MTEB task. Scores of a subset (--limit)
+    are left out: an MTEB result stands for the whole evaluation split."""
     from mteb.results import TaskResult
 
     clean = scores[scores["variant"] == "clean"].copy()
+    if "info" in clean:
+        clean = clean[[subset_limit(run, i) is None for i in clean["info"]]]
+    elif subset_limit(run) is not None:
+        clean = clean.iloc[0:0]
     if clean.empty:
         return []
     clean["created_at"] = pd.to_datetime(clean["created_at"])

@@ -74,7 +74,7 @@ def test_model_card_says_what_was_trained_and_holds_the_database_scores(finished
     assert run["train_corpus"] and run["train_corpus"] in card
     assert f"parameters {run['model_info']['parameters']:,}" in card
     score = db.scores([run["id"]]).set_index("variant").loc["clean", "value"]
-    assert f"| sts | stsb | spearman | {score:.2f} |" in card
+    assert f"| sts | stsb | spearman | 5 | {score:.2f} |" in card
     reproduce = card.split("## Reproduce", 1)[1]
     assert "bench run --method simcse" in reproduce and "--budget steps=2" in reproduce and "# from:" not in reproduce
 
@@ -115,3 +115,16 @@ def test_bench_eval_records_model_info(tiny_model_dir, tmp_path):
     assert rc == 0
     info = ResultsDB(tmp_path / "e.sqlite").runs()["model_info"].iloc[0]
     assert info["embedding_dim"] == 32 and info["parameters"] > 0 and info["max_tokens"] > 0
+
+
+def test_model_card_flags_a_subset_evaluation():
+    import pandas as pd
+
+    from bench.model_card import render_model_card
+
+    run = {"id": 3, "method": "simcse", "backbone": "minilm", "config": {"eval": {"limit": 100}}, "command": "bench run"}
+    scores = pd.DataFrame([{"suite": "sts", "dataset": "stsb", "metric": "spearman", "variant": "clean", "value": 80.0, "n": 100}])
+    card = render_model_card(run, scores)
+    assert "**Subset:** evaluated on the first 100 items" in card and "| sts | stsb | spearman | 100 | 80.00 |" in card
+    assert 'base_model: "sentence-transformers/all-MiniLM-L6-v2"' in card
+    assert "Subset" not in render_model_card({**run, "config": {}}, scores)

@@ -38,12 +38,16 @@ def exported(tmp_path_factory):
                        for m, v in (("ndcg_at_10", 64.51), ("recall_at_100", 92.5), ("mrr_at_10", 60.12))])
     db.add_scores(ev, [ScoreRecord("beir", f"cqadupstack-{f}", "ndcg_at_10", _forum_ndcg(i), n=10) for i, f in enumerate(FORUMS)])
     db.add_scores(ev, [ScoreRecord("knn", "agnews", "accuracy", 88.0, n=100)])  # no MTEB task
+    db.add_scores(ev, [ScoreRecord("sts", "sts13", "spearman", 55.0, n=10, info={"limit": 10})])  # a subset
     db.finish_run(ev)
     tr = db.create_run(kind="train", model=str(root / "runs/x/simcse/encoder"), method="simcse", backbone="minilm",
                        config_hash="f" * 64, status="running", train_corpus="wiki-offline (10033 texts)",
                        command="bench run --method simcse", model_info={"parameters": 100, "embedding_dim": 32, "max_tokens": 64})
     db.add_scores(tr, [ScoreRecord("sts", "stsb", "spearman", 80.25, n=1379)])
     db.finish_run(tr)
+    sub = db.create_run(kind="eval", model="org/limited", method="vanilla", config={"limit": 100}, status="running")
+    db.add_scores(sub, [ScoreRecord("sts", "stsb", "spearman", 90.0, n=100)])
+    db.finish_run(sub)
     out = root / "cache" / "results"
     assert main(["export", "--format", "mteb", str(out), "--db", str(root / "r.sqlite")]) == 0
     return root, out, db, ev, tr
@@ -56,7 +60,8 @@ def test_exported_files_load_with_mteb_and_give_back_the_scores(exported):
     by_model = {(m.model_name, m.model_revision): {t.task_name: t for t in m.task_results} for m in results.model_results}
     minilm = by_model[("sentence-transformers/all-MiniLM-L6-v2", "0123456789ab")]
     expected_tasks = {"STS12", "SICK-R", "SciFact", *(f"CQADupstack{f.capitalize()}Retrieval" for f in FORUMS)}
-    assert set(minilm) == expected_tasks  # no elong variant, no SentEval SICK-R split, no kNN
+    assert set(minilm) == expected_tasks  # no elong variant, no SentEval SICK-R split, no kNN, no subset (STS13)
+    assert not any(name == "org/limited" for name, _ in by_model)  # a --limit run is not an MTEB result
     assert minilm["STS12"].get_score() * 100 == pytest.approx(72.37)
     assert minilm["SICK-R"].get_score() * 100 == pytest.approx(77.58)
     scifact = minilm["SciFact"]

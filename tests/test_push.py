@@ -134,7 +134,7 @@ def test_push_uploads_the_folder_with_a_model_card_from_the_database(hub, traine
     card = uploaded["README.md"].decode()
     assert hub.cards == [card]  # validated by the (fake) Hub's YAML check
     assert yaml.safe_load(card.split("---\n", 2)[1])["library_name"] == "sentence-transformers"
-    assert "| sts | stsb | spearman | 61.25 |" in card and "bench run --method simcse --budget steps=2" in card
+    assert "| sts | stsb | spearman | 5 | 61.25 |" in card and "bench run --method simcse --budget steps=2" in card
 
 
 def test_push_failures_are_one_clear_line(hub, trained_run, tmp_path, capsys):

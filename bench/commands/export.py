@@ -44,13 +44,13 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"no finished runs in {db.url} to export")
     summary = export_runs(db, run_ids, args.dir)
     if not summary.files:
-        raise ConfigError(f"runs {', '.join(map(str, run_ids))} have no clean scores on datasets that map to MTEB tasks "
-                          "(STS12-16, STSBenchmark, SICK-R, BEIR sets, mteb:TASK)")
+        raise ConfigError(f"runs {', '.join(map(str, run_ids))} have no clean whole-dataset scores on datasets that map to "
+                          "MTEB tasks (STS12-16, STSBenchmark, SICK-R, BEIR sets, mteb:TASK); subsets (--limit) are not exported")
     tasks = [f for f in summary.files if f.name != "model_meta.json"]
     models = sorted({str(f.parent.relative_to(args.dir)) for f in tasks})
     print(f"wrote {len(tasks)} MTEB task result(s) for {len(models)} model revision(s) under {args.dir}:")
     for m in models:
         print(f"  {m}")
     if summary.skipped_runs:
-        print(f"runs with nothing MTEB-shaped (skipped): {', '.join(map(str, summary.skipped_runs))}")
+        print(f"runs with nothing to export (no MTEB task, or only --limit subsets): {', '.join(map(str, summary.skipped_runs))}")
     return 0
