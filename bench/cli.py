@@ -55,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv  # the command as given: `--nproc N` re-launches it under torchrun
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if getattr(args, "allow_pickle", False):  # only the commands that load models define it
+        from bench.weights import set_allow_pickle
+
+        set_allow_pickle(True)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -104,9 +104,16 @@ def load_transformer(name: str, source: str | None = None) -> tuple[Any, Any, st
             f"cannot load model {name!r}: the folder {source} has no config.json, so it is not a transformers "
             "model folder (save one with bench.encoder.save_encoder or transformers' save_pretrained)"
         )
+    from bench.weights import PICKLE_ERRORS, load_options, refused_pickle
+
+    options = load_options(name, source)  # safetensors unless --allow-pickle (see bench.weights)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModel.from_pretrained(source)
+        model = AutoModel.from_pretrained(source, **options)
+    except PICKLE_ERRORS as exc:
+        if options.get("use_safetensors") is not False:
+            raise
+        raise refused_pickle(name, exc) from exc
     except (OSError, ValueError, KeyError) as exc:
         if is_folder:
             hint = f"the folder {source} holds no loadable transformers model and tokenizer"

@@ -70,11 +70,16 @@ class MethodSpec:
         return self.factory(config if config is not None else self.defaults(), **kwargs)
 
     def config_from(self, overrides: dict[str, Any]) -> Any:
-        """Defaults with overrides applied; an unknown key is an error that lists the known ones."""
+        """Defaults with overrides applied and validated (type from the annotation, range from `hp(...)`, then the
+        config's own __post_init__); an unknown key is an error that lists the known ones. Raises ValueError."""
+        from bench.hparams import check_ranges, check_types
+
         known = {f.name: f for f in fields(self.config_cls)}
         unknown = sorted(set(overrides) - set(known))
         if unknown:
             raise ValueError(
                 f"method {self.name!r} has no hyper-parameter(s) {unknown}; known: {sorted(known)}"
             )
-        return self.config_cls(**overrides)
+        config = self.config_cls(**check_types(self.name, self.config_cls, overrides))
+        check_ranges(self.name, config)
+        return config

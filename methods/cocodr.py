@@ -8,6 +8,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from bench.encoder import POOLINGS
+from bench.hparams import hp
 from bench.method import MethodSpec
 from methods.laser3 import Laser3IntraAdapter
 from methods.pairs import ANCHOR_MODES
@@ -15,8 +17,8 @@ from methods.pairs import ANCHOR_MODES
 
 @dataclass
 class CocodrConfig:
-    temperature: float = 0.05
-    pooling: str = "mean"
+    temperature: float = hp(0.05, gt=0)
+    pooling: str = hp("mean", choices=POOLINGS)
     anchor: str = "first"  # "first" (paper main) or "random" (§5.1 ablation)
 
     def __post_init__(self) -> None:

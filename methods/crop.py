@@ -10,17 +10,19 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from bench.encoder import POOLINGS
+from bench.hparams import hp
 from bench.method import MethodSpec
 from methods.pairs import Pair, PairContrastiveAdapter
 
 
 @dataclass
 class CropConfig:
-    temperature: float = 0.05
-    pooling: str = "mean"
-    min_chars: int = 100  # sentences shorter than this are discarded
-    max_chars: int = 250  # sentences longer than this are discarded
-    chunk_sentences: int = 2  # t (Figure S2b: t = 2 is the best)
+    temperature: float = hp(0.05, gt=0)
+    pooling: str = hp("mean", choices=POOLINGS)
+    min_chars: int = hp(100, ge=0)  # sentences shorter than this are discarded
+    max_chars: int = hp(250, ge=1)  # sentences longer than this are discarded
+    chunk_sentences: int = hp(2, ge=1)  # t (Figure S2b: t = 2 is the best)
 
     def __post_init__(self) -> None:
         if self.chunk_sentences < 1 or self.min_chars > self.max_chars:

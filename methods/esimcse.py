@@ -50,6 +50,7 @@ import torch
 
 from bench import distributed
 from bench.encoder import POOLINGS
+from bench.hparams import hp
 from bench.method import MethodSpec
 from methods.losses import info_nce
 from methods.pairs import embed, pad_rows
@@ -58,16 +59,16 @@ from methods.pairs import embed, pad_rows
 @dataclass
 class EsimcseConfig:
     # Paper §4 / Table 6: dup_rate 0.32 is the best (the reference code's CLI default 0.05 is not the paper setting).
-    dup_rate: float = 0.32
+    dup_rate: float = hp(0.32, ge=0, le=1)
     # Paper §3.2: m = 0.995 is the best momentum.
-    momentum: float = 0.995
+    momentum: float = hp(0.995, ge=0, lt=1)
     # Paper: queue size ~2.5x the batch (160 for batch 64); here rounded to whole batches (2.5 -> 3 batches),
     # so a queue entry is always one whole past batch.
-    queue_size_ratio: float = 2.5
+    queue_size_ratio: float = hp(2.5, ge=0)
     # SPEC §1: InfoNCE temperature 0.05 shared by the contrastive methods.
-    temperature: float = 0.05
+    temperature: float = hp(0.05, gt=0)
     # Pooling of the training embeddings; SPEC §1: the pooling used at evaluation (mean unless the run says).
-    pooling: str = "mean"
+    pooling: str = hp("mean", choices=POOLINGS)
     # False: MoCo / paper behaviour (entries encoded once, when enqueued, by the momentum encoder of that step).
     # True: entries are re-encoded by the current momentum encoder before each loss (single encoder state).
     refresh_queue_each_step: bool = False

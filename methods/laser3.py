@@ -17,6 +17,8 @@ import random
 from dataclasses import dataclass
 
 from bench.attacks import max_m, sample_m
+from bench.encoder import POOLINGS
+from bench.hparams import hp
 from bench.method import MethodSpec
 from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor
 
@@ -29,10 +31,10 @@ PAPER = (
 
 @dataclass
 class Laser3Config:
-    temperature: float = 0.05
-    pooling: str = "mean"  # paper: mean pooling (Table 5 also reports [CLS])
-    m_mode: str = "random"  # "random": m ~ U{1..max_m}; "twice": m = 2; "none": m = 1 (no elongation ablation)
-    anchor: str = "first"  # "first" (paper main), "random" (§5.1 ablation), "whole" (no sentence split)
+    temperature: float = hp(0.05, gt=0)
+    pooling: str = hp("mean", choices=POOLINGS)  # paper: mean pooling (Table 5 also reports [CLS])
+    m_mode: str = hp("random", choices=M_MODES)  # "random": m ~ U{1..max_m}; "twice": m = 2; "none": m = 1 (no elongation ablation)
+    anchor: str = hp("first", choices=ANCHOR_MODES)  # "first" (paper main), "random" (§5.1 ablation), "whole" (no sentence split)
 
     def __post_init__(self) -> None:
         if self.m_mode not in M_MODES:

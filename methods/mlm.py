@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench.hparams import hp
 from bench.method import MethodSpec
 from methods.losses import token_mean
 from methods.pairs import TokenHelper, pad_rows
@@ -28,9 +29,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class MlmConfig:
-    mask_prob: float = 0.15  # fraction of (non-special) tokens selected for prediction
-    mask_token_frac: float = 0.8  # of the selected: replaced by [MASK]
-    random_token_frac: float = 0.1  # of the selected: replaced by a random token (the rest stay unchanged)
+    mask_prob: float = hp(0.15, gt=0, lt=1)  # fraction of (non-special) tokens selected for prediction
+    mask_token_frac: float = hp(0.8, ge=0, le=1)  # of the selected: replaced by [MASK]
+    random_token_frac: float = hp(0.1, ge=0, le=1)  # of the selected: replaced by a random token (the rest stay unchanged)
 
     def __post_init__(self) -> None:
         if not 0 < self.mask_prob < 1 or self.mask_token_frac + self.random_token_frac > 1:

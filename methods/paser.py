@@ -42,6 +42,7 @@ from torch import nn
 
 from bench.encoder import POOLINGS, pool
 from methods import eda
+from bench.hparams import hp
 from bench.method import MethodSpec
 from methods.losses import token_mean
 from methods.mlm import MlmHead, SharedEmbedding
@@ -56,25 +57,25 @@ SYNONYM_SOURCES = ("auto", "wordnet", "none")
 
 @dataclass
 class PaserConfig:
-    top_k_phrases: int = 3  # §4.5.3, Table 5: RAKE top-3 is the best
+    top_k_phrases: int = hp(3, ge=1)  # §4.5.3, Table 5: RAKE top-3 is the best
     signal_diff_scale: float = 10.0  # m, App. A Table 8
     signal_product_scale: float = 10.0  # n, App. A Table 8
     signal_product_abs: bool = True  # Eq. 2 / Eq. 6 write n * |E_s * E_s~|
-    memory_layout: str = "concat"  # "concat": Linear(4H -> H), one memory vector; "slots": 4 memory vectors
-    decoder_layers: int = 6  # §4.2 / §4.5.1: 6 layers is the best
-    decoder_heads: int | None = None  # None: the encoder's number of attention heads
-    decoder_ffn: int | None = None  # None: the encoder's intermediate size
-    decoder_dropout: float = 0.1
-    max_target_len: int = 32  # decoder target tokens (phrases + separators); longer targets are cut
-    pooling: str = "cls"  # App. B Table 9: [CLS] is the best
-    synonym_rate: float = 0.1  # EDA alpha_sr (EDA's default; the paper gives no value)
+    memory_layout: str = hp("concat", choices=MEMORY_LAYOUTS)  # "concat": Linear(4H -> H), one memory vector; "slots": 4 memory vectors
+    decoder_layers: int = hp(6, ge=1)  # §4.2 / §4.5.1: 6 layers is the best
+    decoder_heads: int | None = hp(None, ge=1)  # None: the encoder's number of attention heads
+    decoder_ffn: int | None = hp(None, ge=1)  # None: the encoder's intermediate size
+    decoder_dropout: float = hp(0.1, ge=0, lt=1)
+    max_target_len: int = hp(32, ge=2)  # decoder target tokens (phrases + separators); longer targets are cut
+    pooling: str = hp("cls", choices=POOLINGS)  # App. B Table 9: [CLS] is the best
+    synonym_rate: float = hp(0.1, ge=0, le=1)  # EDA alpha_sr (EDA's default; the paper gives no value)
     # "auto": WordNet if installed, else none (warned once); "wordnet": required; "none": no augmentation.
     # Resolved when the adapter is built to "wordnet:<folder>" or "none", so the run config records what ran.
     synonyms_source: str = "auto"
-    mlm_weight: float = 1.0  # Eq. 4: L_MLM + L_generative, unweighted
-    generative_weight: float = 1.0
+    mlm_weight: float = hp(1.0, ge=0)  # Eq. 4: L_MLM + L_generative, unweighted
+    generative_weight: float = hp(1.0, ge=0)
     # The reference code skips L_gen for inputs over 32 tokens; the paper has no such rule: None = never skip.
-    skip_generative_over_tokens: int | None = None
+    skip_generative_over_tokens: int | None = hp(None, ge=1)
 
     def __post_init__(self) -> None:
         if self.top_k_phrases < 1:

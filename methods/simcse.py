@@ -12,18 +12,20 @@ from dataclasses import dataclass
 
 import torch
 
+from bench.encoder import POOLINGS
+from bench.hparams import hp
 from bench.method import MethodSpec
 from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor
 
 
 @dataclass
 class SimcseConfig:
-    temperature: float = 0.05
-    pooling: str = "mean"
-    dropout: float = 0.1  # the augmentation itself: every dropout layer of the encoder is set to this p
+    temperature: float = hp(0.05, gt=0)
+    pooling: str = hp("mean", choices=POOLINGS)
+    dropout: float = hp(0.1, gt=0, lt=1)  # the augmentation itself: every dropout layer of the encoder is set to this p
     # Which text is duplicated: "whole" = the training text as it is (SimCSE); "first"/"random" = one sentence
     # of it, which makes simcse exactly laser3-self without the elongation (paper 000, Table 2 note).
-    text: str = "whole"
+    text: str = hp("whole", choices=ANCHOR_MODES)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.dropout < 1.0:

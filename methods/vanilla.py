@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bench.encoder import POOLINGS
+from bench.hparams import hp
 from bench.method import MethodSpec
 
 
 @dataclass
 class VanillaConfig:
-    pooling: str = "mean"  # SPEC §1: mean pooling at evaluation unless the run says otherwise
+    pooling: str = hp("mean", choices=POOLINGS)  # SPEC §1: mean pooling at evaluation unless the run says otherwise
 
 
 class VanillaAdapter:

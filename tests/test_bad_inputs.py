@@ -257,3 +257,94 @@ def test_the_shipped_scifact_has_no_duplicate_ids(shared_data):
     from bench.data import read_beir
 
     assert read_beir(shared_data / "beir" / "scifact").duplicates == {}
+
+
+# --------------------------------------------------------------------------------- hyper-parameters
+BAD_HPARAMS = {
+    "not a number": ("simcse", "simcse.temperature=abc", r"simcse\.temperature='abc': must be a finite number, got str"),
+    "zero temperature": ("simcse", "simcse.temperature=0", r"simcse\.temperature=0\.0: must be > 0"),
+    "negative temperature": ("simcse", "simcse.temperature=-1", r"simcse\.temperature=-1\.0: must be > 0"),
+    "NaN": ("simcse", "simcse.temperature=NaN", r"simcse\.temperature=nan: must be a finite number"),
+    "dropout of 1": ("simcse", "simcse.dropout=1", r"simcse: dropout must be in \(0, 1\)"),
+    "unknown choice": ("laser3-self", "laser3-self.m_mode=sideways", r"m_mode 'sideways' is not one of|m_mode='sideways': must be one of"),
+    "momentum 1": ("esimcse", "esimcse.momentum=1", r"momentum must be in \[0, 1\)"),
+    "fractional count": ("crop", "crop.chunk_sentences=2.5", r"crop\.chunk_sentences=2\.5: must be an integer, got float"),
+    "zero layers": ("paser", "paser.decoder_layers=0", r"paser: decoder_layers must be >= 1, got 0"),
+    "zero decoder heads": ("paser", "paser.decoder_heads=0", r"paser\.decoder_heads=0: must be >= 1"),
+    "bool for a float": ("mlm", "mlm.mask_prob=true", r"mlm\.mask_prob=True: must be a finite number, got bool"),
+    "unknown key": ("simcse", "simcse.temprature=0.1", r"has no hyper-parameter\(s\) \['temprature'\]"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BAD_HPARAMS))
+def test_bad_hyper_parameter_is_refused_before_any_model_loads(case, world, capsys, monkeypatch):
+    import bench.encoder
+
+    def no_loading(*a, **k):
+        raise AssertionError("a model was loaded before the hyper-parameters were validated")
+
+    monkeypatch.setattr(bench.encoder, "load_transformer", no_loading)
+    (world.root / "corpus.txt").write_text("one text. another one.\n" * 20)
+    method, item, message = BAD_HPARAMS[case]
+    before = rows_digest(world.db)
+    capsys.readouterr()
+    argv = ["run", "--method", method, "--backbone", str(world.model), "--corpus", str(world.root / "corpus.txt"),
+            "--budget", "steps=2", "--suite", "sts:stsb", "--data-dir", str(world.data), "--db", str(world.db),
+            "--out", str(world.root / "runs"), "--no-progress", "--hp", item]  # fmt: skip
+    assert main(argv) == 2
+    _one_error_line(capsys, message)
+    assert rows_digest(world.db) == before and len(ResultsDB(world.db).runs()) == 1  # no run recorded
+
+
+# ------------------------------------------------------------------------------------ pickle weights
+def _pickle_folder(world: World, name: str, payload) -> Path:  # noqa: ANN001
+    import torch
+
+    folder = shutil.copytree(world.model, world.root / name)
+    (folder / "model.safetensors").unlink()
+    torch.save(payload(folder), folder / "pytorch_model.bin")
+    return folder
+
+
+class _Evil:
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _state_dict(world: World):  # noqa: ANN202
+    from safetensors.torch import load_file
+
+    return lambda folder: load_file(str(world.model / "model.safetensors"))
+
+
+@pytest.mark.parametrize("case", ["pickle-only folder without --allow-pickle", "malicious pickle with --allow-pickle"])
+def test_pickle_weights(case, world, capsys, monkeypatch):
+    monkeypatch.delenv("LENBENCH_ALLOW_PICKLE", raising=False)  # --allow-pickle sets it for the process
+    marker = world.root / "PWNED"
+    if case.startswith("pickle-only"):
+        folder, extra, message = _pickle_folder(world, "bin-model", _state_dict(world)), [], (
+            r"bin-model has only pickle weights \(pytorch_model\.bin\).*pass --allow-pickle")
+    else:
+        folder, extra, message = _pickle_folder(world, "evil-model", lambda f: {"w": _Evil(marker)}), ["--allow-pickle"], (
+            r"pickle weights were refused by torch's weights_only loader.*GLOBAL posix\.system")
+    before = rows_digest(world.db)
+    capsys.readouterr()
+    assert main(["eval", "--model", str(folder), "--suite", "sts:stsb", "--data-dir", str(world.data), "--db", str(world.db), *extra]) == 2
+    _one_error_line(capsys, message)
+    assert not marker.exists()  # the payload never ran
+    assert rows_digest(world.db) == before and len(ResultsDB(world.db).runs()) == 1
+
+
+def test_allow_pickle_loads_trusted_pickle_weights_to_the_same_scores(world, monkeypatch):
+    monkeypatch.delenv("LENBENCH_ALLOW_PICKLE", raising=False)
+    folder = _pickle_folder(world, "bin-model", _state_dict(world))
+    assert main(["eval", "--model", str(folder), "--suite", "sts:stsb", "--data-dir", str(world.data), "--db", str(world.db),
+                 "--max-len", "32", "--allow-pickle", "--no-cache"]) == 0  # fmt: skip
+    scores = ResultsDB(world.db).scores()
+    sts = scores[scores.suite == "sts"].set_index("run_id")["value"]
+    assert list(sts.index) == [1, 2] and sts[2] == pytest.approx(sts[1], abs=1e-9)  # same weights, same score

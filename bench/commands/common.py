@@ -35,6 +35,16 @@ def add_encoder_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=64, help="encoding batch size (default 64)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    add_allow_pickle(p)
+
+
+def add_allow_pickle(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-pickle",
+        action="store_true",
+        help="also load models whose only weights are pickle files (pytorch_model.bin), with torch's weights_only "
+        "loader; by default only safetensors are loaded (a pickle can run code)",
+    )
 
 
 def add_eval_options(p: argparse.ArgumentParser) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 from bench import distributed
 from bench.commands.common import (
+    add_allow_pickle,
     add_data_dir,
     add_db,
     add_nproc,
@@ -87,6 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=None, help="only the first N items of each evaluation dataset")
     p.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
+    add_allow_pickle(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     # Set by `bench sweep` on each point it runs; recorded in Run.sweep / Run.sweep_point, outside the config hash.
     p.add_argument("--sweep", default="", help=argparse.SUPPRESS)
