@@ -43,6 +43,7 @@ from bench.commands.common import (
     start_processes,
 )
 from bench.errors import ConfigError
+from results_db.store import liveness_fields
 
 DEFAULT_METHODS = "laser3-self,simcse"
 DEFAULT_BUDGET = "steps=60"
@@ -262,8 +263,8 @@ def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget,
             if not same.empty:
                 row = same.iloc[-1]
                 print(f"[{method}] resuming run {int(row['id'])} ({row['status']}) in {row['output_dir']}")
-                if row["status"] != "finished":
-                    db.update_run(int(row["id"]), status="running", error="")
+                if row["status"] != "finished":  # this process holds the row now (its pid, a fresh heartbeat)
+                    db.update_run(int(row["id"]), status="running", error="", **liveness_fields())
                 return int(row["id"]), Path(row["output_dir"]), str(row["status"])
         print(f"[{method}] --resume: no earlier run of this exact configuration; starting one")
     out_dir = out_root / method

@@ -81,8 +81,8 @@ def sweep(args: argparse.Namespace) -> int:
             print(comparison_table(db, spec, states, metric=args.metric))
         return 0
 
-    todo = [s.point for s in states if s.state != "done" and not (s.state == "running" and s.detail == "")]
-    busy = [s for s in states if s.state == "running" and s.detail == ""]
+    todo = [s.point for s in states if s.state not in ("done", "running")]
+    busy = [s for s in states if s.state == "running"]
     for s in busy:
         print(f"{s.point.key}: run {s.run_id} is running in a live process; not started again")
     if not todo:
@@ -113,7 +113,10 @@ def _empty_runs():  # noqa: ANN202
 def _summary(results, name: str, file: str) -> int:  # noqa: ANN001
     failed = [r for r in results if r.status == "failed"]
     done = [r for r in results if r.status == "finished"]
-    print(f"\nsweep {name}: {len(done)} finished, {len(failed)} failed, {len(results) - len(done) - len(failed)} interrupted")
+    interrupted = sum(r.status == "interrupted" for r in results)
+    not_started = sum(r.status == "not started" for r in results)
+    print(f"\nsweep {name}: {len(done)} finished, {len(failed)} failed"
+          + (f", {interrupted} interrupted, {not_started} not started (the same command resumes them)" if interrupted + not_started else ""))
     for r in failed:
         print(f"  FAILED {r.key} after {r.attempts} attempt(s): {r.last_line}\n         log: {r.log}")
     print(f"status and comparison: bench sweep {shlex.quote(file)} --status")

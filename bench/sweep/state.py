@@ -2,23 +2,19 @@
 points still to run will cost.
 
 A point is `done` when a finished run with its config hash exists (whoever ran it), `running` when its newest row
-is running and its process is alive (same host: the pid exists; other host: a heartbeat in the last few minutes),
+is running and its process is alive (`results_db.liveness`: the pid on this host, else a recent heartbeat),
 `failed` when its newest row failed or is "running" with its process gone (a killed worker), `missing` when no
-row exists. Only `done` points are skipped by an executor; the others run with `bench run --resume`.
+row exists. An executor skips `done` and `running` points; the others run with `bench run --resume`.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import os
-import socket
 from dataclasses import dataclass
 
 import pandas as pd
 
 from bench.sweep.points import Point
-
-LIVE_HEARTBEAT = dt.timedelta(minutes=5)
+from results_db.liveness import is_stale
 
 
 @dataclass
@@ -39,23 +35,6 @@ def matching_rows(runs: pd.DataFrame, point: Point) -> pd.DataFrame:
     return rows.sort_values("id")
 
 
-def _alive(row: pd.Series) -> bool | None:
-    """Is the process holding a running row alive? None when the row does not say (no pid, no heartbeat)."""
-    host, pid, beat = row.get("host") or "", row.get("pid"), row.get("heartbeat_at")
-    if host == socket.gethostname() and pid is not None and not pd.isna(pid):
-        try:
-            os.kill(int(pid), 0)
-            return True
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-    if beat is not None and not pd.isna(beat):
-        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-        return now - pd.Timestamp(beat).to_pydatetime() < LIVE_HEARTBEAT
-    return None
-
-
 def point_states(runs: pd.DataFrame, points: list[Point]) -> list[PointState]:
     out = []
     for point in points:
@@ -69,12 +48,10 @@ def point_states(runs: pd.DataFrame, points: list[Point]) -> list[PointState]:
             continue
         row = rows.iloc[-1]
         if row["status"] == "running":
-            alive = _alive(row)
-            if alive is False:
-                out.append(PointState(point, "failed", int(row["id"]), "its process is gone (killed?); resumes on the next run"))
+            if is_stale(row.to_dict()):
+                out.append(PointState(point, "failed", int(row["id"]), "stale: its process is gone (killed?); the next run resumes it"))
             else:
-                note = "" if alive else "no heartbeat recorded: if its worker died, the next run resumes it"
-                out.append(PointState(point, "running", int(row["id"]), note))
+                out.append(PointState(point, "running", int(row["id"])))
             continue
         error = str(row.get("error") or "").strip().splitlines()
         out.append(PointState(point, "failed", int(row["id"]), error[-1] if error else ""))

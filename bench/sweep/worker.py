@@ -24,7 +24,7 @@ from bench.sweep.points import Point
 @dataclass
 class PointResult:
     key: str
-    status: str  # finished | failed | interrupted
+    status: str  # finished | failed | interrupted | not started
     attempts: int
     returncode: int | None
     log: str
@@ -85,7 +85,8 @@ def run_point(point: Point, settings: WorkerSettings, registry: ChildRegistry | 
     attempt = 0
     for attempt in range(1, settings.retries + 2):
         if registry is not None and registry.stopping.is_set():
-            return PointResult(point.key, "interrupted", attempt - 1, rc, str(log), time.time() - t0)
+            status = "interrupted" if attempt > 1 else "not started"
+            return PointResult(point.key, status, attempt - 1, rc, str(log), time.time() - t0)
         with open(log, "a") as fh:
             stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
             fh.write(f"\n=== {stamp} attempt {attempt}/{settings.retries + 1}: {' '.join(cmd)}\n")
