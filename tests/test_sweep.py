@@ -184,8 +184,9 @@ def test_every_shipped_sweep_file_expands_offline(capsys):
     assert len(files) >= 6
     for path in files:
         spec = load_spec(path)
-        points = expand(spec, compute_hash=path.stem == "smoke")
+        points = expand(spec)  # every point through `bench run`'s parser and settings (methods, --hp, budget...)
         assert points and len({p.key for p in points}) == len(points)
+        assert all(p.config_hash for p in points) or path.stem != "smoke"  # the others' corpora are not here
         cells = {p.cell for p in points}
         for pub in spec.published:  # every published number belongs to a cell of its file
             matching = [p for p in points if all(str({**p.labels, "method": p.method}.get(k)) == str(v) for k, v in pub.cell.items())]
@@ -196,3 +197,50 @@ def test_every_shipped_sweep_file_expands_offline(capsys):
     assert main(["sweep", str(REPO / "sweeps" / "laser3-table2.toml"), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert out.count("bench run ") >= 2 and "--corpus wiki1m" in out and "--suite beir14" in out
+
+
+def test_status_compares_cells_over_seeds_beside_the_papers_number(tmp_path):
+    """Scores written by hand for 2 cells x 3 seeds: the comparison's mean, t-interval and BEIR-style average (the
+    cqadupstack forums count once, through their mean row) against values computed here."""
+    from scipy import stats
+
+    from bench.stats import mean_ci
+    from bench.sweep.report import comparison_table
+    from bench.sweep.state import point_states
+    from results_db import ScoreRecord
+
+    spec_path = write_spec(tmp_path / "cmp.toml", Path("minilm"), 'method = ["simcse", "laser3-self"]\nseed = [0, 1, 2]',
+                           extra="""[[published]]
+cell = { method = "laser3-self" }
+suite = "beir"
+average_of = ["scifact", "nfcorpus", "cqadupstack"]
+metric = "ndcg_at_10"
+value = 18.16
+source = "LA(SER)^3 Table 2"
+""")
+    spec = load_spec(spec_path)
+    points = expand(spec, compute_hash=False)  # no hash: rows are matched by sweep name and point key
+    db = ResultsDB(tmp_path / "cmp.sqlite")
+    values = {}
+    for p in points:
+        if p.key == "method=simcse seed=2":
+            continue  # not run yet
+        run_id = db.create_run(kind="train", model="m", method=p.method, seed=p.seed, sweep="cmp", sweep_point=p.key)
+        base = 10.0 * (p.method == "laser3-self") + p.seed
+        per = {"scifact": base + 1, "nfcorpus": base + 2, "cqadupstack": base + 6, "cqadupstack-gis": 99.0}
+        db.add_scores(run_id, [ScoreRecord("beir", d, "ndcg_at_10", v) for d, v in per.items()])
+        db.finish_run(run_id)
+        values.setdefault(p.cell, []).append((base + 1 + base + 2 + base + 6) / 3)
+    states = point_states(db.runs(), points)
+    assert [s.state for s in states].count("done") == 5 and [s.state for s in states].count("missing") == 1
+    table = comparison_table(db, spec, states)
+    rows = {tuple(ln.split()[:3]): ln for ln in table.splitlines()[1:]}
+    laser = rows[("method=laser3-self", "beir", "average")]
+    ci = mean_ci(values["method=laser3-self"])
+    half = stats.t.ppf(0.975, 2) * stats.tstd(values["method=laser3-self"]) / 3 ** 0.5
+    assert ci.mean == pytest.approx(14.0) and ci.high - ci.mean == pytest.approx(half)  # (13 + 14 + 15) / 3
+    assert f"{ci.mean:.2f}" in laser and f"[{ci.low:.2f}, {ci.high:.2f}]" in laser
+    assert "18.16" in laser and "LA(SER)^3 Table 2" in laser
+    simcse = rows[("method=simcse", "beir", "average")]
+    assert " 2 " in simcse and "3.50" in simcse and "18.16" not in simcse  # 2 seeds done; no paper number for it
+    assert "cqadupstack-gis" in table  # the forum row itself is still listed, but not averaged
