@@ -100,7 +100,7 @@ RUN_ARGS = ("backbone", "budget", "batch_size", "max_len", "corpus", "suite", "d
 
 
 def _method(name: str, spec: SweepSpec, key: str) -> str:
-    from methods import get_method
+    from bench.registry import get_method
 
     try:
         return get_method(name.strip(",")).name
@@ -135,7 +135,7 @@ def _parse(argv: list[str], spec: SweepSpec, key: str):  # noqa: ANN202
 def _hash(args, spec: SweepSpec, key: str, corpora: dict) -> tuple[str | None, str]:  # noqa: ANN001
     from bench.commands.run import parse_settings, run_configs
     from bench.data.errors import DataError
-    from methods import get_method
+    from bench.registry import get_method
 
     try:
         settings = parse_settings(args)
