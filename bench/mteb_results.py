@@ -333,3 +333,14 @@ def import_references(db: Any, models: list[ReferenceModel], command: str) -> li
         db.finish_run(run_id)
         out.append((model, run_id, True))
     return out
+
+
+def reference_runs(runs: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The imported reference rows of one model, newest first: `name` is the MTEB model name ('org/model', matched
+    against Run.model and Run.method, case-insensitive) or its folder form 'org__model'. For `--reference NAME`."""
+    if runs.empty or "kind" not in runs:
+        return runs.iloc[0:0]
+    wanted = name.replace("__", "/").lower()
+    refs = runs[runs["kind"] == REFERENCE_KIND]
+    hit = refs["model"].str.lower().eq(wanted) | refs["method"].str.lower().eq(wanted)
+    return refs[hit].sort_values("id", ascending=False)
