@@ -3,13 +3,20 @@
 `elongate(S, m)` is the paper's copy-and-concatenate operator f(S, m). Models see at most `max_len` tokens, so
 the token-aware forms either choose m so that the copies fit (`sample_m`, `max_m`) or cut the elongated text at
 the last whole token that fits (`elongate_within`): no attacked input ever exceeds max_len.
+
+Batch forms for whole corpora (fast tokenizer, a few calls per chunk of texts instead of 2-3 per text):
+`attack_batch` (attacked texts + each text's m + whether it was cut at max_len; `attack_texts` keeps only the texts)
+and `model_inputs` (the token ids an encoder sees + whether each text was truncated).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
+
+import numpy as np
 
 from bench.errors import ConfigError
 
@@ -103,12 +110,92 @@ def parse_elong_variants(spec: str | Sequence[str | int] | None) -> list[str]:
     return out
 
 
+@dataclass
+class ModelInputs:
+    """What a model sees for each text: token ids with special tokens, cut at max_len, and whether a cut was made."""
+
+    ids: list[list[int]]
+    truncated: np.ndarray  # bool, one per text
+
+
+def model_inputs(texts: Sequence[str], tokenizer: Tokenizer, max_len: int) -> ModelInputs:
+    """Tokenise a batch as an encoder does (special tokens, truncation at max_len), in one fast-tokenizer call.
+
+    `truncated[i]` is True when text i had tokens beyond max_len: for a fast tokenizer, read from the offsets (text
+    left after the last kept token), so no second, untruncated tokenisation is needed.
+    """
+    texts = list(texts)
+    if not texts:
+        return ModelInputs([], np.zeros(0, dtype=bool))
+    if getattr(tokenizer, "is_fast", False):
+        enc = tokenizer(texts, truncation=True, max_length=max_len, return_offsets_mapping=True,
+                        return_attention_mask=False, return_token_type_ids=False)  # fmt: skip
+        ids = enc["input_ids"]
+        truncated = np.fromiter(
+            (len(i) >= max_len and bool(t[max(e for _, e in o):].strip()) for t, i, o in zip(texts, ids, enc["offset_mapping"])),
+            dtype=bool, count=len(texts),
+        )  # fmt: skip
+        return ModelInputs([list(i) for i in ids], truncated)
+    ids = tokenizer(texts, truncation=True, max_length=max_len)["input_ids"]
+    longer = tokenizer(texts, truncation=True, max_length=max_len + 1)["input_ids"]
+    return ModelInputs([list(i) for i in ids], np.array([len(x) > max_len for x in longer], dtype=bool))
+
+
+@dataclass
+class Attacked:
+    """One elongation variant applied to a list of texts: the attacked texts, each text's m, and whether the
+    elongated text was cut at max_len (the model then sees a prefix of f(S, m))."""
+
+    texts: list[str]
+    m: np.ndarray  # int32
+    truncated: np.ndarray  # bool
+
+
+ATTACK_CHUNK = 4096  # texts tokenised per call: bounds the memory of token ids and offsets
+
+
+def attack_batch(
+    texts: Sequence[str], variant: str, tokenizer: Tokenizer, max_len: int, seed: int = 0,
+    special_tokens: int = SPECIAL_TOKENS_BERT,
+) -> Attacked:  # fmt: skip
+    """`attack_texts` with its bookkeeping, tokenised in batches (two fast-tokenizer calls per chunk of texts).
+
+    Exactly `elongate_within` / `elongate_random` text by text (same m draws from one `random.Random(seed)`, in
+    order): n only matters up to the budget (a text longer than max_len - 2 tokens gets one copy and m_max = 1), so
+    the count is taken on the text cut at budget + 1 tokens, and the cut of f(S, m) reads the offsets of its first
+    budget + 1 tokens.
+    """
+    budget = max_len - special_tokens
+    rng = random.Random(seed) if variant == "rand" else None
+    fixed_m = None if variant == "rand" else int(variant)
+    out: list[str] = []
+    ms = np.zeros(len(texts), dtype=np.int32)
+    cut = np.zeros(len(texts), dtype=bool)
+    for start in range(0, len(texts), ATTACK_CHUNK):
+        chunk = list(texts[start : start + ATTACK_CHUNK])
+        counts = tokenizer(chunk, add_special_tokens=False, truncation=True, max_length=budget + 1,
+                           return_attention_mask=False, return_token_type_ids=False)["input_ids"]  # fmt: skip
+        elongated = []
+        for j, (text, ids) in enumerate(zip(chunk, counts)):
+            n = len(ids)
+            m = fixed_m if rng is None else sample_m(n, max_len, rng, special_tokens)
+            ms[start + j] = m
+            elongated.append(elongate(text, min(m, budget // max(1, n) + 1)))
+        enc = tokenizer(elongated, add_special_tokens=False, truncation=True, max_length=budget + 1,
+                        return_offsets_mapping=True, return_attention_mask=False,
+                        return_token_type_ids=False)["offset_mapping"]  # fmt: skip
+        for j, (text, offsets) in enumerate(zip(elongated, enc)):
+            if len(offsets) > budget:
+                cut[start + j] = True
+                text = text[: offsets[budget - 1][1]] if budget > 0 else ""
+            out.append(text)
+    return Attacked(out, ms, cut)
+
+
 def attack_texts(
     texts: Sequence[str], variant: str, tokenizer: Tokenizer, max_len: int, seed: int = 0
 ) -> list[str]:
     """Apply one elongation variant ('2', '4', '8', 'rand') to every text, within max_len."""
-    if variant == "rand":
-        rng = random.Random(seed)
-        return [elongate_random(t, tokenizer, max_len, rng)[0] for t in texts]
-    m = int(variant)
-    return [elongate_within(t, m, tokenizer, max_len) for t in texts]
+    if variant != "rand" and (not str(variant).isdigit() or int(variant) < 1):
+        raise ValueError(f"elongation variant {variant!r}: use an integer >= 1 or 'rand'")
+    return attack_batch(texts, variant, tokenizer, max_len, seed=seed).texts

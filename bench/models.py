@@ -16,7 +16,10 @@ def load_model(
     device: str | None = None,
     use_cache: bool = True,
     cache_dir: str | None = None,
+    backend: str = "auto",
+    emb_dtype: str = "fp32",
 ) -> Any:
+    """BM25 for 'bm25', else an `Encoder` (lazy for local folders: nothing heavy loads until a text must be encoded)."""
     if name.lower() in LEXICAL_MODELS:
         from bench.lexical import BM25Model
 
@@ -31,4 +34,6 @@ def load_model(
         device=device,
         use_cache=use_cache,
         cache_dir=cache_dir,
+        backend=backend,
+        emb_dtype=emb_dtype,
     )

@@ -29,13 +29,15 @@ class TokenHelper:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     def body(self, text: str) -> list[int]:
-        """Token ids of `text` without special tokens, cut at max_len - 2."""
-        return list(self.tokenizer(text, add_special_tokens=False, truncation=False)["input_ids"][: self.body_max])
+        """Token ids of `text` without special tokens, cut at max_len - 2 (by the tokenizer: long documents are
+        never turned into thousands of ids only to be cut)."""
+        return self.bodies([text])[0]
 
     def bodies(self, texts: list[str]) -> list[list[int]]:
         if not texts:
             return []
-        enc = self.tokenizer(texts, add_special_tokens=False, truncation=False)["input_ids"]
+        enc = self.tokenizer(texts, add_special_tokens=False, truncation=True, max_length=self.body_max,
+                             return_attention_mask=False, return_token_type_ids=False)["input_ids"]  # fmt: skip
         return [list(ids[: self.body_max]) for ids in enc]
 
     def wrap(self, body: list[int]) -> list[int]:
@@ -62,6 +64,8 @@ class PairContrastiveAdapter:
     """Base of the InfoNCE pair methods. Subclasses implement `make_pair(text, rng) -> Pair | None`."""
 
     name = "pair"
+    # True when both views always have the same token ids and length (SimCSE): one forward over the 2B rows.
+    one_forward = False
 
     def __init__(self, config: Any, *, tokenizer: Any, max_len: int, seed: int = 0):
         if getattr(config, "pooling", "mean") not in POOLINGS:
@@ -107,6 +111,12 @@ class PairContrastiveAdapter:
 
     def embed_pair(self, model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
         pooling = self.config.pooling
+        a_ids, p_ids = batch["anchor_input_ids"], batch["positive_input_ids"]
+        if self.one_forward and a_ids.shape == p_ids.shape:
+            # One pass over [anchors; positives]: each row still gets its own dropout mask, as in two passes.
+            both = embed(model, torch.cat([a_ids, p_ids]),
+                         torch.cat([batch["anchor_attention_mask"], batch["positive_attention_mask"]]), pooling)  # fmt: skip
+            return both[: len(a_ids)], both[len(a_ids) :]
         a = embed(model, batch["anchor_input_ids"], batch["anchor_attention_mask"], pooling)
         p = embed(model, batch["positive_input_ids"], batch["positive_attention_mask"], pooling)
         return a, p

@@ -2,7 +2,9 @@
 the two dropout masks (p = 0.1) make the positive pair; InfoNCE with in-batch negatives, t = 0.05.
 
 The original trains with [CLS]+MLP pooling at max_len 32; here pooling is mean (SPEC §1: the evaluation pooling)
-unless configured, and max_len is the comparison's shared one.
+unless configured, and max_len is the comparison's shared one. Both views go through one forward pass over the
+concatenated 2B rows (the original implementation's layout; about half the CPU time of two passes); dropout masks
+are drawn per row, so the pair still differs.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def set_dropout(model: torch.nn.Module, p: float) -> int:
 
 class SimcseAdapter(PairContrastiveAdapter):
     name = "simcse"
+    one_forward = True  # the two views are the same ids: one forward over the concatenated 2B batch
 
     def setup(self, model: torch.nn.Module) -> list[torch.nn.Module]:
         if set_dropout(model, self.config.dropout) == 0:

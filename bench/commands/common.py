@@ -35,6 +35,11 @@ def add_encoder_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=64, help="encoding batch size (default 64)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    p.add_argument("--backend", choices=["auto", "torch", "onnx"], default="auto",
+                   help="inference backend: onnx (ONNX Runtime, CPU; exported once per model) or torch; "
+                   "auto = onnx on CPU when onnxruntime is installed, else torch (default auto)")  # fmt: skip
+    p.add_argument("--emb-dtype", choices=["fp32", "fp16"], default="fp32",
+                   help="embedding matrix precision; fp16 halves the memory of large corpora (default fp32)")  # fmt: skip
     add_allow_pickle(p)
 
 

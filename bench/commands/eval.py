@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         device=args.device,
         use_cache=not args.no_cache,
+        backend=args.backend,
+        emb_dtype=args.emb_dtype,
     )
     check_model(model, suites)  # e.g. bm25 on sts: refused before a run is recorded
     describe = model.describe()

@@ -90,6 +90,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     add_allow_pickle(p)
+    p.add_argument("--backend", choices=["auto", "torch", "onnx"], default="auto",
+                   help="evaluation inference backend (training is always torch); auto = onnx on CPU (default auto)")
+    p.add_argument("--emb-dtype", choices=["fp32", "fp16"], default="fp32", help="evaluation embedding matrix precision")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     # Set by `bench sweep` on each point it runs; recorded in Run.sweep / Run.sweep_point, outside the config hash.
     p.add_argument("--sweep", default="", help=argparse.SUPPRESS)
@@ -345,7 +348,8 @@ def _finish_trained(db, run_id: int, method: str, paper: str, encoder_dir: Path,
 def _load_encoder(model_dir: str, args: argparse.Namespace):  # noqa: ANN202
     from bench.models import load_model
 
-    return load_model(model_dir, pooling=args.pooling, max_len=args.eval_max_len, batch_size=args.eval_batch_size, device=args.device, use_cache=not args.no_cache)
+    return load_model(model_dir, pooling=args.pooling, max_len=args.eval_max_len, batch_size=args.eval_batch_size, device=args.device,
+                      use_cache=not args.no_cache, backend=args.backend, emb_dtype=args.emb_dtype)  # fmt: skip
 
 
 def reproduce_command(args: argparse.Namespace, method: str, trains: bool, suite_args: list[str]) -> str:

@@ -1,0 +1,197 @@
+"""Streaming encode, the token-id cache key, memmap/fp16 matrices, the ONNX backend, lazy start-up, batch attacks
+and one-pass SimCSE (issue 10). Speed and memory are measured in benchmarks/, not here."""
+
+import json
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bench.attacks import attack_batch, attack_texts, elongate_random, elongate_within, model_inputs
+from bench.encoder import Encoder
+from bench.suites.base import EvalContext
+from bench.suites.retrieval import exact_search, score_retrieval
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+WORDS = "cat dog sun tree car boat bird fish rain snow road hill lamp door book cup".split()
+
+
+def sentences(n, seed=0, lo=2, hi=12):
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi))) for _ in range(n)]
+
+
+def load(tiny_model_dir, tmp_path, **kw):
+    kw = {"max_len": 16, "batch_size": 4, "show_progress": False, "backend": "torch", "cache_dir": tmp_path / "cache", **kw}
+    return Encoder.load(str(tiny_model_dir), **kw)
+
+
+# ----------------------------------------------------------------------------------- streaming + resume
+def test_killed_chunked_encode_resumes_without_encoding_any_text_twice(tiny_model_dir, tmp_path, monkeypatch):
+    texts = sentences(60, seed=1)
+    texts += texts[:10]  # repeated texts are one model input
+    distinct = len({tuple(ids) for ids in load(tiny_model_dir, tmp_path).tokenize(texts).ids})
+    reference = load(tiny_model_dir, tmp_path, use_cache=False).encode(texts)
+
+    first = load(tiny_model_dir, tmp_path)
+    first.chunk_size = 16
+    calls = {"n": 0}
+    original = Encoder._forward
+
+    def dies_on_the_7th_batch(self, batch):
+        calls["n"] += 1
+        if calls["n"] == 7:  # mid-way through the second chunk
+            raise KeyboardInterrupt
+        return original(self, batch)
+
+    monkeypatch.setattr(Encoder, "_forward", dies_on_the_7th_batch)
+    with pytest.raises(KeyboardInterrupt):
+        first.encode(texts)
+    assert 16 < first.texts_encoded < distinct  # the first chunk and part of the second were committed
+    monkeypatch.setattr(Encoder, "_forward", original)
+
+    again = load(tiny_model_dir, tmp_path)  # a new process: only the cache survives
+    again.chunk_size = 16
+    out = again.encode(texts)
+    assert first.texts_encoded + again.texts_encoded == distinct  # nothing encoded twice
+    np.testing.assert_allclose(out, reference, atol=1e-6)
+    np.testing.assert_array_equal(out[60:], out[:10])
+    assert load(tiny_model_dir, tmp_path).encode_into_cache(texts) == 0
+
+
+def test_an_attacked_text_cut_to_its_clean_input_is_a_cache_hit(tiny_model_dir, tmp_path):
+    enc = load(tiny_model_dir, tmp_path)
+    long_text = " ".join(WORDS * 3)  # 48 words: longer than max_len 16
+    short_text = "cat dog"
+    clean = enc.encode([long_text, short_text])
+    assert enc.texts_encoded == 2
+    attacked = attack_texts([long_text, short_text], "2", enc.tokenizer, enc.max_len)
+    assert attacked[0] != long_text and attacked[1] == "cat dog cat dog"
+    again = enc.encode(attacked)
+    assert enc.texts_encoded == 3  # only the short text's input changed
+    np.testing.assert_array_equal(again[0], clean[0])
+    assert not np.allclose(again[1], clean[1])
+    fresh = load(tiny_model_dir, tmp_path)  # the alias table: a seen text needs no tokenizer, a seen input no model
+    fresh.encode(attacked + [long_text])
+    assert fresh.texts_encoded == 0 and not fresh.model_loaded and fresh._tokenizer is None
+
+
+def test_memmap_and_in_ram_matrices_give_identical_scores(tiny_model_dir, tmp_path):
+    root = tmp_path / "data" / "beir" / "toy"
+    (root / "qrels").mkdir(parents=True)
+    docs = sentences(40, seed=3, lo=3, hi=20)
+    queries = sentences(6, seed=4)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "title": "", "text": t}) + "\n" for i, t in enumerate(docs)))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": t}) + "\n" for i, t in enumerate(queries)))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{3 * i + 1}\t1\n" for i in range(6)))
+    ctx = EvalContext(data_dir=str(tmp_path / "data"), attacked=True, elong=["2"])
+    from bench.data.readers import read_beir
+
+    data = read_beir(root, name="toy")
+    in_ram = load(tiny_model_dir, tmp_path, use_cache=False)
+    on_disk = load(tiny_model_dir, tmp_path, use_cache=False)
+    on_disk.memmap_bytes = 0
+    assert isinstance(on_disk.encode(docs), np.memmap) and not isinstance(in_ram.encode(docs), np.memmap)
+    ram = score_retrieval(in_ram, data, "toy", ctx, "beir")
+    disk = score_retrieval(on_disk, data, "toy", ctx, "beir")
+    assert [(r.variant, r.metric, r.value, r.items.values) for r in ram] == [(r.variant, r.metric, r.value, r.items.values) for r in disk]
+    half = load(tiny_model_dir, tmp_path, use_cache=False, emb_dtype="fp16")
+    assert half.encode(docs).dtype == np.float16
+    for a, b in zip(ram, score_retrieval(half, data, "toy", ctx, "beir")):
+        assert a.value == pytest.approx(b.value, abs=5.0)  # fp16 rounding may swap near-ties, nothing more
+
+
+def test_blocked_search_of_a_float16_memmap_equals_a_full_sort(tmp_path, monkeypatch):
+    import bench.suites.retrieval as retrieval
+
+    rng = np.random.default_rng(0)
+    docs = rng.standard_normal((57, 8)).astype(np.float16)
+    mm = np.memmap(tmp_path / "m.bin", dtype=np.float16, mode="w+", shape=docs.shape)
+    mm[:] = docs
+    queries = rng.standard_normal((5, 8)).astype(np.float32)
+    monkeypatch.setattr(retrieval, "DOC_BLOCK", 10)
+    monkeypatch.setattr(retrieval, "QUERY_BLOCK", 2)
+    scores, idx = exact_search(queries, mm, 12)
+    full = queries @ docs.astype(np.float32).T
+    np.testing.assert_array_equal(idx, np.argsort(-full, axis=1, kind="stable")[:, :12])
+    np.testing.assert_allclose(scores, np.take_along_axis(full, idx, axis=1), rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------- backends
+def test_onnx_backend_matches_torch(tiny_model_dir, tmp_path):
+    pytest.importorskip("onnxruntime")
+    texts = sentences(30, seed=5, lo=1, hi=30)  # lengths 1..30 tokens, cut at 16: padded and full batches
+    for pooling in ("mean", "cls"):
+        torch_enc = load(tiny_model_dir, tmp_path, use_cache=False, pooling=pooling)
+        onnx_enc = load(tiny_model_dir, tmp_path, use_cache=False, pooling=pooling, backend="onnx", batch_size=7)
+        a, b = torch_enc.encode(texts), onnx_enc.encode(texts)
+        assert onnx_enc.backend == "onnx" and onnx_enc._model is not None  # exported from the torch weights once
+        assert np.einsum("ij,ij->i", a, b).min() >= 0.9999
+        raw_t, raw_o = torch_enc.encode(texts, normalize=False), onnx_enc.encode(texts, normalize=False)
+        np.testing.assert_allclose(raw_o, raw_t, rtol=1e-3, atol=1e-4)
+    reload = load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx")
+    reload.encode(texts[:3])
+    assert reload._model is None  # the exported graph is reused: torch's model was never loaded
+
+
+def test_warm_eval_of_cached_texts_imports_neither_torch_nor_transformers(tiny_model_dir, tmp_path):
+    texts = sentences(20, seed=6)
+    load(tiny_model_dir, tmp_path).encode(texts)
+    code = (
+        "import sys; from bench.models import load_model; "
+        f"m = load_model({str(tiny_model_dir)!r}, max_len=16, cache_dir={str(tmp_path / 'cache')!r}); "
+        f"v = m.encode({texts!r}); "
+        "from bench.suites.retrieval import exact_search; exact_search(v[:2], v, 5); "
+        "print(m.texts_encoded, 'torch' in sys.modules, 'transformers' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["0", "False", "False"], out
+
+
+# -------------------------------------------------------------------------------------------- attacks
+def test_batch_attacks_equal_the_text_by_text_definition(tiny_model_dir, tmp_path):
+    tok = load(tiny_model_dir, tmp_path).tokenizer
+    texts = sentences(50, seed=7, lo=1, hi=25) + ["", "x"]
+    for max_len in (8, 16, 32):
+        for variant in ("2", "4", "rand"):
+            got = attack_batch(texts, variant, tok, max_len, seed=3)
+            if variant == "rand":
+                rng = random.Random(3)
+                want = [elongate_random(t, tok, max_len, rng)[0] for t in texts]
+            else:
+                want = [elongate_within(t, int(variant), tok, max_len) for t in texts]
+            assert got.texts == want, (max_len, variant)
+            lengths = [len(tok(t, add_special_tokens=False)["input_ids"]) for t in [" ".join([t] * int(m)) for t, m in zip(texts, got.m)]]
+            assert list(got.truncated) == [n > max_len - 2 for n in lengths]
+    inputs = model_inputs(["cat dog", " ".join(WORDS)], tok, 8)
+    assert [len(i) for i in inputs.ids] == [4, 8] and list(inputs.truncated) == [False, True]
+    assert list(model_inputs(["a b c d e f"], tok, 8).truncated) == [False]  # exactly max_len: nothing cut
+
+
+# ---------------------------------------------------------------------------------------- one-pass SimCSE
+def test_simcse_one_forward_gives_the_two_pass_loss(tiny_model_dir):
+    import torch
+
+    from methods.registry import get_method
+    from bench.encoder import load_transformer
+
+    model, tok, _ = load_transformer(str(tiny_model_dir))
+    adapter = get_method("simcse").build(tokenizer=tok, max_len=16, seed=0)
+    adapter.setup(model)
+    model.eval()  # dropout off: the two views are then the same vector in both layouts
+    batch = adapter.make_batch(sentences(8, seed=8, lo=2, hi=30), random.Random(0))
+    assert batch["anchor_input_ids"].shape[1] <= 16  # pair texts cut at max_len
+    one, _ = adapter.loss(model, batch)
+    adapter.one_forward = False
+    two, _ = adapter.loss(model, batch)
+    torch.testing.assert_close(one, two, rtol=1e-5, atol=1e-6)
+    calls = []
+    handle = model.register_forward_hook(lambda *a: calls.append(1))
+    adapter.one_forward = True
+    model.train()
+    loss, _ = adapter.loss(model, batch)
+    handle.remove()
+    assert len(calls) == 1 and loss.item() > 0  # one forward; with dropout on the views differ
