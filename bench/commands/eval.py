@@ -81,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "model_fingerprint": describe.get("fingerprint"),
     }
+    if args.emb_dtype != "fp32":  # fp16 matrices can move scores in the last digits: part of what was run
+        config["emb_dtype"] = args.emb_dtype
     run_id = None if db is None else db.create_run(
         kind="eval",
         model=args.model,
@@ -95,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         command=command_line(),
         status="running",
         model_info=info,
-        runtime={**distributed.describe(), "device": describe.get("device")},
+        runtime={**distributed.describe(), **{k: describe[k] for k in ("device", "backend", "emb_dtype") if describe.get(k)}},
     )
     ctx = EvalContext(
         data_dir=args.data_dir,

@@ -367,6 +367,8 @@ def reproduce_command(args: argparse.Namespace, method: str, trains: bool, suite
     parts += ["--seed", str(args.seed), "--pooling", args.pooling, "--eval-max-len", str(args.eval_max_len), "--elong", args.elong, "--no-baseline"]
     if args.limit:
         parts += ["--limit", str(args.limit)]
+    if args.emb_dtype != "fp32":
+        parts += ["--emb-dtype", args.emb_dtype]
     if args.data_dir:
         parts += ["--data-dir", args.data_dir]
     return " ".join(shlex.quote(p) for p in parts) + f"   # from: {command_line()}"
@@ -452,6 +454,7 @@ def run_configs(args: argparse.Namespace, settings: RunSettings, corpus_texts: i
         "suite": settings.suite_args,
         "eval": {"max_len": args.eval_max_len, "pooling": args.pooling, "batch_size": args.eval_batch_size,
                  "elong": settings.elong, "limit": args.limit},
+        **({"emb_dtype": args.emb_dtype} if getattr(args, "emb_dtype", "fp32") != "fp32" else {}),
     }
     comparison = config_hash({"shared": shared, "methods": settings.methods, "overrides": settings.overrides})
     per_method = {}

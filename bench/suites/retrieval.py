@@ -26,6 +26,7 @@ per-item values (a paired bootstrap over pooled queries would weight forums by s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -160,11 +161,28 @@ def to_run(
     return run
 
 
+class CorpusTexts(Sequence[str]):
+    """The documents' strings (title + " " + text) built on access, slice by slice: the encoder reads a corpus
+    chunk by chunk, so a large corpus is never held twice (once parsed, once as document strings)."""
+
+    def __init__(self, data: RetrievalData, doc_ids: list[str]):
+        self.data = data
+        self.doc_ids = doc_ids
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def __getitem__(self, index):  # noqa: ANN001, ANN204
+        if isinstance(index, slice):
+            return [self.data.doc_text(d) for d in self.doc_ids[index]]
+        return self.data.doc_text(self.doc_ids[index])
+
+
 def is_lexical(model: Any) -> bool:
     return callable(getattr(model, "search", None)) and not callable(getattr(model, "encode", None))
 
 
-def search_run(model: Any, queries: list[str], docs: list[str], query_ids: list[str], doc_ids: list[str], *,
+def search_run(model: Any, queries: list[str], docs: Sequence[str], query_ids: list[str], doc_ids: list[str], *,
                ignore_identical_ids: bool, desc: str, q_emb: np.ndarray | None = None) -> Run:  # fmt: skip
     """Rank the documents for every query with the model: exact cosine for encoders, the model's own search for BM25.
     `q_emb`: the queries' embeddings when the caller has them (queries are the same in every attacked variant)."""
@@ -180,7 +198,7 @@ def search_run(model: Any, queries: list[str], docs: list[str], query_ids: list[
     return to_run(query_ids, doc_ids, scores, indices, ignore_identical_ids, TOP_K)
 
 
-def attack_documents(model: Any, texts: list[str], elong: str, seed: int) -> list[str]:
+def attack_documents(model: Any, texts: Sequence[str], elong: str, seed: int) -> list[str]:
     """Elongation-attacked documents: the model's own attack if it has one (BM25), else token-aware within max_len."""
     own = getattr(model, "attack_texts", None)
     if callable(own):
@@ -234,7 +252,7 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
     query_ids = list(data.qrels)
     queries = [data.queries[q] for q in query_ids]
     doc_ids = list(data.corpus)
-    clean_docs = [data.doc_text(d) for d in doc_ids]
+    clean_docs = CorpusTexts(data, doc_ids)
     ignore_identical = dataset in IGNORE_IDENTICAL_IDS
     q_emb = None if is_lexical(model) else model.encode(queries, desc=f"{dataset} queries")  # once: never attacked
     records = []
