@@ -72,13 +72,34 @@ def package_versions() -> dict[str, str]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
-    try:
-        import torch
-
-        versions["cuda"] = torch.version.cuda or "cpu"
-    except ImportError:
-        pass
+    cuda = torch_cuda_version()
+    if cuda is not None:
+        versions["cuda"] = cuda
     return versions
+
+
+def torch_cuda_version() -> str | None:
+    """torch's CUDA version ("cpu" for a CPU build; None without torch), read from torch/version.py when torch is
+    not imported yet: importing it costs seconds that a warm `bench eval` over cached texts does not need."""
+    if "torch" in sys.modules:
+        return sys.modules["torch"].version.cuda or "cpu"
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    try:
+        source = (Path(list(spec.submodule_search_locations)[0]) / "version.py").read_text()
+        for node in ast.parse(source).body:
+            target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
+            if isinstance(target, ast.Name) and target.id == "cuda" and node.value is not None:
+                return ast.literal_eval(node.value) or "cpu"
+    except (OSError, SyntaxError, ValueError):
+        pass
+    import torch  # an unusual layout: ask torch itself
+
+    return torch.version.cuda or "cpu"
 
 
 _FILE_HASHES: dict[tuple[str, int, int], str] = {}

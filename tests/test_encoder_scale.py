@@ -137,18 +137,24 @@ def test_onnx_backend_matches_torch(tiny_model_dir, tmp_path):
     assert reload._model is None  # the exported graph is reused: torch's model was never loaded
 
 
-def test_warm_eval_of_cached_texts_imports_neither_torch_nor_transformers(tiny_model_dir, tmp_path):
-    texts = sentences(20, seed=6)
-    load(tiny_model_dir, tmp_path).encode(texts)
-    code = (
-        "import sys; from bench.models import load_model; "
-        f"m = load_model({str(tiny_model_dir)!r}, max_len=16, cache_dir={str(tmp_path / 'cache')!r}); "
-        f"v = m.encode({texts!r}); "
-        "from bench.suites.retrieval import exact_search; exact_search(v[:2], v, 5); "
-        "print(m.texts_encoded, 'torch' in sys.modules, 'transformers' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["0", "False", "False"], out
+def test_warm_bench_eval_of_cached_texts_imports_neither_torch_nor_transformers(tiny_model_dir, tmp_path, monkeypatch):
+    from bench.cli import main
+    from tests.conftest import write_sts
+
+    pairs = [(a, b, float(i % 5)) for i, (a, b) in enumerate(zip(sentences(12, seed=6), sentences(12, seed=9)))]
+    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", pairs)
+    argv = ["eval", "--model", str(tiny_model_dir), "--suite", "sts:stsb", "--max-len", "16",
+            "--data-dir", str(tmp_path / "data"), "--db", str(tmp_path / "r.sqlite")]  # fmt: skip
+    monkeypatch.setenv("LENBENCH_CACHE", str(tmp_path / "cache"))
+    assert main(argv) == 0  # cold: encodes every sentence
+    code = f"import sys; from bench.cli import main; rc = main({argv!r}); print(rc, 'torch' in sys.modules, 'transformers' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[-3:] == ["0", "False", "False"], proc.stdout
+    from results_db import ResultsDB
+
+    cold, warm = (r for r in ResultsDB(tmp_path / "r.sqlite").scores().itertuples() if r.dataset == "stsb")
+    assert cold.value == warm.value
 
 
 # -------------------------------------------------------------------------------------------- attacks
@@ -175,8 +181,8 @@ def test_batch_attacks_equal_the_text_by_text_definition(tiny_model_dir, tmp_pat
 def test_simcse_one_forward_gives_the_two_pass_loss(tiny_model_dir):
     import torch
 
-    from methods.registry import get_method
     from bench.encoder import load_transformer
+    from methods import get_method
 
     model, tok, _ = load_transformer(str(tiny_model_dir))
     adapter = get_method("simcse").build(tokenizer=tok, max_len=16, seed=0)

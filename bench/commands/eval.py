@@ -69,7 +69,10 @@ def run(args: argparse.Namespace) -> int:
     describe = model.describe()
     from bench.encoder import resolve_model
 
-    info = {} if args.model.lower() in LEXICAL_MODELS else model_info(resolve_model(args.model), getattr(model, "model", None))
+    # a folder's info is read from its files; the torch module is passed only when already loaded (hub ids), so a warm
+    # run over cached texts still loads no model
+    loaded = getattr(model, "model", None) if getattr(model, "model_loaded", False) else None
+    info = {} if args.model.lower() in LEXICAL_MODELS else model_info(resolve_model(args.model), loaded)
     config = {
         "model": args.model,
         "suite": suite_args,
