@@ -29,6 +29,7 @@ import resource
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -100,7 +101,7 @@ def child_fill(folder: str, cache: str, emb_dtype: str) -> None:
 
 
 def child_measure(model_name: str, folder: str, cache: str, n_queries: int, emb_dtype: str) -> None:
-    from bench.data.readers import RetrievalData, read_beir
+    from bench.data.readers import read_beir
     from bench.models import load_model
     from bench.suites.base import EvalContext
     from bench.suites.retrieval import keep_positive_queries, score_retrieval
@@ -110,7 +111,7 @@ def child_measure(model_name: str, folder: str, cache: str, n_queries: int, emb_
     model = load_model(model_name, cache_dir=cache, emb_dtype=emb_dtype)
     data = keep_positive_queries(read_beir(folder, name="synthetic"))
     qids = list(data.qrels)[:n_queries]  # the limit is on queries only: the corpus stays whole
-    data = RetrievalData(data.name, data.corpus, {q: data.queries[q] for q in qids}, {q: data.qrels[q] for q in qids}, data.files)
+    data = replace(data, queries={q: data.queries[q] for q in qids}, qrels={q: data.qrels[q] for q in qids})
     records = score_retrieval(model, data, "synthetic", EvalContext(data_dir=None), "beir")
     ndcg = next(r.value for r in records if r.metric == "ndcg_at_10")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
