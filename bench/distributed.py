@@ -29,11 +29,14 @@ import signal
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-import torch
 
 from bench.errors import TrainingError
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -62,22 +65,29 @@ def timeout_seconds() -> float:
 
 
 def active() -> bool:
-    """True inside a process group of more than one rank."""
+    """True inside a process group of more than one rank (never without torch.distributed imported: a single
+    process, e.g. a warm `bench eval` over cached texts, does not import torch for this)."""
+    if "torch.distributed" not in sys.modules:
+        return False
     import torch.distributed as dist
 
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
 def rank() -> int:
+    if not active():
+        return 0
     import torch.distributed as dist
 
-    return dist.get_rank() if active() else 0
+    return dist.get_rank()
 
 
 def world_size() -> int:
+    if not active():
+        return 1
     import torch.distributed as dist
 
-    return dist.get_world_size() if active() else 1
+    return dist.get_world_size()
 
 
 def is_main() -> bool:
@@ -85,9 +95,11 @@ def is_main() -> bool:
 
 
 def backend() -> str | None:
+    if not active():
+        return None
     import torch.distributed as dist
 
-    return str(dist.get_backend()) if active() else None
+    return str(dist.get_backend())
 
 
 def init_from_env(device: str | None = None) -> bool:
@@ -97,10 +109,11 @@ def init_from_env(device: str | None = None) -> bool:
     warnings, and a SIGTERM (torchrun stopping the survivors of a failed rank) becomes an exception, so the
     run row is marked as not finished instead of the process vanishing mid-write.
     """
-    import torch.distributed as dist
-
     if env_world_size() <= 1:
         return False
+    import torch
+    import torch.distributed as dist
+
     if dist.is_initialized():
         return dist.get_world_size() > 1
     use_cuda = torch.cuda.is_available() and (device is None or str(device).startswith("cuda"))
@@ -131,6 +144,7 @@ def _raise_on_sigterm() -> None:
 
 def local_device(device: str) -> str:
     """A CUDA device string for this rank: cuda:LOCAL_RANK whatever index was asked (each rank its own GPU)."""
+    import torch
     if active() and str(device).startswith("cuda"):
         return f"cuda:{torch.cuda.current_device()}"
     return device
@@ -157,6 +171,7 @@ def describe(per_rank_batch: int | None = None) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------- collectives
 def _comm_device() -> torch.device:
     """Where collective buffers live: the rank's GPU for nccl, the CPU for gloo."""
+    import torch
     if backend() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
@@ -179,9 +194,10 @@ def _guard(op: str) -> Iterator[None]:
 
 
 def barrier() -> None:
-    import torch.distributed as dist
-
     if active():
+        import torch
+        import torch.distributed as dist
+
         with _guard("a barrier"):
             if backend() == "nccl":
                 dist.barrier(device_ids=[torch.cuda.current_device()])
@@ -191,10 +207,10 @@ def barrier() -> None:
 
 def broadcast_from_main(obj: Any) -> Any:
     """Rank 0's value of a picklable object, on every rank."""
-    import torch.distributed as dist
-
     if not active():
         return obj
+    import torch.distributed as dist
+
     box = [obj]
     with _guard("a broadcast"):
         dist.broadcast_object_list(box, src=0, device=_comm_device())
@@ -203,10 +219,10 @@ def broadcast_from_main(obj: Any) -> Any:
 
 def all_gather_object(obj: Any) -> list[Any]:
     """Every rank's object, in rank order."""
-    import torch.distributed as dist
-
     if not active():
         return [obj]
+    import torch.distributed as dist
+
     out: list[Any] = [None] * world_size()
     with _guard("an all_gather_object"):
         dist.all_gather_object(out, obj)
@@ -215,6 +231,7 @@ def all_gather_object(obj: Any) -> list[Any]:
 
 def mean_over_ranks(values: Sequence[float]) -> list[float]:
     """Element-wise mean of small float vectors over ranks (float64)."""
+    import torch
     import torch.distributed as dist
 
     if not active():
@@ -227,6 +244,7 @@ def mean_over_ranks(values: Sequence[float]) -> list[float]:
 
 def sum_over_ranks(value: torch.Tensor) -> torch.Tensor:
     """The sum over ranks of a (small, no-grad) tensor."""
+    import torch
     import torch.distributed as dist
 
     if not active():
@@ -239,6 +257,7 @@ def sum_over_ranks(value: torch.Tensor) -> torch.Tensor:
 
 def broadcast_float(value: float) -> float:
     """Rank 0's float on every rank (e.g. its clock: the wall-clock budget stops every rank at the same step)."""
+    import torch
     import torch.distributed as dist
 
     if not active():
@@ -251,6 +270,7 @@ def broadcast_float(value: float) -> float:
 
 def broadcast_modules(modules: Sequence[torch.nn.Module]) -> None:
     """Every rank's parameters and buffers set to rank 0's (DDP does the same when it wraps a model)."""
+    import torch
     import torch.distributed as dist
 
     if not active():
@@ -278,30 +298,38 @@ def main_first():
         barrier()
 
 
-class _AllGatherWithGrad(torch.autograd.Function):
-    """all_gather whose backward sums, over ranks, the gradient of this rank's slot and hands it to this rank
-    (an all_reduce of the whole gathered gradient: embeddings are small, and gloo has no reduce_scatter)."""
+@lru_cache(maxsize=1)
+def _all_gather_with_grad_fn() -> Any:
+    """The autograd Function below, defined on first use: importing this module must not import torch."""
+    import torch
 
-    @staticmethod
-    def forward(ctx: Any, tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:  # noqa: ANN401
-        import torch.distributed as dist
+    class _AllGatherWithGrad(torch.autograd.Function):
+        """all_gather whose backward sums, over ranks, the gradient of this rank's slot and hands it to this rank
+        (an all_reduce of the whole gathered gradient: embeddings are small, and gloo has no reduce_scatter)."""
 
-        parts = [torch.empty_like(tensor) for _ in range(world_size())]
-        dist.all_gather(parts, tensor.contiguous())
-        return tuple(parts)
+        @staticmethod
+        def forward(ctx: Any, tensor: torch.Tensor) -> tuple[torch.Tensor, ...]:  # noqa: ANN401
+            import torch.distributed as dist
 
-    @staticmethod
-    def backward(ctx: Any, *grads: torch.Tensor) -> torch.Tensor:  # noqa: ANN401
-        import torch.distributed as dist
+            parts = [torch.empty_like(tensor) for _ in range(world_size())]
+            dist.all_gather(parts, tensor.contiguous())
+            return tuple(parts)
 
-        stacked = torch.stack([g.contiguous() for g in grads])
-        with _guard("the all_gather's backward all_reduce"):
-            dist.all_reduce(stacked)
-        return stacked[rank()]
+        @staticmethod
+        def backward(ctx: Any, *grads: torch.Tensor) -> torch.Tensor:  # noqa: ANN401
+            import torch.distributed as dist
+
+            stacked = torch.stack([g.contiguous() for g in grads])
+            with _guard("the all_gather's backward all_reduce"):
+                dist.all_reduce(stacked)
+            return stacked[rank()]
+
+    return _AllGatherWithGrad
 
 
 def _gather_padded(tensor: torch.Tensor, with_grad: bool) -> list[torch.Tensor]:
     """Every rank's tensor (any sizes in every dim, same ndim), padded with zeros to the largest and trimmed back."""
+    import torch
     import torch.distributed as dist
 
     dev = tensor.device
@@ -319,7 +347,7 @@ def _gather_padded(tensor: torch.Tensor, with_grad: bool) -> list[torch.Tensor]:
     local = local.to(comm).contiguous()
     with _guard("an all_gather"):
         if with_grad:
-            parts = list(_AllGatherWithGrad.apply(local))
+            parts = list(_all_gather_with_grad_fn().apply(local))
         else:
             parts = [torch.empty_like(local) for _ in range(world_size())]
             dist.all_gather(parts, local)
@@ -333,6 +361,7 @@ def all_gather_with_grad(tensor: torch.Tensor) -> tuple[torch.Tensor, int]:
     produced (reduce-scatter), so with gradients averaged over ranks afterwards, a loss normalised by the
     global row count trains exactly as one device with the whole batch.
     """
+    import torch
     if not active():
         return tensor, 0
     parts = _gather_padded(tensor, with_grad=True)
@@ -343,6 +372,7 @@ def all_gather_with_grad(tensor: torch.Tensor) -> tuple[torch.Tensor, int]:
 def all_gather_rows(tensor: torch.Tensor, pad_value: int | float = 0) -> torch.Tensor:
     """Rows of every rank (no gradient) concatenated in rank order; 2-D tensors of different widths are
     right-padded with `pad_value` to the widest (token ids / masks of shards of one batch)."""
+    import torch
     if not active():
         return tensor
     parts = _gather_padded(tensor, with_grad=False)
@@ -361,6 +391,7 @@ def average_gradients(params: Sequence[torch.nn.Parameter]) -> None:
     A parameter without a gradient on this rank (an unused branch) contributes zeros, so every rank reduces
     the same buffers in the same order.
     """
+    import torch
     import torch.distributed as dist
     from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
@@ -402,6 +433,7 @@ def shard_bounds(n: int, rank_: int | None = None, world: int | None = None) -> 
 def shard_batch(batch: dict[str, Any], rank_: int | None = None, world: int | None = None) -> dict[str, Any]:
     """This rank's rows of a global batch: every tensor whose first dimension is the batch's example count is
     sliced; counts ('n_examples', 'n_tokens') stay global (budgets count global examples and tokens)."""
+    import torch
     w = world_size() if world is None else world
     if w <= 1:
         return batch

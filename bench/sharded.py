@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import torch
 
 from bench import distributed
 
@@ -62,6 +61,8 @@ class ShardedEncoder:
         local = self.inner.encode(
             [unique[i] for i in mine], batch_size=batch_size, desc=desc, use_cache=use_cache, normalize=normalize
         )
+        import torch  # only under several ranks: a single process never imports it here
+
         rows = distributed.all_gather_rows(torch.from_numpy(np.ascontiguousarray(local, dtype=np.float32)))
         vectors = np.empty((len(unique), rows.shape[1]), dtype=np.float32)
         start = 0

@@ -100,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
         command=command_line(),
         status="running",
         model_info=info,
-        runtime={**distributed.describe(), **{k: describe[k] for k in ("device", "backend", "emb_dtype") if describe.get(k)}},
+        runtime={**distributed.describe(), "device": describe.get("device"),  # "backend" there: gloo/nccl
+                 **({"encoder_backend": describe["backend"], "emb_dtype": describe["emb_dtype"]} if "emb_dtype" in describe else {})},
     )
     ctx = EvalContext(
         data_dir=args.data_dir,
