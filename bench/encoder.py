@@ -307,7 +307,11 @@ class Encoder:
                 load_tokenizer(name, source)  # raises the clear "not a transformers model folder" error
             from bench.weights import load_options
 
-            load_options(name, source)  # a pickle-only folder without --allow-pickle: refused now, not mid-run
+            if load_options(name, source).get("use_safetensors") is False:
+                # pickle weights: loaded (and refused, if they hold more than tensors) now, before a run is recorded
+                model = load_weights(name, source)
+            else:
+                check_safetensors(name, source)
             fingerprint = _folder_fingerprint(source)
             dim = _config_dim(config)
         else:
@@ -587,6 +591,23 @@ class Encoder:
         finally:
             model.train(was_training)
         return out  # type: ignore[return-value]
+
+
+def check_safetensors(name: str, folder: str) -> None:
+    """A lazily loaded folder's safetensors files are checked now (header parses, file as long as it says), so a
+    truncated or corrupt file is one clear error before a run is recorded, not a failure mid-evaluation."""
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        try:
+            with open(path, "rb") as fh:
+                size = int.from_bytes(fh.read(8), "little")
+                header = json.loads(fh.read(size))
+            end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
+            ok = path.stat().st_size >= 8 + size + end
+        except (OSError, ValueError, KeyError, TypeError, IndexError, MemoryError):
+            ok = False
+        if not ok:
+            raise ModelLoadError(f"cannot load model {name!r}: {path} is not a complete safetensors file (truncated or "
+                                 "corrupt); save the model again")  # fmt: skip
 
 
 def _config_dim(config: Path) -> int | None:

@@ -201,3 +201,15 @@ def test_simcse_one_forward_gives_the_two_pass_loss(tiny_model_dir):
     loss, _ = adapter.loss(model, batch)
     handle.remove()
     assert len(calls) == 1 and loss.item() > 0  # one forward; with dropout on the views differ
+
+
+def test_a_truncated_safetensors_file_is_refused_at_load_not_mid_run(tiny_model_dir, tmp_path):
+    import shutil
+
+    from bench.errors import ModelLoadError
+
+    folder = shutil.copytree(tiny_model_dir, tmp_path / "broken")
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])
+    with pytest.raises(ModelLoadError, match="not a complete safetensors file"):
+        Encoder.load(str(folder))
