@@ -53,6 +53,26 @@ def suite_scores(location: str, version: tuple[int, ...], suite: str, metrics: t
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def score_limits(location: str, version: tuple[int, ...], suite: str) -> pd.DataFrame:
+    return queries.score_limits(_open(location, version), suite)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def attack_rates(location: str, version: tuple[int, ...], suite: str) -> pd.DataFrame:
+    return queries.attack_rates(_open(location, version), suite)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def score_n(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str) -> pd.DataFrame:
+    return queries.score_n(_open(location, version), suite, metric, variant)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def item_scores(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str) -> pd.DataFrame:
+    return queries.item_scores(_open(location, version), suite, metric, variant)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
 def run_scores(location: str, version: tuple[int, ...], run_id: int) -> pd.DataFrame:
     return queries.run_scores(_open(location, version), run_id)
 

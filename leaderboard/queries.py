@@ -11,6 +11,7 @@ benchmark and the tests call them directly.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import inspect, select
+from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -31,6 +32,9 @@ RUN_LIST_COLUMNS = (
     "id", "kind", "model", "method", "backbone", "suite", "train_corpus", "budget_label", "seed", "status",
 )  # fmt: skip
 
+
+# Schema-2 columns read when the database has them.
+RUN_EXTRA_COLUMNS = ("sweep", "sweep_point", "model_info")
 
 SERVER_REFRESH_S = 60
 
@@ -116,16 +120,84 @@ def _frame(conn, stmt) -> pd.DataFrame:  # noqa: ANN001
     return pd.DataFrame.from_records(rows, columns=columns)
 
 
+def _columns(db: ResultsDB, table: str) -> set[str]:
+    """Columns the database's table has (a database from an older lenbench lacks the schema-2 ones; the app opens
+    it read-only, so nothing adds them)."""
+    return {c["name"] for c in inspect(db.engine).get_columns(table)}
+
+
+def _json(value: Any) -> dict:
+    """A JSON column's value as a dict (SQLite hands back text, PostgreSQL a dict; anything else: empty)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
 def run_list(db: ResultsDB) -> pd.DataFrame:
+    """One row per run: RUN_LIST_COLUMNS, sweep, model_info (a dict) and the subset limit its config asked for."""
     table = Run.__table__
-    stmt = select(*[table.c[name] for name in RUN_LIST_COLUMNS]).order_by(table.c.id)
+    present = _columns(db, "runs")
+    wanted = [*RUN_LIST_COLUMNS, *(c for c in RUN_EXTRA_COLUMNS if c in present)]
+    limit = func.coalesce(table.c.config[("eval", "limit")].as_integer(), table.c.config["limit"].as_integer())
+    stmt = select(*[table.c[name] for name in wanted], limit.label("config_limit")).order_by(table.c.id)
     with db.engine.connect() as conn:
         frame = _frame(conn, stmt)
-    for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind"):
-        frame[col] = frame[col].fillna("").astype(str)
+    for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind", "sweep", "sweep_point"):
+        frame[col] = frame[col].fillna("").astype(str) if col in frame else ""
+    frame["model_info"] = [_json(v) for v in frame["model_info"]] if "model_info" in frame else [{} for _ in range(len(frame))]
     frame["id"] = frame["id"].astype(int)
     frame["seed"] = pd.to_numeric(frame["seed"]).fillna(0).astype(int)
+    frame["config_limit"] = pd.to_numeric(frame["config_limit"], errors="coerce")
     return frame
+
+
+def score_limits(db: ResultsDB, suite: str) -> pd.DataFrame:
+    """(run_id, dataset, limit) of the clean scores of a suite that were computed on a subset (`--limit`)."""
+    if "info" not in _columns(db, "scores"):
+        return pd.DataFrame({"run_id": pd.Series(dtype=int), "dataset": pd.Series(dtype=object), "limit": pd.Series(dtype=float)})
+    s = Score.__table__
+    limit = s.c.info["limit"].as_integer()
+    stmt = (
+        select(s.c.run_id, s.c.dataset, limit.label("limit"))
+        .where(s.c.suite == suite, s.c.info.isnot(None), limit.isnot(None))
+        .group_by(s.c.run_id, s.c.dataset)
+    )
+    with db.engine.connect() as conn:
+        frame = _frame(conn, stmt)
+    frame["limit"] = pd.to_numeric(frame["limit"], errors="coerce")
+    return frame[frame["limit"] > 0].reset_index(drop=True)
+
+
+def attack_rates(db: ResultsDB, suite: str) -> pd.DataFrame:
+    """(run_id, dataset, variant, changed_frac): the fraction of texts each attack changed (Score.info)."""
+    empty = pd.DataFrame({"run_id": pd.Series(dtype=int), "dataset": pd.Series(dtype=object),
+                          "variant": pd.Series(dtype=object), "changed_frac": pd.Series(dtype=float)})  # fmt: skip
+    if "info" not in _columns(db, "scores"):
+        return empty
+    s = Score.__table__
+    changed = s.c.info["changed_frac"].as_float()
+    stmt = (
+        select(s.c.run_id, s.c.dataset, s.c.variant, func.max(changed).label("changed_frac"))
+        .where(s.c.suite == suite, s.c.variant != "clean", s.c.info.isnot(None), changed.isnot(None))
+        .group_by(s.c.run_id, s.c.dataset, s.c.variant)
+    )
+    with db.engine.connect() as conn:
+        frame = _frame(conn, stmt)
+    if frame.empty:
+        return empty
+    frame["changed_frac"] = frame["changed_frac"].astype(float)
+    return frame
+
+
+def score_n(db: ResultsDB, suite: str, metric: str, variant: str) -> pd.DataFrame:
+    """(run_id, dataset, n) of one suite, metric and variant: how many items each score averages."""
+    s = Score.__table__
+    stmt = select(s.c.run_id, s.c.dataset, s.c.n).where(s.c.suite == suite, s.c.metric == metric, s.c.variant == variant)
+    with db.engine.connect() as conn:
+        return _frame(conn, stmt)
 
 
 def score_catalog(db: ResultsDB) -> pd.DataFrame:
@@ -160,6 +232,18 @@ def suite_scores(db: ResultsDB, suite: str, metrics: list[str], variants: list[s
     frame["run_id"] = frame["run_id"].astype(int)
     frame["value"] = frame["value"].astype(float)
     return frame[list(columns)]
+
+
+def item_scores(db: ResultsDB, suite: str, metric: str, variant: str) -> pd.DataFrame:
+    """(score_id, run_id, dataset) of the scores of one suite, metric and variant that stored per-item values."""
+    s, items = Score.__table__, ScoreItems.__table__
+    stmt = (
+        select(s.c.id.label("score_id"), s.c.run_id, s.c.dataset)
+        .select_from(s.join(items, items.c.score_id == s.c.id))
+        .where(s.c.suite == suite, s.c.metric == metric, s.c.variant == variant)
+    )
+    with db.engine.connect() as conn:
+        return _frame(conn, stmt)
 
 
 def run_detail(db: ResultsDB, run_id: int) -> dict[str, Any] | None:

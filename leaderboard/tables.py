@@ -1,8 +1,9 @@
 """The leaderboard's tables, built with pandas from long score rows (no streamlit here; tests call these directly).
 
-Grouping: one row per (method, backbone, budget, corpus). Within a group each seed counts once: when several runs
-share a group and a seed (a re-run), the latest run's score (highest run id) is the one kept, per dataset.
-Across seeds a cell is the mean, with the sample standard deviation (ddof=1) and the number of seeds.
+Grouping: one row per (method, backbone, budget, corpus); a reference row (Run.kind "reference", e.g. imported
+MTEB results) is named by its model. Within a group each seed counts once: when several runs share a group and a
+seed (a re-run), the latest run's score (highest run id) is the one kept, per dataset. Across seeds a cell is the
+mean with its 95% Student-t interval (as `bench.stats.mean_ci`) and the number of seeds.
 """
 
 from __future__ import annotations
@@ -19,11 +20,46 @@ GROUP_KEYS = ["method", "backbone", "budget", "corpus"]
 AVERAGE = "average"
 
 # The score a suite is ranked by when the user has not picked one (SPEC §3).
-PRIMARY_METRIC = {"sts": "spearman", "beir": "ndcg_at_10", "knn": "knn_acc_euclidean", "diag": "pair_cos_shift"}
+PRIMARY_METRIC = {
+    "sts": "spearman", "beir": "ndcg_at_10", "heldout": "ndcg_at_10", "knn": "knn_acc_euclidean", "mteb": "main_score",
+    "diag": "pair_cos_shift",
+}  # fmt: skip
 # diag measures are geometry, not task scores: no "best" to highlight.
 NO_BEST_SUITES = {"diag"}
 DIAG_PLOT_METRICS = ("pair_cos_shift", "intra_sim_adj", "anisotropy", "positional_jsd")
 VARIANT_ORDER = [CLEAN, "elong-2", "elong-4", "elong-8", "elong-rand"]
+REFERENCE = "reference"
+TYPES = ("trained", "untrained", REFERENCE)
+# Size columns read from Run.model_info (the first key found; MTEB's ModelMeta names are accepted too).
+SIZE_COLUMNS = {
+    "params (M)": ("parameters", "n_parameters", "params"),
+    "dim": ("embedding_dim", "embed_dim", "dim"),
+    "max tokens": ("max_tokens", "max_seq_length", "max_len"),
+}
+CI_LEVEL = 0.95
+
+
+def _suite_standards() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The average each suite's papers report: column name and the datasets it averages (all must be present)."""
+    try:
+        from bench.data.catalog import BEIR14, STS_SUITE
+
+        return {"sts": (f"STS avg ({len(STS_SUITE)})", tuple(STS_SUITE)), "beir": ("BEIR-14 avg", tuple(BEIR14))}
+    except Exception:  # noqa: BLE001
+        return {}
+
+
+def _cqadupstack_forums() -> tuple[str, ...]:
+    try:
+        from bench.data.catalog import CQADUPSTACK_FORUMS
+
+        return tuple(f"cqadupstack-{f}" for f in CQADUPSTACK_FORUMS)
+    except Exception:  # noqa: BLE001
+        return ()
+
+
+SUITE_STANDARDS = _suite_standards()
+CQADUPSTACK_PARTS = _cqadupstack_forums()
 
 
 def _catalog_order() -> list[str]:
@@ -39,26 +75,36 @@ DATASET_ORDER = {name: i for i, name in enumerate(_catalog_order())}
 
 
 class SeedMean(float):
-    """A mean over seeds that also carries its standard deviation and seed count.
+    """A mean over seeds that also carries the half-width of its 95% interval and the seed count.
 
-    It is a float, so the table sorts and highlights by the mean; the cell text (`label`) shows "mean ± std (n)".
+    It is a float, so the table sorts and highlights by the mean; the cell text (`label`) shows "mean ± half (n)".
     """
 
-    __slots__ = ("std", "seeds")
+    __slots__ = ("half", "seeds")
 
-    def __new__(cls, mean: float, std: float, seeds: int) -> "SeedMean":
+    def __new__(cls, mean: float, half: float, seeds: int) -> "SeedMean":
         obj = float.__new__(cls, mean)
-        obj.std = std
+        obj.half = half
         obj.seeds = seeds
         return obj
 
-    def __reduce__(self):  # noqa: ANN204 - pickling (st.cache_data) must keep std and seeds
-        return (SeedMean, (float(self), self.std, self.seeds))
+    def __reduce__(self):  # noqa: ANN204 - pickling (st.cache_data) must keep the interval and seeds
+        return (SeedMean, (float(self), self.half, self.seeds))
 
     def label(self, digits: int = 2) -> str:
-        if self.seeds > 1 and not math.isnan(self.std):
-            return f"{float(self):.{digits}f} ± {self.std:.{digits}f} (n={self.seeds})"
+        if self.seeds > 1 and not math.isnan(self.half):
+            return f"{float(self):.{digits}f} ± {self.half:.{digits}f} (n={self.seeds})"
         return f"{float(self):.{digits}f}"
+
+
+def ci_half_width(std: np.ndarray, count: np.ndarray, level: float = CI_LEVEL) -> np.ndarray:
+    """Half-width of the Student-t interval of a mean over `count` seeds (`bench.stats.mean_ci`, vectorised)."""
+    from scipy.stats import t
+
+    count = np.asarray(count, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        half = t.ppf(0.5 + level / 2.0, np.maximum(count - 1, 1)) * np.asarray(std, dtype=float) / np.sqrt(count)
+    return np.where(count > 1, half, np.nan)
 
 
 def format_cell(value: object, digits: int = 2) -> str:
@@ -98,13 +144,35 @@ def part_datasets(datasets: list[str]) -> set[str]:
 
 
 def group_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Runs with the group columns as the tables show them (empty budget / corpus -> NONE_LABEL)."""
+    """Runs with the group columns as the tables show them (empty budget / corpus -> NONE_LABEL), their type
+    (trained, untrained, reference), whether their config asked for a subset, and their size columns."""
     out = runs.copy()
+    kind = out["kind"] if "kind" in out else pd.Series("", index=out.index)
+    reference = (kind == REFERENCE).to_numpy()
+    if "model" in out and reference.any():
+        named = reference & (out["model"] != "").to_numpy()
+        out.loc[named, "method"] = out.loc[named, "model"]  # a reference is known by its model's name
+    out["type"] = np.where(reference, REFERENCE, np.where(out["budget_label"] != "", "trained", "untrained"))
+    limit = out["config_limit"] if "config_limit" in out else pd.Series(np.nan, index=out.index)
+    out["subset"] = pd.to_numeric(limit, errors="coerce").fillna(0).to_numpy() > 0
+    infos = out["model_info"] if "model_info" in out else pd.Series([{}] * len(out), index=out.index)
+    for column, keys in SIZE_COLUMNS.items():
+        out[column] = [_size(info, keys, column) for info in infos]
     out["budget"] = out["budget_label"].replace("", NONE_LABEL)
     out["corpus"] = out["train_corpus"].replace("", NONE_LABEL)
     out["backbone"] = out["backbone"].replace("", NONE_LABEL)
     out["method"] = out["method"].replace("", NONE_LABEL)
     return out
+
+
+def _size(info: object, keys: tuple[str, ...], column: str) -> float:
+    if not isinstance(info, dict):
+        return np.nan
+    for key in keys:
+        value = info.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value) / 1e6 if column == "params (M)" else float(value)
+    return np.nan
 
 
 @dataclass
@@ -117,6 +185,9 @@ class RunFilters:
     corpora: list[str] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
     finished_only: bool = True
+    sweeps: list[str] = field(default_factory=list)  # runs of these sweeps only (Run.sweep)
+    include_subsets: bool = False  # runs scored on a `--limit` subset are left out of rankings unless asked for
+    include_references: bool = True
 
     def apply(self, runs: pd.DataFrame) -> pd.DataFrame:
         keep = pd.Series(True, index=runs.index)
@@ -126,12 +197,26 @@ class RunFilters:
             ("budget", self.budgets),
             ("corpus", self.corpora),
             ("seed", self.seeds),
+            ("sweep", self.sweeps),
         ):
-            if chosen:
+            if chosen and column in runs:
                 keep &= runs[column].isin(list(chosen))
         if self.finished_only:
             keep &= runs["status"] == "finished"
+        if not self.include_subsets and "subset" in runs:
+            keep &= ~runs["subset"].astype(bool)
+        if not self.include_references and "type" in runs:
+            keep &= runs["type"] != REFERENCE
         return runs[keep]
+
+
+def mark_subsets(runs: pd.DataFrame, limits: pd.DataFrame) -> pd.DataFrame:
+    """runs with "subset" also set for runs that have a subset score (Score.info limit) in `limits`."""
+    if limits.empty:
+        return runs
+    out = runs.copy()
+    out["subset"] = out["subset"].astype(bool) | out["id"].isin(limits["run_id"])
+    return out
 
 
 def coded_groups(runs: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
@@ -156,21 +241,28 @@ def latest_per_seed(scores: pd.DataFrame, runs: pd.DataFrame, keys: list[str]) -
     return out.reset_index(drop=True), groups
 
 
+INFO_COLUMNS = [*GROUP_KEYS, "type", "seeds", *SIZE_COLUMNS, "subset", "run ids"]
+
+
 @dataclass
 class Leaderboard:
     """The main view's table, one row per group, best average first.
 
-    `info` holds the group columns, the seed count and the run ids; `mean`, `std` and `count` (seeds behind each
-    cell) are numeric frames with one column per dataset and the average, row-aligned with `info`.
+    `info` holds the group columns, type, seed count, size columns, subset flags and run ids (and, once
+    `with_ranks` ran, the significance ranks); `mean`, `std`, `half` (95% CI half-width over seeds) and `count`
+    (seeds behind each cell) are numeric frames with one column per dataset and the averages, row-aligned with
+    `info`. `groups` holds each row's group code (as `coded_groups` numbers the filtered runs).
     """
 
-    info: pd.DataFrame  # GROUP_KEYS + "seeds" + "run ids"
+    info: pd.DataFrame
     mean: pd.DataFrame
     std: pd.DataFrame
+    half: pd.DataFrame
     count: pd.DataFrame
     score_columns: list[str]
     datasets: list[str]
     complete_average: bool  # False when some group lacks a dataset (its average is left empty)
+    groups: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
 
     @property
     def empty(self) -> bool:
@@ -185,14 +277,14 @@ class Leaderboard:
 
     @property
     def cells(self) -> pd.DataFrame:
-        """What the table shows: SeedMean cells (sort by the mean, display "mean ± std (n=seeds)")."""
+        """What the table shows: SeedMean cells (sort by the mean, display "mean ± half (n=seeds)")."""
         out = self.info.copy()
         for col in self.score_columns:
             means = self.mean[col].to_numpy(dtype=float)
-            stds = self.std[col].to_numpy(dtype=float)
+            halves = self.half[col].to_numpy(dtype=float)
             counts = self.count[col].to_numpy(dtype=float)
             out[col] = pd.Series(
-                [np.nan if math.isnan(m) else SeedMean(m, s, int(c)) for m, s, c in zip(means, stds, counts)],
+                [np.nan if math.isnan(m) else SeedMean(m, h, int(c)) for m, h, c in zip(means, halves, counts)],
                 index=out.index,
                 dtype=object,
             )
@@ -207,18 +299,34 @@ class Leaderboard:
         return out
 
     def csv_frame(self) -> pd.DataFrame:
-        """mean, std and seed count as separate columns (what a spreadsheet wants)."""
+        """mean, its 95% interval over seeds and the seed count as separate columns (what a spreadsheet wants)."""
         out = self.info.copy()
         for col in self.score_columns:
             out[col] = self.mean[col]
+            out[f"{col} ci low"] = self.mean[col] - self.half[col]
+            out[f"{col} ci high"] = self.mean[col] + self.half[col]
             out[f"{col} std"] = self.std[col]
             out[f"{col} seeds"] = self.count[col].astype("Int64")
         return out
 
+    def with_ranks(self, mean_rank: pd.Series, low: pd.Series, high: pd.Series) -> "Leaderboard":
+        """A copy with "rank" (mean significance rank) and "rank 95% CI" after the group columns; the Series are
+        indexed by group code."""
+        info = self.info.copy()
+        codes = pd.Index(self.groups)
+        rank = mean_rank.reindex(codes).to_numpy(dtype=float)
+        lo, hi = low.reindex(codes).to_numpy(dtype=float), high.reindex(codes).to_numpy(dtype=float)
+        at = list(info.columns).index("corpus") + 1
+        info.insert(at, "rank", np.round(rank, 2))
+        interval = ["" if np.isnan(a) else f"{a:.1f}–{b:.1f}" for a, b in zip(lo, hi)]
+        info.insert(at + 1, "rank 95% CI", interval)
+        return Leaderboard(info, self.mean, self.std, self.half, self.count, self.score_columns, self.datasets,
+                           self.complete_average, self.groups)  # fmt: skip
+
 
 def _empty_leaderboard() -> Leaderboard:
-    info = pd.DataFrame(columns=[*GROUP_KEYS, "seeds", "run ids"])
-    return Leaderboard(info, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), [], [], True)
+    info = pd.DataFrame(columns=INFO_COLUMNS)
+    return Leaderboard(info, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), [], [], True)
 
 
 def _group_stats(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -234,15 +342,58 @@ def _group_stats(codes: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[
     return mean, std, count
 
 
-def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: bool = False) -> Leaderboard:
-    """scores: run_id, dataset, value (one suite, metric and variant); runs: grouped (see `group_runs`), filtered.
+def with_cqadupstack_mean(scores: pd.DataFrame) -> pd.DataFrame:
+    """Add "cqadupstack" = the unweighted mean of its 12 forums (as BEIR and MTEB report it) for runs that have
+    every forum but no mean row (e.g. imported MTEB results); runs with the mean row keep theirs."""
+    if not CQADUPSTACK_PARTS or "cqadupstack" in set(scores["dataset"]) and not scores["dataset"].isin(CQADUPSTACK_PARTS).any():
+        return scores
+    forums = scores[scores["dataset"].isin(CQADUPSTACK_PARTS)]
+    if forums.empty:
+        return scores
+    keys = [c for c in scores.columns if c not in ("dataset", "value")]
+    stats = forums.groupby(keys, sort=False)["value"].agg(["mean", "count"]).reset_index()
+    stats = stats[stats["count"] == len(CQADUPSTACK_PARTS)]
+    have = scores.loc[scores["dataset"] == "cqadupstack", keys].drop_duplicates()
+    stats = stats.merge(have, on=keys, how="left", indicator=True)
+    stats = stats[stats["_merge"] == "left_only"]
+    if stats.empty:
+        return scores
+    derived = stats[keys].assign(dataset="cqadupstack", value=stats["mean"].to_numpy())
+    return pd.concat([scores, derived[scores.columns]], ignore_index=True)
+
+
+def subset_labels(run_ids: np.ndarray, groups_of_runs: np.ndarray, n_groups: int, runs: pd.DataFrame,
+                  limits: pd.DataFrame | None) -> list[str]:  # fmt: skip
+    """Per group: "stsb[300], sts12[300]" for datasets scored on a subset, or "limit N" when only the run's config
+    says so; "" for full-set groups."""
+    labels: list[set[str]] = [set() for _ in range(n_groups)]
+    group_of = dict(zip(run_ids.tolist(), groups_of_runs.tolist()))
+    if limits is not None and not limits.empty:
+        for run_id, dataset, limit in limits[["run_id", "dataset", "limit"]].itertuples(index=False):
+            g = group_of.get(int(run_id))
+            if g is not None:
+                labels[g].add(f"{dataset}[{int(limit)}]")
+    if "config_limit" in runs:
+        for run_id, limit in runs.loc[runs["config_limit"].fillna(0) > 0, ["id", "config_limit"]].itertuples(index=False):
+            g = group_of.get(int(run_id))
+            if g is not None and not labels[g]:
+                labels[g].add(f"limit {int(limit)}")
+    return [", ".join(sorted(x)) for x in labels]
+
+
+def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: bool = False,
+                      limits: pd.DataFrame | None = None, suite: str | None = None) -> Leaderboard:  # fmt: skip
+    """scores: run_id, dataset, value (one suite, metric and variant); runs: grouped (see `group_runs`), filtered;
+    limits: (run_id, dataset, limit) of subset scores (flags); suite: adds the average its papers report.
 
     Vectorised on integer codes (group, seed, dataset): 10,000 runs and 70,000 scores build in well under a second.
     """
     if runs.empty or scores.empty:
         return _empty_leaderboard()
+    runs = runs.reset_index(drop=True)
+    scores = with_cqadupstack_mean(scores[["run_id", "dataset", "value"]])
     # Each seed counts once per group and dataset: a re-run (same group and seed) replaces the earlier run.
-    long, groups = latest_per_seed(scores[["run_id", "dataset", "value"]], runs, ["dataset"])
+    long, groups = latest_per_seed(scores, runs, ["dataset"])
     if long.empty:
         return _empty_leaderboard()
     all_datasets = pd.unique(long["dataset"]).tolist()
@@ -261,13 +412,21 @@ def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: b
     # Suite average per (group, seed): only over the full set of columns, so averages stay comparable.
     average = wide.mean(axis=1)  # NaN where a dataset is missing
     complete = bool(not np.isnan(average).any())
+    averages = {AVERAGE: average}
+    standard = SUITE_STANDARDS.get(suite or "")
+    if standard is not None and set(standard[1]) <= set(datasets) and set(datasets) != set(standard[1]):
+        # The papers' average (e.g. BEIR-14) beside the average of what is shown, when they differ.
+        averages[standard[0]] = wide[:, pd.Index(datasets).get_indexer(list(standard[1]))].mean(axis=1)
+    elif standard is not None and set(datasets) == set(standard[1]):
+        averages = {standard[0]: average}
 
     n_groups = len(groups)
-    score_columns = datasets + [AVERAGE]
+    score_columns = datasets + list(averages)
     mean = np.full((n_groups, len(score_columns)), np.nan)
     std, count = mean.copy(), np.zeros_like(mean)
-    for j, values in enumerate([*wide.T, average]):
+    for j, values in enumerate([*wide.T, *averages.values()]):
         mean[:, j], std[:, j], count[:, j] = _group_stats(pair_group, values, n_groups)
+    half = ci_half_width(std, count)
 
     present = np.bincount(pair_group, minlength=n_groups) > 0  # groups with at least one score
     seeds = np.bincount(pair_group, minlength=n_groups)
@@ -278,13 +437,24 @@ def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: b
     id_text = (keys % span).astype(str).tolist()
     run_ids = [", ".join(id_text[starts[g] : starts[g + 1]]) for g in range(n_groups)]
 
-    info = groups.assign(seeds=seeds, **{"run ids": run_ids})
+    codes, _ = coded_groups(runs)
+    info = groups.assign(seeds=seeds)
+    info.insert(len(GROUP_KEYS), "type", runs.groupby(codes)["type"].first().reindex(range(n_groups)).to_numpy()
+                if "type" in runs else "")  # fmt: skip
+    by_id = runs.assign(_g=codes).sort_values("id")
+    for column in SIZE_COLUMNS:
+        info[column] = by_id.groupby("_g")[column].last().reindex(range(n_groups)).to_numpy() if column in runs else np.nan
+    used = np.unique(run_of)
+    used_groups = codes[pd.Index(runs["id"]).get_indexer(used)]
+    info["subset"] = subset_labels(used, used_groups, n_groups, runs[runs["id"].isin(used)], limits)
+    info["run ids"] = run_ids
     keep = np.flatnonzero(present)
     # Best average first; groups without a complete average go last (stable: ties keep first-seen order).
-    keep = keep[np.argsort(np.nan_to_num(-mean[keep, -1], nan=np.inf), kind="stable")]
+    first_average = len(datasets)
+    keep = keep[np.argsort(np.nan_to_num(-mean[keep, first_average], nan=np.inf), kind="stable")]
     info = info.iloc[keep].reset_index(drop=True)
-    frames = [pd.DataFrame(a[keep], columns=score_columns) for a in (mean, std, count)]
-    return Leaderboard(info, *frames, score_columns, datasets, complete)
+    frames = [pd.DataFrame(a[keep], columns=score_columns) for a in (mean, std, half, count)]
+    return Leaderboard(info, *frames, score_columns, datasets, complete, keep)
 
 
 def group_label(frame: pd.DataFrame) -> pd.Series:
@@ -302,32 +472,58 @@ def _with_group_keys(frame: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([keys, frame.drop(columns="group").reset_index(drop=True)], axis=1)
 
 
-def build_robustness(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | None = None) -> pd.DataFrame:
-    """Clean vs attacked per group: columns clean, each variant, and 'change <variant>' (attacked - clean).
-
-    scores: run_id, dataset, variant, value (one suite and metric). dataset None: the average over the
-    datasets a run has both clean and attacked (per seed, per variant), so the change compares like with like.
-    """
-    empty = pd.DataFrame(columns=[*GROUP_KEYS, "seeds"])
+def _paired_per_seed(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per (group, seed, variant): the attacked score and the clean score over the same datasets ("value",
+    "value_clean"), and the groups. dataset None: the mean over the datasets scored both ways."""
     if dataset is not None:
         scores = scores[scores["dataset"] == dataset]
     else:
         scores = scores[~scores["dataset"].isin(part_datasets(scores["dataset"].unique().tolist()))]
     per_seed, groups = latest_per_seed(scores[["run_id", "dataset", "variant", "value"]], runs, ["dataset", "variant"])
     is_clean = (per_seed["variant"] == CLEAN).to_numpy(dtype=bool)
+    columns = ["group", "seed", "variant", "value", "value_clean"]
     if not is_clean.any():
-        return empty
+        return pd.DataFrame(columns=columns), groups
     per_seed["dataset"] = pd.factorize(per_seed["dataset"])[0]
     clean = per_seed.loc[is_clean, ["group", "seed", "dataset", "value"]]
     attacked = per_seed.loc[~is_clean, ["group", "seed", "dataset", "variant", "value"]]
     paired = attacked.merge(clean, on=["group", "seed", "dataset"], suffixes=("", "_clean"))
     if paired.empty:
+        return pd.DataFrame(columns=columns), groups
+    return paired.groupby(["group", "seed", "variant"], sort=False)[["value", "value_clean"]].mean().reset_index(), groups
+
+
+def attack_rate_by_group(rates: pd.DataFrame, runs: pd.DataFrame, dataset: str | None = None) -> pd.DataFrame:
+    """Mean fraction of texts each attack changed, per (group, variant), over the group's runs and the datasets
+    shown: columns group, variant, changed_frac (group codes as `coded_groups` numbers `runs`)."""
+    if rates is None or rates.empty:
+        return pd.DataFrame(columns=["group", "variant", "changed_frac"])
+    runs = runs.reset_index(drop=True)
+    codes, _ = coded_groups(runs)
+    if dataset is not None:
+        rates = rates[rates["dataset"] == dataset]
+    position = pd.Index(runs["id"]).get_indexer(rates["run_id"])
+    mine = rates[position >= 0].assign(group=codes[position[position >= 0]])
+    return mine.groupby(["group", "variant"], sort=False)["changed_frac"].mean().reset_index()
+
+
+def build_robustness(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | None = None,
+                     rates: pd.DataFrame | None = None) -> pd.DataFrame:  # fmt: skip
+    """Clean vs attacked per group: columns clean, each variant, 'change <variant>' (attacked - clean) and, with
+    `rates` (run_id, dataset, variant, changed_frac), 'changed <variant>' (fraction of texts the attack changed).
+
+    scores: run_id, dataset, variant, value (one suite and metric). dataset None: the average over the
+    datasets a run has both clean and attacked (per seed, per variant), so the change compares like with like.
+    """
+    empty = pd.DataFrame(columns=[*GROUP_KEYS, "seeds"])
+    per_variant, groups = _paired_per_seed(scores, runs, dataset)
+    if per_variant.empty:
         return empty
-    per_variant = paired.groupby(["group", "seed", "variant"], sort=False)[["value", "value_clean"]].mean().reset_index()
     per_variant["change"] = per_variant["value"] - per_variant["value_clean"]
     means = per_variant.groupby(["group", "variant"], sort=False)[["value", "value_clean", "change"]].mean()
     seeds = per_variant.groupby("group", sort=False)["seed"].nunique().rename("seeds")
     variants = order_variants(per_variant["variant"].unique().tolist())
+    changed = attack_rate_by_group(rates, runs, dataset).set_index(["group", "variant"])["changed_frac"]
     out = seeds.to_frame()
     # clean column: the clean score over the datasets paired with the first attack that has them (the same set
     # for every attack unless a run lacks an attacked dataset; each change uses its own pairs either way).
@@ -337,8 +533,46 @@ def build_robustness(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | No
         out[CLEAN] = out[CLEAN].fillna(sub["value_clean"])
         out[variant] = sub["value"]
         out[f"change {variant}"] = sub["change"]
+    for variant in variants:
+        if not changed.empty and variant in changed.index.get_level_values("variant"):
+            out[f"changed {variant}"] = changed.xs(variant, level="variant").reindex(out.index)
     out = _with_group_keys(out.reset_index(), groups)
     return out.sort_values(CLEAN, ascending=False, kind="stable").reset_index(drop=True)
+
+
+def variant_m(variant: str) -> str:
+    """The x position of a variant on the robustness curve: "1 (clean)", "2", "4", "8", "rand"."""
+    return "1 (clean)" if variant == CLEAN else variant.removeprefix("elong-")
+
+
+def robustness_curve(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | None = None,
+                     rates: pd.DataFrame | None = None) -> pd.DataFrame:  # fmt: skip
+    """Score vs m per group: one row per (group, variant incl. clean) with the mean over seeds and its 95%
+    Student-t interval (`bench.stats.mean_ci`; no interval from one seed), the seed count and the fraction of
+    texts the attack changed. Columns: GROUP_KEYS, label, variant, m, score, low, high, seeds, changed_frac."""
+    from bench.stats import mean_ci
+
+    columns = [*GROUP_KEYS, "label", "variant", "m", "score", "low", "high", "seeds", "changed_frac"]
+    per_variant, groups = _paired_per_seed(scores, runs, dataset)
+    if per_variant.empty:
+        return pd.DataFrame(columns=columns)
+    first = per_variant.drop_duplicates(["group", "seed"])  # the clean score of each seed (the paired datasets)
+    clean = first[["group", "seed"]].assign(variant=CLEAN, value=first["value_clean"].to_numpy())
+    long = pd.concat([clean, per_variant[["group", "seed", "variant", "value"]]], ignore_index=True)
+    rows = []
+    for (group, variant), values in long.groupby(["group", "variant"], sort=False)["value"]:
+        ci = mean_ci(values.to_numpy(dtype=float))
+        rows.append({"group": group, "variant": variant, "score": ci.mean, "low": ci.low, "high": ci.high, "seeds": ci.n})
+    out = pd.DataFrame(rows)
+    changed = attack_rate_by_group(rates, runs, dataset)
+    out = out.merge(changed, on=["group", "variant"], how="left") if not changed.empty else out.assign(changed_frac=np.nan)
+    out["m"] = out["variant"].map(variant_m)
+    present = np.unique(out["group"].to_numpy())
+    labels = pd.Series(group_label(groups.iloc[present]).to_numpy(), index=present)
+    out["label"] = labels.reindex(out["group"].to_numpy()).to_numpy()
+    out = _with_group_keys(out, groups)
+    order = {v: i for i, v in enumerate(order_variants(out["variant"].unique().tolist()))}
+    return out.sort_values(["label", "variant"], key=lambda c: c.map(order) if c.name == "variant" else c)[columns].reset_index(drop=True)
 
 
 def robustness_long(table: pd.DataFrame) -> pd.DataFrame:

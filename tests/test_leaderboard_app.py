@@ -7,6 +7,7 @@ Runs (see RUNS there): 1, 2 = simcse/bert-tiny seeds 0 and 1; 3 = laser3-self/be
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import streamlit.testing.v1.app_test as app_test_module  # noqa: E402
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from bench import stats  # noqa: E402
 from results_db import ResultsDB  # noqa: E402
 from tests.test_leaderboard_fixtures import STS_DATASETS, fill_db  # noqa: E402
 
@@ -90,7 +92,9 @@ def test_main_view_one_row_per_group_best_first(app):
         ("simcse", "minilm", "steps=200", "nli"),
         ("vanilla", "minilm", "—", "—"),  # an eval-only run: no budget, no corpus
     }  # the failed esimcse run is left out by default
-    assert list(frame.columns[-4:]) == [*STS_DATASETS, "average"]
+    start = list(frame.columns).index("average")  # the average, then each dataset, right after name and rank
+    assert list(frame.columns[:6]) == ["method", "backbone", "budget", "corpus", "rank", "rank 95% CI"] and start == 6
+    assert list(frame.columns[start : start + 4]) == ["average", *STS_DATASETS]
     assert frame["average"].is_monotonic_decreasing  # best average first
     assert frame.iloc[0]["method"] == "laser3-self"
     averages = frame[list(STS_DATASETS)].mean(axis=1)
@@ -104,7 +108,8 @@ def test_main_view_seeds_as_mean_std_and_count(app, results_path):
     scores = ResultsDB(results_path, read_only=True).scores([1, 2])
     stsb = scores[(scores["suite"] == "sts") & (scores["dataset"] == "stsb") & (scores["variant"] == "clean")]["value"]
     assert frame.loc[row, "stsb"] == pytest.approx(stsb.mean())
-    assert shown.loc[row, "stsb"] == f"{stsb.mean():.2f} ± {stsb.std(ddof=1):.2f} (n=2)"
+    ci = stats.mean_ci(stsb.tolist())  # mean ± 95% Student-t half-width over the seeds, as the CLI
+    assert shown.loc[row, "stsb"] == f"{stsb.mean():.2f} ± {ci.high - ci.mean:.2f} (n=2)"
     single = frame.index[frame["method"] == "laser3-self"][0]
     assert re.fullmatch(r"\d+\.\d\d", shown.loc[single, "stsb"])  # one seed: just the value
 
@@ -112,8 +117,7 @@ def test_main_view_seeds_as_mean_std_and_count(app, results_path):
 def test_main_view_highlights_best_per_column(app):
     frame = table(app)
     best = frame.index[frame["method"] == "laser3-self"][0]
-    first_score = list(frame.columns).index(STS_DATASETS[0])
-    expected = {(best, first_score + k) for k in range(len(STS_DATASETS) + 1)}
+    expected = {(best, list(frame.columns).index(c)) for c in (*STS_DATASETS, "average")}
     assert highlighted_cells(app) == expected
 
 
@@ -157,7 +161,7 @@ def test_main_view_attacked_variant_and_suite(app):
     app.selectbox(key="main_suite").set_value("diag").run()
     assert not app.exception
     assert app.selectbox(key="main_metric_diag").value == "pair_cos_shift"  # the suite's primary metric
-    assert list(table(app).columns[-2:]) == ["stsb", "average"]
+    assert ["average", "stsb"] == [c for c in table(app).columns if c in ("average", "stsb")]
     assert highlighted_cells(app) == set()  # diag measures have no "best"
     assert "none is highlighted" in texts(app)
 
@@ -230,7 +234,17 @@ def test_robustness_view_clean_vs_attacked(app):
     assert len(frame) == 4  # the four finished groups
     assert frame["change elong-2"].to_numpy() == pytest.approx((frame["elong-2"] - frame["clean"]).to_numpy())
     assert (frame["change elong-2"] < 0).all()
+    assert frame["changed elong-2"].tolist() == pytest.approx([0.9] * 4)  # Score.info["changed_frac"], as recorded
+    assert frame["changed elong-8"].tolist() == pytest.approx([1.0] * 4)
     assert len(app.get("vega_lite_chart")) >= 2  # clean-vs-attacked plot and the diag plots
+    spec = json.loads(app.get("vega_lite_chart")[0].proto.spec)
+    text = json.dumps(spec)
+    # score vs m: x = 1 (clean), 2, 4, 8, then random m, each with the share of texts the attack changed
+    assert all(x in text for x in ("1 (clean)", "2 (90% changed)", "4 (95% changed)", "8 (100% changed)", "rand (97% changed)"))
+    line = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "line")
+    assert "rand" in json.dumps(line["transform"])  # random m is a point of its own, not joined to the line
+    assert '"y2"' in text  # CI bars
+    assert '"orient": "bottom"' in text  # the legend sits under the plot, inside the chart
 
 
 def test_robustness_view_filters_and_dataset(app):
@@ -253,6 +267,9 @@ def test_robustness_view_diag_measures(app):
     specs = [c.proto.spec for c in app.get("vega_lite_chart")]
     facet = next(s for s in specs if '"facet"' in s)  # one small plot per diag measure
     assert all(m in facet for m in ("pair_cos_shift", "intra_sim_adj", "anisotropy", "positional_jsd"))
+    diag_spec = json.loads(facet)
+    assert diag_spec["spec"]["mark"]["type"] == "point" and "xOffset" in diag_spec["spec"]["encoding"]  # categories, no line
+    assert diag_spec["spec"]["encoding"]["color"]["legend"]["orient"] == "bottom"
     assert any('"density"' in s for s in specs)
     assert app.selectbox(key="diag_run").value is not None  # the pair-cosine distribution of one run
 

@@ -1,9 +1,12 @@
 """The leaderboard in a real browser: `bench leaderboard` serves a filled database on 127.0.0.1, headless Chromium
-(the system's /usr/bin/chromium, driven by playwright; no `playwright install`) loads it, reads the table, applies a
-filter and saves screenshots under the test's tmp_path.
+(the system's /usr/bin/chromium, driven by playwright; no `playwright install`) visits every view at 1280x800 in
+one session, reads the table, applies a filter, and fails when a chart's legend or a table is cut off (its
+bounding box outside the viewport or, for a legend, outside its chart) or when stored text became a link or an
+image. Screenshots go to the test's tmp_path, or to $LENBENCH_SCREENSHOTS when set (to look at them).
 
 Streamlit draws tables on a canvas (glide data grid); the grid also keeps an accessible <table role="grid"> of the
-rows it draws, which is what the test reads.
+cells it draws (only the columns in view), which is what the test reads. Altair charts are SVG: each legend is a
+`g.role-legend`.
 """
 
 from __future__ import annotations
@@ -20,11 +23,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_leaderboard_fixtures import fill_db
+from results_db import ResultsDB, ScoreRecord
+from tests.test_leaderboard_fixtures import STS_DATASETS, fill_extras
 
 CHROMIUM = os.environ.get("LENBENCH_CHROMIUM", "/usr/bin/chromium")
 START_TIMEOUT_S = 120
 TABLE = "[data-testid='stDataFrame']"
+CHART = "[data-testid='stVegaLiteChart']"
+VIEWPORT = {"width": 1280, "height": 800}
+EVIL = "[x](http://evil)"
 
 
 def _chromium() -> str:
@@ -49,10 +56,23 @@ def _bench_command() -> list[str]:
     return [sys.executable, "-c", "import sys; from bench.cli import main; sys.exit(main())"]
 
 
+def _database(path: Path) -> Path:
+    """fill_extras plus a finished run whose method name is Markdown (run 11)."""
+    fill_extras(path)
+    db = ResultsDB(path)
+    run = db.create_run(kind="train", model="![](http://evil/i.png)", method=EVIL, backbone="bert-tiny", budget_label="steps=1",
+                        train_corpus="wiki1m", code_version="![](http://evil/c.png)", status="running")  # fmt: skip
+    db.add_scores(run, [ScoreRecord("sts", d, "spearman", 10.0, 80) for d in STS_DATASETS])
+    db.finish_run(run)
+    db.engine.dispose()
+    return path
+
+
 @pytest.fixture
-def server(tmp_path):
+def server(tmp_path, monkeypatch):
     """`bench leaderboard --db <filled db> --port <free port>`; yields the URL once Streamlit answers."""
-    db = fill_db(tmp_path / "results.sqlite")
+    monkeypatch.delenv("LENBENCH_LEADERBOARD_PASSWORD", raising=False)
+    db = _database(tmp_path / "results.sqlite")
     port = _free_port()
     log = (tmp_path / "server.log").open("w")
     proc = subprocess.Popen(
@@ -113,52 +133,142 @@ def _wait_rows(page, predicate, timeout_s: float = 60) -> list[list[str]]:  # no
     raise AssertionError(f"the table never matched; last rows: {rows}")
 
 
-def test_leaderboard_in_chromium(server, tmp_path):
+def _inside(inner: dict, outer: dict, what: str, slack: float = 1.0) -> None:
+    assert inner["x"] >= outer["x"] - slack and inner["x"] + inner["width"] <= outer["x"] + outer["width"] + slack, (
+        f"{what} is cut off horizontally: {inner} not inside {outer}"
+    )
+    assert inner["y"] >= outer["y"] - slack and inner["y"] + inner["height"] <= outer["y"] + outer["height"] + slack, (
+        f"{what} is cut off vertically: {inner} not inside {outer}"
+    )
+
+
+def _check_layout(page, view: str, shots: Path) -> dict[str, int]:  # noqa: ANN001
+    """Every table and chart lies inside the viewport once scrolled to, and every legend inside its chart (each
+    chart is also saved as its own picture)."""
+    viewport = {"x": 0, "y": 0, **VIEWPORT}
+    counts = {"tables": 0, "charts": 0, "legends": 0}
+    for table in page.locator(TABLE).all():
+        table.scroll_into_view_if_needed()
+        box = table.bounding_box()
+        assert box and box["width"] > 100, f"{view}: an empty table"
+        _inside({**box, "height": min(box["height"], VIEWPORT["height"])}, viewport, f"{view}: a table")
+        counts["tables"] += 1
+    for i, chart in enumerate(page.locator(CHART).all()):
+        chart.scroll_into_view_if_needed()
+        page.wait_for_timeout(200)
+        chart.screenshot(path=str(shots / f"{view.lower()}-chart{i}.png"))
+        svg = chart.locator("svg.marks").first
+        svg_box, chart_box = svg.bounding_box(), chart.bounding_box()
+        assert svg_box and svg_box["width"] > 100, f"{view}: a chart drew nothing"
+        _inside({**chart_box, "height": min(chart_box["height"], VIEWPORT["height"])}, viewport, f"{view}: a chart")
+        _inside(svg_box, {**chart_box, "height": svg_box["height"] + chart_box["height"]}, f"{view}: a chart's drawing")
+        for legend in chart.locator("g.role-legend").all():
+            legend_box = legend.bounding_box()
+            _inside(legend_box, svg_box, f"{view}: a legend (in its chart)")
+            _inside(legend_box, {"x": 0, "y": svg_box["y"], "width": VIEWPORT["width"], "height": svg_box["height"]},
+                    f"{view}: a legend (in the window)")  # fmt: skip
+            counts["legends"] += 1
+        counts["charts"] += 1
+    # (a heading's own "#anchor" link is not one: it stays on the page)
+    found = page.eval_on_selector_all(
+        "a[href*='evil']:not([href^='#']), img[src*='evil']", "els => els.map(e => e.parentElement.outerHTML.slice(0, 300))"
+    )
+    assert not found, f"{view}: stored Markdown became a link or an image: {found}"
+    return counts
+
+
+BUSY = "[data-testid='stStatusWidget'], [data-stale='true'], [data-testid='stSpinner']"
+
+
+def _settle(page, timeout_s: float = 90) -> None:  # noqa: ANN001
+    """Wait until the script run is over: no running indicator and no stale element, for a second in a row."""
+    deadline = time.monotonic() + timeout_s
+    quiet_since = None
+    while time.monotonic() < deadline:
+        busy = page.eval_on_selector_all(BUSY, "els => els.length")
+        if busy:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 1.0:
+            page.wait_for_timeout(500)  # charts finish drawing
+            return
+        time.sleep(0.1)
+    raise AssertionError("the page kept running")
+
+
+def _go(page, view: str) -> None:  # noqa: ANN001
+    page.locator("[data-testid='stSidebar']").get_by_text(view, exact=True).click()
+    page.get_by_role("heading", name={"Robustness": "Robustness to elongation", "Compare": "Compare two runs"}.get(view, view)).first.wait_for()
+    _settle(page)
+
+
+def _number(page, label: str, value: int) -> None:  # noqa: ANN001
+    box = page.locator("[data-testid='stSidebar'] [data-testid='stNumberInput']").filter(has_text=label).locator("input")
+    box.fill(str(value))
+    box.press("Enter")
+    page.wait_for_timeout(300)
+    _settle(page)
+
+
+def test_every_view_in_chromium_at_1280x800(server, tmp_path):
     chromium = _chromium()
     sync_api = pytest.importorskip("playwright.sync_api")
+    shots = Path(os.environ.get("LENBENCH_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
         try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page = browser.new_page(viewport=VIEWPORT)
             page.set_default_timeout(90_000)
             page.goto(server)
             page.wait_for_selector(f"{TABLE} table[role='grid'] tbody tr", state="attached")
             header = _header(page)
-            assert header[:6] == ["method", "backbone", "budget", "corpus", "seeds", "run ids"]
-            assert header[-4:] == ["sts12", "stsb", "sickr", "average"]
-            rows = _wait_rows(page, lambda r: len(r) == 4)
-            assert {(r[0], r[1]) for r in rows} == {
-                ("laser3-self", "bert-tiny"),
-                ("simcse", "bert-tiny"),
-                ("simcse", "minilm"),
-                ("vanilla", "minilm"),
-            }
+            # Name, rank, then the average and each dataset: in view without scrolling sideways.
+            assert header[:9] == ["method", "backbone", "budget", "corpus", "rank", "rank 95% CI", "average", *STS_DATASETS[:2]]
+            _settle(page)
+            rows = _wait_rows(page, lambda r: len(r) == 6)
             assert rows[0][0] == "laser3-self"  # best average first
-            assert ["1, 2"] == [r[5] for r in rows if r[:2] == ["simcse", "bert-tiny"]]  # two seeds, one row
+            assert {r[0] for r in rows} == {"laser3-self", "org/published-model", "simcse", "vanilla", EVIL}
+            assert "quick" not in {r[0] for r in rows}  # the subset run is hidden
             page.wait_for_timeout(500)  # let the canvas paint before the picture
-            page.screenshot(path=str(tmp_path / "leaderboard.png"), full_page=True)
-
-            # Sortable: a click on the last column's header (average, drawn on the canvas) sorts ascending.
-            box = page.locator(TABLE).first.bounding_box()
-            page.mouse.click(box["x"] + box["width"] - 40, box["y"] + 17)
-            rows = _wait_rows(page, lambda r: r[0][0] == "vanilla")
-            averages = [float(r[-1]) for r in rows]
-            assert averages == sorted(averages)
-            page.screenshot(path=str(tmp_path / "leaderboard-sorted.png"), full_page=True)
+            page.screenshot(path=str(shots / "leaderboard.png"))
+            assert _check_layout(page, "Leaderboard", shots)["tables"] == 1
 
             # Filter: Method = simcse (the sidebar's first multiselect).
             sidebar = page.locator("[data-testid='stSidebar']")
             method = sidebar.locator("[data-testid='stMultiSelect']").filter(has_text="Method")
+            method.scroll_into_view_if_needed()
             method.locator("input").click()
+            method.locator("input").press_sequentially("simcse")
             page.get_by_role("option", name="simcse", exact=True).click()
             page.keyboard.press("Escape")
+            _settle(page)
             rows = _wait_rows(page, lambda r: len(r) == 2)
-            assert {r[0] for r in rows} == {"simcse"}
-            assert {r[1] for r in rows} == {"bert-tiny", "minilm"}
+            assert {r[0] for r in rows} == {"simcse"} and {r[1] for r in rows} == {"bert-tiny", "minilm"}
             page.wait_for_timeout(500)
-            page.screenshot(path=str(tmp_path / "leaderboard-simcse.png"), full_page=True)
+            page.screenshot(path=str(shots / "leaderboard-simcse.png"))
+
+            _go(page, "Robustness")
+            page.screenshot(path=str(shots / "robustness.png"))
+            counts = _check_layout(page, "Robustness", shots)
+            assert counts["charts"] >= 3 and counts["legends"] >= 3 and counts["tables"] >= 2
+            page.screenshot(path=str(shots / "robustness-full.png"), full_page=True)
+
+            _go(page, "Run")
+            _number(page, "Run id", 11)  # the run whose stored names are Markdown
+            page.screenshot(path=str(shots / "run.png"), full_page=True)
+            assert page.get_by_text(EVIL, exact=False).count() >= 1  # shown as the text it is
+            assert _check_layout(page, "Run", shots)["tables"] >= 3
+
+            _go(page, "Compare")
+            _number(page, "Run A", 1)
+            _number(page, "Run B", 3)
+            page.screenshot(path=str(shots / "compare.png"), full_page=True)
+            counts = _check_layout(page, "Compare", shots)
+            assert counts["tables"] == 2 and counts["charts"] == 1
         finally:
             browser.close()
-    for name in ("leaderboard.png", "leaderboard-sorted.png", "leaderboard-simcse.png"):
-        shot = tmp_path / name
+    for name in ("leaderboard.png", "leaderboard-simcse.png", "robustness.png", "run.png", "compare.png"):
+        shot = shots / name
         assert shot.stat().st_size > 10_000, f"{shot} looks empty"

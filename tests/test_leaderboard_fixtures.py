@@ -9,6 +9,9 @@ import numpy as np
 from results_db import ItemValues, ResultsDB, ScoreRecord
 
 STS_DATASETS = ("sts12", "stsb", "sickr")
+# Attacked variants and how much harder each makes the task (added to the noise), and the fraction of texts the
+# attack changed (Score.info["changed_frac"], as `bench eval` records it).
+ATTACKS = {"elong-2": (0.5, 0.9), "elong-4": (0.8, 0.95), "elong-8": (1.0, 1.0), "elong-rand": (0.7, 0.97)}
 DIAG_METRICS = ("pair_cos_shift", "intra_sim_adj", "anisotropy", "positional_jsd")
 N_ITEMS = 80
 
@@ -65,14 +68,16 @@ def fill_db(path: Path) -> Path:
             data_fingerprint={"sts/stsb/test.tsv": "sha256:feedbeef"},
             command=command,
             status="running",
+            model_info={"parameters": 4_400_000 if backbone == "bert-tiny" else 22_700_000, "embedding_dim": 128 if backbone == "bert-tiny" else 384, "max_tokens": 512 if backbone == "bert-tiny" else 256},
         )
         datasets = STS_DATASETS if status == "finished" else STS_DATASETS[:1]
         for dataset in datasets:
             records = []
-            for variant, extra in (("clean", 0.0), ("elong-2", 0.5 + noise * 0.3)):
-                items = _spearman_items(rng, golds[dataset], noise + extra)
+            for variant, (hardness, changed) in (("clean", (0.0, 0.0)), *ATTACKS.items()):
+                items = _spearman_items(rng, golds[dataset], noise + (hardness + noise * 0.3 if hardness else 0.0))
+                info = {"changed_frac": changed, "truncated_frac": 0.1} if hardness else None
                 records.append(
-                    ScoreRecord("sts", dataset, "spearman", _spearman(items.values, items.gold), N_ITEMS, variant, items)
+                    ScoreRecord("sts", dataset, "spearman", _spearman(items.values, items.gold), N_ITEMS, variant, items, info)
                 )
             db.add_scores(run_id, records)
         if status == "finished":
@@ -100,12 +105,49 @@ def fill_db(path: Path) -> Path:
     return path
 
 
+# Extra runs for the main-view features (fill_extras): (method, kind, sweep, seed, subset limit, sts noise).
+EXTRAS = [
+    ("laser3-self", "train", "grid", 1, None, 0.3),  # run 7: a second seed of run 3's group, in sweep "grid"
+    ("simcse", "train", "grid", 0, None, 1.0),  # run 8: sweep "grid"
+    ("quick", "train", "", 0, 40, 0.2),  # run 9: a --limit 40 run (looks great: must not rank by default)
+    ("org/published-model", "reference", "", 0, None, 0.5),  # run 10: an imported reference row
+]
+
+
+def fill_extras(path: Path) -> Path:
+    """fill_db plus EXTRAS: a sweep, a subset run and a reference row (clean STS only, with per-item values)."""
+    fill_db(path)
+    db = ResultsDB(path)
+    gold_rng = np.random.default_rng(123)
+    golds = {d: np.round(gold_rng.uniform(0, 5, N_ITEMS), 2) for d in STS_DATASETS}
+    for i, (method, kind, sweep, seed, limit, noise) in enumerate(EXTRAS):
+        rng = np.random.default_rng(2000 + i)
+        reference = kind == "reference"
+        run_id = db.create_run(
+            kind=kind, model=method if reference else f"runs/{method}-{i}", method="" if reference else method,
+            backbone="" if reference else "bert-tiny", suite="sts", train_corpus="" if reference else "wiki1m",
+            budget_label="" if reference else "steps=100", seed=seed, sweep=sweep, sweep_point=f"{method}-s{seed}" if sweep else "",
+            config={"eval": {"limit": limit}} if limit else {}, status="running",
+            model_info={"n_parameters": 109_000_000, "embed_dim": 768} if reference else {},
+        )  # fmt: skip
+        records = []
+        for dataset in STS_DATASETS:
+            n = limit or N_ITEMS
+            items = _spearman_items(rng, golds[dataset][:n], noise)
+            info = {"limit": limit} if limit else None
+            records.append(ScoreRecord("sts", dataset, "spearman", _spearman(items.values, items.gold), n, "clean", items, info))
+        db.add_scores(run_id, records)
+        db.finish_run(run_id)
+    db.engine.dispose()
+    return path
+
+
 def test_fixture_database_shape(tmp_path):
     db = ResultsDB(fill_db(tmp_path / "r.sqlite"), read_only=True)
     runs = db.runs()
     assert len(runs) == len(RUNS) and list(runs["status"]).count("failed") == 1
     scores = db.scores()
-    assert set(scores["suite"]) == {"sts", "diag"} and set(scores["variant"]) == {"clean", "elong-2"}
+    assert set(scores["suite"]) == {"sts", "diag"} and set(scores["variant"]) == {"clean", *ATTACKS}
     items = db.score_items(int(scores[(scores["suite"] == "sts")].iloc[0]["id"]))
     assert items is not None and items.aggregate == "spearman" and len(items.values) == N_ITEMS
     assert len(db.train_log(1)) > 0 and db.train_log(5).empty

@@ -53,9 +53,12 @@ def test_seeds_average_and_rerun_replaces_earlier():
     assert std.loc["simcse", "sts12"] == pytest.approx(np.std([70, 74], ddof=1))
     assert np.isnan(std.loc["laser", "sts12"])
     labels = board.labels().set_index("method")
-    assert labels.loc["simcse", "stsb"] == "82.00 ± 2.83 (n=2)" and labels.loc["laser", "stsb"] == "60.00"
+    ci = stats.mean_ci([80.0, 84.0])  # the same Student-t interval as the CLI: t(0.975, 1) * 2.83 / sqrt(2) = 25.41
+    assert labels.loc["simcse", "stsb"] == f"82.00 ± {ci.high - ci.mean:.2f} (n=2)" == "82.00 ± 25.41 (n=2)"
+    assert labels.loc["laser", "stsb"] == "60.00"
     csv = board.csv_frame().set_index("method")
     assert csv.loc["simcse", "stsb seeds"] == 2 and csv.loc["simcse", "stsb std"] == pytest.approx(2.828, abs=1e-3)
+    assert (csv.loc["simcse", "stsb ci low"], csv.loc["simcse", "stsb ci high"]) == pytest.approx((ci.low, ci.high))
 
 
 def test_average_only_over_complete_rows_and_parts_hidden():
@@ -107,7 +110,7 @@ def test_robustness_change_is_per_seed_attacked_minus_clean():
 def test_seed_mean_survives_pickling():
     cell = tables.SeedMean(1.5, 0.25, 3)
     back = pickle.loads(pickle.dumps(cell))
-    assert float(back) == 1.5 and back.std == 0.25 and back.seeds == 3 and back.label() == "1.50 ± 0.25 (n=3)"
+    assert float(back) == 1.5 and back.half == 0.25 and back.seeds == 3 and back.label() == "1.50 ± 0.25 (n=3)"
 
 
 def test_paired_bootstrap_spearman_matches_direct_difference():
@@ -146,3 +149,101 @@ def test_mean_ci_over_seeds_matches_t_interval_by_hand():
     assert ci.high == pytest.approx(2.0 + 2.484138, abs=1e-5)
     single = stats.mean_ci([5.0])
     assert single.mean == 5.0 and single.n == 1 and np.isnan(single.low)
+
+
+def test_ci_half_width_matches_mean_ci_for_several_seed_counts():
+    rng = np.random.default_rng(1)
+    for n in (2, 3, 5, 10):
+        x = rng.normal(70, 2, n)
+        ci = stats.mean_ci(x)
+        assert tables.ci_half_width(np.array([x.std(ddof=1)]), np.array([n]))[0] == pytest.approx(ci.high - ci.mean)
+    assert np.isnan(tables.ci_half_width(np.array([np.nan]), np.array([1]))[0])
+
+
+def test_paper_averages_and_cqadupstack_from_forums():
+    sts = list(tables.SUITE_STANDARDS["sts"][1])
+    runs = runs_frame([(1, "a", "b", "", "", 0), (2, "z", "b", "", "", 0)])
+    scores = scores_frame([(1, d, 70 + k) for k, d in enumerate(sts)] + [(1, "sts-extra", 10.0)]
+                          + [(2, d, 60.0) for d in sts[:3]])  # fmt: skip
+    board = tables.build_leaderboard(scores, runs, suite="sts")
+    name = tables.SUITE_STANDARDS["sts"][0]
+    assert name == "STS avg (7)" and name in board.score_columns and "average" in board.score_columns
+    frame = board.numeric().set_index("method")
+    assert frame.loc["a", name] == pytest.approx(np.mean([70 + k for k in range(7)]))  # without sts-extra
+    assert frame.loc["a", "average"] == pytest.approx(np.mean([70 + k for k in range(7)] + [10.0]))
+    assert np.isnan(frame.loc["z", name])  # 3 of the 7 sets: no STS average
+    exactly = tables.build_leaderboard(scores[scores["dataset"] != "sts-extra"], runs, suite="sts")
+    assert exactly.score_columns[-1] == name and "average" not in exactly.score_columns  # one average, named
+
+    beir = list(tables.SUITE_STANDARDS["beir"][1])
+    forums = list(tables.CQADUPSTACK_PARTS)
+    assert len(beir) == 14 and len(forums) == 12
+    rows = [(1, d, 40.0) for d in beir if d != "cqadupstack"] + [(1, f, float(k)) for k, f in enumerate(forums)]
+    rows += [(2, d, 40.0) for d in beir]  # run 2 has its own cqadupstack mean row (30 below)
+    rows = [r if r[:2] != (2, "cqadupstack") else (2, "cqadupstack", 30.0) for r in rows]
+    board = tables.build_leaderboard(scores_frame(rows), runs, suite="beir")
+    frame = board.numeric().set_index("method")
+    assert frame.loc["a", "cqadupstack"] == pytest.approx(np.mean(range(12)))  # the mean of the 12 forums
+    assert frame.loc["z", "cqadupstack"] == 30.0
+    assert frame.loc["a", "BEIR-14 avg"] == pytest.approx((13 * 40.0 + 5.5) / 14)
+    assert not set(forums) & set(board.score_columns)
+
+
+def test_types_sizes_subsets_and_sweeps():
+    out = [
+        dict(id=1, kind="train", model="runs/x", method="simcse", backbone="b", suite="sts", train_corpus="c",
+             budget_label="steps=1", seed=0, status="finished", sweep="grid", config_limit=np.nan,
+             model_info={"parameters": 22_700_000, "embedding_dim": 384, "max_tokens": 256}),
+        dict(id=2, kind="reference", model="org/ref-model", method="", backbone="", suite="sts", train_corpus="",
+             budget_label="", seed=0, status="finished", sweep="", config_limit=np.nan,
+             model_info={"n_parameters": 110_000_000, "embed_dim": 768}),
+        dict(id=3, kind="eval", model="minilm", method="vanilla", backbone="minilm", suite="sts", train_corpus="",
+             budget_label="", seed=0, status="finished", sweep="", config_limit=300.0, model_info={}),
+    ]  # fmt: skip
+    runs = tables.group_runs(pd.DataFrame(out))
+    assert list(runs["type"]) == ["trained", "reference", "untrained"]
+    assert runs.loc[1, "method"] == "org/ref-model" and list(runs["subset"]) == [False, False, True]
+    scores = scores_frame([(1, "stsb", 80), (2, "stsb", 85), (3, "stsb", 70)])
+    board = tables.build_leaderboard(scores, tables.RunFilters().apply(runs))
+    frame = board.numeric().set_index("method")
+    assert list(frame.index) == ["org/ref-model", "simcse"]  # the subset run is hidden by default
+    assert frame.loc["simcse", "params (M)"] == pytest.approx(22.7) and frame.loc["simcse", "dim"] == 384
+    assert frame.loc["org/ref-model", "dim"] == 768 and np.isnan(frame.loc["org/ref-model", "max tokens"])
+    assert frame.loc["org/ref-model", "type"] == "reference"
+    shown = tables.RunFilters(include_subsets=True).apply(runs)
+    limits = pd.DataFrame({"run_id": [3], "dataset": ["stsb"], "limit": [300]})
+    frame = tables.build_leaderboard(scores, shown, limits=limits).numeric().set_index("method")
+    assert frame.loc["vanilla", "subset"] == "stsb[300]" and frame.loc["simcse", "subset"] == ""
+    assert list(tables.RunFilters(sweeps=["grid"]).apply(runs)["id"]) == [1]
+    assert list(tables.RunFilters(include_references=False, include_subsets=True).apply(runs)["id"]) == [1, 3]
+    marked = tables.mark_subsets(runs.assign(config_limit=np.nan, subset=False), limits)
+    assert list(marked["subset"]) == [False, False, True]
+
+
+def test_robustness_curve_mean_ci_over_seeds_and_attack_rates():
+    runs = runs_frame([(1, "a", "b", "", "", 0), (2, "a", "b", "", "", 1), (3, "z", "b", "", "", 0)])
+    scores = scores_frame([
+        (1, "stsb", 80, "clean"), (1, "stsb", 70, "elong-2"), (1, "stsb", 60, "elong-rand"),
+        (2, "stsb", 84, "clean"), (2, "stsb", 78, "elong-2"), (2, "stsb", 66, "elong-rand"),
+        (3, "stsb", 50, "clean"), (3, "stsb", 49, "elong-2"),
+    ])  # fmt: skip
+    rates = pd.DataFrame({"run_id": [1, 2, 3], "dataset": ["stsb"] * 3, "variant": ["elong-2"] * 3, "changed_frac": [0.4, 0.6, 0.9]})
+    curve = tables.robustness_curve(scores, runs, rates=rates).set_index(["method", "variant"])
+    ci = stats.mean_ci([70.0, 78.0])
+    row = curve.loc[("a", "elong-2")]
+    assert (row["score"], row["low"], row["high"], row["seeds"]) == pytest.approx((ci.mean, ci.low, ci.high, 2))
+    assert row["m"] == "2" and row["changed_frac"] == pytest.approx(0.5)
+    assert curve.loc[("a", "clean"), "m"] == "1 (clean)" and curve.loc[("a", "clean"), "score"] == 82
+    assert curve.loc[("a", "elong-rand"), "m"] == "rand" and np.isnan(curve.loc[("a", "elong-rand"), "changed_frac"])
+    assert np.isnan(curve.loc[("z", "elong-2"), "low"])  # one seed: no interval
+    table = tables.build_robustness(scores, runs, rates=rates).set_index("method")
+    assert table.loc["a", "changed elong-2"] == pytest.approx(0.5) and table.loc["z", "changed elong-2"] == pytest.approx(0.9)
+
+
+def test_robustness_axis_does_not_magnify_sub_point_differences():
+    from leaderboard.views.robustness import y_domain
+
+    low, high = y_domain(85.0, 85.6)  # two methods 0.6 points apart on a 0-100 metric
+    assert high - low >= 10.0 and low >= 0 and high >= 85.6
+    assert y_domain(0.70, 0.72)[1] - y_domain(0.70, 0.72)[0] >= 0.1  # a 0-1 metric: a tenth of its scale
+    assert y_domain(20.0, 90.0)[0] <= 20.0  # a wide range is shown whole

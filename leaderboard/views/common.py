@@ -31,11 +31,30 @@ def run_filter_widgets(runs: pd.DataFrame, prefix: str) -> RunFilters:
         ("seed", "Seed"),
     ):
         chosen[column] = st.sidebar.multiselect(label, options(runs[column]), key=f"{prefix}_{column}")
+    sweeps = options(runs.loc[runs["sweep"] != "", "sweep"]) if "sweep" in runs else []
+    chosen_sweeps = []
+    if sweeps:
+        chosen_sweeps = st.sidebar.multiselect(
+            "Sweep (one comparison group)", sweeps, key=f"{prefix}_sweep",
+            help="Only the runs of this `bench sweep` grid: every method, seed and budget of one comparison.",
+        )  # fmt: skip
     finished_only = not st.sidebar.checkbox(
         "Include unfinished runs (running / failed)",
         key=f"{prefix}_unfinished",
         help="Runs still running or that failed may have only some datasets scored.",
     )
+    include_subsets = st.sidebar.checkbox(
+        "Include runs scored on a subset (--limit)",
+        key=f"{prefix}_subsets",
+        help="A subset score is not comparable with full-set scores: such runs are left out of rankings unless "
+        "shown here, and flagged in the 'subset' column.",
+    )
+    include_references = True
+    if "type" in runs and (runs["type"] == tables.REFERENCE).any():
+        include_references = st.sidebar.checkbox(
+            "Show reference rows (imported results)", value=True, key=f"{prefix}_references",
+            help="Published results imported with `bench import` (type 'reference'), beside trained methods.",
+        )  # fmt: skip
     return RunFilters(
         methods=chosen["method"],
         backbones=chosen["backbone"],
@@ -43,6 +62,9 @@ def run_filter_widgets(runs: pd.DataFrame, prefix: str) -> RunFilters:
         corpora=chosen["corpus"],
         seeds=[int(s) for s in chosen["seed"]],
         finished_only=finished_only,
+        sweeps=chosen_sweeps,
+        include_subsets=include_subsets,
+        include_references=include_references,
     )
 
 
@@ -86,18 +108,28 @@ def best_mask(column: pd.Series) -> list[str]:
     return [BEST_STYLE if (not math.isnan(v) and v == best) else "" for v in values]
 
 
-def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, key: str, digits: int = 2) -> None:
-    """A sortable table: score cells sort by their value and show mean ± std; the best per column highlighted.
+def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, key: str, digits: int = 2,
+               formats: dict[str, str] | None = None, pinned: str | None = None) -> None:  # fmt: skip
+    """A sortable table: score cells sort by their value and show mean ± CI; the best per column highlighted.
 
-    Only a table that needs it (a highlight, or mean ± std cells) goes through a pandas Styler, whose cost grows
+    formats: printf formats ("%.1f") of other numeric columns present (size columns, rank), shown narrow;
+    pinned: a column kept in view while the table scrolls sideways (the row's name).
+    Only a table that needs it (a highlight, or mean ± CI cells) goes through a pandas Styler, whose cost grows
     with every cell; plain numbers are formatted by the grid itself.
     """
+    formats = {c: f for c, f in (formats or {}).items() if c in frame.columns}
+    config: dict = {}
+    if pinned in frame.columns:
+        config[pinned] = st.column_config.TextColumn(pinned=True)
     seed_cells = any(isinstance(v, tables.SeedMean) for col in score_columns for v in frame[col].head(1000))
     if not highlight and not seed_cells:
-        config = {col: st.column_config.NumberColumn(format=f"%.{digits}f") for col in score_columns}
+        config.update({col: st.column_config.NumberColumn(format=fmt, width="small") for col, fmt in formats.items()})
+        config.update({col: st.column_config.NumberColumn(format=f"%.{digits}f") for col in score_columns})
         st.dataframe(frame, hide_index=True, key=key, width="stretch", column_config=config)
         return
     styler = frame.style.format(lambda v: tables.format_cell(v, digits), subset=score_columns, na_rep="")
+    for col, fmt in formats.items():
+        styler = styler.format(lambda v, fmt=fmt: "" if pd.isna(v) else fmt % v, subset=[col])
     if highlight and score_columns:
         styler = styler.apply(best_mask, subset=score_columns, axis=0)
-    st.dataframe(styler, hide_index=True, key=key, width="stretch")
+    st.dataframe(styler, hide_index=True, key=key, width="stretch", column_config=config)

@@ -116,4 +116,4 @@ def show(state: DBState) -> None:
         )
         bars = alt.Chart(frame).mark_rule().encode(y=alt.Y("label:N", sort=None), x="low:Q", x2="high:Q")
         zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(strokeDash=[4, 4], color="#888").encode(x="x:Q")
-        st.altair_chart((bars + points + zero).properties(height=max(120, 26 * len(frame))), width="stretch")
+        st.altair_chart((bars + points + zero).properties(height=max(140, 34 * len(frame))), width="stretch")

@@ -1,27 +1,70 @@
 """Leaderboard: which method wins on which suite, under which budget. One row per (method, backbone, budget,
-training corpus); a column per dataset and the suite average."""
+training corpus) or reference model; a column per dataset, the suite averages as its papers report them, model
+size, subset flags and a rank that respects significance (leaderboard.ranking)."""
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
-from leaderboard import cache, tables
+from leaderboard import cache, ranking, tables
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views.common import csv_button, pick_metric, pick_suite, run_filter_widgets, show_table
+
+MAX_RANKED = 30  # rows (best averages first) ranked by bootstrap: each costs a re-scoring per resample
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def leaderboard_for(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
                     filters: tables.RunFilters, include_parts: bool) -> tables.Leaderboard:  # fmt: skip
-    runs = filters.apply(cache.runs(location, version))
+    limits = cache.score_limits(location, version, suite)
+    runs = filters.apply(tables.mark_subsets(cache.runs(location, version), limits))
     scores = cache.suite_scores(location, version, suite, (metric,), (variant,))
-    return tables.build_leaderboard(scores, runs, include_parts=include_parts)
+    board = tables.build_leaderboard(scores, runs, include_parts=include_parts, limits=limits, suite=suite)
+    if board.empty:
+        return board
+    ranks = _ranks(location, version, suite, metric, variant, board, runs)
+    return board.with_ranks(ranks.mean_rank, ranks.low, ranks.high)
+
+
+def _ranks(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
+           board: tables.Leaderboard, runs: pd.DataFrame) -> ranking.Ranks:  # fmt: skip
+    """Ranks of the first MAX_RANKED rows, each group represented by its latest run with per-item values."""
+    with_items = cache.item_scores(location, version, suite, metric, variant)
+    runs = runs.reset_index(drop=True)
+    codes, _ = tables.coded_groups(runs)
+    ranked = set(board.groups[:MAX_RANKED].tolist())
+    position = pd.Index(runs["id"]).get_indexer(with_items["run_id"])
+    mine = with_items[position >= 0].assign(group=codes[position[position >= 0]])
+    mine = mine[mine["group"].isin(ranked) & mine["dataset"].isin(board.datasets)]
+    latest = mine.sort_values("run_id").drop_duplicates(["group", "dataset"], keep="last")
+    values = cache.items_for_scores(location, version, tuple(int(i) for i in latest["score_id"]))
+    items: dict[str, dict[int, dict]] = {}
+    for score_id, group, dataset in latest[["score_id", "group", "dataset"]].itertuples(index=False):
+        if int(score_id) in values:
+            items.setdefault(dataset, {})[int(group)] = values[int(score_id)]
+    empty = pd.Series(dtype=float)
+    if not items:
+        return ranking.Ranks(pd.DataFrame(), empty, empty, empty, 0)
+    return ranking.rank_groups(items)
 
 
 def _has_parts(state: DBState, suite: str, metric: str, variant: str) -> bool:
     scores = cache.suite_scores(state.location, state.version, suite, (metric,), (variant,))
     return bool(tables.part_datasets(scores["dataset"].unique().tolist()))
+
+
+def _n_caption(state: DBState, suite: str, metric: str, variant: str, board: tables.Leaderboard) -> str:
+    """'n: sts12 80 · stsb 80': the usual number of items behind each dataset's score in the rows shown."""
+    n = cache.score_n(state.location, state.version, suite, metric, variant)
+    ids = {int(i) for text in board.info["run ids"] for i in text.split(", ") if i}
+    n = n[n["run_id"].isin(ids) & n["dataset"].isin(board.datasets)]
+    if n.empty:
+        return ""
+    usual = n.groupby("dataset")["n"].agg(lambda v: int(v.mode().iloc[0]))
+    parts = [f"{literal(d)} {usual[d]:,}" for d in board.datasets if d in usual.index and usual[d] > 0]
+    return ("n (items per dataset): " + " · ".join(parts)) if parts else ""
 
 
 def show(state: DBState) -> None:
@@ -41,23 +84,56 @@ def show(state: DBState) -> None:
     filters = run_filter_widgets(runs, "main")
     include_parts = _has_parts(state, suite, metric, variant) and st.sidebar.checkbox("Show the parts of averaged datasets (cqadupstack forums)", key="main_parts")
 
-    board = leaderboard_for(state.location, state.version, suite, metric, variant, filters, include_parts)
+    with st.spinner("Ranking (paired bootstrap)…"):
+        board = leaderboard_for(state.location, state.version, suite, metric, variant, filters, include_parts)
     st.caption(f"suite **{literal(suite)}** · metric **{literal(metric)}** · variant **{literal(variant)}**")
     if board.empty:
-        st.info("No run matches these filters. Clear a filter in the sidebar, or tick 'Include unfinished runs'.")
+        st.info("No run matches these filters. Clear a filter in the sidebar, or tick 'Include unfinished runs' "
+                "or 'Include runs scored on a subset'.")  # fmt: skip
         return
     highlight = suite not in tables.NO_BEST_SUITES
-    show_table(board.cells, board.score_columns, highlight=highlight, key="main_table")
+    cells = board.cells
+    # Columns that say nothing here stay out of the (wide) table: type without reference rows, an empty subset.
+    if (cells["type"] != tables.REFERENCE).all():
+        cells = cells.drop(columns="type")
+    if not cells["subset"].astype(bool).any():
+        cells = cells.drop(columns="subset")
+    # The averages and then each dataset right after the row's name and rank (what a reader compares, visible
+    # without scrolling sideways); provenance columns after them.
+    averages = [c for c in board.score_columns if c not in board.datasets]
+    front = [c for c in (*tables.GROUP_KEYS, "rank", "rank 95% CI") if c in cells] + averages + board.datasets
+    cells = cells[front + [c for c in cells.columns if c not in front]]
+    size_format = {"params (M)": "%.1f", "dim": "%d", "max tokens": "%d", "rank": "%.2f", "seeds": "%d"}
+    show_table(cells, board.score_columns, highlight=highlight, key="main_table", formats=size_format, pinned="method")
     notes = [
         f"{len(board)} rows over {int(board.info['seeds'].sum())} (group, seed) pairs.",
-        "A cell is the mean over seeds, shown as mean ± std (n=seeds) when there are several; click a column header to sort.",
+        "A cell is the mean over seeds, shown as mean ± 95% CI half-width (n=seeds, Student t) when there are "
+        "several; click a column header to sort.",
     ]
     if highlight:
         notes.append("Highlighted: the best value in each column.")
     else:
         notes.append("diag measures describe geometry; no value is 'best', so none is highlighted.")
     if not board.complete_average:
-        notes.append("'average' is left empty for rows missing a dataset, so averages compare like with like.")
+        notes.append("Averages are left empty for rows missing a dataset, so averages compare like with like.")
     st.caption(" ".join(notes))
+    ranked = board.info["rank"].notna().sum() if "rank" in board.info else 0
+    if ranked:
+        st.caption(
+            f"rank: per dataset, rows whose paired-bootstrap 95% CI against the best covers 0 are tied with it (rank "
+            f"1); any other row is 1 + the rows significantly better than it; shown as the mean over datasets. "
+            f"rank 95% CI: from the same pairwise CIs ({ranking.RESAMPLES} resamples), the best rank a row can have "
+            "(1 + rows significantly better) to the worst (rows − rows significantly worse), averaged over datasets. "
+            f"Needs per-item scores; the {MAX_RANKED} best rows by average are ranked."
+        )
+    else:
+        st.caption("rank: no per-item scores stored for these runs, so no significance rank.")
+    n_caption = _n_caption(state, suite, metric, variant, board)
+    if n_caption:
+        st.caption(n_caption)
+    if board.info["subset"].astype(bool).any():
+        st.warning("Rows with a 'subset' entry were scored on a subset (--limit): not comparable with full-set rows.")
     csv_button(board.csv_frame(), f"leaderboard-{suite}-{metric}-{variant}", key="main_csv")
-    st.caption("Open a run in the **Run** view by its id (column 'run ids').")
+    st.caption("Open a run in the **Run** view by its id (column 'run ids'). Size columns come from the model "
+               "(blank when the run did not record them).")  # fmt: skip
+

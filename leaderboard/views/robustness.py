@@ -15,14 +15,20 @@ from leaderboard.views.common import csv_button, pick_metric, pick_suite, run_fi
 AVERAGE_CHOICE = "suite average"
 MAX_DIAG_RUNS = 200  # runs offered for the pair-cosine distribution (newest first)
 MAX_PLOT_GROUPS = 30  # groups drawn in a plot (the tables below them list every group)
+MIN_SPAN_FRACTION = 0.10  # the robustness axis spans at least this share of the metric's scale
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def robustness_for(location: str, version: tuple[int, ...], suite: str, metric: str, dataset: str | None,
-                   filters: tables.RunFilters) -> pd.DataFrame:  # fmt: skip
-    runs = filters.apply(cache.runs(location, version))
+                   filters: tables.RunFilters) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
+    """(table, curve) of clean vs attacked scores for the runs the filters keep."""
+    limits = cache.score_limits(location, version, suite)
+    runs = filters.apply(tables.mark_subsets(cache.runs(location, version), limits))
     scores = cache.suite_scores(location, version, suite, (metric,), ())
-    return tables.build_robustness(scores, runs, dataset)
+    rates = cache.attack_rates(location, version, suite)
+    table = tables.build_robustness(scores, runs, dataset, rates)
+    curve = tables.robustness_curve(scores, runs, dataset, rates)
+    return table, curve
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -47,8 +53,8 @@ def show(state: DBState) -> None:
         dataset_choice = st.sidebar.selectbox("Dataset", [AVERAGE_CHOICE, *datasets], key=f"rob_dataset_{suite}")
         filters = run_filter_widgets(runs, "rob")
         dataset = None if dataset_choice == AVERAGE_CHOICE else dataset_choice
-        table = robustness_for(state.location, state.version, suite, metric, dataset, filters)
-        _attack_section(table, suite, metric, dataset_choice)
+        table, curve = robustness_for(state.location, state.version, suite, metric, dataset, filters)
+        _attack_section(table, curve, suite, metric, dataset_choice)
     else:
         st.info("No attacked scores yet: evaluate with an @elong suite, e.g. `bench eval --model minilm --suite sts@elong`.")
     if "diag" in set(catalog["suite"]):
@@ -60,37 +66,58 @@ def show(state: DBState) -> None:
         st.info("No diag scores yet: `bench eval --model minilm --suite diag` adds them.")
 
 
-def _attack_section(table: pd.DataFrame, suite: str, metric: str, dataset_choice: str) -> None:
+def y_domain(low: float, high: float) -> list[float]:
+    """The score axis: from a baseline that keeps a sub-point difference small on screen (the axis spans at least
+    MIN_SPAN_FRACTION of the metric's scale: 0-100 for scores x100, 0-1 otherwise), never below 0."""
+    scale = 100.0 if high > 1.5 else 1.0
+    span = max(high - low, MIN_SPAN_FRACTION * scale)
+    top = min(scale, high + 0.05 * span) if high <= scale else high + 0.05 * span
+    return [max(0.0, top - 1.1 * span), top]
+
+
+def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric: str, dataset_choice: str) -> None:
     st.subheader(f"Clean vs attacked: {literal(suite)} · {literal(metric)} · {literal(dataset_choice)}")
     if table.empty:
         st.info("No run matches these filters with both clean and attacked scores.")
         return
-    long = tables.robustness_long(table)
-    order = long[long["variant"] == tables.CLEAN].sort_values("score", ascending=False)["label"].tolist()
+    order = table["label"].tolist() if "label" in table else tables.group_label(table).tolist()
     if len(order) > MAX_PLOT_GROUPS:
         st.caption(f"The plot shows the {MAX_PLOT_GROUPS} best of {len(order)} groups by clean score; filter to see others.")
         order = order[:MAX_PLOT_GROUPS]
-        long = long[long["label"].isin(order)]
-    variant_order = tables.order_variants(long["variant"].unique().tolist())
-    y_axis = alt.Axis(labelLimit=360)  # group labels are long ("laser3-self · bert-base-uncased · steps=1000")
-    base = alt.Chart(long).encode(
-        y=alt.Y("label:N", sort=order, title=None, axis=y_axis),
-        x=alt.X("score:Q", title=metric, scale=alt.Scale(zero=False)),
+    plotted = curve[curve["label"].isin(order)].copy()
+    # The x axis: m = 1 (clean), 2, 4, 8, then random m apart; under each m, the share of texts it changed.
+    rates = plotted.groupby("m", sort=False)["changed_frac"].mean()
+    m_order = [tables.variant_m(v) for v in tables.order_variants(plotted["variant"].unique().tolist())]
+    axis_label = {m: (m if np.isnan(rates.get(m, np.nan)) else f"{m} ({rates[m]:.0%} changed)") for m in m_order}
+    plotted["x"] = plotted["m"].map(axis_label)
+    x_order = [axis_label[m] for m in m_order]
+    low = np.nanmin(plotted[["score", "low"]].to_numpy(dtype=float))
+    high = np.nanmax(plotted[["score", "high"]].to_numpy(dtype=float))
+    y = alt.Y("score:Q", title=metric, scale=alt.Scale(domain=y_domain(low, high), clamp=True))
+    x = alt.X("x:N", sort=x_order, title="m (elongation factor; random m apart) and share of texts changed",
+              axis=alt.Axis(labelAngle=0, labelLimit=200))  # fmt: skip
+    legend = alt.Legend(orient="bottom", columns=2, labelLimit=420, title=None)
+    color = alt.Color("label:N", sort=order, legend=legend)
+    tooltip = ["label", "m", alt.Tooltip("score:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
+               alt.Tooltip("high:Q", format=".2f"), "seeds", alt.Tooltip("changed_frac:Q", format=".0%")]  # fmt: skip
+    base = alt.Chart(plotted).encode(x=x, color=color)
+    line = base.transform_filter(alt.datum.m != "rand").mark_line().encode(y=y)
+    points = base.mark_point(filled=True, size=70).encode(y=y, tooltip=tooltip)
+    bars = base.mark_rule().encode(y=alt.Y("low:Q", scale=alt.Scale(domain=y_domain(low, high), clamp=True)), y2="high:Q")
+    st.altair_chart((line + bars + points).properties(height=360), width="stretch")
+    st.caption(
+        "Score vs elongation factor m (1 = clean) per method: mean over seeds with its 95% interval (Student t; "
+        "no bar from one seed). Random m is a separate point, not joined to the line. The axis spans at least "
+        f"{MIN_SPAN_FRACTION:.0%} of the metric's scale so sub-point differences do not look large. "
+        "'% changed': the share of texts whose model input the attack changed (a text already longer than max_len "
+        "is truncated to the clean input)."
     )
-    # A dumbbell per method: the line spans clean to the worst attack, a dot per variant.
-    spans = long.groupby("label")["score"].agg(["min", "max"]).reset_index()
-    rules = alt.Chart(spans).mark_rule(color="#999").encode(y=alt.Y("label:N", sort=order, axis=y_axis), x="min:Q", x2="max:Q")
-    dots = base.mark_circle(size=90).encode(
-        color=alt.Color("variant:N", sort=variant_order, title="variant"),
-        tooltip=["label", "variant", alt.Tooltip("score:Q", format=".2f")],
-    )
-    st.altair_chart((rules + dots).properties(height=max(140, 32 * len(order))), width="stretch")
-    change_columns = [c for c in table.columns if c.startswith("change ")]
-    score_columns = [c for c in table.columns if c not in (*tables.GROUP_KEYS, "seeds")]
-    show_table(table, score_columns, highlight=False, key="rob_table")
+    score_columns = [c for c in table.columns if c not in (*tables.GROUP_KEYS, "seeds", "label") and not c.startswith("changed ")]
+    show_table(table, score_columns, highlight=False, key="rob_table",
+               formats={c: "%.2f" for c in table.columns if c.startswith("changed ")})  # fmt: skip
     st.caption(
         "'change elong-m' = attacked − clean, per seed over the datasets scored both ways, then averaged over seeds; "
-        "closer to 0 is more robust." if change_columns else ""
+        "closer to 0 is more robust. 'changed elong-m': fraction of texts the attack changed (1 = all)."
     )
     csv_button(table, f"robustness-{suite}-{metric}-{dataset_choice}", key="rob_csv")
 
@@ -107,17 +134,20 @@ def _diag_section(state: DBState, filters: tables.RunFilters, runs: pd.DataFrame
     if len(labels) > MAX_PLOT_GROUPS:
         st.caption(f"The plots show {MAX_PLOT_GROUPS} of {len(labels)} groups; filter to see others (the table lists all).")
         plotted = diag[diag["label"].isin(labels[:MAX_PLOT_GROUPS])]
+    # Variants are categories (elong-rand is not "after" m=8): points side by side per variant, no joining line.
+    legend = alt.Legend(orient="bottom", columns=2, labelLimit=420, title=None)
     chart = (
         alt.Chart(plotted)
-        .mark_line(point=True)
+        .mark_point(filled=True, size=70)
         .encode(
-            x=alt.X("variant:N", sort=variant_order, title=None),
+            x=alt.X("variant:N", sort=variant_order, title=None, axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset("label:N"),
             y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=False)),
-            color=alt.Color("label:N", title="method"),
+            color=alt.Color("label:N", title="method", legend=legend),
             tooltip=["label", "metric", "variant", alt.Tooltip("value:Q", format=".4f"), "seeds"],
         )
-        .properties(width=220, height=180)
-        .facet(facet=alt.Facet("metric:N", title=None, sort=list(tables.DIAG_PLOT_METRICS)), columns=4)
+        .properties(width=300, height=170)
+        .facet(facet=alt.Facet("metric:N", title=None, sort=list(tables.DIAG_PLOT_METRICS)), columns=2)
         .resolve_scale(y="independent")
     )
     st.altair_chart(chart)
@@ -160,7 +190,8 @@ def _pair_cosine_distribution(state: DBState, filters: tables.RunFilters, runs: 
         .encode(
             x=alt.X("cosine:Q", title="cosine of an STS-B pair"),
             y=alt.Y("density:Q"),
-            color=alt.Color("variant:N", sort=tables.order_variants(frame["variant"].unique().tolist())),
+            color=alt.Color("variant:N", sort=tables.order_variants(frame["variant"].unique().tolist()),
+                            legend=alt.Legend(orient="bottom", title=None)),
         )
         .properties(height=240)
     )

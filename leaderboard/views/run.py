@@ -70,7 +70,7 @@ def show(state: DBState) -> None:
         st.warning(f"Run {run_id} is gone from the database.")
         return
     # Everything below that came from the database is shown literally (leaderboard.text).
-    st.subheader(f"run {run_id} · {literal(run['method'] or tables.NONE_LABEL)} · {literal(run['backbone'] or run['model'])}")
+    st.subheader(f"run {run_id} · {literal(run['method'] or tables.NONE_LABEL)} · {literal(run['backbone'] or run['model'])}", anchor=False)
     status = run["status"]
     (st.error if status == "failed" else st.info if status == "running" else st.success)(f"status: {literal(status)}")
     if run.get("error"):

@@ -1,0 +1,123 @@
+"""Ranks that respect significance, from the per-item values a paired bootstrap needs (ScoreItems).
+
+Per dataset, every ranked group's score is recomputed on the same bootstrap resamples of the items (queries, STS
+pairs, test examples), as `bench.stats.paired_bootstrap` does for two runs:
+  - the best group (highest score on all items) has rank 1, and so has every group whose paired 95% CI of
+    (group - best) contains 0: they are tied with it;
+  - any other group's rank is 1 + the number of groups significantly better than it (CI of the difference > 0).
+A group's **mean rank** is the mean of those ranks over the datasets it was ranked on. Its **rank interval**
+comes from the same pairwise bootstrap CIs: on a dataset the group's rank can be no better than 1 + the groups
+significantly better than it (1 when tied with the best) and no worse than G - the groups significantly worse
+than it; both bounds are averaged over the datasets. (A confidence set for ranks built from pairwise tests, as
+rank intervals on arena-style leaderboards are; unlike ranking each resample, it always contains the rank shown.)
+
+No streamlit here; the main view caches `rank_groups` by the database's change marker.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import rankdata
+
+from bench import stats
+
+RESAMPLES = 200  # enough for 95% quantiles of ranks; kept small because Spearman re-ranks every resample
+LEVEL = stats.DEFAULT_LEVEL
+MIN_ITEMS = 3
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """Per group (index = group code): the significance rank on each dataset, the mean rank, its interval."""
+
+    per_dataset: pd.DataFrame  # groups x datasets; NaN where a group has no per-item values for a dataset
+    mean_rank: pd.Series
+    low: pd.Series
+    high: pd.Series
+    resamples: int
+
+
+def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x = x - x.mean(axis=1, keepdims=True)
+    y = y - y.mean(axis=1, keepdims=True)
+    denom = np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, (x * y).sum(axis=1) / denom, np.nan)
+
+
+def _aligned(items: dict[int, dict]) -> tuple[list[int], str, np.ndarray, np.ndarray | None]:
+    """Groups, aggregate, their values on the items all of them share ((G, n) array) and the gold values."""
+    groups = sorted(items)
+    common = set(items[groups[0]]["item_ids"])
+    for g in groups[1:]:
+        common &= set(items[g]["item_ids"])
+    order = [i for i in items[groups[0]]["item_ids"] if i in common]
+    values = np.empty((len(groups), len(order)))
+    for row, g in enumerate(groups):
+        position = {item: k for k, item in enumerate(items[g]["item_ids"])}
+        values[row] = np.asarray(items[g]["values"], dtype=np.float64)[[position[i] for i in order]]
+    first = items[groups[0]]
+    gold = None
+    if first.get("gold") is not None:
+        position = {item: k for k, item in enumerate(first["item_ids"])}
+        gold = np.asarray(first["gold"], dtype=np.float64)[[position[i] for i in order]]
+    return groups, first["aggregate"], values, gold
+
+
+def resampled_scores(aggregate: str, values: np.ndarray, gold: np.ndarray | None, resamples: int, seed: int = 0
+                     ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(score of each group on all items (G,), scores on the same resamples (G, B)); scores as ScoreItems defines."""
+    n = values.shape[1]
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n))
+    if aggregate == "mean":
+        return values.mean(axis=1), np.stack([row[idx].mean(axis=1) for row in values])
+    if aggregate == "spearman":
+        if gold is None:
+            raise ValueError("a 'spearman' score needs gold values")
+        full = stats.score_rows("spearman", values, np.broadcast_to(gold, values.shape))
+        gold_ranks = rankdata(gold[idx], axis=1)  # the same for every group: ranked once
+        boot = np.stack([100.0 * _pearson_rows(rankdata(row[idx], axis=1), gold_ranks) for row in values])
+        return full, boot
+    raise ValueError(f"unknown aggregate {aggregate!r} (known: mean, spearman)")
+
+
+def dataset_ranks(full: np.ndarray, boot: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Significance ranks (G,) of groups scored on one dataset, and the bounds of their rank intervals (G,), (G,)."""
+    alpha = (1.0 - level) / 2.0
+    best = int(np.nanargmax(full))
+    # diff[h, g, b] = score_h - score_g on resample b: h is significantly better than g when its CI is above 0.
+    diff = boot[:, None, :] - boot[None, :, :]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a pair with no defined resample: no verdict
+        low = np.nanquantile(diff, alpha, axis=2)
+        high = np.nanquantile(diff, 1.0 - alpha, axis=2)
+    better = (low > 0).sum(axis=0)  # per g: how many groups beat it significantly
+    worse = (high < 0).sum(axis=0)  # per g: how many groups it beats significantly
+    tied_with_best = high[:, best] >= 0  # CI of (g - best) reaches 0
+    ranks = np.where(tied_with_best, 1.0, 1.0 + better)
+    ranks[best] = 1.0
+    lowest = np.minimum(ranks, 1.0 + better)
+    highest = np.maximum(ranks, float(len(full)) - worse)
+    return ranks, lowest, highest
+
+
+def rank_groups(items: dict[str, dict[int, dict]], resamples: int = RESAMPLES, level: float = LEVEL, seed: int = 0) -> Ranks:
+    """items[dataset][group] = ScoreItems dict of that group's representative run. Groups never seen get no row."""
+    all_groups = sorted({g for per in items.values() for g in per})
+    datasets = list(items)
+    frames = {name: pd.DataFrame(np.nan, index=all_groups, columns=datasets) for name in ("rank", "low", "high")}
+    row_of = {g: k for k, g in enumerate(all_groups)}
+    for j, dataset in enumerate(datasets):
+        groups, aggregate, values, gold = _aligned(items[dataset])
+        if values.shape[1] < MIN_ITEMS:
+            continue
+        full, boot = resampled_scores(aggregate, values, gold, resamples, seed)
+        rows = [row_of[g] for g in groups]
+        for name, column in zip(("rank", "low", "high"), dataset_ranks(full, boot, level)):
+            frames[name].iloc[rows, j] = column
+    return Ranks(frames["rank"], frames["rank"].mean(axis=1), frames["low"].mean(axis=1), frames["high"].mean(axis=1), resamples)

@@ -1,0 +1,75 @@
+"""The main view's newer columns and toggles through AppTest: significance ranks, model size, subset runs hidden
+by default, sweeps as one comparison group, reference rows (tests/test_leaderboard_fixtures.py: fill_extras)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from tests.test_leaderboard_fixtures import fill_extras  # noqa: E402
+
+APP = Path(__file__).resolve().parent.parent / "leaderboard" / "app.py"
+REFERENCE = "org/published-model"
+
+
+@pytest.fixture(scope="module")
+def results_path(tmp_path_factory) -> Path:
+    return fill_extras(tmp_path_factory.mktemp("board") / "results.sqlite")
+
+
+@pytest.fixture
+def app(results_path, monkeypatch):
+    monkeypatch.setenv("LENBENCH_DB", str(results_path))
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def rows(at: AppTest):  # noqa: ANN201
+    return at.dataframe[0].value.set_index("method")
+
+
+def test_ranks_sizes_references_and_hidden_subset(app):
+    frame = rows(app)
+    assert "quick" not in frame.index  # a --limit run never ranks by default
+    assert REFERENCE in frame.index and frame.loc[REFERENCE, "type"] == "reference"
+    assert frame.loc[REFERENCE, "params (M)"] == pytest.approx(109.0) and frame.loc[REFERENCE, "dim"] == 768
+    laser = frame.loc["laser3-self"]
+    assert laser["run ids"] == "3, 7" and laser["seeds"] == 2  # run 7 (a sweep point) is its second seed
+    assert (laser["params (M)"], laser["dim"], laser["max tokens"]) == (pytest.approx(4.4), 128, 512)
+    assert laser["rank"] == 1.0 and laser["rank 95% CI"] == "1.0–1.0"  # clearly the best on every dataset
+    assert frame["rank"].idxmax() == "vanilla"  # the noisiest method is last
+    for rank, interval in zip(frame["rank"], frame["rank 95% CI"]):
+        low, high = (float(x) for x in interval.split("–"))
+        assert low - 0.05 <= rank <= high + 0.05  # (the interval is shown to one decimal)
+    simcse = app.dataframe[0].value.query("method == 'simcse' and backbone == 'bert-tiny'").iloc[0]
+    assert simcse["run ids"] == "2, 8"  # run 8 re-ran seed 0: it replaces run 1
+    captions = "\n".join(c.value for c in app.caption)
+    assert "n (items per dataset): sts12 80 · stsb 80 · sickr 80" in captions
+    assert "paired-bootstrap 95% CI against the best" in captions
+
+
+def test_subset_toggle_shows_and_flags_subset_runs(app):
+    app.checkbox(key="main_subsets").check().run()
+    frame = rows(app)
+    assert frame.loc["quick", "subset"] == "sickr[40], sts12[40], stsb[40]"
+    assert (frame.drop(index="quick")["subset"] == "").all()
+    assert any("subset" in w.value for w in app.warning)
+
+
+def test_sweep_is_one_comparison_group(app):
+    app.multiselect(key="main_sweep").set_value(["grid"]).run()
+    frame = app.dataframe[0].value
+    assert sorted(frame["method"]) == ["laser3-self", "simcse"]
+    assert sorted(frame["run ids"]) == ["7", "8"]
+
+
+def test_reference_rows_can_be_hidden(app):
+    app.checkbox(key="main_references").uncheck().run()
+    assert REFERENCE not in set(app.dataframe[0].value["method"])

@@ -1,0 +1,65 @@
+"""Significance-respecting ranks (leaderboard/ranking.py) on hand-made per-item values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench import stats
+from leaderboard import ranking
+
+
+def mean_items(values) -> dict:  # noqa: ANN001
+    return {"aggregate": "mean", "item_ids": [f"q{i}" for i in range(len(values))], "values": list(map(float, values)), "gold": None}
+
+
+def test_tied_with_the_best_get_rank_one_and_clear_losers_count_who_beats_them():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0, 1, 400)
+    items = {
+        "d1": {
+            0: mean_items(base + 0.20),  # best
+            1: mean_items(base + 0.20 + rng.normal(0, 0.05, 400)),  # the same up to noise: tied with the best
+            2: mean_items(base),  # clearly worse than both
+        }
+    }
+    ranks = ranking.rank_groups(items, resamples=300)
+    assert ranks.per_dataset["d1"].tolist() == [1.0, 1.0, 3.0]
+    ci = stats.paired_bootstrap(items["d1"][0], items["d1"][1], resamples=300)
+    assert not ci.excludes_zero  # what "tied" means: the pair's CI covers 0
+    assert ranks.mean_rank.tolist() == [1.0, 1.0, 3.0]
+    assert ranks.low[2] == ranks.high[2] == 3.0  # both others are significantly better: surely last
+    assert (ranks.low[0], ranks.high[0]) == (1.0, 2.0)  # tied with group 1: first or second
+    assert (ranks.low[1], ranks.high[1]) == (1.0, 2.0)
+    assert (ranks.low <= ranks.mean_rank).all() and (ranks.mean_rank <= ranks.high).all()
+
+
+def test_mean_rank_over_datasets_and_missing_items():
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0, 1, 300)
+    items = {
+        "d1": {0: mean_items(base + 0.3), 1: mean_items(base)},  # 0 wins d1
+        "d2": {0: mean_items(base), 1: mean_items(base + 0.3), 2: mean_items(base - 0.3)},  # 1 wins d2; 2 only here
+    }
+    ranks = ranking.rank_groups(items, resamples=200)
+    assert ranks.per_dataset.loc[0].tolist() == [1.0, 2.0]
+    assert ranks.per_dataset.loc[1].tolist() == [2.0, 1.0]
+    assert np.isnan(ranks.per_dataset.loc[2, "d1"]) and ranks.per_dataset.loc[2, "d2"] == 3.0
+    assert ranks.mean_rank.tolist() == [1.5, 1.5, 3.0]
+    assert ranks.low[0] == ranks.high[0] == 1.5  # every difference is significant: the interval is the rank
+
+
+def test_spearman_resamples_match_the_pairwise_bootstrap():
+    rng = np.random.default_rng(2)
+    gold = rng.uniform(0, 5, 150)
+    ids = [str(i) for i in range(150)]
+    good, bad = gold + rng.normal(0, 0.5, 150), gold + rng.normal(0, 3, 150)
+    values = np.stack([bad, good])
+    full, boot = ranking.resampled_scores("spearman", values, gold, resamples=400, seed=0)
+    a = {"aggregate": "spearman", "item_ids": ids, "values": bad.tolist(), "gold": gold.tolist()}
+    b = {"aggregate": "spearman", "item_ids": ids, "values": good.tolist(), "gold": gold.tolist()}
+    ci = stats.paired_bootstrap(a, b, resamples=400, seed=0)  # same seed: the same resamples
+    assert full[1] - full[0] == pytest.approx(ci.difference)
+    assert np.quantile(boot[1] - boot[0], [0.025, 0.975]) == pytest.approx([ci.low, ci.high])
+    ranks, low, high = ranking.dataset_ranks(full, boot)
+    assert ranks.tolist() == [2.0, 1.0] and low.tolist() == [2.0, 1.0] and high.tolist() == [2.0, 1.0]
