@@ -128,3 +128,23 @@ def test_model_card_flags_a_subset_evaluation():
     assert "**Subset:** evaluated on the first 100 items" in card and "| sts | stsb | spearman | 100 | 80.00 |" in card
     assert 'base_model: "sentence-transformers/all-MiniLM-L6-v2"' in card
     assert "Subset" not in render_model_card({**run, "config": {}}, scores)
+
+
+def test_a_resumed_bench_run_keeps_every_run_in_the_first_folder(finished_run, tmp_path, monkeypatch):
+    """The first attempt dies evaluating simcse (mlm's row never created); --resume puts mlm beside it."""
+    import bench.evaluate
+
+    _, argv, _ = finished_run
+    argv = list(argv)
+    argv[argv.index("--out") + 1] = str(tmp_path / "runs")
+    argv[argv.index("--db") + 1] = str(tmp_path / "r.sqlite")
+    real = bench.evaluate.evaluate
+    monkeypatch.setattr(bench.evaluate, "evaluate", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    assert main([*argv, "--no-baseline"]) == 130
+    monkeypatch.setattr(bench.evaluate, "evaluate", real)
+    first = ResultsDB(tmp_path / "r.sqlite").runs()
+    assert first["method"].tolist() == ["simcse"] and first["status"].tolist() == ["failed"]
+    assert main([*argv, "--no-baseline", "--resume"]) == 0
+    runs = ResultsDB(tmp_path / "r.sqlite").runs()
+    assert runs["method"].tolist() == ["simcse", "mlm"] and set(runs["status"]) == {"finished"}
+    assert {Path(d).parent for d in runs["output_dir"]} == {Path(first["output_dir"].iloc[0]).parent}

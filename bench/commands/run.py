@@ -194,6 +194,8 @@ def run(args: argparse.Namespace) -> int:
     comparison = configs.comparison
     stamp = distributed.broadcast_from_main(dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S"))
     out_root = Path(args.out) / f"{stamp}-{comparison[:8]}"
+    if args.resume and main:  # rows the first attempt never reached join its folder: one comparison, one folder
+        out_root = _earlier_folder(db, comparison) or out_root
     say(f"comparison {comparison}: methods {', '.join(rows)}; backbone {args.backbone}"
           + (f" [{BACKBONE_NOTES[args.backbone]}]" if args.backbone in BACKBONE_NOTES else ""))
     if corpus:
@@ -255,6 +257,16 @@ def _default_device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _earlier_folder(db, comparison: str) -> Path | None:  # noqa: ANN001
+    """The folder an earlier attempt of this comparison wrote its runs under (the newest), if any."""
+    runs = db.runs()
+    for _, row in runs.sort_values("id", ascending=False).iterrows() if not runs.empty else []:
+        config = row["config"] if isinstance(row["config"], dict) else json.loads(row["config"] or "{}")
+        if config.get("comparison") == comparison and row["output_dir"]:
+            return Path(row["output_dir"]).parent
+    return None
 
 
 def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget, suite_args, out_root, code_version, package_versions):  # noqa: ANN001, ANN202
