@@ -18,6 +18,7 @@ to one, so they line up with our runs in comparisons (`mteb`, TASK, main score n
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ SUITE_OF_KIND = {"sts": "sts", "beir": "beir"}
 EXPORT_SPLIT = "test"
 
 
+@functools.lru_cache(maxsize=1)
 def dataset_tasks() -> dict[str, str]:
     """Our dataset name -> MTEB task name, for the datasets whose whole test split is that task."""
     out = {}
@@ -57,6 +59,7 @@ def task_of(suite: str, dataset: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=None)  # a results repository names the same tasks thousands of times
 def _get_task(name: str) -> Any:
     import mteb
 
@@ -213,6 +216,7 @@ class ReferenceModel:
     files: list[str]
 
 
+@functools.lru_cache(maxsize=1)
 def _task_datasets() -> dict[str, str]:
     return {task: dataset for dataset, task in dataset_tasks().items()}
 
@@ -280,8 +284,12 @@ def read_mteb_results(directory: str | Path) -> tuple[list[ReferenceModel], list
     for path in sorted(root.rglob("*.json")):
         if path.name != "model_meta.json":
             grouped[path.parent].append(path)
+    from tqdm.auto import tqdm
+
     problems: list[str] = []
     models = []
+    n_files = sum(len(p) for p in grouped.values())
+    bar = tqdm(total=n_files, desc="reading MTEB results", unit="file", disable=n_files < 200)
     for folder, paths in grouped.items():
         name, revision, meta = _identity(folder)
         records: list[ScoreRecord] = []
@@ -293,6 +301,8 @@ def read_mteb_results(directory: str | Path) -> tuple[list[ReferenceModel], list
             except Exception as exc:  # noqa: BLE001 - one unreadable file must not stop a whole results repository
                 problems.append(f"{path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
                 continue
+            finally:
+                bar.update()
             records.extend(new)
             files.append(str(path.relative_to(root)))
         records.extend(_cqadupstack_mean(records))
@@ -300,6 +310,7 @@ def read_mteb_results(directory: str | Path) -> tuple[list[ReferenceModel], list
             info = {k: meta[m] for k, m in (("parameters", "n_parameters"), ("embedding_dim", "embed_dim"),
                                              ("max_tokens", "max_tokens")) if meta.get(m) is not None}
             models.append(ReferenceModel(name, revision, folder, records, info, files))
+    bar.close()
     return models, problems
 
 
