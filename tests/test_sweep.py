@@ -68,8 +68,13 @@ data_dir = "data"
 
 def children_of(pid: int) -> list[int]:
     kids = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        kids += [int(x) for x in (task / "children").read_text().split()]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(fields[1]) == pid:  # field 4 of /proc/PID/stat: the parent's pid
+            kids.append(int(stat.parent.name))
     return kids
 
 
@@ -244,3 +249,17 @@ source = "LA(SER)^3 Table 2"
     simcse = rows[("method=simcse", "beir", "average")]
     assert " 2 " in simcse and "3.50" in simcse and "18.16" not in simcse  # 2 seeds done; no paper number for it
     assert "cqadupstack-gis" in table  # the forum row itself is still listed, but not averaged
+
+
+def test_resubmitting_skips_points_whose_slurm_job_is_still_queued(tmp_path):
+    """Only the scheduler knows a job that has not started: the sweep's record of its submissions, asked of Slurm."""
+    from types import SimpleNamespace
+
+    from bench.sweep.executors import record_submission, still_queued
+
+    spec = write_spec(tmp_path / "q.toml", Path("minilm"), 'method = ["simcse"]\nseed = [0, 1, 2]')
+    points = expand(load_spec(spec), compute_hash=False)
+    record_submission(tmp_path, [SimpleNamespace(job_id=f"77_{i}") for i in range(3)], points)
+    states = {"77_0": "COMPLETED", "77_1": "PENDING", "77_2": "FAILED"}
+    assert still_queued(points, tmp_path, job_state=lambda _folder, job: states[job]) == {"method=simcse seed=1": "77_1"}
+    assert still_queued(points, tmp_path / "elsewhere", job_state=lambda *_: "PENDING") == {}

@@ -115,8 +115,10 @@ def _summary(results, name: str, file: str) -> int:  # noqa: ANN001
     done = [r for r in results if r.status == "finished"]
     interrupted = sum(r.status == "interrupted" for r in results)
     not_started = sum(r.status == "not started" for r in results)
+    elsewhere = sum(r.status == "running elsewhere" for r in results)
     print(f"\nsweep {name}: {len(done)} finished, {len(failed)} failed"
-          + (f", {interrupted} interrupted, {not_started} not started (the same command resumes them)" if interrupted + not_started else ""))
+          + (f", {interrupted} interrupted, {not_started} not started (the same command resumes them)" if interrupted + not_started else "")
+          + (f", {elsewhere} running in another process" if elsewhere else ""))
     for r in failed:
         print(f"  FAILED {r.key} after {r.attempts} attempt(s): {r.last_line}\n         log: {r.log}")
     print(f"status and comparison: bench sweep {shlex.quote(file)} --status")
@@ -132,7 +134,15 @@ def _run_local(points, settings, args, name: str) -> int:  # noqa: ANN001
 
 
 def _run_slurm(points, settings, args, name: str, folder: Path) -> int:  # noqa: ANN001
-    from bench.sweep.executors import SlurmOptions, parse_slurm_extra, parse_time_minutes, submit_slurm, wait_jobs
+    from bench.sweep.executors import (
+        SlurmOptions,
+        parse_slurm_extra,
+        parse_time_minutes,
+        record_submission,
+        still_queued,
+        submit_slurm,
+        wait_jobs,
+    )
 
     options = SlurmOptions(
         partition=args.partition, gpus_per_job=args.gpus_per_job, time_min=parse_time_minutes(args.time),
@@ -142,7 +152,16 @@ def _run_slurm(points, settings, args, name: str, folder: Path) -> int:  # noqa:
     if "://" not in settings.db and args.submitit_cluster is None:
         print(f"note: the results database is the SQLite file {settings.db}; every node must see it, and many writers "
               "on a network file system are slow: a PostgreSQL URL (postgresql+psycopg://...) is the shared store")
+    if args.submitit_cluster is None:  # submitit's local/debug jobs end with this process: nothing stays queued
+        queued = still_queued(points, folder)
+        for key, job_id in queued.items():
+            print(f"{key}: job {job_id} of an earlier submission is still queued or running; not submitted again")
+        points = [p for p in points if p.key not in queued]
+        if not points:
+            print("nothing to submit")
+            return 0
     jobs = submit_slurm(points, settings, options, folder, name)
+    record_submission(folder, jobs, points)
     print(f"submitted {len(jobs)} point(s) as job array {jobs[0].job_id.split('_')[0]}; submitit files in {folder / 'submitit'}, "
           f"per-point logs in {settings.log_dir}")
     for job, point in zip(jobs, points):

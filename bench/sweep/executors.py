@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -143,6 +144,44 @@ def submit_slurm(points: list[Point], settings: WorkerSettings, options: SlurmOp
         params.pop("gpus_per_node")  # no GPUs to hand out here
     executor.update_parameters(**params)
     return executor.map_array(run_point_job, points, [settings] * len(points))
+
+
+# Slurm states of a job that has not ended: its point must not be submitted again.
+QUEUED_STATES = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD", "RESIZING", "SUSPENDED"}
+
+
+def submission_record(folder: Path) -> Path:
+    return folder / "submitted.json"
+
+
+def record_submission(folder: Path, jobs, points: list[Point]) -> None:  # noqa: ANN001
+    """Remember which Slurm job runs each point, so that submitting the sweep again skips the ones still queued."""
+    path = submission_record(folder)
+    record = json.loads(path.read_text()) if path.exists() else {}
+    record.update({p.key: j.job_id for j, p in zip(jobs, points)})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, sort_keys=True))
+
+
+def still_queued(points: list[Point], folder: Path, job_state=None) -> dict[str, str]:  # noqa: ANN001
+    """key -> job id of the points that an earlier submission has queued or running on Slurm.
+
+    The database says which points are done or running; only the scheduler knows a job that has not started yet."""
+    path = submission_record(folder)
+    if not path.exists():
+        return {}
+    record = json.loads(path.read_text())
+    job_state = job_state or _slurm_state
+    return {p.key: record[p.key] for p in points if p.key in record and job_state(folder, record[p.key]) in QUEUED_STATES}
+
+
+def _slurm_state(folder: Path, job_id: str) -> str:
+    import submitit
+
+    try:
+        return str(submitit.SlurmJob(folder=str(folder / "submitit" / "%j"), job_id=job_id).state)
+    except Exception:  # noqa: BLE001 - sacct unavailable or the job forgotten: not known to be queued
+        return "UNKNOWN"
 
 
 def wait_jobs(jobs, points: list[Point], echo=print) -> list[PointResult]:  # noqa: ANN001

@@ -24,7 +24,7 @@ from bench.sweep.points import Point
 @dataclass
 class PointResult:
     key: str
-    status: str  # finished | failed | interrupted | not started
+    status: str  # finished | failed | interrupted | not started | running elsewhere
     attempts: int
     returncode: int | None
     log: str
@@ -84,6 +84,12 @@ def run_point(point: Point, settings: WorkerSettings, registry: ChildRegistry | 
     rc: int | None = None
     attempt = 0
     for attempt in range(1, settings.retries + 2):
+        # Another worker may have finished this point, or hold it now (a sweep submitted twice): never run it twice.
+        state = current_state(point, settings.db)
+        if state in ("done", "running"):
+            status = "finished" if state == "done" else "running elsewhere"
+            return PointResult(point.key, status, attempt - 1, rc, str(log), time.time() - t0,
+                               "" if state == "done" else "a live process holds its run row; not started again")
         if registry is not None and registry.stopping.is_set():
             status = "interrupted" if attempt > 1 else "not started"
             return PointResult(point.key, status, attempt - 1, rc, str(log), time.time() - t0)
@@ -108,6 +114,21 @@ def run_point(point: Point, settings: WorkerSettings, registry: ChildRegistry | 
         if registry is not None and registry.stopping.is_set():
             return PointResult(point.key, "interrupted", attempt, rc, str(log), time.time() - t0, _last_line(log))
     return PointResult(point.key, "failed", attempt, rc, str(log), time.time() - t0, _last_line(log))
+
+
+def current_state(point: Point, db: str) -> str | None:
+    """The point's state in the database now (done/running/failed/missing), None when it cannot be read."""
+    from bench.sweep.state import point_states
+    from results_db import ResultsDB
+
+    try:
+        reader = ResultsDB(db, read_only=True)
+        try:
+            return point_states(reader.runs(), [point])[0].state
+        finally:
+            reader.engine.dispose()
+    except Exception:  # noqa: BLE001 - a database not created yet, unreachable for a moment: let bench run decide
+        return None
 
 
 def _last_line(log: Path) -> str:
