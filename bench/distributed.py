@@ -430,9 +430,16 @@ def shard_bounds(n: int, rank_: int | None = None, world: int | None = None) -> 
     return n * r // w, n * (r + 1) // w
 
 
-def shard_batch(batch: dict[str, Any], rank_: int | None = None, world: int | None = None) -> dict[str, Any]:
+def shard_batch(
+    batch: dict[str, Any], rank_: int | None = None, world: int | None = None, trim: Sequence[str] = ()
+) -> dict[str, Any]:
     """This rank's rows of a global batch: every tensor whose first dimension is the batch's example count is
-    sliced; counts ('n_examples', 'n_tokens') stay global (budgets count global examples and tokens)."""
+    sliced; counts ('n_examples', 'n_tokens') stay global (budgets count global examples and tokens).
+
+    `trim`: key prefixes (e.g. "anchor_") whose `<prefix>attention_mask` marks padding: the 2-D tensors of that
+    prefix lose the padding columns no row of this shard uses (the batch was padded to its longest row of all
+    ranks). A method declares them (its `shard_trim` attribute) when nothing else in its batch is aligned to them.
+    """
     import torch
     w = world_size() if world is None else world
     if w <= 1:
@@ -451,6 +458,15 @@ def shard_batch(batch: dict[str, Any], rank_: int | None = None, world: int | No
         else:
             out[key] = value
     out["n_local_examples"] = end - start
+    for prefix in trim:
+        mask = out.get(f"{prefix}attention_mask")
+        if not torch.is_tensor(mask) or mask.ndim != 2 or mask.shape[0] == 0:
+            continue
+        used = mask.any(dim=0).nonzero()
+        width = int(used.max()) + 1 if used.numel() else 1
+        for key, value in out.items():
+            if key.startswith(prefix) and torch.is_tensor(value) and value.ndim == 2 and value.shape[1] == mask.shape[1]:
+                out[key] = value[:, :width]
     return out
 
 

@@ -182,6 +182,7 @@ class MomentumQueue:
 
 class EsimcseAdapter:
     name = "esimcse"
+    shard_trim = ("anchor_", "positive_")  # on several processes, each shard drops the padding it does not use
 
     def __init__(self, config: EsimcseConfig, *, tokenizer: Any, max_len: int, seed: int = 0):
         if max_len < 4:

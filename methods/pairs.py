@@ -66,6 +66,7 @@ class PairContrastiveAdapter:
     name = "pair"
     # True when both views always have the same token ids and length (SimCSE): one forward over the 2B rows.
     one_forward = False
+    shard_trim = ("anchor_", "positive_")  # on several processes, each shard drops the padding it does not use
 
     def __init__(self, config: Any, *, tokenizer: Any, max_len: int, seed: int = 0):
         if getattr(config, "pooling", "mean") not in POOLINGS:

@@ -2,7 +2,8 @@
 
 Two processes with global batch 8 (4 rows each, positives gathered across ranks) against one process with batch
 8, for simcse (dropout off: with dropout on, the masks of 8 rows cannot be split into two sets of 4) and
-laser3-self (random m drawn from the shared rng), and for mlm (masked-token mean over both ranks).
+laser3-self (random m drawn from the shared rng), mlm (masked-token mean over both ranks) and esimcse (its
+momentum queue holds whole global batches on every rank).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ TEXTS = [
     f"A second sentence adds detail number {i}."
     for i in range(40)
 ]
-METHODS = ("simcse", "laser3-self", "mlm")
+METHODS = ("simcse", "laser3-self", "mlm", "esimcse")
 STEPS = 4
 
 

@@ -355,7 +355,7 @@ def train(
             lr = config.lr * linear_schedule(consumed.steps, config.warmup_steps, horizon)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            local_batch = distributed.shard_batch(batch)
+            local_batch = distributed.shard_batch(batch, trim=getattr(adapter, "shard_trim", ()))
             with autocast():
                 loss, extras = adapter.loss(model, local_batch)
             # Under several processes the global loss is the mean over ranks (losses normalise for it).

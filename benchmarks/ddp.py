@@ -1,0 +1,123 @@
+"""Data-parallel scaling: the same training job on 1 process and on N processes (torch.distributed, gloo on CPU).
+
+    .venv/bin/python benchmarks/ddp.py [--nproc 2] [--steps 20] [--batch-size 32] [--backbone minilm] [--method simcse]
+
+Both runs train the same method from the same backbone on the same texts with the same global batch and step
+count (the trainer splits the batch over the processes and gathers in-batch negatives), so they do the same
+work; each uses `--threads` torch threads per process in all (one process: `--threads`; N: `--threads / N`
+each, default 1 apiece, i.e. the same cores). Prints each run's steps/s (training loop only, rank 0's clock: start-up
+and model loading excluded), the scaling ratio (N-process steps/s / 1-process steps/s; ideal N when the cores
+are free and communication is cheap) and the mean training loss of each run (close, not equal: the same global
+batches and updates, but the dropout masks of the N processes are drawn differently; tests/test_distributed_train.py
+checks exact equality with dropout off).
+
+On CPU the gain is bounded by the cores: on a 2-core machine 2 processes x 1 thread against 1 process x 2 threads
+mostly measures how well torch's intra-op threading uses the second core. On GPUs the launcher is torchrun
+(README: Scaling out) and each rank has its own device (nccl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def corpus(n: int) -> list[str]:
+    try:
+        from bench.train.corpus import load_corpus
+
+        return list(load_corpus("wiki-offline").texts[:n])
+    except Exception:  # noqa: BLE001 - the packaged corpus is optional here
+        return [f"Sentence {i} is about topic {i % 17}. It continues with detail {i} and more words." for i in range(n)]
+
+
+def train_job(args: argparse.Namespace, model_dir: str, out: str) -> dict:
+    import torch
+
+    from bench import distributed
+    from bench.registry import get_method
+    from bench.train import Budget, TrainConfig, train
+    from bench.train.trainer import load_backbone
+
+    model, tok, _ = load_backbone(model_dir)
+    cfg = TrainConfig(max_len=args.max_len, batch_size=args.batch_size, progress=False, checkpoint_every=0, seed=0,
+                      device="cpu")
+    adapter = get_method(args.method).build(tokenizer=tok, max_len=args.max_len, seed=0)
+    texts = corpus(args.batch_size * (args.steps + 2))
+    result = train(adapter, model, tok, texts, Budget(steps=args.steps), cfg, out, save_encoder_dir=None)
+    return {"seconds": result.consumed.seconds, "losses": result.losses, "world": distributed.world_size(),
+            "threads": torch.get_num_threads()}
+
+
+def _worker(rank: int, world: int, port: int, args: argparse.Namespace, model_dir: str, out: str) -> None:
+    import torch
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
+                      LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
+    torch.set_num_threads(max(1, args.threads // world))
+    from bench import distributed
+
+    distributed.init_from_env("cpu")
+    try:
+        result = train_job(args, model_dir, f"{out}/rank{rank}")
+        if rank == 0:
+            torch.save(result, f"{out}/result.pt")
+    finally:
+        distributed.shutdown()
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nproc", type=int, default=2)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--batch-size", type=int, default=32, help="global batch (default 32)")
+    p.add_argument("--max-len", type=int, default=64)
+    p.add_argument("--backbone", default="minilm", help="model folder, minilm, or random-bert-tiny|mini|small")
+    p.add_argument("--method", default="simcse")
+    p.add_argument("--threads", type=int, default=None, help="torch threads in all (default: --nproc)")
+    args = p.parse_args()
+    args.threads = args.threads or args.nproc
+
+    import torch
+    import torch.multiprocessing as mp
+
+    from bench.train.trainer import load_backbone
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # Resolve once (a random backbone is written to disk here) so both runs load the same folder.
+        model_dir = load_backbone(args.backbone, cache_dir=Path(tmp) / "backbones")[2]
+        torch.set_num_threads(args.threads)
+        t0 = time.time()
+        one = train_job(args, model_dir, f"{tmp}/one")
+        print(f"1 process  x {args.threads} threads: {args.steps / one['seconds']:.2f} steps/s "
+              f"({one['seconds']:.1f}s; wall with loading {time.time() - t0:.1f}s)")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        Path(f"{tmp}/multi").mkdir()
+        t0 = time.time()
+        mp.spawn(_worker, args=(args.nproc, port, args, model_dir, f"{tmp}/multi"), nprocs=args.nproc, join=True)
+        many = torch.load(f"{tmp}/multi/result.pt")
+        print(f"{args.nproc} processes x {max(1, args.threads // args.nproc)} threads: "
+              f"{args.steps / many['seconds']:.2f} steps/s ({many['seconds']:.1f}s; wall with start-up {time.time() - t0:.1f}s)")
+    ratio = one["seconds"] / many["seconds"]
+    print(f"scaling ratio ({args.nproc} processes / 1): {ratio:.2f}x (ideal {args.nproc}x); "
+          f"method {args.method}, global batch {args.batch_size}, max_len {args.max_len}, {args.steps} steps")
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    print(f"mean training loss: 1 process {mean(one['losses']):.4f}, {args.nproc} processes {mean(many['losses']):.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
