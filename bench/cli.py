@@ -62,8 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    clean = False
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        clean = True
+        return code
     except KeyboardInterrupt:
         print("bench: interrupted", file=sys.stderr)
         return 130
@@ -74,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        if "torch.distributed" in sys.modules:  # a command that ran under torchrun
+            from bench import distributed
+
+            distributed.release(clean)
 
 
 if __name__ == "__main__":

@@ -124,7 +124,6 @@ def init_from_env(device: str | None = None) -> bool:
     if dist.get_rank() != 0:
         logging.getLogger().setLevel(logging.WARNING)
     _raise_on_sigterm()
-    log.info("distributed: rank %d of %d (%s)", dist.get_rank(), dist.get_world_size(), name)
     return True
 
 
@@ -148,6 +147,21 @@ def local_device(device: str) -> str:
     if active() and str(device).startswith("cuda"):
         return f"cuda:{torch.cuda.current_device()}"
     return device
+
+
+def release(clean: bool) -> None:
+    """End of a command: SIGTERM back to its default (a signal while the interpreter exits must not raise), and
+    the process group destroyed after a clean run (after a failed collective, destroying it could block)."""
+    if not active():
+        return
+    import torch.distributed as dist
+
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except ValueError:
+        pass
+    if clean:
+        dist.destroy_process_group()
 
 
 def shutdown() -> None:
