@@ -402,8 +402,9 @@ def all_gather_rows(tensor: torch.Tensor, pad_value: int | float = 0) -> torch.T
 def average_gradients(params: Sequence[torch.nn.Parameter]) -> None:
     """Mean of every parameter's gradient over ranks (what DDP does), in flat buckets.
 
-    A parameter without a gradient on this rank (an unused branch) contributes zeros, so every rank reduces
-    the same buffers in the same order.
+    A parameter without a gradient on this rank but with one on another (a branch only some shards used)
+    contributes zeros, so every rank reduces the same buffers in the same order; one without a gradient on any
+    rank (e.g. BERT's unused pooler) keeps none, so the optimiser skips it exactly as on one device.
     """
     import torch
     import torch.distributed as dist
@@ -412,8 +413,13 @@ def average_gradients(params: Sequence[torch.nn.Parameter]) -> None:
     if not active():
         return
     n = world_size()
+    has_grad = torch.tensor([p.grad is not None for p in params], dtype=torch.int32, device=_comm_device())
+    with _guard("the gradient all_reduce"):
+        dist.all_reduce(has_grad)
     grads = []
-    for p in params:
+    for p, used in zip(params, has_grad.tolist()):
+        if not used:
+            continue
         if p.grad is None:
             p.grad = torch.zeros_like(p)
         grads.append(p.grad)

@@ -51,16 +51,20 @@ class ShardedEncoder:
         desc: str = "encode",
         use_cache: bool | None = None,
         normalize: bool = True,
+        **kwargs: Any,
     ) -> np.ndarray:
+        # Only the options the caller set are passed on, so the wrapped encoder's own defaults apply.
+        options = {k: v for k, v in (("batch_size", batch_size), ("use_cache", use_cache)) if v is not None}
+        options.update(kwargs, desc=desc)
+        if not normalize:
+            options["normalize"] = False
         texts = list(texts)
         if not texts:  # the same on every rank: no collective needed
-            return self.inner.encode(texts, batch_size=batch_size, desc=desc, use_cache=use_cache, normalize=normalize)
+            return self.inner.encode(texts, **options)
         unique = list(dict.fromkeys(texts))
         world, rank = distributed.world_size(), distributed.rank()
         mine = _share(unique, rank, world)
-        local = self.inner.encode(
-            [unique[i] for i in mine], batch_size=batch_size, desc=desc, use_cache=use_cache, normalize=normalize
-        )
+        local = self.inner.encode([unique[i] for i in mine], **options)
         import torch  # only under several ranks: a single process never imports it here
 
         rows = distributed.all_gather_rows(torch.from_numpy(np.ascontiguousarray(local, dtype=np.float32)))
@@ -79,7 +83,8 @@ class ShardedEncoder:
             return []
         world, rank = distributed.world_size(), distributed.rank()
         mine = _share(texts, rank, world)
-        local = self.inner.token_embeddings([texts[i] for i in mine], batch_size=batch_size) if mine else []
+        options = {} if batch_size is None else {"batch_size": batch_size}
+        local = self.inner.token_embeddings([texts[i] for i in mine], **options) if mine else []
         out: list[np.ndarray | None] = [None] * len(texts)
         for r, arrays in enumerate(distributed.all_gather_object(local)):
             for i, array in zip(_share(texts, r, world), arrays):

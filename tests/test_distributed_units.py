@@ -1,0 +1,53 @@
+"""The pure parts of multi-process runs, without processes: how a global batch and a text list are split over
+ranks, and how `--nproc` is taken out of the re-launched command line."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from bench.distributed import shard_batch, shard_bounds, strip_option
+from bench.errors import TrainingError
+from bench.sharded import _share
+
+
+@pytest.mark.parametrize("n,world", [(8, 2), (7, 2), (10, 4), (3, 3)])
+def test_shards_are_contiguous_disjoint_and_cover_the_batch(n, world):
+    bounds = [shard_bounds(n, r, world) for r in range(world)]
+    assert bounds[0][0] == 0 and bounds[-1][1] == n
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+    sizes = [e - s for s, e in bounds]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_shard_batch_takes_rows_keeps_global_counts_and_drops_unused_padding():
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]])
+    batch = {"anchor_input_ids": torch.arange(20).reshape(4, 5) * mask, "anchor_attention_mask": mask,
+             "labels": torch.arange(4), "n_examples": 4, "n_tokens": 11}
+    first = shard_batch(batch, 0, 2, trim=("anchor_",))
+    second = shard_batch(batch, 1, 2, trim=("anchor_",))
+    assert first["anchor_input_ids"].tolist() == [[0, 1, 2, 3, 4], [5, 6, 0, 0, 0]]  # row 0 uses all 5 columns
+    assert second["anchor_input_ids"].tolist() == [[10, 11, 12], [15, 0, 0]]  # 2 unused padding columns dropped
+    assert second["anchor_attention_mask"].shape == (2, 3) and second["labels"].tolist() == [2, 3]
+    assert (second["n_examples"], second["n_tokens"], second["n_local_examples"]) == (4, 11, 2)
+    assert shard_batch(batch, 1, 2)["anchor_input_ids"].shape == (2, 5)  # no trim asked: widths kept
+    assert shard_batch(batch, 0, 1) is batch
+
+
+def test_shard_batch_refuses_a_field_that_is_not_one_row_per_example():
+    batch = {"input_ids": torch.zeros(4, 3), "queue": torch.zeros(9, 3), "n_examples": 4}
+    with pytest.raises(TrainingError, match="'queue'.*first dimension is 9"):
+        shard_batch(batch, 0, 2)
+
+
+def test_text_shares_partition_the_texts_with_balanced_lengths():
+    texts = [("word " * (i % 13)) + str(i) for i in range(101)]
+    shares = [_share(texts, r, 4) for r in range(4)]
+    assert sorted(i for s in shares for i in s) == list(range(101))
+    chars = [sum(len(texts[i]) for i in s) for s in shares]
+    assert max(chars) - min(chars) < max(len(t) for t in texts) * 2  # dealt by length: no rank gets all long ones
+
+
+def test_nproc_is_stripped_from_the_relaunched_command():
+    argv = ["run", "--nproc", "2", "--method", "simcse", "--nproc=4", "--batch-size", "8"]
+    assert strip_option(argv, "--nproc") == ["run", "--method", "simcse", "--batch-size", "8"]
