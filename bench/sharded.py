@@ -75,7 +75,7 @@ class ShardedEncoder:
             vectors[idx] = rows[start : start + len(idx)].numpy()
             start += len(idx)
         position = {t: i for i, t in enumerate(unique)}
-        return vectors[[position[t] for t in texts]]
+        return vectors[[position[t] for t in texts]].astype(local.dtype, copy=False)  # e.g. --emb-dtype fp16
 
     def token_embeddings(self, texts: Sequence[str], batch_size: int | None = None) -> list[np.ndarray]:
         texts = list(texts)
