@@ -1,6 +1,7 @@
 """Leaderboard main-view render time on a large results database, and how it grows with the number of runs.
 
-    .venv/bin/python benchmarks/leaderboard.py [--runs 10000] [--reference 100] [--repeat 3] [--keep DIR]
+    .venv/bin/python benchmarks/leaderboard.py [--runs 10000] [--reference 100] [--repeat 3] [--keep DIR [--reuse]]
+                                               [--app-root OTHER_CHECKOUT]
 
 Fills two SQLite databases with synthetic but realistically shaped results (the --reference one and the large
 one): runs spread over methods x backbones x budgets x training corpora with several seeds each, and for every
@@ -13,8 +14,12 @@ For each database it times, in this process:
                 Styler, Arrow serialisation of the table; everything but the browser), as the first visitor
                 after a database change sees it (the server's one-off start-up is excluded: see time_app)
   app (warm)    the same script rerun with the caches filled (what a filter change that hits the cache costs)
-and prints the large / reference ratio. Exit status 1 if the large database's cold app run takes longer than
-LIMIT_S seconds (the issue's bound for 10,000 runs).
+and prints the large / reference ratio. Exit status 1 if the large database's warm app run takes longer than
+WARM_LIMIT_S (the issue's bound for 10,000 runs: 1 s) or its cold run longer than LIMIT_S.
+
+Before/after: `--app-root DIR` times another checkout's app (e.g. `git archive <commit> | tar -x -C DIR`) on the
+same databases (`--keep DIR --reuse` fills them once); run both back to back, since a shared machine's load moves
+every number.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from results_db import ResultsDB  # noqa: E402
 from results_db.models import Run, Score  # noqa: E402
 
 LIMIT_S = 3.0
+WARM_LIMIT_S = 1.0
 APP = REPO / "leaderboard" / "app.py"
 
 METHODS = ["vanilla", "simcse", "esimcse", "laser3-self", "laser3-intra", "paser", "crop", "cocodr-pt", "mlm", "untrained"]
@@ -100,6 +106,17 @@ def fill(path: Path, n_runs: int, seed: int = 0) -> dict[str, int]:
     return {"runs": len(runs), "groups": n_groups, "scores": len(scores)}
 
 
+def existing(path: Path) -> dict[str, int]:
+    """The counts `fill` reports, of a database filled earlier."""
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        runs = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+        groups = conn.execute("SELECT count(DISTINCT method || backbone || budget_label || train_corpus) FROM runs").fetchone()[0]
+        scores = conn.execute("SELECT count(*) FROM scores").fetchone()[0]
+    return {"runs": runs, "groups": groups, "scores": scores}
+
+
 def time_query_build(path: Path) -> tuple[float, int]:
     from leaderboard import queries, tables
 
@@ -130,7 +147,7 @@ def time_app(path: Path) -> tuple[float, float, int]:
 
     global _APP_TEST
     if _APP_TEST is None:
-        _APP_TEST = AppTest.from_file(str(APP), default_timeout=120)
+        _APP_TEST = AppTest.from_file(str(APP), default_timeout=300)
     at = _APP_TEST
     os.environ["LENBENCH_DB"] = str(path)
     st.cache_data.clear()
@@ -153,7 +170,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3, help="timed repetitions (the median is reported)")
     parser.add_argument("--keep", default=None, help="write the databases into this folder and keep them")
+    parser.add_argument("--reuse", action="store_true", help="with --keep: use databases already there instead of refilling")
+    parser.add_argument("--app-root", default=None, help="time the app of this checkout instead (before/after comparisons)")
     args = parser.parse_args(argv)
+    if args.app_root:
+        global APP
+        root = Path(args.app_root).resolve()
+        APP = root / "leaderboard" / "app.py"
+        sys.path.insert(0, str(root))
+        for name in [m for m in sys.modules if m == "leaderboard" or m.startswith("leaderboard.")]:
+            del sys.modules[name]
+        print(f"timing the app of {root}")
 
     import logging
 
@@ -164,14 +191,18 @@ def main(argv: list[str] | None = None) -> int:
         results = {}
         # A throw-away warm-up so imports (streamlit, altair, pandas Styler) count in neither measurement.
         warm_path = folder / "lb-warmup.sqlite"
-        warm_path.unlink(missing_ok=True)
-        fill(warm_path, 20)
+        if not (args.reuse and warm_path.exists()):
+            warm_path.unlink(missing_ok=True)
+            fill(warm_path, 20)
         time_app(warm_path)
         for n in (args.reference, args.runs):
             path = folder / f"lb-{n}.sqlite"
-            path.unlink(missing_ok=True)
             t0 = time.perf_counter()
-            info = fill(path, n)
+            if args.reuse and path.exists():
+                info = existing(path)
+            else:
+                path.unlink(missing_ok=True)
+                info = fill(path, n)
             fill_s = time.perf_counter() - t0
             build = [time_query_build(path) for _ in range(args.repeat)]
             app = [time_app(path) for _ in range(args.repeat)]
@@ -192,8 +223,11 @@ def main(argv: list[str] | None = None) -> int:
             f"ratio {args.runs} / {args.reference} runs: query+build x{big['build'] / ref['build']:.1f}, "
             f"app cold x{big['cold'] / ref['cold']:.1f}, app warm x{big['warm'] / ref['warm']:.1f}"
         )
-        ok = big["cold"] <= LIMIT_S
-        print(f"{'OK' if ok else 'TOO SLOW'}: main view (cold) on {args.runs} runs in {big['cold']:.2f}s (limit {LIMIT_S:.0f}s)")
+        ok = big["cold"] <= LIMIT_S and big["warm"] <= WARM_LIMIT_S
+        print(
+            f"{'OK' if ok else 'TOO SLOW'}: main view on {args.runs} runs: warm {big['warm']:.2f}s (limit "
+            f"{WARM_LIMIT_S:.0f}s), cold {big['cold']:.2f}s (limit {LIMIT_S:.0f}s)"
+        )
         return 0 if ok else 1
 
 

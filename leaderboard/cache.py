@@ -1,6 +1,10 @@
 """Cached reads for the app. Every cached function takes the DBState's version stamp (mtime and size of the
 SQLite file), so a write to the database invalidates what the app shows and nothing else does.
 
+The large frames (the run list, a suite's scores) are cached as shared resources, not copies: st.cache_data
+would unpickle 10,000 runs or 70,000 scores on every rerun. Callers treat them as read-only (filters and table
+builders work on copies).
+
 Server databases (URLs) have no file to stat; their version stamp is the current minute instead
 (`queries.SERVER_REFRESH_S`), so what the app shows is at most that old.
 """
@@ -37,9 +41,16 @@ def has_results(location: str, version: tuple[int, ...]) -> bool:
     return queries.has_results_tables(_open(location, version))
 
 
-@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+@st.cache_resource(show_spinner=False, max_entries=MAX_ENTRIES)
 def runs(location: str, version: tuple[int, ...]) -> pd.DataFrame:
     return tables.group_runs(queries.run_list(_open(location, version)))
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def suite_datasets(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str | None) -> tuple[str, ...]:
+    """The datasets a suite has scores of, for one metric (and variant; None: any)."""
+    scores = suite_scores(location, version, suite, (metric,), () if variant is None else (variant,))
+    return tuple(tables.order_datasets(scores["dataset"].unique().tolist()))
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
@@ -47,27 +58,27 @@ def score_catalog(location: str, version: tuple[int, ...]) -> pd.DataFrame:
     return queries.score_catalog(_open(location, version))
 
 
-@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+@st.cache_resource(show_spinner=False, max_entries=MAX_ENTRIES)
 def suite_scores(location: str, version: tuple[int, ...], suite: str, metrics: tuple[str, ...], variants: tuple[str, ...]) -> pd.DataFrame:
     return queries.suite_scores(_open(location, version), suite, list(metrics), list(variants))
 
 
-@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+@st.cache_resource(show_spinner=False, max_entries=MAX_ENTRIES)
 def score_limits(location: str, version: tuple[int, ...], suite: str) -> pd.DataFrame:
     return queries.score_limits(_open(location, version), suite)
 
 
-@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+@st.cache_resource(show_spinner=False, max_entries=MAX_ENTRIES)
 def attack_rates(location: str, version: tuple[int, ...], suite: str) -> pd.DataFrame:
     return queries.attack_rates(_open(location, version), suite)
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
-def score_n(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str) -> pd.DataFrame:
-    return queries.score_n(_open(location, version), suite, metric, variant)
+def score_n(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str, run_ids: tuple[int, ...]) -> pd.DataFrame:
+    return queries.score_n(_open(location, version), suite, metric, variant, list(run_ids))
 
 
-@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+@st.cache_resource(show_spinner=False, max_entries=MAX_ENTRIES)
 def item_scores(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str) -> pd.DataFrame:
     return queries.item_scores(_open(location, version), suite, metric, variant)
 

@@ -162,7 +162,8 @@ def score_limits(db: ResultsDB, suite: str) -> pd.DataFrame:
     limit = s.c.info["limit"].as_integer()
     stmt = (
         select(s.c.run_id, s.c.dataset, limit.label("limit"))
-        .where(s.c.suite == suite, s.c.info.isnot(None), limit.isnot(None))
+        # A run's subset is the same in every variant: the clean rows say it.
+        .where(s.c.suite == suite, s.c.variant == "clean", s.c.info.isnot(None), limit.isnot(None))
         .group_by(s.c.run_id, s.c.dataset)
     )
     with db.engine.connect() as conn:
@@ -192,10 +193,12 @@ def attack_rates(db: ResultsDB, suite: str) -> pd.DataFrame:
     return frame
 
 
-def score_n(db: ResultsDB, suite: str, metric: str, variant: str) -> pd.DataFrame:
-    """(run_id, dataset, n) of one suite, metric and variant: how many items each score averages."""
+def score_n(db: ResultsDB, suite: str, metric: str, variant: str, run_ids: list[int]) -> pd.DataFrame:
+    """(run_id, dataset, n) of one suite, metric and variant for some runs: how many items each score averages."""
     s = Score.__table__
-    stmt = select(s.c.run_id, s.c.dataset, s.c.n).where(s.c.suite == suite, s.c.metric == metric, s.c.variant == variant)
+    stmt = select(s.c.run_id, s.c.dataset, s.c.n).where(
+        s.c.run_id.in_([int(i) for i in run_ids]), s.c.suite == suite, s.c.metric == metric, s.c.variant == variant
+    )
     with db.engine.connect() as conn:
         return _frame(conn, stmt)
 

@@ -73,3 +73,17 @@ def test_sweep_is_one_comparison_group(app):
 def test_reference_rows_can_be_hidden(app):
     app.checkbox(key="main_references").uncheck().run()
     assert REFERENCE not in set(app.dataframe[0].value["method"])
+
+
+def test_long_tables_show_the_first_rows_and_the_choice_shows_more(results_path, monkeypatch):
+    from leaderboard.views import main
+
+    monkeypatch.setattr(main, "ROWS_SHOWN", (2, 3))  # as if the database had thousands of rows
+    monkeypatch.setenv("LENBENCH_DB", str(results_path))
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    assert not at.exception, at.exception
+    assert len(at.dataframe[0].value) == 2 and at.dataframe[0].value.iloc[0]["method"] == "laser3-self"
+    assert any("The first 2 of 5 rows" in c.value for c in at.caption)
+    at.selectbox(key="main_rows").set_value(5).run()
+    assert len(at.dataframe[0].value) == 5

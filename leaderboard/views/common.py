@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from leaderboard import tables
+from leaderboard import cache, tables
 from leaderboard.tables import RunFilters
 
 BEST_STYLE = "background-color: rgba(33, 195, 84, 0.25); font-weight: 700"
@@ -19,19 +19,28 @@ def options(values: pd.Series) -> list:
     return sorted(values.dropna().unique().tolist(), key=lambda v: (str(type(v)), v))
 
 
-def run_filter_widgets(runs: pd.DataFrame, prefix: str) -> RunFilters:
+FILTER_COLUMNS = (("method", "Method"), ("backbone", "Backbone"), ("budget", "Budget"), ("corpus", "Training corpus"),
+                  ("seed", "Seed"))  # fmt: skip
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def filter_options(location: str, version: tuple[int, ...]) -> dict[str, list]:
+    """The choices of each run filter (sorting 10,000 runs' values once per database change, not per rerun)."""
+    runs = cache.runs(location, version)
+    out = {column: options(runs[column]) for column, _ in FILTER_COLUMNS}
+    out["sweep"] = options(runs.loc[runs["sweep"] != "", "sweep"]) if "sweep" in runs else []
+    out["has_references"] = bool("type" in runs and (runs["type"] == tables.REFERENCE).any())
+    return out
+
+
+def run_filter_widgets(state, prefix: str) -> RunFilters:  # noqa: ANN001 - a DBState
     """Sidebar multiselects for the group columns and the seed; an empty selection means all."""
+    choices = filter_options(state.location, state.version)
     st.sidebar.markdown("**Filter runs** (empty = all)")
     chosen = {}
-    for column, label in (
-        ("method", "Method"),
-        ("backbone", "Backbone"),
-        ("budget", "Budget"),
-        ("corpus", "Training corpus"),
-        ("seed", "Seed"),
-    ):
-        chosen[column] = st.sidebar.multiselect(label, options(runs[column]), key=f"{prefix}_{column}")
-    sweeps = options(runs.loc[runs["sweep"] != "", "sweep"]) if "sweep" in runs else []
+    for column, label in FILTER_COLUMNS:
+        chosen[column] = st.sidebar.multiselect(label, choices[column], key=f"{prefix}_{column}")
+    sweeps = choices["sweep"]
     chosen_sweeps = []
     if sweeps:
         chosen_sweeps = st.sidebar.multiselect(
@@ -50,7 +59,7 @@ def run_filter_widgets(runs: pd.DataFrame, prefix: str) -> RunFilters:
         "shown here, and flagged in the 'subset' column.",
     )
     include_references = True
-    if "type" in runs and (runs["type"] == tables.REFERENCE).any():
+    if choices["has_references"]:
         include_references = st.sidebar.checkbox(
             "Show reference rows (imported results)", value=True, key=f"{prefix}_references",
             help="Published results imported with `bench import` (type 'reference'), beside trained methods.",
@@ -89,10 +98,11 @@ def slug(*parts: object) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(str(p) for p in parts if p not in (None, ""))).strip("-")
 
 
-def csv_button(frame: pd.DataFrame, name: str, key: str, label: str = "Download CSV") -> None:
+def csv_button(frame: pd.DataFrame | bytes, name: str, key: str, label: str = "Download CSV") -> None:
+    """frame: a table, or its CSV bytes already made (and cached)."""
     st.download_button(
         label,
-        frame.to_csv(index=False).encode("utf-8"),
+        frame if isinstance(frame, bytes) else frame.to_csv(index=False).encode("utf-8"),
         file_name=f"{slug(name)}.csv",
         mime="text/csv",
         key=key,
@@ -109,11 +119,13 @@ def best_mask(column: pd.Series) -> list[str]:
 
 
 def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, key: str, digits: int = 2,
-               formats: dict[str, str] | None = None, pinned: str | None = None) -> None:  # fmt: skip
+               formats: dict[str, str] | None = None, pinned: str | None = None,
+               best: dict[str, float] | None = None) -> None:  # fmt: skip
     """A sortable table: score cells sort by their value and show mean ± CI; the best per column highlighted.
 
     formats: printf formats ("%.1f") of other numeric columns present (size columns, rank), shown narrow;
-    pinned: a column kept in view while the table scrolls sideways (the row's name).
+    pinned: a column kept in view while the table scrolls sideways (the row's name);
+    best: the value to highlight per score column, when `frame` shows only some of the rows.
     Only a table that needs it (a highlight, or mean ± CI cells) goes through a pandas Styler, whose cost grows
     with every cell; plain numbers are formatted by the grid itself.
     """
@@ -130,6 +142,9 @@ def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, k
     styler = frame.style.format(lambda v: tables.format_cell(v, digits), subset=score_columns, na_rep="")
     for col, fmt in formats.items():
         styler = styler.format(lambda v, fmt=fmt: "" if pd.isna(v) else fmt % v, subset=[col])
-    if highlight and score_columns:
+    if highlight and score_columns and best is not None:
+        styler = styler.apply(lambda column: [BEST_STYLE if float(v) == best.get(column.name) else "" for v in column.fillna(np.nan)],
+                              subset=score_columns, axis=0)  # fmt: skip
+    elif highlight and score_columns:
         styler = styler.apply(best_mask, subset=score_columns, axis=0)
     st.dataframe(styler, hide_index=True, key=key, width="stretch", column_config=config)

@@ -13,19 +13,30 @@ from leaderboard.text import literal
 from leaderboard.views.common import csv_button, pick_metric, pick_suite, run_filter_widgets, show_table
 
 MAX_RANKED = 30  # rows (best averages first) ranked by bootstrap: each costs a re-scoring per resample
+N_CAPTION_ROWS = 50  # the n caption reads the scores of this many rows' runs
+ROWS_SHOWN = (100, 500, 2000)  # the table's length choices (styling every cell costs time; the CSV has all rows)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def leaderboard_for(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
-                    filters: tables.RunFilters, include_parts: bool) -> tables.Leaderboard:  # fmt: skip
+                    filters: tables.RunFilters, include_parts: bool) -> tuple[tables.Leaderboard, str]:  # fmt: skip
+    """The table (with ranks) and its n caption."""
     limits = cache.score_limits(location, version, suite)
     runs = filters.apply(tables.mark_subsets(cache.runs(location, version), limits))
     scores = cache.suite_scores(location, version, suite, (metric,), (variant,))
     board = tables.build_leaderboard(scores, runs, include_parts=include_parts, limits=limits, suite=suite)
     if board.empty:
-        return board
+        return board, ""
     ranks = _ranks(location, version, suite, metric, variant, board, runs)
-    return board.with_ranks(ranks.mean_rank, ranks.low, ranks.high)
+    return board.with_ranks(ranks.mean_rank, ranks.low, ranks.high), _n_caption(location, version, suite, metric, variant, board)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def leaderboard_csv(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
+                    filters: tables.RunFilters, include_parts: bool) -> bytes:  # fmt: skip
+    """The whole table as CSV (every row, mean / CI / std / seeds columns), made once per choice."""
+    board, _ = leaderboard_for(location, version, suite, metric, variant, filters, include_parts)
+    return board.csv_frame().to_csv(index=False).encode("utf-8")
 
 
 def _ranks(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
@@ -51,15 +62,14 @@ def _ranks(location: str, version: tuple[int, ...], suite: str, metric: str, var
 
 
 def _has_parts(state: DBState, suite: str, metric: str, variant: str) -> bool:
-    scores = cache.suite_scores(state.location, state.version, suite, (metric,), (variant,))
-    return bool(tables.part_datasets(scores["dataset"].unique().tolist()))
+    return bool(tables.part_datasets(list(cache.suite_datasets(state.location, state.version, suite, metric, variant))))
 
 
-def _n_caption(state: DBState, suite: str, metric: str, variant: str, board: tables.Leaderboard) -> str:
-    """'n: sts12 80 · stsb 80': the usual number of items behind each dataset's score in the rows shown."""
-    n = cache.score_n(state.location, state.version, suite, metric, variant)
-    ids = {int(i) for text in board.info["run ids"] for i in text.split(", ") if i}
-    n = n[n["run_id"].isin(ids) & n["dataset"].isin(board.datasets)]
+def _n_caption(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str, board: tables.Leaderboard) -> str:
+    """'n: sts12 80 · stsb 80': the usual number of items behind each dataset's score in the first rows."""
+    ids = sorted({int(i) for text in board.info["run ids"].head(N_CAPTION_ROWS) for i in text.split(", ") if i})
+    n = cache.score_n(location, version, suite, metric, variant, tuple(ids))
+    n = n[n["dataset"].isin(board.datasets)]
     if n.empty:
         return ""
     usual = n.groupby("dataset")["n"].agg(lambda v: int(v.mode().iloc[0]))
@@ -81,18 +91,22 @@ def show(state: DBState) -> None:
     variant = st.sidebar.selectbox(
         "Variant (clean or attacked)", variants, key=f"main_variant_{suite}", help="elong-m: texts elongated m times (SPEC §3)"
     )
-    filters = run_filter_widgets(runs, "main")
+    filters = run_filter_widgets(state, "main")
     include_parts = _has_parts(state, suite, metric, variant) and st.sidebar.checkbox("Show the parts of averaged datasets (cqadupstack forums)", key="main_parts")
 
     with st.spinner("Ranking (paired bootstrap)…"):
-        board = leaderboard_for(state.location, state.version, suite, metric, variant, filters, include_parts)
+        board, n_caption = leaderboard_for(state.location, state.version, suite, metric, variant, filters, include_parts)
     st.caption(f"suite **{literal(suite)}** · metric **{literal(metric)}** · variant **{literal(variant)}**")
     if board.empty:
         st.info("No run matches these filters. Clear a filter in the sidebar, or tick 'Include unfinished runs' "
                 "or 'Include runs scored on a subset'.")  # fmt: skip
         return
     highlight = suite not in tables.NO_BEST_SUITES
-    cells = board.cells
+    shown = len(board)
+    if len(board) > ROWS_SHOWN[0]:
+        choices = [n for n in ROWS_SHOWN if n < len(board)] + [len(board)]
+        shown = st.sidebar.selectbox("Rows shown (the CSV has all)", choices, key="main_rows")
+    cells = board.cells.head(shown)
     # Columns that say nothing here stay out of the (wide) table: type without reference rows, an empty subset.
     if (cells["type"] != tables.REFERENCE).all():
         cells = cells.drop(columns="type")
@@ -104,7 +118,11 @@ def show(state: DBState) -> None:
     front = [c for c in (*tables.GROUP_KEYS, "rank", "rank 95% CI") if c in cells] + averages + board.datasets
     cells = cells[front + [c for c in cells.columns if c not in front]]
     size_format = {"params (M)": "%.1f", "dim": "%d", "max tokens": "%d", "rank": "%.2f", "seeds": "%d"}
-    show_table(cells, board.score_columns, highlight=highlight, key="main_table", formats=size_format, pinned="method")
+    # The best of each column over every row, not only the rows shown.
+    best = {c: float(board.mean[c].max()) for c in board.score_columns} if highlight and len(board) > 1 else None
+    show_table(cells, board.score_columns, highlight=highlight, key="main_table", formats=size_format, pinned="method", best=best)
+    if shown < len(board):
+        st.caption(f"The first {shown} of {len(board)} rows (best average first); pick more in the sidebar.")
     notes = [
         f"{len(board)} rows over {int(board.info['seeds'].sum())} (group, seed) pairs.",
         "A cell is the mean over seeds, shown as mean ± 95% CI half-width (n=seeds, Student t) when there are "
@@ -128,12 +146,12 @@ def show(state: DBState) -> None:
         )
     else:
         st.caption("rank: no per-item scores stored for these runs, so no significance rank.")
-    n_caption = _n_caption(state, suite, metric, variant, board)
     if n_caption:
         st.caption(n_caption)
     if board.info["subset"].astype(bool).any():
         st.warning("Rows with a 'subset' entry were scored on a subset (--limit): not comparable with full-set rows.")
-    csv_button(board.csv_frame(), f"leaderboard-{suite}-{metric}-{variant}", key="main_csv")
+    csv = leaderboard_csv(state.location, state.version, suite, metric, variant, filters, include_parts)
+    csv_button(csv, f"leaderboard-{suite}-{metric}-{variant}", key="main_csv")
     st.caption("Open a run in the **Run** view by its id (column 'run ids'). Size columns come from the model "
                "(blank when the run did not record them).")  # fmt: skip
 

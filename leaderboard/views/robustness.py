@@ -47,11 +47,9 @@ def show(state: DBState) -> None:
     suite = pick_suite(attacked, "rob")
     if suite is not None:
         metric = pick_metric(attacked, suite, "rob")
-        datasets = tables.order_datasets(
-            [d for d in cache.suite_scores(state.location, state.version, suite, (metric,), ())["dataset"].unique()]
-        )
+        datasets = list(cache.suite_datasets(state.location, state.version, suite, metric, None))
         dataset_choice = st.sidebar.selectbox("Dataset", [AVERAGE_CHOICE, *datasets], key=f"rob_dataset_{suite}")
-        filters = run_filter_widgets(runs, "rob")
+        filters = run_filter_widgets(state, "rob")
         dataset = None if dataset_choice == AVERAGE_CHOICE else dataset_choice
         table, curve = robustness_for(state.location, state.version, suite, metric, dataset, filters)
         _attack_section(table, curve, suite, metric, dataset_choice)
@@ -59,7 +57,7 @@ def show(state: DBState) -> None:
         st.info("No attacked scores yet: evaluate with an @elong suite, e.g. `bench eval --model minilm --suite sts@elong`.")
     if "diag" in set(catalog["suite"]):
         if filters is None:
-            filters = run_filter_widgets(runs, "rob")
+            filters = run_filter_widgets(state, "rob")
         _diag_section(state, filters, runs)
     else:
         st.subheader("Length diagnostics")
