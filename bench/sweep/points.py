@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.errors import ConfigError
-from bench.sweep.spec import SweepSpec, run_option_names
+from bench.sweep.spec import SweepSpec, run_option_names, run_parser
 
 
 @dataclass(frozen=True)
@@ -110,20 +110,17 @@ def _method(name: str, spec: SweepSpec, key: str) -> str:
 
 def _parse(argv: list[str], spec: SweepSpec, key: str):  # noqa: ANN202
     """The point's options through `bench run`'s own parser (its defaults, its validation)."""
-    from bench.cli import build_parser
 
     class _Refused(Exception):
         pass
 
-    parser = build_parser()
-    run_parser = parser._subparsers._group_actions[0].choices["run"]  # type: ignore[union-attr]
-
-    def _error(message: str):  # noqa: ANN202
+    def _error(message: str):  # noqa: ANN202 - argparse would print usage and exit; say which point instead
         raise _Refused(message)
 
-    run_parser.error = _error  # type: ignore[method-assign]
+    parser = run_parser()
+    parser.error = _error  # type: ignore[method-assign]
     try:
-        args = parser.parse_args(["run", *argv, "--no-baseline"])
+        args = parser.parse_args([*argv, "--no-baseline"])
     except _Refused as exc:
         raise ConfigError(f"{spec.path}: point {key!r}: {exc}") from None
     if "," in args.method.strip(","):

@@ -5,7 +5,9 @@
                                 corpus, suite, or any other `bench run` option; plural names are accepted)
     [fixed]                     one value for every point: any `bench run` option (batch_size, max_len, lr, hp...)
     [[variant]]                 optional named cells crossed with the grid, each with its own options
-    [[published]]               a paper's number for the cells whose options match `cell`
+    [[published]]               a paper's number for the cells whose options match `cell` (suite: the stored suite
+                                name; dataset, default "average" over `average_of`; metric; value; source;
+                                score_variant, default "clean")
 
 Option names are `bench run`'s, with dashes or underscores (`max_len`, `eval-max-len`); a boolean is a flag.
 """
@@ -59,16 +61,20 @@ class SweepSpec:
     published: list[Published] = field(default_factory=list)
 
 
-def run_option_names() -> dict[str, Any]:
-    """`bench run`'s options: dest -> argparse action."""
+def run_parser():  # noqa: ANN201 - argparse.ArgumentParser
+    """`bench run`'s own parser (its options, defaults and validation)."""
     import argparse
 
     from bench.commands import run as run_command
 
-    parser = argparse.ArgumentParser()
-    run_command.register(parser.add_subparsers())
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {a.dest: a for a in sub.choices["run"]._actions if a.dest != "help"}
+    sub = argparse.ArgumentParser(prog="bench").add_subparsers()
+    run_command.register(sub)
+    return sub.choices["run"]
+
+
+def run_option_names() -> dict[str, Any]:
+    """`bench run`'s options: dest -> argparse action."""
+    return {a.dest: a for a in run_parser()._actions if a.dest != "help"}
 
 
 def _option(name: str, where: str, known: dict[str, Any]) -> str:
