@@ -87,3 +87,22 @@ def test_long_tables_show_the_first_rows_and_the_choice_shows_more(results_path,
     assert any("The first 2 of 5 rows" in c.value for c in at.caption)
     at.selectbox(key="main_rows").set_value(5).run()
     assert len(at.dataframe[0].value) == 5
+
+
+def test_robustness_view_hides_then_flags_subset_runs(results_path, monkeypatch):
+    from results_db import ResultsDB, ScoreRecord
+
+    path = results_path.parent / "with-attacked-subset.sqlite"
+    path.write_bytes(results_path.read_bytes())
+    db = ResultsDB(path)
+    db.add_scores(9, [ScoreRecord("sts", "stsb", "spearman", 50.0, 40, "elong-2", info={"limit": 40, "changed_frac": 0.5})])
+    db.engine.dispose()
+    monkeypatch.setenv("LENBENCH_DB", str(path))
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    at.radio(key="view").set_value("Robustness").run()
+    assert "quick" not in set(at.dataframe[0].value["method"])  # the --limit run (9) is hidden by default
+    at.checkbox(key="rob_subsets").check().run()
+    frame = at.dataframe[0].value.set_index("method")
+    assert frame.loc["quick", "subset"] == "yes" and frame.loc["quick", "changed elong-2"] == 0.5
+    assert any("subset" in w.value for w in at.warning)

@@ -28,6 +28,10 @@ def robustness_for(location: str, version: tuple[int, ...], suite: str, metric: 
     rates = cache.attack_rates(location, version, suite)
     table = tables.build_robustness(scores, runs, dataset, rates)
     curve = tables.robustness_curve(scores, runs, dataset, rates)
+    if not table.empty and runs["subset"].any():
+        # Flag the rows that include a subset run (shown only when the sidebar asks for them).
+        flagged = runs.loc[runs["subset"], tables.GROUP_KEYS].drop_duplicates().assign(subset="yes")
+        table = table.merge(flagged, on=tables.GROUP_KEYS, how="left").fillna({"subset": ""})
     return table, curve
 
 
@@ -110,7 +114,9 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
         "'% changed': the share of texts whose model input the attack changed (a text already longer than max_len "
         "is truncated to the clean input)."
     )
-    score_columns = [c for c in table.columns if c not in (*tables.GROUP_KEYS, "seeds", "label") and not c.startswith("changed ")]
+    score_columns = [c for c in table.columns if c not in (*tables.GROUP_KEYS, "seeds", "label", "subset") and not c.startswith("changed ")]
+    if "subset" in table and table["subset"].astype(bool).any():
+        st.warning("Rows flagged 'subset' include runs scored on a subset (--limit): not comparable with full-set rows.")
     show_table(table, score_columns, highlight=False, key="rob_table",
                formats={c: "%.2f" for c in table.columns if c.startswith("changed ")})  # fmt: skip
     st.caption(
