@@ -62,11 +62,17 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from bench.signals import StopRequested, graceful_stop
+
     clean = False
     try:
-        code = int(args.func(args) or 0)
+        with graceful_stop():  # SIGTERM / SIGINT: checkpoint, run marked interrupted (bench.signals)
+            code = int(args.func(args) or 0)
         clean = True
         return code
+    except StopRequested as exc:
+        print(f"bench: {exc.message()}", file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         print("bench: interrupted", file=sys.stderr)
         return 130

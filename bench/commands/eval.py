@@ -20,9 +20,11 @@ from bench.commands.common import (
     start_processes,
 )
 from bench.evaluate import check_model, evaluate, format_table
+from bench.heartbeat import Heartbeat
 from bench.model_info import model_info
 from bench.models import LEXICAL_MODELS, load_model
 from bench.provenance import code_version, config_hash, package_versions
+from bench.signals import run_status
 from bench.suites import EvalContext, parse_suites
 from bench.suites.registry import split_suite_args
 
@@ -113,13 +115,16 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
     )
     t0 = time.time()
+    beat = Heartbeat(db, run_id).start()  # `bench results` tells this row from one whose process died
     try:
         records = evaluate(model, suites, ctx, db=db, run_id=run_id)
         encoded = distributed.all_gather_object(getattr(model, "texts_encoded", None))
     except BaseException as exc:
         if db is not None:
-            db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files(ctx.files_read))
+            db.finish_run(run_id, status=run_status(exc), error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files(ctx.files_read))
         raise
+    finally:
+        beat.stop()
     if db is None:
         return 0
     if encoded[0] is not None:

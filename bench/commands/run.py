@@ -43,6 +43,8 @@ from bench.commands.common import (
     start_processes,
 )
 from bench.errors import ConfigError
+from bench.heartbeat import Heartbeat
+from bench.signals import run_status
 from results_db.store import liveness_fields
 
 DEFAULT_METHODS = "laser3-self,simcse"
@@ -74,7 +76,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup-steps", type=int, default=0)
     p.add_argument("--seed", type=int, default=0, help="training and evaluation seed (default 0)")
     p.add_argument("--hp", action="append", default=[], metavar="METHOD.KEY=VALUE", help="method hyper-parameter, e.g. laser3-self.m_mode=twice")
-    p.add_argument("--checkpoint-every", type=int, default=50, help="steps between checkpoints (default 50)")
+    p.add_argument("--checkpoint-every", type=int, default=None,
+                   help="steps between checkpoints (default: a tenth of the run, and at least every --checkpoint-minutes)")
+    p.add_argument("--checkpoint-minutes", type=float, default=10.0,
+                   help="minutes of training between checkpoints at most (default 10): a kill loses no more than this")
     p.add_argument("--keep-checkpoints", action="store_true",
                    help="keep the training checkpoints after a successful run (default: deleted; the encoder stays)")
     p.add_argument("--resume", action="store_true", help="continue the unfinished runs of this exact command")
@@ -227,6 +232,7 @@ def run(args: argparse.Namespace) -> int:
             fetch=args.download, batch_size=args.eval_batch_size,
         )
         corpus_files = corpus.files if corpus and spec.trains else []  # the baseline row trained on nothing
+        beat = Heartbeat(db, run_id).start()  # `bench results` tells this row from one whose process died
         try:
             model_dir = _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir)
             encoder = _load_encoder(model_dir, args)
@@ -235,10 +241,12 @@ def run(args: argparse.Namespace) -> int:
             t_eval = time.time()
             evaluate(encoder, suites, ctx, db=db, run_id=run_id)
             say(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
-        except BaseException as exc:
+        except BaseException as exc:  # SIGTERM/SIGINT: "interrupted" (--resume continues it); else "failed"
             if db is not None:
-                db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
+                db.finish_run(run_id, status=run_status(exc), error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
             raise
+        finally:
+            beat.stop()
         if db is None:
             continue
         db.finish_run(run_id, data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
@@ -442,7 +450,7 @@ def parse_settings(args: argparse.Namespace) -> RunSettings:
     elong = parse_elong_variants(args.elong)
     train_cfg = TrainConfig(
         max_len=args.max_len, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup_steps, seed=args.seed,
-        checkpoint_every=args.checkpoint_every, device=args.device, progress=not args.no_progress,
+        checkpoint_every=args.checkpoint_every, checkpoint_minutes=args.checkpoint_minutes, device=args.device, progress=not args.no_progress,
         pooling=args.pooling,
     )
     rows = ([] if args.no_baseline or "vanilla" in methods else ["vanilla"]) + methods

@@ -8,6 +8,9 @@ Layout under <out>/checkpoints/:
                                        data position, python RNG state, config fingerprint)
     LATEST                             name of the newest complete checkpoint
 
+`CheckpointSchedule` decides when: every N steps when asked, else every tenth of the run, and at least every 10
+minutes of training (or tenth of a wall-clock budget), so a kill never loses more than that.
+
 A checkpoint is written to a temporary folder and renamed into place, and LATEST is replaced atomically, so a
 process killed while saving leaves the previous checkpoint intact. Only the newest `keep` checkpoints stay.
 """
@@ -15,6 +18,7 @@ process killed while saving leaves the previous checkpoint intact. Only the newe
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -114,3 +118,41 @@ def load_checkpoint(folder: str | os.PathLike[str]) -> tuple[dict[str, torch.Ten
     tensors = load_file(str(folder / "state.safetensors"))
     state = unflatten_state(json.loads((folder / "state.json").read_text()), tensors)
     return model_state, state
+
+
+# ------------------------------------------------------------------------------------- when to save
+class CheckpointSchedule:
+    """When the trainer saves a checkpoint, so that a kill never loses more than the smallest of:
+
+    - `every_steps` steps (an explicit --checkpoint-every; 0: no step rule), else one tenth (`fraction`) of the
+      run's planned steps;
+    - `every_seconds` of training (default 10 minutes);
+    - one tenth of a wall-clock budget (`--budget seconds=N`).
+    """
+
+    def __init__(
+        self,
+        *,
+        horizon: int,
+        start_step: int = 0,
+        start_seconds: float = 0.0,
+        every_steps: int | None = None,
+        every_seconds: float = 600.0,
+        fraction: float = 0.1,
+        budget_seconds: float | None = None,
+    ):
+        if every_steps is None:
+            every_steps = max(1, math.ceil(fraction * horizon)) if fraction > 0 else 0
+        self.every_steps = every_steps
+        seconds = [s for s in (every_seconds, fraction * budget_seconds if budget_seconds else 0.0) if s and s > 0]
+        self.every_seconds = min(seconds) if seconds else 0.0
+        self.last_step, self.last_seconds = start_step, start_seconds
+
+    def due(self, step: int, seconds: float) -> bool:
+        """Whether to save now (at `step`, `seconds` of training consumed); if so, counts it as saved."""
+        by_steps = self.every_steps > 0 and step - self.last_step >= self.every_steps
+        by_time = self.every_seconds > 0 and seconds - self.last_seconds >= self.every_seconds
+        if by_steps or by_time:
+            self.last_step, self.last_seconds = step, seconds
+            return True
+        return False

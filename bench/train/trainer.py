@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import signal
 import random
 import resource
 import time
@@ -37,7 +38,8 @@ from bench import distributed
 from bench.errors import ConfigError, TrainingError
 from bench.provenance import config_hash
 from bench.train.budget import Budget, Consumption
-from bench.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from bench import signals
+from bench.train.checkpoint import CheckpointSchedule, latest_checkpoint, load_checkpoint, save_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +58,8 @@ class TrainConfig:
     max_grad_norm: float = 1.0  # HF Trainer default clipping, as the reference implementations
     seed: int = 0
     pooling: str = "mean"  # pooling the saved encoder declares (used at evaluation)
-    checkpoint_every: int = 50  # steps between checkpoints (0: only at the stop)
+    checkpoint_every: int | None = None  # steps between checkpoints; None: a tenth of the run (CheckpointSchedule)
+    checkpoint_minutes: float = 10.0  # and at least this often (0: no time rule), so a kill loses at most this
     keep_checkpoints: int = 1
     log_every: int = 1  # steps between training-log rows
     epochs_horizon: float = 1.0  # schedule horizon when the budget gives no step count
@@ -71,15 +74,15 @@ class TrainConfig:
             raise ConfigError(f"batch_size must be at least 2 (in-batch negatives), got {self.batch_size}")
         if not self.lr > 0:
             raise ConfigError(f"lr must be positive, got {self.lr}")
-        if self.warmup_steps < 0 or self.checkpoint_every < 0 or self.log_every < 1:
-            raise ConfigError("warmup_steps and checkpoint_every must be >= 0 and log_every >= 1")
+        if self.warmup_steps < 0 or (self.checkpoint_every or 0) < 0 or self.checkpoint_minutes < 0 or self.log_every < 1:
+            raise ConfigError("warmup_steps, checkpoint_every and checkpoint_minutes must be >= 0 and log_every >= 1")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision {self.precision!r} is not one of {PRECISIONS}")
 
     def shared(self) -> dict[str, Any]:
         """The fields that define a comparison (progress/logging/device cadence excluded)."""
         d = asdict(self)
-        for k in ("checkpoint_every", "keep_checkpoints", "log_every", "device", "progress"):
+        for k in ("checkpoint_every", "checkpoint_minutes", "keep_checkpoints", "log_every", "device", "progress"):
             d.pop(k)
         return d
 
@@ -333,8 +336,16 @@ def train(
     )
     clock_start = time.monotonic() - consumed.seconds  # a resumed run keeps counting its seconds
     empty_batches = 0
+    schedule = CheckpointSchedule(
+        horizon=horizon, start_step=consumed.steps, start_seconds=consumed.seconds, every_steps=config.checkpoint_every,
+        every_seconds=60 * config.checkpoint_minutes, budget_seconds=budget.seconds,
+    )
+    signals.defer_stops(True)  # SIGTERM/SIGINT: finish the step, checkpoint, then stop (bench.signals)
     try:
         while True:
+            if distributed.broadcast_float(float(signals.stop_requested())):  # rank 0's signal stops every rank
+                stopped_by = "interrupted"
+                break
             reached = budget.reached(consumed)
             if reached:
                 stopped_by = reached
@@ -397,13 +408,16 @@ def train(
                     flush_logs()
             bar.update(1)
             bar.set_postfix(loss=f"{value:.4f}", ex_s=f"{n_examples / step_time:.1f}")
-            if config.checkpoint_every and consumed.steps % config.checkpoint_every == 0:
+            if schedule.due(consumed.steps, consumed.seconds):
                 flush_logs()
                 checkpoint()
     finally:
         bar.close()
+        signals.defer_stops(False)
     flush_logs()
-    checkpoint()
+    saved = checkpoint()
+    if stopped_by == "interrupted" or signals.stop_requested():
+        raise signals.StopRequested(signals.stop_requested() or signal.SIGTERM, f"checkpoint at step {consumed.steps}: {saved or out}")
     result = TrainResult(
         consumed=consumed,
         stopped_by=stopped_by,

@@ -1,0 +1,143 @@
+"""SIGTERM (what Slurm, Kubernetes and `timeout` send) ends `bench run` cleanly: a checkpoint at the step it was
+on, the run row marked "interrupted", exit status 143; `--resume` finishes it with the same score as a run that
+was never interrupted. A row whose process is gone without a word (SIGKILL) is shown as "stale"."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+from results_db import ResultsDB
+from tests.conftest import write_sts
+from tests.test_resume import TEXTS
+
+REPO = Path(__file__).resolve().parent.parent
+STEPS = 20
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _setup(tmp_path: Path, tiny_model_dir: Path, name: str) -> list[str]:
+    data = tmp_path / "data"
+    if not data.exists():
+        write_sts(data / "sts" / "stsb-test.tsv", [
+            ("A man is playing a guitar.", "A man plays the guitar.", 4.8),
+            ("A woman is slicing onions.", "A man is riding a horse.", 0.4),
+            ("The cat sleeps on the sofa.", "A cat is sleeping on a couch.", 4.5),
+            ("Stocks fell sharply today.", "Children play football outside.", 0.0),
+            ("A dog runs in the park.", "A dog is running on grass.", 4.0),
+        ])  # fmt: skip
+        (tmp_path / "corpus.txt").write_text("\n".join(TEXTS) + "\n")
+    return ["run", "--method", "simcse", "--backbone", str(tiny_model_dir), "--corpus", str(tmp_path / "corpus.txt"),
+            "--budget", f"steps={STEPS}", "--batch-size", "4", "--max-len", "32", "--suite", "sts:stsb",
+            "--eval-max-len", "64", "--data-dir", str(data), "--db", str(tmp_path / f"{name}.sqlite"),
+            "--out", str(tmp_path / f"runs-{name}"), "--no-progress", "--no-baseline", "--no-cache"]  # fmt: skip
+
+
+def _start(argv: list[str], cwd: Path) -> subprocess.Popen:
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))  # fmt: skip
+    return subprocess.Popen([sys.executable, "-m", "bench", *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+
+
+def _wait_for_training(db: Path, proc: subprocess.Popen, min_step: int, timeout: float = 300) -> None:
+    """Until the run has logged `min_step` training steps (the log is flushed with each checkpoint)."""
+    import sqlite3
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                if con.execute("SELECT count(*) FROM train_log").fetchone()[0] >= min_step:
+                    return
+            finally:
+                con.close()
+        except sqlite3.Error:  # not created yet
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"training did not reach step {min_step}: {proc.communicate(timeout=60)[0].decode()[-2000:]}")
+
+
+def test_sigterm_checkpoints_marks_interrupted_and_resume_matches_an_uninterrupted_run(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = _setup(tmp_path, tiny_model_dir, "term")
+    proc = _start(argv, tmp_path)
+    try:
+        _wait_for_training(tmp_path / "term.sqlite", proc, min_step=4)  # checkpoints every 2 steps (a tenth of 20)
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=120)[0].decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, output
+    assert "bench: stopped by SIGTERM (checkpoint at step" in output and "--resume" in output and "Traceback" not in output
+
+    db = ResultsDB(tmp_path / "term.sqlite")
+    (run,) = db.runs().to_dict("records")
+    assert run["status"] == "interrupted" and run["pid"] == proc.pid and run["host"]
+    run_dir = Path(run["output_dir"])
+    stopped_at = int((run_dir / "checkpoints" / "LATEST").read_text().split("-")[1])
+    assert 4 <= stopped_at < STEPS  # saved at the step the signal found, not only at the last scheduled one
+    assert db.train_log(run["id"])["step"].max() == stopped_at  # every finished step is logged
+    assert db.scores().empty
+
+    assert main([*argv, "--resume"]) == 0
+    assert f"resuming run {run['id']} (interrupted)" in capsys.readouterr().out
+    resumed = db.get_run(run["id"])
+    assert resumed["status"] == "finished" and resumed["budget_consumed"]["resumed_from_step"] == stopped_at
+    assert resumed["budget_consumed"]["steps"] == STEPS
+
+    straight = _setup(tmp_path, tiny_model_dir, "straight")
+    assert main(straight) == 0
+    a, b = db.scores(), ResultsDB(tmp_path / "straight.sqlite").scores()
+    assert len(a) == len(b) == 1
+    assert a["value"].iloc[0] == pytest.approx(b["value"].iloc[0], abs=1e-6)
+
+
+def test_a_row_whose_process_died_is_shown_as_stale(tmp_path, capsys):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    db = ResultsDB(tmp_path / "r.sqlite")
+    alive = db.create_run(model="m", method="simcse", status="running")  # this process: alive
+    gone = db.create_run(model="m", method="laser3-self", status="running", pid=dead.pid)
+    done = db.create_run(model="m", method="mlm", status="finished", pid=dead.pid)
+    assert main(["results", "--db", str(tmp_path / "r.sqlite"), "--runs-only", "--format", "csv"]) == 0
+    import csv
+    import io
+
+    rows = {int(r["id"]): r["status"] for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    assert rows == {alive: "running", gone: "stale", done: "finished"}
+
+
+def test_an_old_heartbeat_is_stale_even_on_another_host():
+    import datetime as dt
+
+    from results_db.liveness import STALE_AFTER, is_stale
+
+    now = dt.datetime(2026, 1, 1, 12, 0)
+    row = {"status": "running", "host": "elsewhere", "pid": 1, "heartbeat_at": now - STALE_AFTER / 2}
+    assert not is_stale(row, now, host="here")
+    row["heartbeat_at"] = now - STALE_AFTER * 2
+    assert is_stale(row, now, host="here")
+
+
+def test_checkpoint_schedule_saves_every_tenth_and_every_ten_minutes():
+    from bench.train.checkpoint import CheckpointSchedule
+
+    steps = CheckpointSchedule(horizon=40)  # the issue's case: 40 steps, no explicit interval
+    assert [s for s in range(1, 41) if steps.due(s, 0.0)] == [4, 8, 12, 16, 20, 24, 28, 32, 36, 40]
+    explicit = CheckpointSchedule(horizon=40, every_steps=50)  # an explicit interval longer than the run...
+    saved = [s for s in range(1, 41) if explicit.due(s, s * 30.0)]  # ...30 s per step: the 10-minute rule saves
+    assert saved == [20, 40]
+    budget = CheckpointSchedule(horizon=10_000, every_steps=0, budget_seconds=3600)  # a tenth of a 1 h budget
+    assert [s for s in range(1, 100) if budget.due(s, s * 60.0)] == [6, 12, 18, 24, 30, 36, 42, 48, 54, 60, 66, 72, 78, 84, 90, 96]
+    resumed = CheckpointSchedule(horizon=40, start_step=6, every_steps=3)
+    assert [s for s in range(7, 13) if resumed.due(s, 0.0)] == [9, 12]
