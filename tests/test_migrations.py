@@ -1,0 +1,103 @@
+"""Versioned schema migrations: a database made by an older lenbench (schema 1: no liveness, runtime, model info,
+sweep or score info columns, no covering index) is upgraded in place by the numbered steps, keeping every row;
+a new database is stamped with the current version; a newer one is refused without a write."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+
+import pytest
+
+from bench.cli import main
+from results_db import ResultsDB, ResultsDBError, ScoreRecord
+from results_db.migrations import MIGRATIONS
+from results_db.models import SCHEMA_VERSION
+
+SCHEMA_2_COLUMNS = {
+    "runs": ["host", "pid", "heartbeat_at", "runtime", "model_info", "sweep", "sweep_point"],
+    "scores": ["info"],
+}
+
+
+def make_schema_1(path):
+    """A schema-1 database with one run and one score: today's tables minus what schema 2 added."""
+    db = ResultsDB(path)
+    run = db.create_run(model="m", method="simcse", config={"a": 1}, seed=3, status="finished")
+    db.add_scores(run, [ScoreRecord("sts", "stsb", "spearman", 81.5, 10)])
+    db.engine.dispose()
+    con = sqlite3.connect(path)
+    for table, columns in SCHEMA_2_COLUMNS.items():
+        for column in columns:
+            con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    con.execute("DROP INDEX ix_scores_board")
+    con.execute("DELETE FROM meta")
+    con.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '1')")
+    con.commit()
+    con.close()
+    return path
+
+
+def columns(path, table):
+    con = sqlite3.connect(path)
+    try:
+        return [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
+    finally:
+        con.close()
+
+
+def meta(path):
+    con = sqlite3.connect(path)
+    try:
+        return dict(con.execute("SELECT key, value FROM meta"))
+    finally:
+        con.close()
+
+
+def test_the_last_migration_is_the_current_schema():
+    assert [m.version for m in MIGRATIONS] == list(range(2, SCHEMA_VERSION + 1))
+
+
+def test_schema_1_is_upgraded_in_place_keeping_its_rows(tmp_path):
+    path = make_schema_1(tmp_path / "old.sqlite")
+    assert "host" not in columns(path, "runs")
+    db = ResultsDB(path)
+    assert [m.version for m in db.migrated] == [2]
+    for table, added in SCHEMA_2_COLUMNS.items():
+        assert set(added) <= set(columns(path, table))
+    assert meta(path)["schema_version"] == str(SCHEMA_VERSION) and meta(path)["application"] == "lenbench"
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'ix_scores_board'").fetchone()
+    con.close()
+    (run,) = db.runs().to_dict("records")
+    assert run["method"] == "simcse" and run["config"] == {"a": 1} and run["seed"] == 3
+    assert db.scores()["value"].tolist() == [81.5]
+    new = db.create_run(model="n", runtime={"world_size": 1})  # the new columns work
+    assert db.get_run(new)["runtime"] == {"world_size": 1}
+    assert ResultsDB(path).migrated == []  # the second open has nothing to do
+
+
+def test_bench_results_upgrades_an_old_database_and_says_so(tmp_path, capsys):
+    path = make_schema_1(tmp_path / "old.sqlite")
+    assert main(["results", "--db", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert f"upgraded {path} to schema 2" in captured.err and "81.50" in captured.out
+
+
+def test_a_newer_schema_is_refused_without_a_write(tmp_path):
+    path = tmp_path / "new.sqlite"
+    ResultsDB(path).engine.dispose()
+    con = sqlite3.connect(path)
+    con.execute(f"UPDATE meta SET value = '{SCHEMA_VERSION + 1}' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(ResultsDBError, match=f"schema version {SCHEMA_VERSION + 1}, newer than this lenbench knows"):
+        ResultsDB(path)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_a_new_database_is_stamped_with_the_current_version(tmp_path):
+    ResultsDB(tmp_path / "fresh.sqlite").engine.dispose()
+    stamp = meta(tmp_path / "fresh.sqlite")
+    assert stamp["schema_version"] == str(SCHEMA_VERSION) and stamp["application"] == "lenbench"
