@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 from bench import stats
 
@@ -39,14 +38,6 @@ class Ranks:
     low: pd.Series
     high: pd.Series
     resamples: int
-
-
-def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    x = x - x.mean(axis=1, keepdims=True)
-    y = y - y.mean(axis=1, keepdims=True)
-    denom = np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denom > 0, (x * y).sum(axis=1) / denom, np.nan)
 
 
 def _aligned(items: dict[int, dict]) -> tuple[list[int], str, np.ndarray, np.ndarray | None]:
@@ -68,20 +59,75 @@ def _aligned(items: dict[int, dict]) -> tuple[list[int], str, np.ndarray, np.nda
     return groups, first["aggregate"], values, gold
 
 
+def resample_counts(n: int, resamples: int, seed: int = 0) -> np.ndarray:
+    """How often each item is drawn in each resample, (resamples, n): the same draws as `bench.stats.paired_bootstrap`
+    with this seed (rng.integers(0, n, (resamples, n)))."""
+    idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    flat = (idx + n * np.arange(resamples)[:, None]).ravel()
+    return np.bincount(flat, minlength=resamples * n).reshape(resamples, n).astype(np.float64)
+
+
+def _sorted_ranks(values: np.ndarray, counts_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, ranks): the items sorted by value, and for each of them (in that order) the average rank (as scipy's
+    rankdata) of its value inside each resample, (n, B). counts_t: (n, B), how often each item is drawn.
+
+    A resample holds item i counts_t[i, b] times, and all copies of one value tie: the rank of a value is the number
+    of drawn items below it plus (its copies + 1) / 2, a cumulative sum over the sorted values; O(n) per resample
+    instead of sorting every resample.
+    """
+    order = np.argsort(values, kind="stable")
+    drawn = counts_t[order]  # rows in value order (contiguous rows: a fast gather)
+    ordered = values[order]
+    distinct = np.r_[True, ordered[1:] != ordered[:-1]]
+    if distinct.all():
+        return order, np.cumsum(drawn, axis=0) - (drawn - 1.0) / 2.0
+    starts = np.flatnonzero(distinct)
+    per_value = np.add.reduceat(drawn, starts, axis=0)
+    rank_of_value = np.cumsum(per_value, axis=0) - (per_value - 1.0) / 2.0
+    return order, rank_of_value[np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(values)]))]
+
+
+def resampled_ranks(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The average rank of each item's value inside each resample, (B, n), items in their own order."""
+    order, ranks = _sorted_ranks(values, np.ascontiguousarray(counts.T))
+    out = np.empty_like(ranks)
+    out[order] = ranks
+    return out.T
+
+
 def resampled_scores(aggregate: str, values: np.ndarray, gold: np.ndarray | None, resamples: int, seed: int = 0
                      ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """(score of each group on all items (G,), scores on the same resamples (G, B)); scores as ScoreItems defines."""
+    """(score of each group on all items (G,), scores on the same resamples (G, B)); scores as ScoreItems defines.
+
+    The resamples are item counts (`resample_counts`), shared by every group: a mean is a matrix product and a
+    Spearman a weighted Pearson of resampled ranks, with no (B, n) copy of the data per group.
+    """
     n = values.shape[1]
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(resamples, n))
+    counts = resample_counts(n, resamples, seed)
     if aggregate == "mean":
-        return values.mean(axis=1), np.stack([row[idx].mean(axis=1) for row in values])
+        return values.mean(axis=1), values @ counts.T / n
     if aggregate == "spearman":
         if gold is None:
             raise ValueError("a 'spearman' score needs gold values")
         full = stats.score_rows("spearman", values, np.broadcast_to(gold, values.shape))
-        gold_ranks = rankdata(gold[idx], axis=1)  # the same for every group: ranked once
-        boot = np.stack([100.0 * _pearson_rows(rankdata(row[idx], axis=1), gold_ranks) for row in values])
+        counts_t = np.ascontiguousarray(counts.T)  # (n, B): items as rows
+        # Gold's side of the weighted Pearson is the same for every group: centred and weighted once.
+        order, sorted_gold = _sorted_ranks(gold, counts_t)
+        gold_ranks = np.empty_like(sorted_gold)
+        gold_ranks[order] = sorted_gold
+        gold_ranks -= (counts_t * gold_ranks).sum(axis=0) / n
+        weighted_gold = counts_t * gold_ranks
+        gold_norm = np.sqrt((weighted_gold * gold_ranks).sum(axis=0))
+        boot = np.empty((len(values), resamples))
+        for g, row in enumerate(values):
+            order, ranks = _sorted_ranks(row, counts_t)
+            # sum w (x - mean x)(y - mean y) = sum w x (y - mean y), as the weighted y deviations sum to 0
+            covariance = (ranks * weighted_gold[order]).sum(axis=0)
+            weighted = counts_t[order] * ranks
+            variance = (weighted * ranks).sum(axis=0) - weighted.sum(axis=0) ** 2 / n
+            with np.errstate(invalid="ignore", divide="ignore"):
+                denom = np.sqrt(np.maximum(variance, 0.0)) * gold_norm
+                boot[g] = np.where(denom > 0, 100.0 * covariance / denom, np.nan)
         return full, boot
     raise ValueError(f"unknown aggregate {aggregate!r} (known: mean, spearman)")
 

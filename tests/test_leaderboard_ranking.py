@@ -63,3 +63,18 @@ def test_spearman_resamples_match_the_pairwise_bootstrap():
     assert np.quantile(boot[1] - boot[0], [0.025, 0.975]) == pytest.approx([ci.low, ci.high])
     ranks, low, high = ranking.dataset_ranks(full, boot)
     assert ranks.tolist() == [2.0, 1.0] and low.tolist() == [2.0, 1.0] and high.tolist() == [2.0, 1.0]
+
+
+def test_resampled_ranks_equal_rankdata_of_each_resample_with_ties():
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(3)
+    values = np.round(rng.uniform(0, 5, 60), 0)  # 6 distinct values: many ties
+    counts = ranking.resample_counts(60, 20, seed=5)
+    idx = np.random.default_rng(5).integers(0, 60, size=(20, 60))  # the draws behind those counts
+    ranks = ranking.resampled_ranks(values, counts)
+    for b in range(20):
+        direct = rankdata(values[idx[b]])  # rank of each drawn copy
+        for position, item in enumerate(idx[b]):
+            assert ranks[b, item] == direct[position]
+    assert (counts.sum(axis=1) == 60).all()

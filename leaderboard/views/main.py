@@ -12,7 +12,7 @@ from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views.common import csv_button, pick_metric, pick_suite, run_filter_widgets, show_table
 
-MAX_RANKED = 30  # rows (best averages first) ranked by bootstrap: each costs a re-scoring per resample
+MAX_RANKED = 20  # rows (best averages first) ranked by bootstrap: each costs a re-scoring per resample
 N_CAPTION_ROWS = 50  # the n caption reads the scores of this many rows' runs
 ROWS_SHOWN = (100, 500, 2000)  # the table's length choices (styling every cell costs time; the CSV has all rows)
 
