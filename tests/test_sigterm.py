@@ -141,3 +141,41 @@ def test_checkpoint_schedule_saves_every_tenth_and_every_ten_minutes():
     assert [s for s in range(1, 100) if budget.due(s, s * 60.0)] == [6, 12, 18, 24, 30, 36, 42, 48, 54, 60, 66, 72, 78, 84, 90, 96]
     resumed = CheckpointSchedule(horizon=40, start_step=6, every_steps=3)
     assert [s for s in range(7, 13) if resumed.due(s, 0.0)] == [9, 12]
+
+
+def test_a_signal_waits_for_the_training_step_inside_the_loop_and_stops_at_once_outside():
+    from bench import signals
+
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with signals.graceful_stop():
+        signals.defer_stops(True)
+        try:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of a training step
+            time.sleep(0.05)
+            assert signals.stop_requested() == signal.SIGINT  # recorded, nothing raised yet
+            with pytest.raises(signals.StopRequested) as second:
+                os.kill(os.getpid(), signal.SIGTERM)  # a second signal stops at once
+                time.sleep(0.05)
+            assert second.value.exit_code == 143
+        finally:
+            signals.defer_stops(False)
+        with pytest.raises(signals.StopRequested, match="stopped by SIGTERM"):
+            os.kill(os.getpid(), signal.SIGTERM)  # outside a training loop (evaluation): at once
+            time.sleep(0.05)
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before  # handlers given back
+    assert signals.stop_requested() == 0
+    assert signals.run_status(signals.StopRequested(signal.SIGTERM)) == "interrupted"
+    assert signals.run_status(ValueError("x")) == "failed"
+
+
+def test_the_heartbeat_thread_stamps_a_running_row(tmp_path):
+    from bench.heartbeat import Heartbeat
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    run = db.create_run(model="m", status="running")
+    first = db.get_run(run)["heartbeat_at"]
+    with Heartbeat(db, run, every=0.05):
+        deadline = time.monotonic() + 30
+        while db.get_run(run)["heartbeat_at"] == first and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert db.get_run(run)["heartbeat_at"] > first
