@@ -2,9 +2,10 @@
 
 AdamW over the encoder and the adapter's extra modules, a linear warm-up (0 steps by default) and linear decay
 to zero at the schedule's horizon, seeded RNGs, gradient clipping, bf16 autocast on CUDA, a tqdm bar with loss
-and throughput, training-log rows in the results DB, safetensors checkpoints every N steps and at the stop,
-`resume=True` continuing from the newest checkpoint to the same final step count, and a non-finite loss
-stopping the run with a TrainingError after saving a checkpoint.
+and throughput, training-log rows in the results DB, safetensors checkpoints on a schedule (every tenth of the run
+or N steps, and at least every 10 minutes: CheckpointSchedule) and at the stop, `resume=True` continuing from the
+newest checkpoint to the same final step count, a non-finite loss stopping the run with a TrainingError after
+saving a checkpoint, and SIGTERM/SIGINT stopping it after the current step with a checkpoint (bench.signals).
 
 Schedule horizon: the step count the budget implies (steps, or examples / batch size); when the budget only
 limits tokens or seconds, one epoch of the corpus (the papers train one epoch) - training also stops there.
