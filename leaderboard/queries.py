@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import func, inspect, select
+from sqlalchemy import func, inspect, literal_column, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -257,12 +257,13 @@ def run_detail(db: ResultsDB, run_id: int) -> dict[str, Any] | None:
 
 
 def run_scores(db: ResultsDB, run_id: int) -> pd.DataFrame:
-    """Every score of one run, with whether per-item values (for the bootstrap) are stored."""
+    """Every score of one run, with whether per-item values (for the bootstrap) are stored and its subset limit."""
     s, items = Score.__table__, ScoreItems.__table__
+    limit = s.c.info["limit"].as_integer() if "info" in _columns(db, "scores") else literal_column("NULL")
     stmt = (
         select(
             s.c.id.label("score_id"), s.c.suite, s.c.dataset, s.c.variant, s.c.metric, s.c.value, s.c.n,
-            (items.c.score_id.isnot(None)).label("has_items"),
+            (items.c.score_id.isnot(None)).label("has_items"), limit.label("limit"),
         )  # fmt: skip
         .select_from(s.outerjoin(items, items.c.score_id == s.c.id))
         .where(s.c.run_id == int(run_id))

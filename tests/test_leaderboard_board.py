@@ -106,3 +106,33 @@ def test_robustness_view_hides_then_flags_subset_runs(results_path, monkeypatch)
     frame = at.dataframe[0].value.set_index("method")
     assert frame.loc["quick", "subset"] == "yes" and frame.loc["quick", "changed elong-2"] == 0.5
     assert any("subset" in w.value for w in at.warning)
+
+
+def test_a_database_from_an_older_lenbench_is_shown_read_only(tmp_path, monkeypatch):
+    """Schema 1 (no sweep, model_info or score info columns): the app reads what is there and adds nothing."""
+    import sqlite3
+
+    from tests.test_leaderboard_fixtures import fill_db
+
+    path = fill_db(tmp_path / "old.sqlite")
+    with sqlite3.connect(path) as conn:
+        for table, column in (("runs", "sweep"), ("runs", "sweep_point"), ("runs", "model_info"), ("scores", "info")):
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    before = path.read_bytes()
+    monkeypatch.setenv("LENBENCH_DB", str(path))
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    assert not at.exception, at.exception
+    frame = at.dataframe[0].value
+    assert len(frame) == 4 and frame["params (M)"].isna().all()  # no sizes recorded: blank
+    at.radio(key="view").set_value("Robustness").run()
+    assert not at.exception and "changed elong-2" not in at.dataframe[0].value.columns
+    assert path.read_bytes() == before
+
+
+def test_run_view_shows_n_and_the_subset(app):
+    app.radio(key="view").set_value("Run").run()
+    app.number_input(key="run_id").set_value(9).run()  # the --limit 40 run
+    assert not app.exception
+    scores = next(f.value for f in app.dataframe if "dataset" in f.value.columns and "clean" in f.value.columns)
+    assert set(scores["dataset"]) == {"sts12[40]", "stsb[40]", "sickr[40]"} and set(scores["n"]) == {40}

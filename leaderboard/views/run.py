@@ -16,10 +16,15 @@ from leaderboard.views.common import csv_button, show_table
 
 
 def score_table(scores: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """One row per (suite, dataset, metric): clean, each attacked variant and its change (attacked - clean)."""
+    """One row per (suite, dataset, metric, n): clean, each attacked variant and its change (attacked - clean); the
+    dataset shows its subset (`stsb[300]`) when it was scored on one."""
     if scores.empty:
         return scores, []
-    wide = scores.pivot_table(index=["suite", "dataset", "metric"], columns="variant", values="value", aggfunc="first")
+    scores = scores.copy()
+    if "limit" in scores:
+        limit = pd.to_numeric(scores["limit"], errors="coerce")
+        scores["dataset"] = [d if pd.isna(x) or x <= 0 else f"{d}[{int(x)}]" for d, x in zip(scores["dataset"], limit)]
+    wide = scores.pivot_table(index=["suite", "dataset", "metric", "n"], columns="variant", values="value", aggfunc="first")
     variants = tables.order_variants(list(wide.columns))
     wide = wide[variants]
     value_columns = list(variants)
@@ -29,7 +34,7 @@ def score_table(scores: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
                 wide[f"change {variant}"] = wide[variant] - wide[tables.CLEAN]
                 value_columns.append(f"change {variant}")
     wide = wide.reset_index()
-    wide["_order"] = wide["dataset"].map(lambda d: tables.DATASET_ORDER.get(d, len(tables.DATASET_ORDER)))
+    wide["_order"] = wide["dataset"].map(lambda d: tables.DATASET_ORDER.get(d.split("[", 1)[0], len(tables.DATASET_ORDER)))
     wide = wide.sort_values(["suite", "_order", "dataset", "metric"]).drop(columns="_order").reset_index(drop=True)
     return wide, value_columns
 
