@@ -8,6 +8,8 @@ shows contrastive training works from such a start).
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,7 +66,21 @@ def make_random_bert(folder: str | os.PathLike[str], size: str = "tiny", seed: i
     )
     torch.manual_seed(seed)
     model = BertModel(config, add_pooling_layer=False)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
+    # Written beside the target and renamed into place: processes starting together (a sweep's points) either see
+    # no folder or a complete one, never a config.json without its weights.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        for _ in range(3):
+            try:
+                tmp.rename(out)
+                break
+            except OSError:  # another process put it there first, or a partial folder from before writes were atomic
+                if (out / "config.json").exists():
+                    break
+                shutil.rmtree(out, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return out

@@ -263,3 +263,32 @@ def test_resubmitting_skips_points_whose_slurm_job_is_still_queued(tmp_path):
     states = {"77_0": "COMPLETED", "77_1": "PENDING", "77_2": "FAILED"}
     assert still_queued(points, tmp_path, job_state=lambda _folder, job: states[job]) == {"method=simcse seed=1": "77_1"}
     assert still_queued(points, tmp_path / "elsewhere", job_state=lambda *_: "PENDING") == {}
+
+
+def test_random_backbone_written_by_points_starting_together_is_whole(tmp_path, reference_dir):
+    """A sweep's points share --out/backbones: each sees no folder or a complete one (measured before the fix: one
+    of two points failed with 'no file named model.safetensors' and only its retry passed)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from transformers import AutoModel
+
+    from bench.backbones import make_random_bert
+
+    target = tmp_path / "backbones" / "random-bert-tiny"
+    (target).mkdir(parents=True)  # a partial folder left by an older, non-atomic write
+    (target / "config.json.partial").write_text("{}")
+    seen_partial, writing = [], True
+
+    def watch() -> None:  # what a point starting meanwhile would see
+        while writing:
+            if (target / "config.json").exists() and not (target / "model.safetensors").exists():
+                seen_partial.append(True)
+
+    with ThreadPoolExecutor(5) as pool:
+        watcher = pool.submit(watch)
+        folders = list(pool.map(lambda _: make_random_bert(target, size="tiny", seed=0), range(4)))
+        writing = False
+        watcher.result()
+    assert folders == [target] * 4 and not seen_partial
+    assert AutoModel.from_pretrained(target).config.num_hidden_layers == 2
+    assert sorted(p.name for p in target.parent.iterdir()) == ["random-bert-tiny"]  # no temp folder left behind
