@@ -6,6 +6,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import traceback
 
+import pytest
+
 from results_db import ResultsDB, ScoreRecord
 
 PROCESSES = 4
@@ -43,3 +45,48 @@ def test_concurrent_creation_of_a_new_database(tmp_path):
             runs = ResultsDB(path, read_only=True).runs()
             assert runs["status"].tolist() == ["finished"] * PROCESSES
     assert not failures, "\n".join(failures[:3]) + f"\n{len(failures)} failures"
+
+
+PG_TRIALS = 5
+
+
+def test_concurrent_creation_of_a_new_postgresql_database_and_foreign_refusal():
+    """The same on PostgreSQL (the advisory lock serialises creation), and another application's tables there are
+    refused as in SQLite. A throwaway cluster; skipped where PostgreSQL's binaries are missing."""
+    from sqlalchemy import create_engine, text
+
+    from results_db import ResultsDBError
+    from tests.postgres_cluster import throwaway_postgres
+
+    ctx = mp.get_context("fork")
+    with throwaway_postgres() as url:
+        admin = create_engine(url, isolation_level="AUTOCOMMIT")
+        failures = []
+        errors = ctx.Queue()
+        for trial in range(PG_TRIALS):
+            with admin.connect() as conn:
+                conn.execute(text(f"CREATE DATABASE trial{trial}"))
+            trial_url = url.rsplit("/", 1)[0] + f"/trial{trial}"
+            barrier = ctx.Barrier(PROCESSES)
+            procs = [ctx.Process(target=_open_and_write, args=(trial_url, barrier, errors)) for _ in range(PROCESSES)]
+            for p in procs:
+                p.start()
+            for p in procs:
+                p.join(120)
+            while not errors.empty():
+                failures.append(f"trial {trial}: {errors.get()}")
+            failures += [f"trial {trial}: exit code {p.exitcode}" for p in procs if p.exitcode != 0]
+            if not failures:
+                assert ResultsDB(trial_url, read_only=True).runs()["status"].tolist() == ["finished"] * PROCESSES
+        assert not failures, "\n".join(failures[:3]) + f"\n{len(failures)} failures"
+
+        with admin.connect() as conn:
+            conn.execute(text("CREATE DATABASE otherapp"))
+        other = url.rsplit("/", 1)[0] + "/otherapp"
+        with create_engine(other).begin() as conn:
+            conn.execute(text("CREATE TABLE users (id integer primary key, name text)"))
+        with pytest.raises(ResultsDBError, match="is not a lenbench results database .*users"):
+            ResultsDB(other)
+        with create_engine(other).connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'")).scalar() == 1
+        admin.dispose()
