@@ -7,6 +7,9 @@ the last whole token that fits (`elongate_within`): no attacked input ever excee
 Batch forms for whole corpora (fast tokenizer, a few calls per chunk of texts instead of 2-3 per text):
 `attack_batch` (attacked texts + each text's m + whether it was cut at max_len; `attack_texts` keeps only the texts)
 and `model_inputs` (the token ids an encoder sees + whether each text was truncated).
+
+What an attack changed (`AttackMeter`, `attack_effect`): the share of texts whose model input differs from the
+clean text's, and of clean texts already cut at max_len, recorded in Score.info of every attacked variant.
 """
 
 from __future__ import annotations
@@ -199,3 +202,77 @@ def attack_texts(
     if variant != "rand" and (not str(variant).isdigit() or int(variant) < 1):
         raise ValueError(f"elongation variant {variant!r}: use an integer >= 1 or 'rand'")
     return attack_batch(texts, variant, tokenizer, max_len, seed=seed).texts
+
+
+# ------------------------------------------------------------------------------------ what an attack changed
+@dataclass(frozen=True)
+class AttackEffect:
+    """How much of a dataset an attack really touched. An elongation is a no-op for a text that already fills
+    max_len (the paper truncates at max_len), so 'attacked' can mostly mean 'clean'; these fractions say so."""
+
+    changed_frac: float  # texts whose model input (token ids cut at max_len) differs from the clean text's
+    truncated_frac: float  # clean texts longer than max_len (cut by the model, so copies of them add nothing)
+    n_texts: int
+
+    def info(self) -> dict[str, float]:
+        """Score.info keys of an attacked variant's scores."""
+        return {"changed_frac": self.changed_frac, "truncated_frac": self.truncated_frac}
+
+
+def model_input_ids(
+    texts: Sequence[str], tokenizer: Tokenizer | None, max_len: int
+) -> tuple[list[tuple[int, ...]] | list[str], list[bool]]:
+    """(what the model reads of each text, whether the text was cut at max_len).
+
+    With a tokenizer: the token ids an encoder sees (`model_inputs`: special tokens, cut at max_len). Without one
+    (BM25 reads whole texts): the texts themselves, never cut.
+    """
+    if tokenizer is None:
+        return list(texts), [False] * len(texts)
+    inputs = model_inputs(texts, tokenizer, max_len)
+    return [tuple(i) for i in inputs.ids], [bool(t) for t in inputs.truncated]
+
+
+def attack_effect(clean_inputs: Sequence, attacked_inputs: Sequence, clean_truncated: Sequence[bool]) -> AttackEffect:
+    """Fractions from the model inputs of the clean and attacked texts (same order), e.g. `model_input_ids`'s."""
+    n = len(clean_inputs)
+    if n != len(attacked_inputs) or n != len(clean_truncated):
+        raise ValueError(f"attack_effect: {n} clean inputs, {len(attacked_inputs)} attacked, {len(clean_truncated)} flags")
+    if n == 0:
+        return AttackEffect(0.0, 0.0, 0)
+    changed = sum(1 for c, a in zip(clean_inputs, attacked_inputs) if c != a)
+    return AttackEffect(changed / n, sum(map(bool, clean_truncated)) / n, n)
+
+
+class AttackMeter:
+    """Measures every attacked variant of one dataset against its clean texts. The clean texts are tokenised once,
+    chunk by chunk, and only a hash of each one's model input is kept (8 bytes a text), so a large corpus is never
+    held as token ids."""
+
+    def __init__(self, clean_texts: Sequence[str], tokenizer: Tokenizer | None, max_len: int):
+        self.tokenizer, self.max_len = tokenizer, max_len
+        self.clean_keys: list[int] = []
+        truncated: list[bool] = []
+        for chunk in _chunks(clean_texts):
+            inputs, cut = model_input_ids(chunk, tokenizer, max_len)
+            self.clean_keys += [hash(i) for i in inputs]
+            truncated += cut
+        self.clean_truncated = np.asarray(truncated, dtype=bool)
+
+    @property
+    def truncated_frac(self) -> float:
+        return float(self.clean_truncated.mean()) if len(self.clean_truncated) else 0.0
+
+    def clean_info(self) -> dict[str, float]:
+        return {"truncated_frac": self.truncated_frac}
+
+    def measure(self, attacked_texts: Sequence[str]) -> AttackEffect:
+        keys: list[int] = []
+        for chunk in _chunks(attacked_texts):
+            keys += [hash(i) for i in model_input_ids(chunk, self.tokenizer, self.max_len)[0]]
+        return attack_effect(self.clean_keys, keys, self.clean_truncated)
+
+
+def _chunks(texts: Sequence[str]):  # noqa: ANN202 - a generator of lists
+    for start in range(0, len(texts), ATTACK_CHUNK):
+        yield list(texts[start : start + ATTACK_CHUNK])

@@ -34,6 +34,30 @@ def check_model(model: Any, suites: list[tuple[Suite, bool]]) -> None:
         )
 
 
+def locate_datasets(suites: list[tuple[Suite, bool]], ctx: EvalContext) -> list[Any]:
+    """Find every dataset the suites read (a `bench.data.Located` each) before anything is recorded, so a missing
+    or unknown dataset is one clear error and no run row. Suites without a `data_kind` (mteb, heldout) find
+    their own data. A BEIR set that `--download` may still fetch is left to the suite."""
+    from bench.data import find
+    from bench.data.catalog import CQADUPSTACK_FORUMS
+    from bench.data.errors import DatasetMissingError
+
+    found = []
+    for suite, _ in suites:
+        kind = getattr(suite, "data_kind", None)
+        if kind is None:
+            continue
+        for dataset in suite.datasets():
+            names = [f"cqadupstack-{f}" for f in CQADUPSTACK_FORUMS] if dataset == "cqadupstack" else [dataset]
+            for name in names:
+                try:
+                    found.append(find(name, ctx.data_dir, kind=kind))
+                except DatasetMissingError:
+                    if not (ctx.fetch and kind == "beir"):
+                        raise
+    return found
+
+
 def suite_variants(suite: Suite, ctx: EvalContext) -> list[str]:
     """The variants a suite will score: its own list when it has one (diag always attacks), else the context's."""
     own = getattr(suite, "variants", None)
@@ -68,6 +92,9 @@ def evaluate(
             if wanted <= done:
                 continue
             recs = suite.evaluate(model, dataset, sub)
+            if sub.limit:  # a subset is never mistaken for the full set: every reader sees the limit
+                for rec in recs:
+                    rec.info = {**(rec.info or {}), "limit": sub.limit}
             if db is not None and run_id is not None:
                 db.add_scores(run_id, recs)
             records.extend(recs)

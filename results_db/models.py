@@ -84,8 +84,12 @@ class Score(Base):
     metric: Mapped[str] = mapped_column(String(64))
     value: Mapped[float] = mapped_column(Float)
     n: Mapped[int] = mapped_column(Integer, default=0)
-    # Schema 2. What a reader needs to judge the number: subset limit, fraction of texts an attack changed,
-    # fraction truncated at max_len, why a metric is undefined...
+    # Schema 2. What a reader needs to judge the number (None: nothing to flag). Keys:
+    #   "limit": N           a `--limit N` subset (the first N items), not the full dataset
+    #   "changed_frac": x    attacked variants: share of texts whose model input (token ids cut at max_len) the
+    #                        attack changed; under 0.5 the "attacked" score is mostly the clean one
+    #   "truncated_frac": y  share of the clean texts longer than max_len (clean rows too)
+    #   other keys may say why a metric is undefined...
     info: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 

@@ -38,8 +38,8 @@ def test_heldout_suite_pairs_come_from_heldout_articles(wiki):
     _, heldout = wiki
     ids, queries, docs = known_item_pairs(limit=20)
     assert len(ids) == len(queries) == len(docs) == 20
-    for q, d in zip(queries, docs):
-        assert any(t.startswith(q) and d in t for t in heldout.texts)
+    for q, d in zip(queries, docs):  # query: the LAST sentence (the first names the subject: a trivial task)
+        assert any(t.startswith(d) and t.endswith(q) and not t.startswith(q) for t in heldout.texts)
 
 
 def test_heldout_suite_scores_with_a_model(wiki, tiny_model_dir):
@@ -51,11 +51,10 @@ def test_heldout_suite_scores_with_a_model(wiki, tiny_model_dir):
     ctx = EvalContext(max_len=64, attacked=attacked, elong=["2"], limit=12)
     records = suite.evaluate(model, suite.datasets()[0], ctx)
     by = {(r.variant, r.metric): r for r in records}
-    assert set(by) == {(v, m) for v in ("clean", "elong-2") for m in ("ndcg_at_10", "recall_at_100", "mrr_at_10")}
+    # recall@100 is not reported: one relevant document among a few hundred is always in the top 100
+    assert set(by) == {(v, m) for v in ("clean", "elong-2") for m in ("ndcg_at_10", "mrr_at_10")}
     assert all(0.0 <= r.value <= 100.0 and r.n == 12 for r in records)
     assert by[("clean", "ndcg_at_10")].items is not None and len(by[("clean", "ndcg_at_10")].items.values) == 12
-    # 12 queries, one relevant document each, 12 documents: every relevant one is within the top 100
-    assert by[("clean", "recall_at_100")].value == 100.0
 
 
 
@@ -66,7 +65,7 @@ def test_heldout_suite_scores_bm25_like_a_retrieval_suite(wiki):
     (suite, attacked), = parse_suites("heldout@elong")
     ctx = EvalContext(max_len=64, attacked=attacked, elong=["2"], limit=12)
     by = {(r.variant, r.metric): r.value for r in suite.evaluate(BM25Model(max_len=64), suite.datasets()[0], ctx)}
-    assert by[("clean", "ndcg_at_10")] > 50  # a first sentence shares words with the rest of its own article
+    assert by[("clean", "ndcg_at_10")] > 50  # a last sentence shares words with the rest of its own article
 
 def test_text_and_beir_file_corpora(tmp_path):
     lines = tmp_path / "c.txt"

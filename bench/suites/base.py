@@ -34,9 +34,14 @@ class EvalContext:
     files_read: set[str] = field(default_factory=set)
     batch_size: int = 64
     options: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)  # dataset -> where it was read from (printed by the CLI)
 
     def rng(self, salt: str = "") -> random.Random:
         return random.Random(f"{self.seed}|{salt}")
+
+    def note_source(self, located: Any) -> None:
+        """Remember where a dataset came from (a `bench.data.Located`), once per dataset."""
+        self.sources.setdefault(located.info.name, located.describe())
 
     def variants(self) -> list[str]:
         return [CLEAN] + ([variant_name(e) for e in self.elong] if self.attacked else [])

@@ -102,6 +102,7 @@ def token_statistics(model: Any, texts: list[str], n_pairs: int, rng: np.random.
 @dataclass
 class DiagSuite:
     name: str = "diag"
+    data_kind: str = "sts"  # datasets are catalog entries or local files of this kind
 
     def datasets(self) -> list[str]:
         return [DATASET]

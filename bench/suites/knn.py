@@ -27,8 +27,8 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 
-from bench.attacks import attack_texts
-from bench.data import get_info, locate, read_labelled
+from bench.attacks import AttackMeter, attack_texts
+from bench.data import find, get_info, read_labelled
 from bench.data.errors import DataError
 from bench.data.readers import LabelledData
 from bench.suites.base import CLEAN, EvalContext, SuiteError
@@ -41,10 +41,12 @@ RAW_POOL_CHUNK = 512  # texts whose token embeddings are held in memory at once
 
 
 def load_labelled(dataset: str, ctx: EvalContext) -> LabelledData:
-    info = get_info(dataset)
+    info = get_info(dataset, kind="labelled")
     if info.kind != "labelled":
         raise SuiteError(f"{dataset!r} is not a labelled-text dataset (knn needs {{'text','label'}} jsonl)")
-    data = read_labelled(locate(dataset, ctx.data_dir, ctx.fetch), name=dataset)
+    located = find(dataset, ctx.data_dir, ctx.fetch, kind="labelled")
+    ctx.note_source(located)
+    data = read_labelled(located.path, name=dataset)
     ctx.files_read.update(data.files)
     if ctx.limit:
         data = LabelledData(data.name, data.texts[: ctx.limit], data.labels[: ctx.limit], data.files)
@@ -115,6 +117,7 @@ def knn_correct(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, te
 class KNNSuite:
     names: tuple[str, ...] = DEFAULT_DATASETS
     name: str = "knn"
+    data_kind: str = "labelled"  # datasets are catalog entries or local files of this kind
 
     def datasets(self) -> list[str]:
         return list(self.names)
@@ -125,13 +128,16 @@ class KNNSuite:
         train, test = split_indices(data.labels, ctx.seed, dataset)
         test_ids = [str(i) for i in test]
         records = []
+        meter = AttackMeter(data.texts, model.tokenizer, model.max_len)
         for variant in ctx.variants():
             if variant == CLEAN:
                 texts = data.texts
+                info = meter.clean_info()
             else:
                 elong = variant.split("-", 1)[1]
                 seed = ctx.rng(f"{dataset}|{variant}").getrandbits(32)
                 texts = attack_texts(data.texts, elong, model.tokenizer, model.max_len, seed=seed)
+                info = meter.measure(texts).info()
             raw, normed = embeddings(model, texts, desc=f"{dataset} {variant}")
             for metric, emb, dist in (("knn_acc_euclidean", raw, "euclidean"), ("knn_acc_cosine", normed, "cosine")):
                 correct = knn_correct(emb[train], labels[train], emb[test], labels[test], dist)
@@ -145,6 +151,7 @@ class KNNSuite:
                         value=float(np.mean(values)),
                         n=len(values),
                         items=ItemValues("mean", test_ids, values),
+                        info=info,
                     )
                 )
         return records
@@ -156,7 +163,7 @@ def make_suite(arg: str | None) -> KNNSuite:
     names = tuple(n.strip() for n in arg.split(",") if n.strip())
     for n in names:
         try:
-            info = get_info(n)
+            info = get_info(n, kind="labelled")  # a name outside the catalog is a local knn/NAME_test.jsonl
         except DataError as exc:
             raise SuiteError(str(exc)) from None
         if info.kind != "labelled":

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import pytrec_eval
 
-from bench.attacks import attack_texts
-from bench.data import BEIR14, get_info, locate, read_beir
+from bench.attacks import AttackMeter, attack_texts
+from bench.data import BEIR14, find, get_info, read_beir
 from bench.data.catalog import CQADUPSTACK_FORUMS
 from bench.data.errors import DataError
 from bench.data.readers import RetrievalData
@@ -208,10 +208,12 @@ def attack_documents(model: Any, texts: Sequence[str], elong: str, seed: int) ->
 
 # ------------------------------------------------------------------------------- data
 def load_retrieval(dataset: str, ctx: EvalContext) -> RetrievalData:
-    info = get_info(dataset)
+    info = get_info(dataset, kind="beir")
     if info.kind != "beir":
         raise SuiteError(f"{dataset!r} is not a retrieval (BEIR) dataset")
-    data = read_beir(locate(dataset, ctx.data_dir, ctx.fetch), name=dataset)
+    located = find(dataset, ctx.data_dir, ctx.fetch, kind="beir")
+    ctx.note_source(located)
+    data = read_beir(located.path, name=dataset)
     ctx.files_read.update(data.files)
     data = keep_positive_queries(data)
     if ctx.limit:
@@ -247,26 +249,34 @@ def limit_slice(data: RetrievalData, limit: int, distractors_per_query: int = LI
 
 
 # ------------------------------------------------------------------------------ suite
-def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalContext, suite: str) -> list[ScoreRecord]:
-    """All variants of one retrieval dataset: records for the three metrics, with per-query values."""
+def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalContext, suite: str,
+                    metrics: tuple[str, ...] = METRICS) -> list[ScoreRecord]:  # fmt: skip
+    """All variants of one retrieval dataset: records for `metrics` (default all three), with per-query values."""
     query_ids = list(data.qrels)
     queries = [data.queries[q] for q in query_ids]
     doc_ids = list(data.corpus)
-    clean_docs = CorpusTexts(data, doc_ids)
+    if is_lexical(model):  # BM25 scores title and text as fields of their own (bench.lexical)
+        clean_docs: Sequence = [((data.corpus[d].get("title") or "").strip(), data.corpus[d]["text"]) for d in doc_ids]
+    else:
+        clean_docs = CorpusTexts(data, doc_ids)
     ignore_identical = dataset in IGNORE_IDENTICAL_IDS
     q_emb = None if is_lexical(model) else model.encode(queries, desc=f"{dataset} queries")  # once: never attacked
     records = []
+    # documents are what an attack changes (queries stay clean); BM25 reads whole texts (no tokenizer, no cut)
+    meter = AttackMeter(clean_docs, getattr(model, "tokenizer", None), model.max_len) if ctx.attacked else None
     for variant in ctx.variants():
         if variant == CLEAN:
             docs = clean_docs
+            info = meter.clean_info() if meter else None
         else:
             elong = variant.split("-", 1)[1]
             seed = ctx.rng(f"{dataset}|{variant}|docs").getrandbits(32)
             docs = attack_documents(model, clean_docs, elong, seed)
+            info = meter.measure(docs).info() if meter else None
         run = search_run(model, queries, docs, query_ids, doc_ids, ignore_identical_ids=ignore_identical,
                          desc=f"{dataset} {variant}", q_emb=q_emb)  # fmt: skip
         per_query = retrieval_metrics(data.qrels, run)
-        for metric in METRICS:
+        for metric in metrics:
             values = [per_query[q][metric] for q in query_ids]
             records.append(
                 ScoreRecord(
@@ -277,7 +287,7 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
                     value=float(np.mean(values)),
                     n=len(values),
                     items=ItemValues("mean", list(query_ids), values),
-                    info={"duplicate_ids": dict(data.duplicates)} if data.duplicates else None,
+                    info={**(info or {}), **({"duplicate_ids": dict(data.duplicates)} if data.duplicates else {})} or None,
                 )
             )
     return records
@@ -287,6 +297,7 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
 class RetrievalSuite:
     names: tuple[str, ...]
     name: str = "beir"
+    data_kind: str = "beir"  # datasets are catalog entries or local files of this kind
     lexical_ok: bool = True  # BM25 (`--model bm25`) scores retrieval through its own `search`
 
     def datasets(self) -> list[str]:
@@ -316,7 +327,7 @@ def _check_names(names: tuple[str, ...]) -> None:
         if n == "cqadupstack":
             continue
         try:
-            info = get_info(n)
+            info = get_info(n, kind="beir")  # a name outside the catalog is a local beir/NAME/ folder
         except DataError as exc:
             raise SuiteError(str(exc)) from None
         if info.kind != "beir":

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from bench.attacks import attack_texts
-from bench.data import STS_SUITE, get_info, locate, read_sts
+from bench.attacks import AttackMeter, attack_texts
+from bench.data import STS_FORMATS, STS_SUITE, find, get_info
 from bench.data.errors import DataError
 from bench.data.readers import check_gold_varies
 from bench.suites.base import CLEAN, EvalContext, SuiteError
@@ -27,10 +27,12 @@ def pair_cosines(model: Any, s1: list[str], s2: list[str], desc: str) -> np.ndar
 
 
 def load_sts(dataset: str, ctx: EvalContext):
-    info = get_info(dataset)
+    info = get_info(dataset, kind="sts")
     if info.kind != "sts":
         raise SuiteError(f"{dataset!r} is not an STS dataset")
-    data = read_sts(locate(dataset, ctx.data_dir, ctx.fetch), name=dataset, split=info.split)
+    located = find(dataset, ctx.data_dir, ctx.fetch, kind="sts")
+    data = STS_FORMATS[located.format](located.path, name=dataset, split=info.split)
+    ctx.note_source(located)
     ctx.files_read.update(data.files)
     if ctx.limit:
         data.sentences1 = data.sentences1[: ctx.limit]
@@ -43,6 +45,7 @@ def load_sts(dataset: str, ctx: EvalContext):
 class STSSuite:
     names: tuple[str, ...] = STS_SUITE
     name: str = "sts"
+    data_kind: str = "sts"  # datasets are catalog entries or local files of this kind
 
     def datasets(self) -> list[str]:
         return list(self.names)
@@ -55,14 +58,17 @@ class STSSuite:
         check_gold_varies(data.scores, f"STS dataset {dataset!r}" + (f" (its first {ctx.limit} pairs)" if ctx.limit else ""))
         ids = [str(i) for i in range(len(gold))]
         records = []
+        meter = AttackMeter(data.sentences1 + data.sentences2, model.tokenizer, model.max_len)
         for variant in ctx.variants():
             if variant == CLEAN:
                 s1, s2 = data.sentences1, data.sentences2
+                info = meter.clean_info()
             else:
                 elong = variant.split("-", 1)[1]
                 tok, max_len = model.tokenizer, model.max_len
                 s1 = attack_texts(data.sentences1, elong, tok, max_len, seed=hash_seed(ctx, dataset, variant, 1))
                 s2 = attack_texts(data.sentences2, elong, tok, max_len, seed=hash_seed(ctx, dataset, variant, 2))
+                info = meter.measure(s1 + s2).info()
             cos = pair_cosines(model, s1, s2, desc=f"{dataset} {variant}")
             if not np.isfinite(cos).all() or np.ptp(cos) == 0:
                 raise DataError(
@@ -78,6 +84,7 @@ class STSSuite:
                     value=spearman_x100(cos, gold),
                     n=len(gold),
                     items=ItemValues("spearman", ids, cos.tolist(), gold.tolist()),
+                    info=info,
                 )
             )
         return records
@@ -92,7 +99,7 @@ def make_suite(arg: str | None) -> STSSuite:
         return STSSuite()
     names = tuple(n.strip() for n in arg.split(",") if n.strip())
     for n in names:
-        info = get_info(n)
+        info = get_info(n, kind="sts")  # a name outside the catalog is a local sts/NAME.tsv
         if info.kind != "sts":
             raise SuiteError(f"{n!r} is not an STS dataset")
     return STSSuite(names)

@@ -408,7 +408,7 @@ def train(
                 if len(pending_logs) >= 20:
                     flush_logs()
             bar.update(1)
-            bar.set_postfix(loss=f"{value:.4f}", ex_s=f"{n_examples / step_time:.1f}")
+            bar.set_postfix(loss=f"{value:.3e}", ex_s=f"{n_examples / step_time:.1f}")
             if schedule.due(consumed.steps, consumed.seconds):
                 flush_logs()
                 checkpoint()

@@ -1,0 +1,225 @@
+"""The comparison tables the CLI prints (`bench run`, `bench results`, `bench eval`): what a reviewer asks for.
+
+For each dataset: n (items scored) and a `[N]` flag on a `--limit` subset (`stsb[300]`); per method the clean and
+attacked scores (mean +- 95% t-interval over seeds when a method has several runs, `bench.stats.mean_ci`); for
+each method against the reference row the difference with a 95% interval: a paired bootstrap over the items the
+database keeps (STS pairs, retrieval queries, kNN test items; `bench.stats.paired_bootstrap`) for one run, or
+the t-interval of the per-seed differences for several; and for every attacked variant the share of texts the
+attack changed and of clean texts already cut at max_len (Score.info), with a warning when under half changed.
+
+Reads only the results database; never evaluates or writes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bench.stats import mean_ci, paired_bootstrap
+from results_db import ResultsDB
+
+CLEAN = "clean"
+FEW_CHANGED = 0.5  # an attacked variant that changed fewer texts than this is mostly the clean score
+# Training loss that never rises above this from step 1 on: the backbone already solves the method's task.
+SOLVED_LOSS = 1e-3
+
+
+def _info(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def dataset_label(dataset: str, info: Any) -> str:
+    """'stsb' or, for a `--limit 300` subset, 'stsb[300]'."""
+    limit = _info(info).get("limit")
+    return f"{dataset}[{limit}]" if limit else dataset
+
+
+def _variant_order(variants: Sequence[str]) -> list[str]:
+    return [CLEAN] * (CLEAN in variants) + sorted(v for v in set(variants) if v != CLEAN)
+
+
+def load_scores(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]) -> pd.DataFrame:
+    """Long scores of every run, with columns method and label (dataset with its subset flag)."""
+    ids = [i for runs in runs_by_method.values() for i in runs]
+    scores = db.scores(ids)
+    if scores.empty:
+        return scores
+    method_of = {i: m for m, runs in runs_by_method.items() for i in runs}
+    scores = scores.assign(method=scores["run_id"].map(method_of))
+    scores["label"] = [dataset_label(d, i) for d, i in zip(scores["dataset"], scores["info"])]
+    return scores
+
+
+def _fmt(value: float) -> str:
+    return "" if value is None or np.isnan(value) else f"{value:.2f}"
+
+
+def _cell(values: Sequence[float]) -> str:
+    """One run: its score; several (seeds): mean +- half-width of the 95% t-interval."""
+    if len(values) == 1:
+        return _fmt(values[0])
+    ci = mean_ci(values)
+    return f"{ci.mean:.2f}±{(ci.high - ci.low) / 2:.2f}" if not np.isnan(ci.low) else _fmt(ci.mean)
+
+
+def scores_table(scores: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
+    """One row per (suite, dataset, metric, method): n, seeds, clean, each attacked variant, their mean and change."""
+    variants = _variant_order(scores["variant"].unique().tolist())
+    attacked = [v for v in variants if v != CLEAN]
+    rows = []
+    for (suite, label, metric), group in scores.groupby(["suite", "label", "metric"], sort=False):
+        for method in methods:
+            mine = group[group["method"] == method]
+            if mine.empty:
+                continue
+            row: dict[str, Any] = {"suite": suite, "dataset": label, "metric": metric, "n": int(mine["n"].max()),
+                                   "method": method, "seeds": mine["run_id"].nunique()}  # fmt: skip
+            per_run = mine.pivot_table(index="run_id", columns="variant", values="value", aggfunc="first")
+            for v in variants:
+                row[v] = _cell(per_run[v].dropna().tolist()) if v in per_run else ""
+            present = [v for v in attacked if v in per_run]
+            if present:
+                mean_attacked = per_run[present].mean(axis=1)
+                row["attacked(mean)"] = _cell(mean_attacked.dropna().tolist())
+                if CLEAN in per_run:
+                    row["change(mean)"] = _cell((mean_attacked - per_run[CLEAN]).dropna().tolist())
+            rows.append(row)
+    table = pd.DataFrame(rows)
+    if not table.empty and (table["seeds"] == 1).all():
+        table = table.drop(columns="seeds")
+    return table.fillna("")
+
+
+def _items(db: ResultsDB, score_id: int) -> dict | None:
+    items = db.score_items(int(score_id))
+    if items is None:
+        return None
+    return {"aggregate": items.aggregate, "item_ids": items.item_ids, "values": items.values, "gold": items.gold}
+
+
+def differences_table(db: ResultsDB, scores: pd.DataFrame, reference: str, methods: Sequence[str],
+                      resamples: int = 1000) -> pd.DataFrame:  # fmt: skip
+    """Each method minus the reference on every (suite, dataset, metric, variant), with its 95% interval.
+
+    One run per method: paired bootstrap over the shared items. Several runs (seeds): the per-seed differences
+    (each run against the reference run of the same seed when there is one, else the reference's first run),
+    then their mean and t-interval, which includes the training-seed variance a single bootstrap cannot see.
+    """
+    rows = []
+    keys = ["suite", "label", "metric", "variant"]
+    for (suite, label, metric, variant), group in scores.groupby(keys, sort=False):
+        ref = group[group["method"] == reference]
+        if ref.empty:
+            continue
+        ref_by_seed = dict(zip(ref["run_seed"], ref["id"])) if "run_seed" in ref else {}
+        for method in methods:
+            if method == reference:
+                continue
+            mine = group[group["method"] == method].sort_values("run_id")
+            if mine.empty:
+                continue
+            row = {"suite": suite, "dataset": label, "metric": metric, "variant": variant, "method": method,
+                   "n": int(mine["n"].max())}  # fmt: skip
+            if len(mine) == 1:
+                a, b = _items(db, ref["id"].iloc[0]), _items(db, mine["id"].iloc[0])
+                if a is None or b is None:
+                    diff = float(mine["value"].iloc[0] - ref["value"].iloc[0])
+                    row.update(diff=_fmt(diff), ci="(no per-item values)", interval="")
+                else:
+                    try:
+                        ci = paired_bootstrap(a, b, resamples=resamples)
+                    except ValueError as exc:  # too few shared items
+                        row.update(diff=_fmt(float(mine["value"].iloc[0] - ref["value"].iloc[0])), ci=f"({exc})", interval="")
+                    else:
+                        row.update(diff=_fmt(ci.difference), ci=f"[{ci.low:.2f}, {ci.high:.2f}]",
+                                   interval="bootstrap" + ("*" if ci.excludes_zero else ""))  # fmt: skip
+            else:
+                ref_value = dict(zip(ref["id"], ref["value"]))
+                diffs = []
+                for _, score in mine.iterrows():
+                    ref_id = ref_by_seed.get(score.get("run_seed"), ref["id"].iloc[0])
+                    diffs.append(float(score["value"] - ref_value[ref_id]))
+                ci = mean_ci(diffs)
+                excludes = not np.isnan(ci.low) and (ci.low > 0 or ci.high < 0)
+                row.update(diff=_fmt(ci.mean), ci=f"[{ci.low:.2f}, {ci.high:.2f}]",
+                           interval=f"{len(diffs)} seeds" + ("*" if excludes else ""))  # fmt: skip
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def attack_table(scores: pd.DataFrame) -> pd.DataFrame:
+    """What each attack changed, per (dataset, variant) and, when they differ (another tokenizer), per method."""
+    rows = []
+    for _, s in scores.iterrows():
+        info = _info(s["info"])
+        if s["variant"] == CLEAN or "changed_frac" not in info:
+            continue
+        rows.append({"dataset": s["label"], "variant": s["variant"], "method": s["method"],
+                     "changed": info["changed_frac"], "truncated(clean)": info.get("truncated_frac", np.nan)})  # fmt: skip
+    if not rows:
+        return pd.DataFrame()
+    table = pd.DataFrame(rows).drop_duplicates(["dataset", "variant", "method"])
+    same = table.groupby(["dataset", "variant"])[["changed", "truncated(clean)"]].nunique().max(axis=1).max() <= 1
+    if same:
+        table = table.drop(columns="method").drop_duplicates(["dataset", "variant"])
+    return table
+
+
+def attack_warnings(table: pd.DataFrame) -> list[str]:
+    """One line per attacked variant that changed under half of the texts."""
+    if table.empty:
+        return []
+    out = []
+    for _, row in table[table["changed"] < FEW_CHANGED].iterrows():
+        who = f" ({row['method']})" if "method" in row else ""
+        out.append(
+            f"warning: {row['variant']} changed only {100 * row['changed']:.0f}% of {row['dataset']}'s texts{who}: "
+            f"{100 * row['truncated(clean)']:.0f}% already fill max_len, and an elongation cut at max_len leaves "
+            "them as they are, so this 'attacked' score is mostly the clean one"
+        )
+    return out
+
+
+def _to_text(table: pd.DataFrame) -> str:
+    return table.to_string(index=False, float_format=lambda v: f"{v:.2f}")
+
+
+def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]], reference: str | None = None,
+                      resamples: int = 1000) -> str:  # fmt: skip
+    """The full text block: scores with n, differences against the reference with intervals, attack effects."""
+    methods = list(runs_by_method)
+    scores = load_scores(db, runs_by_method)
+    if scores.empty:
+        return "(no scores)"
+    seeds = db.runs().set_index("id")["seed"]
+    scores["run_seed"] = scores["run_id"].map(seeds)
+    parts = ["scores (n = items per dataset; DATASET[N] = a --limit subset of N items"
+             + ("; mean±half-width of the 95% t-interval over seeds" if any(len(r) > 1 for r in runs_by_method.values()) else "")
+             + ")", _to_text(scores_table(scores, methods))]  # fmt: skip
+    if reference is None:
+        reference = "vanilla" if "vanilla" in methods else methods[0]
+    if reference not in methods:
+        raise KeyError(f"--reference {reference!r} is not one of the compared methods ({', '.join(methods)})")
+    if len(methods) > 1:
+        diffs = differences_table(db, scores, reference, methods, resamples=resamples)
+        if not diffs.empty:
+            parts += ["", f"difference vs {reference} (95% CI: paired bootstrap over pairs/queries/test items for one "
+                          "run, t-interval over seeds for several; * = excludes 0)", _to_text(diffs)]  # fmt: skip
+    attacks = attack_table(scores)
+    if not attacks.empty:
+        shown = attacks.assign(**{c: (100 * attacks[c]).map(lambda v: f"{v:.0f}%") for c in ("changed", "truncated(clean)")})
+        parts += ["", "attacks (changed = texts whose model input the attack changed; truncated = clean texts "
+                      "longer than max_len)", _to_text(shown)]  # fmt: skip
+        parts += attack_warnings(attacks)
+    return "\n".join(parts)
+
+
+def loss_warning(method: str, losses: Sequence[float], threshold: float = SOLVED_LOSS) -> str | None:
+    """The one warning for a training loss that stays below `threshold` from step 1: nothing to learn."""
+    if losses and max(losses) < threshold:
+        return (f"warning: [{method}] loss stayed below {threshold:.0e} from step 1 (max {max(losses):.2e}): the "
+                "backbone already solves this method's training task, so training barely changes it")
+    return None

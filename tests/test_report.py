@@ -1,0 +1,166 @@
+"""What the CLI tables tell a reviewer (bench.report): n per dataset, subsets flagged, each method against the
+reference with a paired-bootstrap or over-seeds 95% interval, what each attack changed; plus `--limit` validation,
+the attack-effect measure and the training-loss warning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.attacks import AttackMeter, attack_effect, attack_texts
+from bench.cli import main
+from bench.report import comparison_report, differences_table, load_scores, loss_warning
+from bench.stats import mean_ci, paired_bootstrap
+from results_db import ItemValues, ResultsDB, ScoreRecord
+from tests.conftest import write_sts
+
+RNG = np.random.default_rng(0)
+GOLD = RNG.uniform(0, 5, 40).round(2).tolist()
+IDS = [str(i) for i in range(40)]
+
+
+def _sts_run(db, method, noise, seed=0, changed=1.0, limit=None):
+    """A run with clean and elong-2 STS scores whose per-pair cosines are gold + noise."""
+    run = db.create_run(model=method, method=method, seed=seed, config={"comparison": "c1"})
+    recs = []
+    for variant, extra in (("clean", 0.0), ("elong-2", 0.5)):
+        rng = np.random.default_rng(hash((method, seed, variant)) % 2**32)
+        cos = (np.asarray(GOLD) + rng.normal(0, noise + extra, len(GOLD))).tolist()
+        from scipy.stats import spearmanr
+
+        info = {"truncated_frac": 0.25} if variant == "clean" else {"changed_frac": changed, "truncated_frac": 0.25}
+        if limit:
+            info["limit"] = limit
+        recs.append(ScoreRecord("sts", "stsb", "spearman", 100 * spearmanr(cos, GOLD).statistic, n=len(GOLD),
+                                variant=variant, items=ItemValues("spearman", IDS, cos, GOLD), info=info))  # fmt: skip
+    db.add_scores(run, recs)
+    db.finish_run(run)
+    return run
+
+
+def test_differences_are_paired_bootstrap_cis_on_the_stored_items(tmp_path):
+    db = ResultsDB(tmp_path / "r.sqlite")
+    ref, new = _sts_run(db, "vanilla", 1.0), _sts_run(db, "simcse", 2.0)
+    runs = {"vanilla": [ref], "simcse": [new]}
+    scores = load_scores(db, runs)
+    diffs = differences_table(db, scores, "vanilla", list(runs)).set_index("variant")
+    clean = scores[(scores["variant"] == "clean")].set_index("method")["id"]
+    expected = paired_bootstrap(_items(db, clean["vanilla"]), _items(db, clean["simcse"]))
+    assert diffs.loc["clean", "diff"] == f"{expected.difference:.2f}"
+    assert diffs.loc["clean", "ci"] == f"[{expected.low:.2f}, {expected.high:.2f}]"
+    assert expected.high < 0 and diffs.loc["clean", "interval"] == "bootstrap*"  # much noisier: a real drop
+    assert diffs.loc["clean", "n"] == 40
+
+    text = comparison_report(db, runs)
+    table = text.splitlines()
+    assert table[1].split() == ["suite", "dataset", "metric", "n", "method", "clean", "elong-2", "attacked(mean)", "change(mean)"]
+    assert table[2].split()[3] == "40"
+    assert "difference vs vanilla" in text and any(line.split()[3:6] == ["elong-2", "simcse", "40"] for line in table if line.startswith("  sts"))
+    # --reference: the other way round, the same interval mirrored
+    mirrored = differences_table(db, scores, "simcse", list(runs)).set_index("variant")
+    assert float(mirrored.loc["clean", "diff"]) == pytest.approx(-float(diffs.loc["clean", "diff"]), abs=0.011)
+    with pytest.raises(KeyError, match="--reference 'esimcse' is not one of the compared methods"):
+        comparison_report(db, runs, reference="esimcse")
+
+
+def _items(db, score_id):
+    items = db.score_items(int(score_id))
+    return {"aggregate": items.aggregate, "item_ids": items.item_ids, "values": items.values, "gold": items.gold}
+
+
+def test_several_seeds_give_mean_and_t_interval(tmp_path):
+    db = ResultsDB(tmp_path / "r.sqlite")
+    ref = _sts_run(db, "vanilla", 1.0)
+    seeds = [_sts_run(db, "simcse", 1.5, seed=s) for s in (0, 1, 2)]
+    runs = {"vanilla": [ref], "simcse": seeds}
+    scores = load_scores(db, runs)
+    per_seed = scores[(scores["method"] == "simcse") & (scores["variant"] == "clean")].sort_values("run_id")["value"]
+    ref_clean = scores[(scores["method"] == "vanilla") & (scores["variant"] == "clean")]["value"].iloc[0]
+    expected = mean_ci(per_seed - ref_clean)
+    scores["run_seed"] = scores["run_id"].map(db.runs().set_index("id")["seed"])
+    diffs = differences_table(db, scores, "vanilla", list(runs)).set_index("variant")
+    assert diffs.loc["clean", "diff"] == f"{expected.mean:.2f}" and diffs.loc["clean", "interval"].startswith("3 seeds")
+    assert diffs.loc["clean", "ci"] == f"[{expected.low:.2f}, {expected.high:.2f}]"
+    text = comparison_report(db, runs)
+    ci = mean_ci(per_seed)
+    row = next(line for line in text.splitlines() if " simcse " in line and "±" in line)
+    assert f"{ci.mean:.2f}±{(ci.high - ci.low) / 2:.2f}" in row and row.split()[5] == "3"  # seeds column
+
+
+def test_subsets_are_flagged_and_weak_attacks_warned(tmp_path):
+    db = ResultsDB(tmp_path / "r.sqlite")
+    ref, new = _sts_run(db, "vanilla", 1.0, changed=0.3, limit=40), _sts_run(db, "simcse", 2.0, changed=0.3, limit=40)
+    text = comparison_report(db, {"vanilla": [ref], "simcse": [new]})
+    assert " stsb[40] " in text and " stsb " not in text  # every table names the subset
+    attacks = text[text.index("attacks ("):].splitlines()
+    assert attacks[2].split() == ["stsb[40]", "elong-2", "30%", "25%"]  # one row: both methods saw the same attack
+    assert attacks[3].startswith("warning: elong-2 changed only 30% of stsb[40]'s texts")
+
+
+# ------------------------------------------------------------------------------------------------ attack effect
+def test_attack_effect_counts_texts_whose_model_input_changed(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    short = "a cat sat on the mat"
+    long = " ".join(f"word{i}" for i in range(100))  # far more than 16 tokens
+    meter = AttackMeter([short, long, short], tok, max_len=16)
+    assert meter.truncated_frac == pytest.approx(1 / 3)
+    attacked = attack_texts([short, long, short], "2", tok, 16)
+    effect = meter.measure(attacked)
+    # the long text already fills max_len: its elongated copy is cut back to the same first tokens
+    assert effect.changed_frac == pytest.approx(2 / 3) and effect.truncated_frac == pytest.approx(1 / 3)
+    assert effect.info() == {"changed_frac": pytest.approx(2 / 3), "truncated_frac": pytest.approx(1 / 3)}
+    assert attack_effect([(1, 2), (3,)], [(1, 2), (3, 3)], [False, True]).changed_frac == 0.5
+    with pytest.raises(ValueError, match="2 clean inputs, 1 attacked"):
+        attack_effect([(1,), (2,)], [(1,)], [False, False])
+
+
+def test_eval_records_limit_and_attack_fractions_in_score_info(tiny_model_dir, tmp_path, capsys):
+    data = tmp_path / "data"
+    rows = [(f"sentence {i} about a cat", f"a cat {i} sentence", float(i % 5)) for i in range(8)]
+    rows[0] = (" ".join(["long"] * 60), "short one", 1.0)  # fills max_len 32 on its own
+    write_sts(data / "sts" / "stsb-test.tsv", rows)
+    db = tmp_path / "r.sqlite"
+    rc = main(["eval", "--model", str(tiny_model_dir), "--suite", "sts:stsb@elong", "--elong", "2", "--limit", "5",
+               "--data-dir", str(data), "--db", str(db), "--max-len", "32", "--no-cache"])  # fmt: skip
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "stsb[5]" in out and "elong-2" in out
+    info = ResultsDB(db).scores().set_index("variant")["info"]
+    # 10 texts (5 pairs x 2 sides); the long one was already cut at max_len, so m=2 left its input as it was
+    assert info["clean"] == {"truncated_frac": 0.1, "limit": 5}
+    assert info["elong-2"] == {"changed_frac": 0.9, "truncated_frac": 0.1, "limit": 5}
+
+
+@pytest.mark.parametrize("command", ["eval", "run"])
+@pytest.mark.parametrize("value, message", [("0", "0 is not positive"), ("-3", "-3 is not positive"),
+                                            ("ten", "'ten' is not a whole number")])  # fmt: skip
+def test_limit_must_be_a_positive_integer(command, value, message, tmp_path, capsys):
+    argv = [command, "--limit", value, "--db", str(tmp_path / "r.sqlite")] + (["--model", "minilm", "--suite", "sts"] if command == "eval" else [])
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: argument --limit: {message}" in err
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_loss_warning_only_when_the_loss_never_leaves_the_floor():
+    assert loss_warning("simcse", [2e-5, 1e-5, 3e-6]).startswith("warning: [simcse] loss stayed below 1e-03 from step 1")
+    assert "already solves this method's training task" in loss_warning("simcse", [2e-5])
+    assert loss_warning("simcse", [0.5, 1e-5]) is None and loss_warning("simcse", []) is None
+
+
+def test_results_groups_a_comparison_and_takes_a_reference(tmp_path, capsys):
+    path = tmp_path / "r.sqlite"
+    db = ResultsDB(path)
+    _sts_run(db, "vanilla", 1.0), _sts_run(db, "simcse", 2.0), _sts_run(db, "laser3-self", 1.2)
+    assert main(["results", "--db", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("comparison c1: vanilla #1 [finished], simcse #2 [finished], laser3-self #3 [finished]")
+    assert "difference vs vanilla" in out
+    assert main(["results", "--db", str(path), "--reference", "laser3-self"]) == 0
+    assert "difference vs laser3-self" in capsys.readouterr().out
+    assert main(["results", "--db", str(path), "--reference", "nope"]) == 2
+    assert "bench: error: --reference 'nope': no listed run has that method" in capsys.readouterr().err
