@@ -66,7 +66,8 @@ def _cell(values: Sequence[float]) -> str:
 
 
 def scores_table(scores: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
-    """One row per (suite, dataset, metric, method): n, seeds, clean, each attacked variant, their mean and change."""
+    """One row per (suite, dataset, metric, method): n, seeds, clean, each attacked variant, and the change: of each
+    variant for one method, of the variants' mean when methods are compared (a narrower table)."""
     variants = _variant_order(scores["variant"].unique().tolist())
     attacked = [v for v in variants if v != CLEAN]
     rows = []
@@ -81,7 +82,10 @@ def scores_table(scores: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
             for v in variants:
                 row[v] = _cell(per_run[v].dropna().tolist()) if v in per_run else ""
             present = [v for v in attacked if v in per_run]
-            if present:
+            if len(methods) == 1 and CLEAN in per_run:  # one model (bench eval): the change of each variant
+                for v in present:
+                    row[f"change({v})"] = _cell((per_run[v] - per_run[CLEAN]).dropna().tolist())
+            elif present:
                 mean_attacked = per_run[present].mean(axis=1)
                 row["attacked(mean)"] = _cell(mean_attacked.dropna().tolist())
                 if CLEAN in per_run:

@@ -22,7 +22,7 @@ def test_results_formats(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[0].startswith("run_id,method,model,status,suite,dataset,variant")
     assert main(["results", "--db", str(db_path)]) == 0
     table = capsys.readouterr().out
-    assert "change(mean)" in table and "-10.25" in table and " n " in table.splitlines()[2]  # n per dataset
+    assert "change(elong-2)" in table and "-10.25" in table and " n " in table.splitlines()[2]  # n per dataset
 
 
 def test_results_on_a_missing_db_says_how_to_start_and_creates_nothing(tmp_path, capsys):
