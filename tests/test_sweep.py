@@ -149,8 +149,9 @@ def test_sweep_runs_every_point_once_and_resumes_a_killed_worker(workdir, tiny_m
 
 def test_slurm_path_retries_a_failing_point_then_reports_it_while_the_other_finishes(workdir, tiny_model_dir, capsys):
     """`--executor slurm` through submitit's own local executor (no Slurm here): one job array, one task per point,
-    the same worker code as on a cluster. sts:sts12 is not in the data folder: that point trains, then fails in
-    evaluation on every attempt."""
+    the same worker code as on a cluster. sts:sts12 in the data folder has no score column: that point trains, then
+    fails in evaluation on every attempt (a dataset missing altogether is refused before anything is recorded)."""
+    (workdir / "data" / "sts" / "sts12.tsv").write_text("sentence1\tsentence2\nA cat.\tA dog.\n")
     spec = write_spec(workdir / "arr.toml", tiny_model_dir, 'suite = ["sts:stsb", "sts:sts12"]', extra='method = "simcse"')
     spec.write_text(spec.read_text().replace('suite = "sts:stsb"\n', ""))
     db = workdir / "s.sqlite"
