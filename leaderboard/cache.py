@@ -11,11 +11,12 @@ Server databases (URLs) have no file to stat; their version stamp is the current
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 from bench import stats
-from leaderboard import queries, tables
+from leaderboard import queries, ranking, tables
 from leaderboard.queries import DBState
 
 MAX_ENTRIES = 64
@@ -101,6 +102,14 @@ def train_log(location: str, version: tuple[int, ...], run_id: int) -> pd.DataFr
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
 def items_for_scores(location: str, version: tuple[int, ...], score_ids: tuple[int, ...]) -> dict[int, dict]:
     return queries.items_for_scores(_open(location, version), list(score_ids))
+
+
+@st.cache_data(show_spinner=False, max_entries=4096)
+def score_resamples(location: str, version: tuple[int, ...], score_id: int, common_key: str, _item: dict,
+                    _common: tuple[str, ...]) -> tuple[float, np.ndarray]:  # fmt: skip
+    """One score's value and bootstrap resamples on a set of items (named by common_key, a digest of the ids), so
+    a filter change re-ranks from cached resamples instead of re-scoring every group."""
+    return ranking.score_resamples(_item, _common)
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)

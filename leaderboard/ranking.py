@@ -40,23 +40,24 @@ class Ranks:
     resamples: int
 
 
-def _aligned(items: dict[int, dict]) -> tuple[list[int], str, np.ndarray, np.ndarray | None]:
-    """Groups, aggregate, their values on the items all of them share ((G, n) array) and the gold values."""
-    groups = sorted(items)
+def common_items(items: dict[int, dict]) -> tuple[str, ...]:
+    """The item ids every group scored, sorted: a canonical order, so one group's resampled scores depend only on
+    that set (and can be cached per score while the filters change which groups are compared)."""
+    groups = list(items)
     common = set(items[groups[0]]["item_ids"])
     for g in groups[1:]:
         common &= set(items[g]["item_ids"])
-    order = [i for i in items[groups[0]]["item_ids"] if i in common]
-    values = np.empty((len(groups), len(order)))
-    for row, g in enumerate(groups):
-        position = {item: k for k, item in enumerate(items[g]["item_ids"])}
-        values[row] = np.asarray(items[g]["values"], dtype=np.float64)[[position[i] for i in order]]
-    first = items[groups[0]]
-    gold = None
-    if first.get("gold") is not None:
-        position = {item: k for k, item in enumerate(first["item_ids"])}
-        gold = np.asarray(first["gold"], dtype=np.float64)[[position[i] for i in order]]
-    return groups, first["aggregate"], values, gold
+    return tuple(sorted(common))
+
+
+def score_resamples(item: dict, common: tuple[str, ...], resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, np.ndarray]:
+    """One group's score on the common items and on each of the shared resamples (`resample_counts(len(common))`)."""
+    position = {item_id: k for k, item_id in enumerate(item["item_ids"])}
+    take = [position[i] for i in common]
+    values = np.asarray(item["values"], dtype=np.float64)[take]
+    gold = None if item.get("gold") is None else np.asarray(item["gold"], dtype=np.float64)[take]
+    full, boot = resampled_scores(item["aggregate"], values[None, :], gold, resamples, seed)
+    return float(full[0]), boot[0]
 
 
 def resample_counts(n: int, resamples: int, seed: int = 0) -> np.ndarray:
@@ -152,18 +153,29 @@ def dataset_ranks(full: np.ndarray, boot: np.ndarray, level: float = LEVEL) -> t
     return ranks, lowest, highest
 
 
-def rank_groups(items: dict[str, dict[int, dict]], resamples: int = RESAMPLES, level: float = LEVEL, seed: int = 0) -> Ranks:
-    """items[dataset][group] = ScoreItems dict of that group's representative run. Groups never seen get no row."""
-    all_groups = sorted({g for per in items.values() for g in per})
-    datasets = list(items)
+def ranks_from_scores(scores: dict[str, dict[int, tuple[float, np.ndarray]]], level: float = LEVEL) -> Ranks:
+    """scores[dataset][group] = (score on all common items, scores on the shared resamples)."""
+    all_groups = sorted({g for per in scores.values() for g in per})
+    datasets = list(scores)
     frames = {name: pd.DataFrame(np.nan, index=all_groups, columns=datasets) for name in ("rank", "low", "high")}
     row_of = {g: k for k, g in enumerate(all_groups)}
+    resamples = 0
     for j, dataset in enumerate(datasets):
-        groups, aggregate, values, gold = _aligned(items[dataset])
-        if values.shape[1] < MIN_ITEMS:
-            continue
-        full, boot = resampled_scores(aggregate, values, gold, resamples, seed)
+        groups = sorted(scores[dataset])
+        full = np.array([scores[dataset][g][0] for g in groups])
+        boot = np.stack([scores[dataset][g][1] for g in groups])
+        resamples = boot.shape[1]
         rows = [row_of[g] for g in groups]
         for name, column in zip(("rank", "low", "high"), dataset_ranks(full, boot, level)):
             frames[name].iloc[rows, j] = column
     return Ranks(frames["rank"], frames["rank"].mean(axis=1), frames["low"].mean(axis=1), frames["high"].mean(axis=1), resamples)
+
+
+def rank_groups(items: dict[str, dict[int, dict]], resamples: int = RESAMPLES, level: float = LEVEL, seed: int = 0) -> Ranks:
+    """items[dataset][group] = ScoreItems dict of that group's representative run. Groups never seen get no row."""
+    scores: dict[str, dict[int, tuple[float, np.ndarray]]] = {}
+    for dataset, per in items.items():
+        common = common_items(per)
+        if len(common) >= MIN_ITEMS:
+            scores[dataset] = {g: score_resamples(item, common, resamples, seed) for g, item in per.items()}
+    return ranks_from_scores(scores, level)

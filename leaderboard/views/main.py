@@ -4,6 +4,8 @@ size, subset flags and a rank that respects significance (leaderboard.ranking)."
 
 from __future__ import annotations
 
+import hashlib
+
 import pandas as pd
 import streamlit as st
 
@@ -51,14 +53,21 @@ def _ranks(location: str, version: tuple[int, ...], suite: str, metric: str, var
     mine = mine[mine["group"].isin(ranked) & mine["dataset"].isin(board.datasets)]
     latest = mine.sort_values("run_id").drop_duplicates(["group", "dataset"], keep="last")
     values = cache.items_for_scores(location, version, tuple(int(i) for i in latest["score_id"]))
-    items: dict[str, dict[int, dict]] = {}
+    items: dict[str, dict[int, tuple[int, dict]]] = {}
     for score_id, group, dataset in latest[["score_id", "group", "dataset"]].itertuples(index=False):
         if int(score_id) in values:
-            items.setdefault(dataset, {})[int(group)] = values[int(score_id)]
+            items.setdefault(dataset, {})[int(group)] = (int(score_id), values[int(score_id)])
+    scores: dict[str, dict[int, tuple[float, object]]] = {}
+    for dataset, per in items.items():
+        common = ranking.common_items({g: item for g, (_, item) in per.items()})
+        if len(common) < ranking.MIN_ITEMS:
+            continue
+        key = hashlib.sha1("\n".join(common).encode("utf-8")).hexdigest()
+        scores[dataset] = {g: cache.score_resamples(location, version, sid, key, item, common) for g, (sid, item) in per.items()}
     empty = pd.Series(dtype=float)
-    if not items:
+    if not scores:
         return ranking.Ranks(pd.DataFrame(), empty, empty, empty, 0)
-    return ranking.rank_groups(items)
+    return ranking.ranks_from_scores(scores)
 
 
 def _has_parts(state: DBState, suite: str, metric: str, variant: str) -> bool:
