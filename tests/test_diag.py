@@ -187,6 +187,9 @@ def test_diag_suite_on_a_bag_of_words_encoder(tok, data_dir):
         if variant != "clean":  # copies: each token is as close to its text's mean as before
             assert v["intra_sim"] == pytest.approx(by[("clean", "intra_sim")].value, abs=1e-9)
     assert by[("clean", "anisotropy")].n == len(texts)
+    # Score.info: short pairs at max_len 64: m=2 changes every text, none is cut
+    assert by[("clean", "pair_cos_mean")].info == {"truncated_frac": 0.0}
+    assert by[("elong-2", "positional_jsd")].info == {"changed_frac": 1.0, "truncated_frac": 0.0}
     # what the model was shown for elong-2: each sentence twice, within max_len
     assert "a man plays the guitar . a man plays the guitar ." in model.encoded
     assert all(len(tok(t)["input_ids"]) <= model.max_len for t in model.encoded)

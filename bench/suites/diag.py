@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import jensenshannon
 
-from bench.attacks import attack_texts, shuffle_words
+from bench.attacks import AttackMeter, attack_texts, shuffle_words
 from bench.data.errors import DataError
 from bench.suites.base import CLEAN, EvalContext, SuiteError, variant_name
 from bench.suites.sts import load_sts, pair_cosines
@@ -123,11 +123,16 @@ class DiagSuite:
         records: list[ScoreRecord] = []
         clean_cos: np.ndarray | None = None
 
+        meter = AttackMeter(data.sentences1 + data.sentences2, model.tokenizer, model.max_len)
+        info: dict = {}
+
         def add(variant: str, metric: str, value: float, items: ItemValues | None = None, count: int = n) -> None:
-            records.append(ScoreRecord(self.name, dataset, metric, float(value), n=count, variant=variant, items=items))
+            records.append(ScoreRecord(self.name, dataset, metric, float(value), n=count, variant=variant, items=items,
+                                       info=dict(info)))  # fmt: skip
 
         for variant in self.variants(ctx):
             s1, s2, s1_shuf = data.sentences1, data.sentences2, s1_shuffled
+            info = meter.clean_info()
             if variant != CLEAN:
                 elong = variant.split("-", 1)[1]
                 tok, max_len = model.tokenizer, model.max_len
@@ -136,6 +141,7 @@ class DiagSuite:
                 s2 = attack_texts(s2, elong, tok, max_len, seed=seed2)
                 # the same seed draws the same m for each shuffled sentence as for its original
                 s1_shuf = attack_texts(s1_shuf, elong, tok, max_len, seed=seed1)
+                info = meter.measure(list(s1) + list(s2)).info()  # what the attack changed (Score.info)
             cos = pair_cosines(model, s1, s2, desc=f"diag {variant}")
             if clean_cos is None:
                 clean_cos = cos
