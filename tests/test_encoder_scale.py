@@ -81,12 +81,8 @@ def test_an_attacked_text_cut_to_its_clean_input_is_a_cache_hit(tiny_model_dir, 
 
 def test_memmap_and_in_ram_matrices_give_identical_scores(tiny_model_dir, tmp_path):
     root = tmp_path / "data" / "beir" / "toy"
-    (root / "qrels").mkdir(parents=True)
     docs = sentences(40, seed=3, lo=3, hi=20)
-    queries = sentences(6, seed=4)
-    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "title": "", "text": t}) + "\n" for i, t in enumerate(docs)))
-    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": t}) + "\n" for i, t in enumerate(queries)))
-    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{3 * i + 1}\t1\n" for i in range(6)))
+    write_toy_beir(root, docs, sentences(6, seed=4))
     ctx = EvalContext(data_dir=str(tmp_path / "data"), attacked=True, elong=["2"])
     from bench.data.readers import read_beir
 
@@ -137,24 +133,29 @@ def test_onnx_backend_matches_torch(tiny_model_dir, tmp_path):
     assert reload._model is None  # the exported graph is reused: torch's model was never loaded
 
 
+def write_toy_beir(root, docs, queries):
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "title": "", "text": t}) + "\n" for i, t in enumerate(docs)))
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": t}) + "\n" for i, t in enumerate(queries)))
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{3 * i + 1}\t1\n" for i in range(len(queries))))
+
+
 def test_warm_bench_eval_of_cached_texts_imports_neither_torch_nor_transformers(tiny_model_dir, tmp_path, monkeypatch):
     from bench.cli import main
-    from tests.conftest import write_sts
+    from results_db import ResultsDB
 
-    pairs = [(a, b, float(i % 5)) for i, (a, b) in enumerate(zip(sentences(12, seed=6), sentences(12, seed=9)))]
-    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", pairs)
-    argv = ["eval", "--model", str(tiny_model_dir), "--suite", "sts:stsb", "--max-len", "16",
+    write_toy_beir(tmp_path / "data" / "beir" / "scifact", sentences(30, seed=6, lo=3, hi=20), sentences(5, seed=9))
+    argv = ["eval", "--model", str(tiny_model_dir), "--suite", "beir:scifact", "--max-len", "16",
             "--data-dir", str(tmp_path / "data"), "--db", str(tmp_path / "r.sqlite")]  # fmt: skip
     monkeypatch.setenv("LENBENCH_CACHE", str(tmp_path / "cache"))
-    assert main(argv) == 0  # cold: encodes every sentence
+    assert main(argv) == 0  # cold: encodes every query and document
     code = f"import sys; from bench.cli import main; rc = main({argv!r}); print(rc, 'torch' in sys.modules, 'transformers' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split()[-3:] == ["0", "False", "False"], proc.stdout
-    from results_db import ResultsDB
-
-    cold, warm = (r for r in ResultsDB(tmp_path / "r.sqlite").scores().itertuples() if r.dataset == "stsb")
-    assert cold.value == warm.value
+    scores = ResultsDB(tmp_path / "r.sqlite").scores()
+    cold, warm = (scores[scores.run_id == run].set_index("metric")["value"] for run in (1, 2))
+    assert cold.to_dict() == warm.to_dict() and len(cold) == 3
 
 
 # -------------------------------------------------------------------------------------------- attacks
