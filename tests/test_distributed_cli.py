@@ -56,7 +56,7 @@ def data_dir(tmp_path):
 def scores(db_path: Path) -> tuple[ResultsDB, dict]:
     db = ResultsDB(str(db_path))
     frame = db.scores()
-    return db, {(r.suite, r.dataset, r.variant, r.metric): r.value for r in frame.itertuples()}
+    return db, {(r.run_id, r.suite, r.dataset, r.variant, r.metric): r.value for r in frame.itertuples()}
 
 
 def test_two_process_eval_writes_the_single_process_scores(tiny_model_dir, data_dir, tmp_path, monkeypatch):
@@ -112,3 +112,49 @@ def test_batch_size_that_does_not_divide_is_refused_before_anything_starts(tmp_p
     assert code == 2
     assert "bench: error: batch size 16 does not divide over 3 processes" in capsys.readouterr().err
     assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_two_process_run_trains_and_scores_as_one_process(tiny_model_dir, data_dir, tmp_path, monkeypatch):
+    """`bench run --nproc 2` end to end (baseline + laser3-self, training then sharded evaluation): the rows of the
+    one-process run, the same losses and encoder weights, the baseline's scores. (The trained row's scores are only
+    checked to exist: a random tiny BERT gives near-identical cosines for every pair, so weights equal within 1e-5
+    still reorder its Spearman ranks.) The backbone's dropout is off in its config (laser3-self keeps the model's)."""
+    import json
+    import shutil
+
+    backbone = tmp_path / "no-dropout-bert"
+    shutil.copytree(tiny_model_dir, backbone)
+    config = json.loads((backbone / "config.json").read_text())
+    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    (backbone / "config.json").write_text(json.dumps(config))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"Sentence {i} is about topic {i % 5}. More words {i}." for i in range(40)) + "\n")
+    args = ["run", "--method", "laser3-self", "--backbone", str(backbone), "--corpus", str(corpus), "--budget", "steps=3",
+            "--batch-size", "4", "--lr", "1e-3", "--max-len", "32", "--suite", "sts:stsb@elong+beir:scifact",
+            "--elong", "2", "--eval-max-len", "32", "--data-dir", str(data_dir), "--no-progress"]
+    monkeypatch.setenv("LENBENCH_CACHE", str(tmp_path / "cache-one"))
+    assert main([*args, "--db", str(tmp_path / "one.sqlite"), "--out", str(tmp_path / "runs-one")]) == 0
+    two = bench([*args, "--db", str(tmp_path / "two.sqlite"), "--out", str(tmp_path / "runs-two"), "--nproc", "2"],
+                tmp_path, LENBENCH_CACHE=str(tmp_path / "cache-two"))
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert two.stdout.count("[laser3-self] trained 3 steps") == 1  # rank 0 alone prints
+
+    db_one, one = scores(tmp_path / "one.sqlite")
+    db_two, both = scores(tmp_path / "two.sqlite")
+    runs = db_two.runs().sort_values("id")
+    assert list(runs["method"]) == ["vanilla", "laser3-self"] and set(runs["status"]) == {"finished"}
+    assert one.keys() == both.keys() and len(one) == 2 * 5  # two rows x (3 clean + elong-2 + beir metrics)
+    for key, value in one.items():
+        if key[0] == 1:  # the baseline
+            assert both[key] == pytest.approx(value, abs=1e-6), key
+    losses = [list(db.train_log(2)["loss"]) for db in (db_one, db_two)]
+    assert len(losses[0]) == 3 and losses[1] == pytest.approx(losses[0], abs=1e-5)
+    from safetensors.torch import load_file
+
+    weights = [load_file(next((tmp_path / out).glob("*/laser3-self/encoder/model.safetensors"))) for out in ("runs-one", "runs-two")]
+    for name, w in weights[0].items():
+        if not name.startswith("pooler."):  # BERT's pooler is unused by training and randomly initialised at load
+            assert (weights[1][name] - w).abs().max() < 1e-5, name
+    trained = runs.iloc[1]
+    assert trained["runtime"]["world_size"] == 2 and trained["runtime"]["per_rank_batch"] == 2
+    assert trained["budget_consumed"]["examples"] == db_one.runs().iloc[1]["budget_consumed"]["examples"] == 12
