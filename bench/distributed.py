@@ -25,7 +25,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import signal
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -106,8 +105,8 @@ def init_from_env(device: str | None = None) -> bool:
     """Join the process group torchrun describes (only when WORLD_SIZE > 1); True when distributed.
 
     nccl when the run uses CUDA (each rank on cuda:LOCAL_RANK), gloo otherwise. Idempotent. Rank > 0 logs only
-    warnings, and a SIGTERM (torchrun stopping the survivors of a failed rank) becomes an exception, so the
-    run row is marked as not finished instead of the process vanishing mid-write.
+    warnings. SIGTERM (torchrun stopping the survivors of a failed rank, or a scheduler stopping the job) is
+    bench.signals' business: the trainer stops every rank at the same step when rank 0 gets one.
     """
     if env_world_size() <= 1:
         return False
@@ -123,22 +122,7 @@ def init_from_env(device: str | None = None) -> bool:
     dist.init_process_group(backend=name, timeout=dt.timedelta(seconds=timeout_seconds()))
     if dist.get_rank() != 0:
         logging.getLogger().setLevel(logging.WARNING)
-    _raise_on_sigterm()
     return True
-
-
-class Terminated(SystemExit):
-    """SIGTERM under torchrun: the launcher is stopping this rank (usually because another one failed)."""
-
-
-def _raise_on_sigterm() -> None:
-    def handler(signum: int, frame: Any) -> None:  # noqa: ARG001
-        raise Terminated(f"rank {rank()} stopped by SIGTERM (the launcher stops every rank when one fails)")
-
-    try:
-        signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        pass
 
 
 def local_device(device: str) -> str:
@@ -150,17 +134,11 @@ def local_device(device: str) -> str:
 
 
 def release(clean: bool) -> None:
-    """End of a command: SIGTERM back to its default (a signal while the interpreter exits must not raise), and
-    the process group destroyed after a clean run (after a failed collective, destroying it could block)."""
-    if not active():
-        return
-    import torch.distributed as dist
+    """End of a command: the process group destroyed after a clean run (after a failed collective, destroying it
+    could block; the process is about to exit anyway)."""
+    if clean and active():
+        import torch.distributed as dist
 
-    try:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    except ValueError:
-        pass
-    if clean:
         dist.destroy_process_group()
 
 
