@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 # Imported by every Python process started with this folder first on PYTHONPATH: the rank given by
-# $LENBENCH_TEST_KILL_RANK kills itself (SIGKILL, no clean-up) at its Nth gradient all_reduce, i.e. mid-step N.
+# $LENBENCH_TEST_KILL_RANK sends itself $LENBENCH_TEST_KILL_SIGNAL (default SIGKILL: no clean-up) at its Nth
+# gradient all_reduce, i.e. mid-step N.
 KILL_HOOK = '''
 import os
 if os.environ.get("RANK") == os.environ.get("LENBENCH_TEST_KILL_RANK", "-") and os.environ.get("LENBENCH_TEST_KILL_AT"):
@@ -30,7 +31,7 @@ if os.environ.get("RANK") == os.environ.get("LENBENCH_TEST_KILL_RANK", "-") and 
     def average_gradients(params):
         calls[0] += 1
         if calls[0] == int(os.environ["LENBENCH_TEST_KILL_AT"]):
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), getattr(signal, os.environ.get("LENBENCH_TEST_KILL_SIGNAL", "SIGKILL")))
         return original(params)
     d.average_gradients = average_gradients
 '''
@@ -105,6 +106,27 @@ def test_killed_rank_fails_the_run_and_one_process_resumes_it(tiny_model_dir, da
     assert run["status"] == "finished"
     assert run["budget_consumed"]["steps"] == 8 and run["budget_consumed"]["resumed_from_step"] == 4
     assert run["runtime"]["world_size"] == 1 and run["runtime"]["per_rank_batch"] == 4
+
+
+def test_sigterm_on_rank_0_stops_every_rank_after_the_same_step(tiny_model_dir, data_dir, tmp_path):
+    """A scheduler's SIGTERM (here to rank 0 alone, mid-step 3): every rank finishes step 3, rank 0 checkpoints it,
+    the row is 'interrupted', and --resume on one process continues from step 3."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"Sentence {i} is about topic {i % 5}. More words {i}." for i in range(40)) + "\n")
+    args = ["run", "--method", "laser3-self", "--backbone", str(tiny_model_dir), "--corpus", str(corpus), "--budget",
+            "steps=6", "--batch-size", "4", "--max-len", "32", "--suite", "sts:stsb", "--eval-max-len", "32",
+            "--data-dir", str(data_dir), "--db", str(tmp_path / "r.sqlite"), "--out", str(tmp_path / "runs"),
+            "--checkpoint-every", "100", "--no-baseline", "--no-progress"]
+    stopped = bench([*args, "--nproc", "2"], tmp_path, LENBENCH_TEST_KILL_RANK="0", LENBENCH_TEST_KILL_AT="3",
+                    LENBENCH_TEST_KILL_SIGNAL="SIGTERM")
+    assert stopped.returncode != 0
+    assert "stopped by SIGTERM (checkpoint at step 3" in stopped.stderr, stopped.stderr[-3000:]
+    run = ResultsDB(str(tmp_path / "r.sqlite")).runs().iloc[0]
+    assert run["status"] == "interrupted", run["error"]
+    resumed = bench([*args, "--resume"], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    run = ResultsDB(str(tmp_path / "r.sqlite")).runs().iloc[0]
+    assert run["status"] == "finished" and run["budget_consumed"]["resumed_from_step"] == 3
 
 
 def test_batch_size_that_does_not_divide_is_refused_before_anything_starts(tmp_path, capsys):
