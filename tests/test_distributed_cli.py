@@ -95,7 +95,8 @@ def test_killed_rank_fails_the_run_and_one_process_resumes_it(tiny_model_dir, da
     assert killed.returncode != 0
     assert "bench: error: 2-process run failed" in killed.stderr and "SIGKILL" in killed.stderr, killed.stderr[-3000:]
     run = ResultsDB(str(tmp_path / "r.sqlite")).runs().iloc[0]
-    assert run["status"] == "failed", run["error"]
+    # "failed" (rank 0's collective broke) or "interrupted" (torchrun's SIGTERM to the survivor came first)
+    assert run["status"] in ("failed", "interrupted"), (run["status"], run["error"])
     assert run["runtime"]["world_size"] == 2 and run["runtime"]["per_rank_batch"] == 2
 
     resumed = bench([*args, "--resume"], tmp_path)

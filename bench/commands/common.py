@@ -111,6 +111,22 @@ def merge_runtime(db: ResultsDB, run_id: int, fields: dict[str, Any]) -> None:
             run.runtime = {**(run.runtime or {}), **fields}
 
 
+def record_failure(db: ResultsDB | None, run_id: int | None, exc: BaseException, files: Any) -> None:
+    """Mark a run row failed/interrupted after `exc`. A SIGTERM during the write is held until it is done: under
+    torchrun the launcher sends one to the survivors just as their collectives fail, and the row must not be
+    left 'running' half-way."""
+    from bench import signals
+
+    if db is None or run_id is None:
+        return
+    signals.defer_stops(True)
+    try:
+        db.finish_run(run_id, status=signals.run_status(exc), error=f"{type(exc).__name__}: {exc}",
+                      data_fingerprint=fingerprint_files(files))
+    finally:
+        signals.defer_stops(False)
+
+
 def open_db(args: Any) -> ResultsDB:
     """The database a writing command records into (created when new; see `add_db(writes=True)`)."""
     return ResultsDB(args.db, init_foreign=args.db_init_foreign)

@@ -17,6 +17,7 @@ from bench.commands.common import (
     fingerprint_files,
     merge_runtime,
     open_db,
+    record_failure,
     start_processes,
 )
 from bench.evaluate import check_model, evaluate, locate_datasets
@@ -25,7 +26,6 @@ from bench.model_info import model_info
 from bench.models import LEXICAL_MODELS, load_model
 from bench.provenance import code_version, config_hash, package_versions
 from bench.report import comparison_report
-from bench.signals import run_status
 from bench.suites import EvalContext, parse_suites
 from bench.suites.registry import split_suite_args
 
@@ -126,8 +126,7 @@ def run(args: argparse.Namespace) -> int:
         records = evaluate(model, suites, ctx, db=db, run_id=run_id)
         encoded = distributed.all_gather_object(getattr(model, "texts_encoded", None))
     except BaseException as exc:
-        if db is not None:
-            db.finish_run(run_id, status=run_status(exc), error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files(ctx.files_read))
+        record_failure(db, run_id, exc, ctx.files_read)
         raise
     finally:
         beat.stop()

@@ -44,11 +44,11 @@ from bench.commands.common import (
     fingerprint_files,
     merge_runtime,
     open_db,
+    record_failure,
     start_processes,
 )
 from bench.errors import ConfigError
 from bench.heartbeat import Heartbeat
-from bench.signals import run_status
 from results_db.store import liveness_fields
 
 DEFAULT_METHODS = "laser3-self,simcse"
@@ -279,8 +279,7 @@ def run(args: argparse.Namespace) -> int:
             evaluate(encoder, suites, ctx, db=db, run_id=run_id)
             say(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
         except BaseException as exc:  # SIGTERM/SIGINT: "interrupted" (--resume continues it); else "failed"
-            if db is not None:
-                db.finish_run(run_id, status=run_status(exc), error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
+            record_failure(db, run_id, exc, [*ctx.files_read, *corpus_files])
             raise
         finally:
             beat.stop()
