@@ -5,7 +5,7 @@
 Both runs train the same method from the same backbone on the same texts with the same global batch and step
 count (the trainer splits the batch over the processes and gathers in-batch negatives), so they do the same
 work; each uses `--threads` torch threads per process in all (one process: `--threads`; N: `--threads / N`
-each, default 1 apiece, i.e. the same cores). Prints each run's steps/s (training loop only, rank 0's clock: start-up
+each, default 1 apiece, i.e. the same cores), plus 1 process x 1 thread as the per-core reference. Prints each run's steps/s (training loop only, rank 0's clock: start-up
 and model loading excluded), the scaling ratio (N-process steps/s / 1-process steps/s; ideal N when the cores
 are free and communication is cheap) and the mean training loss of each run (close, not equal: the same global
 batches and updates, but the dropout masks of the N processes are drawn differently; tests/test_distributed_train.py
@@ -97,6 +97,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         # Resolve once (a random backbone is written to disk here) so both runs load the same folder.
         model_dir = load_backbone(args.backbone, cache_dir=Path(tmp) / "backbones")[2]
+        torch.set_num_threads(1)
+        single = train_job(args, model_dir, f"{tmp}/single")
+        print(f"1 process  x 1 thread: {args.steps / single['seconds']:.2f} steps/s ({single['seconds']:.1f}s)")
         torch.set_num_threads(args.threads)
         t0 = time.time()
         one = train_job(args, model_dir, f"{tmp}/one")
@@ -112,7 +115,8 @@ def main() -> int:
         print(f"{args.nproc} processes x {max(1, args.threads // args.nproc)} threads: "
               f"{args.steps / many['seconds']:.2f} steps/s ({many['seconds']:.1f}s; wall with start-up {time.time() - t0:.1f}s)")
     ratio = one["seconds"] / many["seconds"]
-    print(f"scaling ratio ({args.nproc} processes / 1): {ratio:.2f}x (ideal {args.nproc}x); "
+    print(f"scaling ratio ({args.nproc} processes / 1 process, same threads in all): {ratio:.2f}x (ideal {args.nproc}x); "
+          f"against 1 process x 1 thread: {single['seconds'] / many['seconds']:.2f}x; "
           f"method {args.method}, global batch {args.batch_size}, max_len {args.max_len}, {args.steps} steps")
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
     print(f"mean training loss: 1 process {mean(one['losses']):.4f}, {args.nproc} processes {mean(many['losses']):.4f}")
