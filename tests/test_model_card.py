@@ -143,7 +143,7 @@ def test_a_resumed_bench_run_keeps_every_run_in_the_first_folder(finished_run, t
     assert main([*argv, "--no-baseline"]) == 130
     monkeypatch.setattr(bench.evaluate, "evaluate", real)
     first = ResultsDB(tmp_path / "r.sqlite").runs()
-    assert first["method"].tolist() == ["simcse"] and first["status"].tolist() == ["failed"]
+    assert first["method"].tolist() == ["simcse"] and first["status"].tolist() == ["interrupted"]  # Ctrl-C: a clean stop, resumable
     assert main([*argv, "--no-baseline", "--resume"]) == 0
     runs = ResultsDB(tmp_path / "r.sqlite").runs()
     assert runs["method"].tolist() == ["simcse", "mlm"] and set(runs["status"]) == {"finished"}
