@@ -25,6 +25,20 @@ def _open_and_write(path: str, barrier, errors) -> None:  # noqa: ANN001
         errors.put(traceback.format_exc(limit=3))
 
 
+def _one_trial(ctx, db: str, errors, timeout: float, label: str) -> list[str]:  # noqa: ANN001
+    """PROCESSES processes open (create) the same new database at one barrier and write a run each; their failures."""
+    barrier = ctx.Barrier(PROCESSES)
+    procs = [ctx.Process(target=_open_and_write, args=(db, barrier, errors)) for _ in range(PROCESSES)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout)
+    failures = []
+    while not errors.empty():
+        failures.append(f"{label}: {errors.get()}")
+    return failures + [f"{label}: exit code {p.exitcode}" for p in procs if p.exitcode != 0]
+
+
 def test_concurrent_creation_of_a_new_database(tmp_path):
     ctx = mp.get_context("fork")  # the parent has imported everything: children start in milliseconds
     ResultsDB(tmp_path / "warm-up.sqlite").runs()  # SQLAlchemy's lazy imports happen once, here, not per child
@@ -32,15 +46,7 @@ def test_concurrent_creation_of_a_new_database(tmp_path):
     failures = []
     for trial in range(TRIALS):
         path = str(tmp_path / f"new-{trial}.sqlite")
-        barrier = ctx.Barrier(PROCESSES)
-        procs = [ctx.Process(target=_open_and_write, args=(path, barrier, errors)) for _ in range(PROCESSES)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(60)
-        while not errors.empty():
-            failures.append(f"trial {trial}: {errors.get()}")
-        failures += [f"trial {trial}: exit code {p.exitcode}" for p in procs if p.exitcode != 0]
+        failures += _one_trial(ctx, path, errors, timeout=60, label=f"trial {trial}")
         if not failures:
             runs = ResultsDB(path, read_only=True).runs()
             assert runs["status"].tolist() == ["finished"] * PROCESSES
@@ -67,15 +73,7 @@ def test_concurrent_creation_of_a_new_postgresql_database_and_foreign_refusal():
             with admin.connect() as conn:
                 conn.execute(text(f"CREATE DATABASE trial{trial}"))
             trial_url = url.rsplit("/", 1)[0] + f"/trial{trial}"
-            barrier = ctx.Barrier(PROCESSES)
-            procs = [ctx.Process(target=_open_and_write, args=(trial_url, barrier, errors)) for _ in range(PROCESSES)]
-            for p in procs:
-                p.start()
-            for p in procs:
-                p.join(120)
-            while not errors.empty():
-                failures.append(f"trial {trial}: {errors.get()}")
-            failures += [f"trial {trial}: exit code {p.exitcode}" for p in procs if p.exitcode != 0]
+            failures += _one_trial(ctx, trial_url, errors, timeout=120, label=f"trial {trial}")
             if not failures:
                 assert ResultsDB(trial_url, read_only=True).runs()["status"].tolist() == ["finished"] * PROCESSES
         assert not failures, "\n".join(failures[:3]) + f"\n{len(failures)} failures"
