@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     records = score_retrieval(enc, data, args.dataset, ctx, "beir")
     elapsed = time.time() - t0
     # Model inputs equal to the clean cut, per variant (the inputs the old cache re-encoded for nothing).
-    docs = [data.doc_text(d) for d in data.corpus]
+    docs = data.doc_texts(list(data.corpus))
     clean_keys = {ids_key(i) for i in enc.tokenize(docs).ids}
     print(f"{args.dataset}: {len(data.queries)} queries, {len(docs)} documents, max_len {args.max_len}, "
           f"variants {','.join(elong)}{'  (count only: no model)' if args.count_only else ''}")  # fmt: skip

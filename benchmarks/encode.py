@@ -33,7 +33,7 @@ def load_texts(data_dir: str | None, n_sts: int, n_docs: int) -> dict[str, list[
     sts = read_sts(locate("stsb", data_dir))
     sentences = list(dict.fromkeys(sts.sentences1 + sts.sentences2))[:n_sts]
     beir = read_beir(locate("scifact", data_dir))
-    docs = [beir.doc_text(d) for d in list(beir.corpus)[:n_docs]]
+    docs = beir.doc_texts(list(beir.corpus)[:n_docs])
     return {"stsb-test sentences": sentences, "scifact docs": docs}
 
 

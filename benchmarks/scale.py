@@ -53,7 +53,7 @@ def source_sentences(data_dir: str | None) -> list[str]:
     except Exception:  # noqa: BLE001 - AG News is optional here
         pass
     beir = read_beir(locate("scifact", data_dir))
-    for doc in list(beir.corpus.values())[:3000]:
+    for doc in beir.documents(list(beir.corpus)[:3000]):
         out += split_sentences(doc["text"])
     return [s for s in dict.fromkeys(" ".join(s.split()) for s in out) if 10 <= len(s) <= 300]
 
@@ -84,6 +84,7 @@ def child_fill(folder: str, cache: str, emb_dtype: str) -> None:
     from bench.data.readers import read_beir
     from bench.encoder import Encoder
     from bench.models import load_model
+    from bench.suites.retrieval import CorpusTexts
 
     rng = np.random.default_rng(0)
 
@@ -95,7 +96,7 @@ def child_fill(folder: str, cache: str, emb_dtype: str) -> None:
     model = load_model("minilm", cache_dir=cache, emb_dtype=emb_dtype)
     data = read_beir(folder)
     t0 = time.time()
-    model.encode_into_cache([data.doc_text(d) for d in data.corpus], desc="fill corpus")
+    model.encode_into_cache(CorpusTexts(data, list(data.corpus)), desc="fill corpus")
     model.encode_into_cache(list(data.queries.values()), desc="fill queries")
     print(json.dumps({"filled": model.texts_encoded, "seconds": time.time() - t0}))
 

@@ -94,3 +94,71 @@ def test_missing_dataset_error_names_dataset_folders_and_files(tmp_path, monkeyp
 def test_locate_finds_files_under_data_dir(tmp_path):
     write_sts(tmp_path / "sts" / "stsb-test.tsv", [("a", "b", 1.0)])
     assert locate("stsb", tmp_path) == tmp_path / "sts" / "stsb-test.tsv"
+
+
+# ------------------------------------------------------------------ lazy corpus (issue 10: corpora of millions)
+LAZY_CORPUS = [
+    {"_id": "d1", "title": "Cats", "text": "cats purr."},
+    {"_id": "d2", "title": None, "text": "dogs bark, ünïcode ✓."},
+    {"_id": "d3", "text": "no title field"},
+    {"_id": "d1", "title": "Cats again", "text": "the last record of a repeated id wins."},
+    {"_id": 7, "title": "", "text": "a numeric id"},
+]
+
+
+def test_lazy_corpus_reads_what_the_eager_reader_holds(tmp_path):
+    from bench.data.readers import LazyCorpus
+
+    root = make_beir(tmp_path / "toy", LAZY_CORPUS, QUERIES, [("q1", "d1", 1), ("q1", "7", 0)])
+    with open(root / "corpus.jsonl", "a") as fh:  # a blank line is skipped by both
+        fh.write("\n")
+    lazy, eager = read_beir(root), read_beir(root, lazy=False)
+    assert isinstance(lazy.corpus, LazyCorpus) and isinstance(eager.corpus, dict)
+    assert list(lazy.corpus) == list(eager.corpus) == ["d1", "d2", "d3", "7"]  # first occurrence's position
+    assert dict(lazy.corpus.items()) == eager.corpus
+    assert eager.corpus["d1"]["text"] == "the last record of a repeated id wins."
+    assert lazy.duplicates == eager.duplicates == {"corpus": 1}
+    assert lazy.doc_texts(["7", "d1", "d2"]) == [eager.doc_text(d) for d in ["7", "d1", "d2"]]
+    assert lazy.doc_text("d2") == "dogs bark, ünïcode ✓."
+    assert "d3" in lazy.corpus and "d9" not in lazy.corpus and len(lazy.corpus) == 4
+    with pytest.raises(KeyError):
+        lazy.corpus["d9"]
+
+
+def test_lazy_corpus_pickles_and_refuses_a_file_changed_underneath(tmp_path):
+    import pickle
+
+    root = make_beir(tmp_path / "toy", CORPUS, QUERIES, [("q1", "d1", 1)])
+    data = read_beir(root)
+    assert data.doc_text("d1") == "Cats cats purr."  # opens the file
+    copy = pickle.loads(pickle.dumps(data))
+    assert copy.doc_text("d2") == "dogs bark." and copy.corpus is not data.corpus
+    with open(root / "corpus.jsonl", "a") as fh:
+        fh.write(json.dumps({"_id": "d3", "text": "added later"}) + "\n")
+    with pytest.raises(DataError, match="corpus file changed while it was being evaluated"):
+        data.doc_text("d1")
+
+
+def test_a_gz_corpus_is_held_in_memory_and_cannot_be_lazy(tmp_path):
+    root = make_beir(tmp_path / "toy", CORPUS, QUERIES, [("q1", "d1", 1)], gz=True)
+    assert isinstance(read_beir(root).corpus, dict)
+    with pytest.raises(DataError, match="cannot be read lazily; decompress it"):
+        read_beir(root, lazy=True)
+
+
+def test_retrieval_scores_are_equal_from_a_lazy_and_an_in_memory_corpus(tmp_path, monkeypatch):
+    """The suite reads documents chunk by chunk (here 2 at a time) from the file: same scores as from a dict."""
+    import bench.suites.retrieval as retrieval
+    from bench.lexical import BM25Model
+    from bench.suites.base import EvalContext
+
+    corpus = [{"_id": f"d{i}", "title": f"t{i % 3}", "text": f"word{i} shared{i % 4} common"} for i in range(9)]
+    queries = [{"_id": f"q{i}", "text": f"word{i} shared{i % 4}"} for i in range(4)]
+    root = make_beir(tmp_path / "toy", corpus, queries, [(f"q{i}", f"d{i}", 1) for i in range(4)])
+    monkeypatch.setattr(retrieval, "ITER_CHUNK", 2)
+    scores = {}
+    for lazy in (True, False):
+        data = read_beir(root, lazy=lazy)
+        records = retrieval.score_retrieval(BM25Model(), data, "toy", EvalContext(data_dir=None), "beir")
+        scores[lazy] = [(r.metric, r.value, r.items.values) for r in records]
+    assert scores[True] == scores[False] and scores[True][0][1] == pytest.approx(100.0)

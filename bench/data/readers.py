@@ -17,11 +17,15 @@ import json
 import logging
 import math
 import os
+import threading
 import zlib
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from bench.data.errors import DataError
 
@@ -48,9 +52,16 @@ def _open_binary(path: Path) -> io.BufferedIOBase:
 def read_lines(path: str | os.PathLike[str]) -> Iterator[str]:
     """The file's lines as text (line endings kept, as `open(newline="")` gives them); a line that is not UTF-8,
     longer than the cap, or a truncated/corrupt .gz is a DataError naming the file and line."""
+    for _lineno, _offset, line in read_lines_at(path):
+        yield line
+
+
+def read_lines_at(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, str]]:
+    """(line number, byte offset of the line in the (decompressed) file, line text) with `read_lines`' checks."""
     p = Path(path)
     cap = max_line_bytes()
     lineno = 0
+    offset = 0
     try:
         with _open_binary(p) as fh:
             while True:
@@ -64,12 +75,13 @@ def read_lines(path: str | os.PathLike[str]) -> Iterator[str]:
                         "at max_len tokens): split or shorten that record, or raise $LENBENCH_MAX_LINE_BYTES"
                     )
                 try:
-                    yield raw.decode("utf-8")
+                    yield lineno, offset, raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     raise DataError(
                         f"{p}:{lineno}: not UTF-8 text (byte {raw[exc.start]:#04x} at column {exc.start + 1}); "
                         "re-save the file as UTF-8"
                     ) from None
+                offset += len(raw)
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise DataError(
             f"{p}: the gzip file is truncated or corrupt after line {lineno} ({exc}); download or compress it again"
@@ -114,17 +126,26 @@ def find_file(folder: Path, stem: str) -> Path | None:
 
 def read_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; a corrupt line is a DataError naming file and line."""
-    with open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg}); fix or remove that line") from None
-            if not isinstance(obj, dict):
-                raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-            yield lineno, obj
+    for lineno, _offset, obj in read_jsonl_at(path):
+        yield lineno, obj
+
+
+def read_jsonl_at(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """(line number, byte offset, object) for each non-blank line, checked as `read_jsonl` checks it."""
+    for lineno, offset, line in read_lines_at(path):
+        if not line.strip():
+            continue
+        yield lineno, offset, parse_json_object(line, path, lineno)
+
+
+def parse_json_object(line: str | bytes, path: str | os.PathLike[str], lineno: int) -> dict[str, Any]:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{lineno}: not valid JSON ({exc.msg}); fix or remove that line") from None
+    if not isinstance(obj, dict):
+        raise DataError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+    return obj
 
 
 def _require(obj: dict[str, Any], keys: tuple[str, ...], path: Path | str, lineno: int) -> None:
@@ -171,10 +192,82 @@ class _Duplicates:
 
 
 # --------------------------------------------------------------------------- BEIR
+Document = dict[str, str]  # {"title", "text"}
+
+
+class LazyCorpus(Mapping[str, Document]):
+    """A BEIR corpus.jsonl as a read-only mapping doc id -> {"title", "text"}, read from the file on access.
+
+    Only the ids and each record's byte offset stay in memory (about 150 bytes a document instead of the parsed
+    texts, ~800 bytes a short document and far more for long ones): FEVER's 5.4M documents are evaluated chunk by
+    chunk without ever holding the corpus as Python strings. Every record was parsed and checked once when the
+    mapping was built, in file order; iteration order is that order (first occurrence of an id, as a dict gives).
+    `get_many` reads many records in file order (one forward pass over the region). The file must not change
+    while it is read: its size and modification time are checked at each batch read.
+    """
+
+    def __init__(self, path: Path, rows: dict[str, int], offsets: np.ndarray):
+        self.path = path
+        self._rows = rows  # doc id -> row (the position of its first occurrence)
+        self._offsets = offsets  # row -> byte offset of the record kept (the last one, for a repeated id)
+        stat = path.stat()
+        self._stamp = (stat.st_size, stat.st_mtime_ns)
+        self._fh: io.BufferedReader | None = None
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._rows
+
+    def __getitem__(self, doc_id: str) -> Document:
+        return self.get_many([doc_id])[0]
+
+    def get_many(self, doc_ids: Sequence[str]) -> list[Document]:
+        """The documents of `doc_ids`, in that order (KeyError for an unknown id)."""
+        offsets = self._offsets[[self._rows[d] for d in doc_ids]]
+        order = np.argsort(offsets, kind="stable")
+        out: list[Document] = [{}] * len(doc_ids)
+        with self._lock:
+            fh = self._open()
+            for i in order:
+                fh.seek(int(offsets[i]))
+                obj = json.loads(fh.readline())
+                title = obj.get("title")
+                out[i] = {"title": title if isinstance(title, str) else "", "text": obj["text"]}
+        return out
+
+    def _open(self) -> io.BufferedReader:
+        stat = self.path.stat()
+        if (stat.st_size, stat.st_mtime_ns) != self._stamp:
+            raise DataError(f"{self.path}: the corpus file changed while it was being evaluated; run again")
+        if self._fh is None:
+            self._fh = open(self.path, "rb")
+        return self._fh
+
+    def __getstate__(self) -> dict[str, Any]:  # picklable (subprocess workers): the file handle is reopened there
+        state = self.__dict__.copy()
+        state["_fh"] = None
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __del__(self) -> None:
+        if getattr(self, "_fh", None) is not None:
+            self._fh.close()
+
+
 @dataclass
 class RetrievalData:
     name: str
-    corpus: dict[str, dict[str, str]]  # doc id -> {"title", "text"}
+    corpus: Mapping[str, Document]  # doc id -> {"title", "text"}: a dict, or a LazyCorpus over the jsonl file
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]  # query id -> {doc id: relevance}
     files: list[str] = field(default_factory=list)
@@ -182,12 +275,29 @@ class RetrievalData:
 
     def doc_text(self, doc_id: str) -> str:
         """BEIR's document string: title + " " + text (just text when there is no title)."""
-        doc = self.corpus[doc_id]
-        title = (doc.get("title") or "").strip()
-        return f"{title} {doc['text']}".strip() if title else doc["text"]
+        return document_text(self.corpus[doc_id])
+
+    def documents(self, doc_ids: Sequence[str]) -> list[Document]:
+        """Several documents at once (a LazyCorpus reads them in one pass over the file)."""
+        many = getattr(self.corpus, "get_many", None)
+        return many(doc_ids) if many is not None else [self.corpus[d] for d in doc_ids]
+
+    def doc_texts(self, doc_ids: Sequence[str]) -> list[str]:
+        return [document_text(doc) for doc in self.documents(doc_ids)]
 
 
-def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | None = None) -> RetrievalData:
+def document_text(doc: Document) -> str:
+    title = (doc.get("title") or "").strip()
+    return f"{title} {doc['text']}".strip() if title else doc["text"]
+
+
+def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | None = None,
+              lazy: bool | None = None) -> RetrievalData:  # fmt: skip
+    """A BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv; each plain or .gz).
+
+    `lazy` (default: whenever corpus.jsonl is a plain file) keeps the corpus on disk as a `LazyCorpus`; a .gz
+    corpus cannot be read at an offset and is held in memory as a dict (decompress it to evaluate a large corpus).
+    """
     root = Path(folder)
     name = name or root.name
     corpus_path = find_file(root, "corpus.jsonl")
@@ -201,18 +311,30 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
     if missing:
         raise DataError(f"BEIR dataset {name!r} in {root}: missing {missing} (plain or .gz)")
     assert corpus_path and queries_path and qrels_path
+    if lazy is None:
+        lazy = corpus_path.suffix != ".gz"
+    elif lazy and corpus_path.suffix == ".gz":
+        raise DataError(f"{corpus_path}: a .gz corpus cannot be read lazily; decompress it (gunzip) first")
 
-    corpus: dict[str, dict[str, str]] = {}
+    corpus: dict[str, Document] = {}
+    rows: dict[str, int] = {}
+    offsets = array("q")
     doc_dups = _Duplicates(corpus_path, "document")
-    for lineno, obj in read_jsonl(corpus_path):
+    for lineno, offset, obj in read_jsonl_at(corpus_path):
         _require(obj, ("_id", "text"), corpus_path, lineno)
         doc_id = str(obj["_id"])
         doc_dups.see(doc_id, lineno)
-        corpus[doc_id] = {
-            "title": text_field(obj, "title", corpus_path, lineno, optional=True),
-            "text": text_field(obj, "text", corpus_path, lineno),
-        }
-    if not corpus:
+        title = text_field(obj, "title", corpus_path, lineno, optional=True)
+        text = text_field(obj, "text", corpus_path, lineno)
+        if not lazy:
+            corpus[doc_id] = {"title": title, "text": text}
+        elif doc_id in rows:  # a repeated id: the last record wins, at the first one's position (as a dict)
+            offsets[rows[doc_id]] = offset
+        else:
+            rows[doc_id] = len(offsets)
+            offsets.append(offset)
+    docs: Mapping[str, Document] = LazyCorpus(corpus_path, rows, np.frombuffer(offsets, dtype=np.int64)) if lazy else corpus
+    if not docs:
         raise DataError(f"{corpus_path}: the corpus of {name!r} is empty; a retrieval dataset needs documents")
 
     all_queries: dict[str, str] = {}
@@ -233,7 +355,7 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
             if len(row) < 3:
                 raise DataError(f"{qrels_path}:{lineno}: expected 'query-id<TAB>corpus-id<TAB>score', got {row!r}")
             qid, did, score = row[0], row[1], row[2]
-            if did not in corpus:
+            if did not in docs:
                 raise DataError(f"{qrels_path}:{lineno}: corpus-id {did!r} is not in {corpus_path.name}")
             if qid not in all_queries:
                 raise DataError(f"{qrels_path}:{lineno}: query-id {qid!r} is not in {queries_path.name}")
@@ -246,7 +368,7 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
     # Only judged queries are evaluated, as in BEIR.
     queries = {qid: all_queries[qid] for qid in qrels}
     files = [str(corpus_path), str(queries_path), str(qrels_path)]
-    return RetrievalData(name, corpus, queries, qrels, files, duplicates)
+    return RetrievalData(name, docs, queries, qrels, files, duplicates)
 
 
 # ---------------------------------------------------------------------------- STS

@@ -138,7 +138,8 @@ def local_retrieval_task(dataset: str, ctx: EvalContext) -> Any:
 
     data = load_retrieval(dataset, ctx)
     # The document string is built here (title + " " + text) so mteb sees exactly what the beir suite encodes.
-    corpus = [{"id": did, "title": "", "text": data.doc_text(did)} for did in data.corpus]
+    doc_ids = list(data.corpus)
+    corpus = [{"id": did, "title": "", "text": text} for did, text in zip(doc_ids, data.doc_texts(doc_ids))]
     queries = [{"id": qid, "text": data.queries[qid]} for qid in data.qrels]
     qrels = {q: dict(r) for q, r in data.qrels.items()}
 

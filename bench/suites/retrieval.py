@@ -52,6 +52,7 @@ IGNORE_IDENTICAL_IDS = frozenset({"arguana", "quora", "fiqa", "fever"})
 # Queries x documents scored per matmul block; bounds memory to about QUERY_BLOCK * DOC_BLOCK floats.
 QUERY_BLOCK = 1024
 DOC_BLOCK = 50_000
+ITER_CHUNK = 10_000  # documents read per pass when a corpus is iterated whole
 
 Run = dict[str, dict[str, float]]  # query id -> {doc id: score}
 
@@ -161,21 +162,32 @@ def to_run(
     return run
 
 
-class CorpusTexts(Sequence[str]):
-    """The documents' strings (title + " " + text) built on access, slice by slice: the encoder reads a corpus
-    chunk by chunk, so a large corpus is never held twice (once parsed, once as document strings)."""
+class CorpusTexts(Sequence):
+    """The documents' strings (title + " " + text), or with `fields=True` their (title, text) pairs, built on access
+    slice by slice: the encoder (and BM25's index) read a corpus chunk by chunk, so a large corpus is never held as
+    Python strings (with a `LazyCorpus` it stays on disk until a chunk is read)."""
 
-    def __init__(self, data: RetrievalData, doc_ids: list[str]):
+    def __init__(self, data: RetrievalData, doc_ids: list[str], fields: bool = False):
         self.data = data
         self.doc_ids = doc_ids
+        self.fields = fields
 
     def __len__(self) -> int:
         return len(self.doc_ids)
 
+    def _build(self, doc_ids: list[str]) -> list:
+        if not self.fields:
+            return self.data.doc_texts(doc_ids)
+        return [((d.get("title") or "").strip(), d["text"]) for d in self.data.documents(doc_ids)]
+
     def __getitem__(self, index):  # noqa: ANN001, ANN204
         if isinstance(index, slice):
-            return [self.data.doc_text(d) for d in self.doc_ids[index]]
-        return self.data.doc_text(self.doc_ids[index])
+            return self._build(self.doc_ids[index])
+        return self._build([self.doc_ids[index]])[0]
+
+    def __iter__(self):  # noqa: ANN204 - chunk by chunk, not one file seek per document
+        for start in range(0, len(self.doc_ids), ITER_CHUNK):
+            yield from self[start : start + ITER_CHUNK]
 
 
 def is_lexical(model: Any) -> bool:
@@ -244,7 +256,8 @@ def limit_slice(data: RetrievalData, limit: int, distractors_per_query: int = LI
         if did not in keep:
             keep.add(did)
             budget -= 1
-    corpus = {did: doc for did, doc in data.corpus.items() if did in keep}  # corpus-file order kept
+    kept = [did for did in data.corpus if did in keep]  # corpus-file order kept
+    corpus = dict(zip(kept, data.documents(kept)))
     return replace(data, corpus=corpus, queries={q: data.queries[q] for q in qids}, qrels=qrels)
 
 
@@ -255,10 +268,8 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
     query_ids = list(data.qrels)
     queries = [data.queries[q] for q in query_ids]
     doc_ids = list(data.corpus)
-    if is_lexical(model):  # BM25 scores title and text as fields of their own (bench.lexical)
-        clean_docs: Sequence = [((data.corpus[d].get("title") or "").strip(), data.corpus[d]["text"]) for d in doc_ids]
-    else:
-        clean_docs = CorpusTexts(data, doc_ids)
+    # BM25 scores title and text as fields of their own (bench.lexical); encoders read title + " " + text
+    clean_docs = CorpusTexts(data, doc_ids, fields=is_lexical(model))
     ignore_identical = dataset in IGNORE_IDENTICAL_IDS
     q_emb = None if is_lexical(model) else model.encode(queries, desc=f"{dataset} queries")  # once: never attacked
     records = []
