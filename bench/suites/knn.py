@@ -128,11 +128,12 @@ class KNNSuite:
         train, test = split_indices(data.labels, ctx.seed, dataset)
         test_ids = [str(i) for i in test]
         records = []
-        meter = AttackMeter(data.texts, model.tokenizer, model.max_len)
+        # a clean-only run skips the meter: a warm cache then needs no tokenizer (nor the texts' tokenisation)
+        meter = AttackMeter(data.texts, model.tokenizer, model.max_len) if ctx.attacked else None
         for variant in ctx.variants():
             if variant == CLEAN:
                 texts = data.texts
-                info = meter.clean_info()
+                info = meter.clean_info() if meter else None
             else:
                 elong = variant.split("-", 1)[1]
                 seed = ctx.rng(f"{dataset}|{variant}").getrandbits(32)

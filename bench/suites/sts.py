@@ -58,11 +58,12 @@ class STSSuite:
         check_gold_varies(data.scores, f"STS dataset {dataset!r}" + (f" (its first {ctx.limit} pairs)" if ctx.limit else ""))
         ids = [str(i) for i in range(len(gold))]
         records = []
-        meter = AttackMeter(data.sentences1 + data.sentences2, model.tokenizer, model.max_len)
+        # a clean-only run skips the meter: a warm cache then needs no tokenizer (nor the texts' tokenisation)
+        meter = AttackMeter(data.sentences1 + data.sentences2, model.tokenizer, model.max_len) if ctx.attacked else None
         for variant in ctx.variants():
             if variant == CLEAN:
                 s1, s2 = data.sentences1, data.sentences2
-                info = meter.clean_info()
+                info = meter.clean_info() if meter else None
             else:
                 elong = variant.split("-", 1)[1]
                 tok, max_len = model.tokenizer, model.max_len
