@@ -15,9 +15,9 @@ clean text's, and of clean texts already cut at max_len, recorded in Score.info 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -159,17 +159,20 @@ ATTACK_CHUNK = 4096  # texts tokenised per call: bounds the memory of token ids 
 
 def attack_batch(
     texts: Sequence[str], variant: str, tokenizer: Tokenizer, max_len: int, seed: int = 0,
-    special_tokens: int = SPECIAL_TOKENS_BERT,
+    special_tokens: int = SPECIAL_TOKENS_BERT, rng: random.Random | None = None,
 ) -> Attacked:  # fmt: skip
     """`attack_texts` with its bookkeeping, tokenised in batches (two fast-tokenizer calls per chunk of texts).
 
     Exactly `elongate_within` / `elongate_random` text by text (same m draws from one `random.Random(seed)`, in
     order): n only matters up to the budget (a text longer than max_len - 2 tokens gets one copy and m_max = 1), so
     the count is taken on the text cut at budget + 1 tokens, and the cut of f(S, m) reads the offsets of its first
-    budget + 1 tokens.
+    budget + 1 tokens. `rng` (instead of `seed`): a generator to draw from and leave advanced (`AttackedTexts`).
     """
     budget = max_len - special_tokens
-    rng = random.Random(seed) if variant == "rand" else None
+    if variant != "rand":
+        rng = None
+    elif rng is None:
+        rng = random.Random(seed)
     fixed_m = None if variant == "rand" else int(variant)
     out: list[str] = []
     ms = np.zeros(len(texts), dtype=np.int32)
@@ -202,6 +205,63 @@ def attack_texts(
     if variant != "rand" and (not str(variant).isdigit() or int(variant) < 1):
         raise ValueError(f"elongation variant {variant!r}: use an integer >= 1 or 'rand'")
     return attack_batch(texts, variant, tokenizer, max_len, seed=seed).texts
+
+
+class AttackedTexts(Sequence[str]):
+    """`attack_texts(texts, ...)` as a sequence computed chunk by chunk on access: a corpus of millions of documents
+    is never held attacked as a whole (the encoder and the attack meter read it chunk by chunk).
+
+    The texts are exactly `attack_texts`'s: 'rand' draws m from one `random.Random(seed)` in text order, so the
+    generator's state is kept at every chunk boundary reached (a few KB each) and a chunk is computed from the state
+    before it; the chunk last computed is kept, so reading in order costs one attack per text.
+    """
+
+    def __init__(self, texts: Sequence[str], variant: str, tokenizer: Tokenizer, max_len: int, seed: int = 0):
+        if variant != "rand" and (not str(variant).isdigit() or int(variant) < 1):
+            raise ValueError(f"elongation variant {variant!r}: use an integer >= 1 or 'rand'")
+        self.texts, self.variant, self.tokenizer, self.max_len = texts, variant, tokenizer, max_len
+        self._states: list[Any] = [random.Random(seed).getstate()]  # rng state at the start of chunk k
+        self._last: tuple[int, list[str]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def _chunk(self, k: int) -> list[str]:
+        if self._last is not None and self._last[0] == k:
+            return self._last[1]
+        while len(self._states) <= k:  # states of the chunks before k first (each needs its m draws)
+            self._run(len(self._states) - 1)
+        texts = self._run(k)
+        self._last = (k, texts)
+        return texts
+
+    def _run(self, k: int) -> list[str]:
+        rng = random.Random()
+        rng.setstate(self._states[k])
+        chunk = self.texts[k * ATTACK_CHUNK : (k + 1) * ATTACK_CHUNK]
+        out = attack_batch(chunk, self.variant, self.tokenizer, self.max_len, rng=rng).texts
+        if len(self._states) == k + 1:
+            self._states.append(rng.getstate())
+        return out
+
+    def __getitem__(self, index):  # noqa: ANN001, ANN204
+        if not isinstance(index, slice):
+            i = range(len(self))[index]
+            return self._chunk(i // ATTACK_CHUNK)[i % ATTACK_CHUNK]
+        start, stop, step = index.indices(len(self))
+        if step != 1:
+            return [self[i] for i in range(start, stop, step)]
+        out: list[str] = []
+        if stop <= start:
+            return out
+        for k in range(start // ATTACK_CHUNK, (stop - 1) // ATTACK_CHUNK + 1):
+            lo = max(start - k * ATTACK_CHUNK, 0)
+            out += self._chunk(k)[lo : stop - k * ATTACK_CHUNK]
+        return out
+
+    def __iter__(self) -> Iterator[str]:
+        for k in range(0, -(-len(self) // ATTACK_CHUNK)):
+            yield from self._chunk(k)
 
 
 # ------------------------------------------------------------------------------------ what an attack changed
@@ -251,12 +311,13 @@ class AttackMeter:
 
     def __init__(self, clean_texts: Sequence[str], tokenizer: Tokenizer | None, max_len: int):
         self.tokenizer, self.max_len = tokenizer, max_len
-        self.clean_keys: list[int] = []
+        keys: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
         truncated: list[bool] = []
         for chunk in _chunks(clean_texts):
             inputs, cut = model_input_ids(chunk, tokenizer, max_len)
-            self.clean_keys += [hash(i) for i in inputs]
+            keys.append(np.fromiter((hash(i) for i in inputs), dtype=np.int64, count=len(inputs)))
             truncated += cut
+        self.clean_keys = np.concatenate(keys)  # 8 bytes a text (a list of Python ints would take 40)
         self.clean_truncated = np.asarray(truncated, dtype=bool)
 
     @property
@@ -267,10 +328,16 @@ class AttackMeter:
         return {"truncated_frac": self.truncated_frac}
 
     def measure(self, attacked_texts: Sequence[str]) -> AttackEffect:
-        keys: list[int] = []
+        keys: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
         for chunk in _chunks(attacked_texts):
-            keys += [hash(i) for i in model_input_ids(chunk, self.tokenizer, self.max_len)[0]]
-        return attack_effect(self.clean_keys, keys, self.clean_truncated)
+            inputs = model_input_ids(chunk, self.tokenizer, self.max_len)[0]
+            keys.append(np.fromiter((hash(i) for i in inputs), dtype=np.int64, count=len(inputs)))
+        attacked = np.concatenate(keys)
+        if len(attacked) != len(self.clean_keys):
+            raise ValueError(f"AttackMeter: {len(self.clean_keys)} clean texts but {len(attacked)} attacked ones")
+        n = len(attacked)
+        changed = int((attacked != self.clean_keys).sum())
+        return AttackEffect(changed / n if n else 0.0, self.truncated_frac, n)
 
 
 def _chunks(texts: Sequence[str]):  # noqa: ANN202 - a generator of lists

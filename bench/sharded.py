@@ -36,6 +36,8 @@ def _share(texts: Sequence[str], rank: int, world: int) -> list[int]:
 
 
 class ShardedEncoder:
+    window = 100_000  # texts per lockstep window (of each encode call)
+
     def __init__(self, inner: Any):
         self.inner = inner
         if not distributed.is_main() and hasattr(inner, "show_progress"):
@@ -58,9 +60,22 @@ class ShardedEncoder:
         options.update(kwargs, desc=desc)
         if not normalize:
             options["normalize"] = False
-        texts = list(texts)
-        if not texts:  # the same on every rank: no collective needed
-            return self.inner.encode(texts, **options)
+        n = len(texts)
+        if not n:  # the same on every rank: no collective needed
+            return self.inner.encode([], **options)
+        out: np.ndarray | None = None
+        # Window by window (every rank walks the same windows), so a corpus is never listed whole and the gathered
+        # float32 rows are bounded by one window; the result is the wrapped encoder's matrix type (memmap above its
+        # threshold, --emb-dtype).
+        for start in range(0, n, self.window):
+            vectors = self._encode_window(list(texts[start : start + self.window]), options)
+            if out is None:
+                allocate = getattr(self.inner, "_allocate", None)
+                out = allocate(n, vectors.dtype) if allocate else np.empty((n, vectors.shape[1]), vectors.dtype)
+            out[start : start + len(vectors)] = vectors
+        return out
+
+    def _encode_window(self, texts: list[str], options: dict[str, Any]) -> np.ndarray:
         unique = list(dict.fromkeys(texts))
         world, rank = distributed.world_size(), distributed.rank()
         mine = _share(unique, rank, world)

@@ -51,3 +51,30 @@ def test_text_shares_partition_the_texts_with_balanced_lengths():
 def test_nproc_is_stripped_from_the_relaunched_command():
     argv = ["run", "--nproc", "2", "--method", "simcse", "--nproc=4", "--batch-size", "8"]
     assert strip_option(argv, "--nproc") == ["run", "--method", "simcse", "--batch-size", "8"]
+
+
+def test_sharded_encode_goes_window_by_window_and_keeps_order_duplicates_and_dtype(monkeypatch):
+    """One rank (the collectives are identities): several windows, repeated texts, fp16 out, same rows as unsharded."""
+    import numpy as np
+    import torch
+
+    from bench import distributed, sharded
+
+    class Inner:
+        calls: list[int] = []
+
+        def encode(self, texts, **options):
+            self.calls.append(len(texts))
+            vecs = np.array([[len(t), sum(map(ord, t)) % 97, 1.0] for t in texts], dtype=np.float32).reshape(-1, 3)
+            return vecs.astype(np.float16)
+
+    monkeypatch.setattr(distributed, "world_size", lambda: 1)
+    monkeypatch.setattr(distributed, "rank", lambda: 0)
+    monkeypatch.setattr(distributed, "is_main", lambda: True)
+    monkeypatch.setattr(distributed, "all_gather_rows", lambda rows: torch.cat([rows]))
+    texts = ["a", "bb", "a", "ccc", "dddd", "bb", "eeeee", "a"]
+    enc = sharded.ShardedEncoder(Inner())
+    enc.window = 3
+    out = enc.encode(texts)
+    assert out.dtype == np.float16 and Inner.calls == [2, 3, 2]  # windows of 3: each window's distinct texts once
+    assert np.array_equal(out, Inner().encode(texts))

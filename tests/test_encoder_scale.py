@@ -219,3 +219,18 @@ def test_a_truncated_safetensors_file_is_refused_at_load_not_mid_run(tiny_model_
     weights.write_bytes(weights.read_bytes()[:-100])
     with pytest.raises(ModelLoadError, match="not a complete safetensors file"):
         Encoder.load(str(folder))
+
+
+def test_attacked_texts_computed_chunk_by_chunk_equal_attack_texts_in_any_access_order(tiny_model_dir, tmp_path,
+                                                                                       monkeypatch):  # fmt: skip
+    import bench.attacks as attacks
+
+    monkeypatch.setattr(attacks, "ATTACK_CHUNK", 4)  # many chunks: the rng state crosses chunk boundaries
+    tok = load(tiny_model_dir, tmp_path).tokenizer
+    texts = sentences(23, seed=11, lo=1, hi=9)
+    for variant in ("rand", "2"):
+        whole = attack_texts(texts, variant, tok, 16, seed=5)
+        lazy = attacks.AttackedTexts(texts, variant, tok, 16, seed=5)
+        assert lazy[17:23] == whole[17:23]  # a later chunk first: the states before it are computed on the way
+        assert lazy[3:10] == whole[3:10] and lazy[9] == whole[9] and lazy[-1] == whole[-1]
+        assert list(lazy) == whole and len(lazy) == 23 and lazy[5:5] == []

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pytrec_eval
 
-from bench.attacks import AttackMeter, attack_texts
+from bench.attacks import AttackedTexts, AttackMeter, attack_texts
 from bench.data import BEIR14, find, get_info, read_beir
 from bench.data.catalog import CQADUPSTACK_FORUMS
 from bench.data.errors import DataError
@@ -53,6 +53,7 @@ IGNORE_IDENTICAL_IDS = frozenset({"arguana", "quora", "fiqa", "fever"})
 QUERY_BLOCK = 1024
 DOC_BLOCK = 50_000
 ITER_CHUNK = 10_000  # documents read per pass when a corpus is iterated whole
+LAZY_ATTACK_DOCS = 50_000  # above this, attacked documents are computed chunk by chunk (twice: meter and encoder)
 
 Run = dict[str, dict[str, float]]  # query id -> {doc id: score}
 
@@ -210,11 +211,15 @@ def search_run(model: Any, queries: list[str], docs: Sequence[str], query_ids: l
     return to_run(query_ids, doc_ids, scores, indices, ignore_identical_ids, TOP_K)
 
 
-def attack_documents(model: Any, texts: Sequence[str], elong: str, seed: int) -> list[str]:
-    """Elongation-attacked documents: the model's own attack if it has one (BM25), else token-aware within max_len."""
+def attack_documents(model: Any, texts: Sequence[str], elong: str, seed: int) -> Sequence[str]:
+    """Elongation-attacked documents: the model's own attack if it has one (BM25), else token-aware within max_len.
+    A corpus above LAZY_ATTACK_DOCS is attacked chunk by chunk as it is read (`AttackedTexts`: the same texts),
+    so it is never held attacked as a whole; a smaller one is attacked once, up front."""
     own = getattr(model, "attack_texts", None)
     if callable(own):
         return own(texts, elong, seed=seed)
+    if len(texts) > LAZY_ATTACK_DOCS:
+        return AttackedTexts(texts, elong, model.tokenizer, model.max_len, seed=seed)
     return attack_texts(texts, elong, model.tokenizer, model.max_len, seed=seed)
 
 
