@@ -179,3 +179,19 @@ def test_the_heartbeat_thread_stamps_a_running_row(tmp_path):
         while db.get_run(run)["heartbeat_at"] == first and time.monotonic() < deadline:
             time.sleep(0.05)
     assert db.get_run(run)["heartbeat_at"] > first
+
+
+def test_a_database_gone_while_recording_a_failure_is_one_line_not_a_traceback(tmp_path, capsys):
+    """The run's own error is what propagates; recording it may fail (file deleted under a running job)."""
+    import sqlite3
+
+    from bench.commands.common import record_failure
+
+    class GoneDB:
+        def finish_run(self, *args, **kwargs):
+            raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    record_failure(GoneDB(), 7, KeyboardInterrupt(), files=[])
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err
+    assert err.startswith("bench: could not mark run 7 interrupted in the database (OperationalError: attempt to write")

@@ -119,10 +119,16 @@ def record_failure(db: ResultsDB | None, run_id: int | None, exc: BaseException,
 
     if db is None or run_id is None:
         return
+    status = signals.run_status(exc)
     signals.defer_stops(True)
     try:
-        db.finish_run(run_id, status=signals.run_status(exc), error=f"{type(exc).__name__}: {exc}",
-                      data_fingerprint=fingerprint_files(files))
+        db.finish_run(run_id, status=status, error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files(files))
+    except Exception as db_exc:  # noqa: BLE001 - the run's own error matters more; say in one line why it is not recorded
+        import sys
+
+        print(f"bench: could not mark run {run_id} {status} in the database ({type(db_exc).__name__}: "
+              f"{str(db_exc).splitlines()[0] if str(db_exc) else ''}); was the database file moved or deleted?",
+              file=sys.stderr)  # fmt: skip
     finally:
         signals.defer_stops(False)
 
