@@ -142,12 +142,14 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
     present = _columns(db, "runs")
     wanted = [*RUN_LIST_COLUMNS, *(c for c in RUN_EXTRA_COLUMNS if c in present)]
     limit = func.coalesce(table.c.config[("eval", "limit")].as_integer(), table.c.config["limit"].as_integer())
-    stmt = select(*[table.c[name] for name in wanted], limit.label("config_limit")).order_by(table.c.id)
+    method_config = table.c.config["method_config"].label("method_config")  # tells --hp variants of a method apart
+    stmt = select(*[table.c[name] for name in wanted], limit.label("config_limit"), method_config).order_by(table.c.id)
     with db.engine.connect() as conn:
         frame = _frame(conn, stmt)
     for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind", "sweep", "sweep_point"):
         frame[col] = frame[col].fillna("").astype(str) if col in frame else ""
     frame["model_info"] = [_json(v) for v in frame["model_info"]] if "model_info" in frame else [{} for _ in range(len(frame))]
+    frame["method_config"] = [_json(v) for v in frame["method_config"]] if "method_config" in frame else [{} for _ in range(len(frame))]
     frame["id"] = frame["id"].astype(int)
     frame["seed"] = pd.to_numeric(frame["seed"]).fillna(0).astype(int)
     frame["config_limit"] = pd.to_numeric(frame["config_limit"], errors="coerce")

@@ -8,6 +8,7 @@ mean with its 95% Student-t interval (as `bench.stats.mean_ci`) and the number o
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 
@@ -162,7 +163,37 @@ def group_runs(runs: pd.DataFrame) -> pd.DataFrame:
     out["corpus"] = out["train_corpus"].replace("", NONE_LABEL)
     out["backbone"] = out["backbone"].replace("", NONE_LABEL)
     out["method"] = out["method"].replace("", NONE_LABEL)
+    out["method"] = hyperparameter_labels(out)
     return out
+
+
+def hyperparameter_labels(runs: pd.DataFrame) -> pd.Series:
+    """Method names, with the hyper-parameters (`bench run --hp`) that tell runs of one (method, backbone, budget,
+    corpus) apart: "laser3-self (m_mode=twice)" and "laser3-self (m_mode=random)" are two rows, not two seeds of one.
+    Only the keys whose values differ inside a group are named, so a group of identical configs keeps its name."""
+    if "method_config" not in runs or not len(runs):
+        return runs["method"]
+    configs = [c if isinstance(c, dict) else {} for c in runs["method_config"]]
+    if all(not c for c in configs):
+        return runs["method"]
+    labels = runs["method"].to_numpy(dtype=object).copy()
+    keys = [tuple(row) for row in runs[GROUP_KEYS].astype(str).itertuples(index=False)]
+    positions: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        positions.setdefault(key, []).append(i)
+    for rows in positions.values():
+        if len(rows) < 2:
+            continue
+        seen = [{k: json.dumps(v, sort_keys=True) for k, v in configs[i].items()} for i in rows]
+        varying = sorted(k for k in set().union(*seen) if len({s.get(k) for s in seen}) > 1)
+        for i in rows if varying else ():
+            shown = [f"{k}={_hp_value(configs[i][k]) if k in configs[i] else NONE_LABEL}" for k in varying]
+            labels[i] = f"{labels[i]} ({', '.join(shown)})"
+    return pd.Series(labels, index=runs.index, name="method")
+
+
+def _hp_value(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _size(info: object, keys: tuple[str, ...], column: str) -> float:

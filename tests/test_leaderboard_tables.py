@@ -247,3 +247,22 @@ def test_robustness_axis_does_not_magnify_sub_point_differences():
     assert high - low >= 10.0 and low >= 0 and high >= 85.6
     assert y_domain(0.70, 0.72)[1] - y_domain(0.70, 0.72)[0] >= 0.1  # a 0-1 metric: a tenth of its scale
     assert y_domain(20.0, 90.0)[0] <= 20.0  # a wide range is shown whole
+
+
+def test_runs_differing_in_hyper_parameters_are_rows_of_their_own_not_seeds_of_one():
+    out = []
+    for rid, seed, config in [
+        (1, 0, {"temperature": 0.05, "m_mode": "random"}),
+        (2, 1, {"temperature": 0.05, "m_mode": "random"}),
+        (3, 0, {"temperature": 0.05, "m_mode": "twice"}),  # bench run --hp laser3-self.m_mode=twice
+        (4, 0, {"temperature": 0.1, "dropout": 0.1}),  # the only simcse run: its name stays plain
+    ]:
+        method = "laser3-self" if rid < 4 else "simcse"
+        out.append(dict(id=rid, kind="train", model="m", method=method, backbone="b", suite="sts", train_corpus="c",
+                        budget_label="steps=1", seed=seed, status="finished", method_config=config))  # fmt: skip
+    runs = tables.group_runs(pd.DataFrame(out))
+    assert list(runs["method"]) == ["laser3-self (m_mode=random)"] * 2 + ["laser3-self (m_mode=twice)", "simcse"]
+    board = tables.build_leaderboard(scores_frame([(1, "stsb", 80), (2, "stsb", 82), (3, "stsb", 70), (4, "stsb", 75)]), runs)
+    frame = board.numeric().set_index("method")
+    assert frame.loc["laser3-self (m_mode=random)", "stsb"] == 81 and frame.loc["laser3-self (m_mode=random)", "seeds"] == 2
+    assert frame.loc["laser3-self (m_mode=twice)", "stsb"] == 70 and frame.loc["laser3-self (m_mode=twice)", "seeds"] == 1
