@@ -9,6 +9,10 @@ has its own index and the scores add up (`fields="multifield"`, the default; "fl
 Measured on SciFact (nDCG@10): multifield 66.1, flat 67.9; BEIR publishes 66.5. Documents that share no term
 with a query are not returned. `settings()` is recorded in every run row.
 
+Indexing streams: the corpus is read, tokenised (bm25s's tokenizer) and indexed chunk by chunk
+(`bench.bm25_index` builds the same score matrix bm25s would and hands it to bm25s for scoring), so memory is the
+index itself, not the whole corpus's token lists (issue 10: FEVER's 5.4M documents within 12 GB).
+
 Elongation for BM25 is word-level: `bench.attacks.elongate` copies the text m times, and nothing is truncated,
 because BM25 has no max_len. The 'rand' variant draws m per text as the token-aware attack does,
 m ~ U{1..max(1, (max_len - 2) // n_words)}, with whitespace words standing in for tokens, so elongated texts have
@@ -25,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from bench.attacks import elongate, sample_m
+from bench.bm25_index import FieldIndexBuilder
 
 STOPWORDS = "en"  # bm25s ships this list; nothing is fetched
 STEMMER = "english"  # PyStemmer's Snowball English stemmer
@@ -34,6 +39,8 @@ B = 0.75
 # Title and text scored as two fields and summed: what BEIR's published BM25 column is (Pyserini's BEIR runs call
 # it "multifield"; SciFact nDCG@10 66.5, against 67.9 for the title and text joined into one text, "flat").
 FIELDS = "multifield"
+# documents tokenised and indexed at a time: their token lists are the only per-text Python objects that exist
+CHUNK_DOCS = 20_000
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
 
 
@@ -44,9 +51,12 @@ class BM25Model:
     tokenizer = None  # attacks are word-level, see `attack_texts`
 
     def __init__(self, max_len: int = 256, k1: float = K1, b: float = B, method: str = METHOD,
-                 stemmer: str | None = STEMMER, stopwords: str | None = STOPWORDS, fields: str = FIELDS):  # fmt: skip
+                 stemmer: str | None = STEMMER, stopwords: str | None = STOPWORDS, fields: str = FIELDS, chunk_docs: int = CHUNK_DOCS):  # fmt: skip
         if fields not in ("multifield", "flat"):
             raise ValueError(f"BM25 fields must be 'multifield' or 'flat', got {fields!r}")
+        if chunk_docs < 1:
+            raise ValueError(f"BM25 chunk_docs must be a positive number of documents, got {chunk_docs!r}")
+        self.chunk_docs = chunk_docs  # memory only: scores do not depend on it
         self.fields = fields
         self.max_len = max_len
         self.k1 = k1
@@ -59,7 +69,9 @@ class BM25Model:
         """Everything that decides BM25's scores (recorded in the run's config)."""
         import bm25s
 
-        return {"implementation": f"bm25s {bm25s.__version__}", "method": self.method, "k1": self.k1, "b": self.b,
+        # scores equal bm25s's own index (tests/test_lexical.py), the name says which code built it
+        return {"implementation": f"bm25s {bm25s.__version__} tokenizer + lenbench streaming index",
+                "method": self.method, "k1": self.k1, "b": self.b,
                 "stemmer": f"PyStemmer {self.stemmer}" if self.stemmer else None, "stopwords": self.stopwords,
                 "fields": self.fields}  # fmt: skip
 
@@ -74,32 +86,34 @@ class BM25Model:
             "bm25": s,
         }
 
-    def _tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+    def _stemmer(self) -> Any:
+        if not self.stemmer:
+            return None
+        import Stemmer
+
+        return Stemmer.Stemmer(self.stemmer)
+
+    def _tokenize(self, texts: Sequence[str], return_ids: bool = False) -> Any:
+        """bm25s's tokenizer with this model's stop words and stemmer: token lists, or (with `return_ids`) bm25s's
+        `Tokenized(ids, vocab)` numbered for these texts alone."""
         import bm25s
 
-        stemmer = None
-        if self.stemmer:
-            import Stemmer
-
-            stemmer = Stemmer.Stemmer(self.stemmer)
-        return bm25s.tokenize(list(texts), stopwords=self.stopwords, stemmer=stemmer, return_ids=False, show_progress=False)
+        return bm25s.tokenize(list(texts), stopwords=self.stopwords, stemmer=self._stemmer(), return_ids=return_ids,
+                              show_progress=False)  # fmt: skip
 
     def search(self, corpus: Sequence[str | tuple[str, str]], query_texts: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Index the corpus, rank it for every query: (scores, indices), each (n_queries, min(k, n_docs)), best first.
 
-        `corpus`: texts, or (title, text) pairs. With `fields="multifield"` each field of a pair gets its own BM25
+        `corpus`: texts, or (title, text) pairs, as any Sequence: it is read only by slices of `chunk_docs` documents
+        (a lazily read corpus stays on disk). With `fields="multifield"` each field of a pair gets its own BM25
         index and a document's score is the sum of its fields' scores; with "flat" a pair is joined into one text.
         Documents sharing no term with the query (score 0) get index -1: they were not retrieved.
         """
-        if not corpus:
+        n_docs = len(corpus)
+        if n_docs == 0:
             raise ValueError("BM25: the corpus is empty")
-        k = min(k, len(corpus))
-        pairs = [d if isinstance(d, tuple) else ("", d) for d in corpus]
-        if self.fields == "flat":
-            fields = [[f"{t} {x}".strip() for t, x in pairs]]
-        else:
-            fields = [[t for t, _ in pairs], [x for _, x in pairs]]
-        retrievers = [r for r in (self._index(f) for f in fields) if r is not None]
+        k = min(k, n_docs)
+        retrievers = [r for r in self._index(corpus) if r is not None]
         queries = self._tokenize(query_texts)
         scores = np.zeros((len(queries), k), dtype=np.float32)
         indices = np.full((len(queries), k), -1, dtype=np.int64)
@@ -113,17 +127,21 @@ class BM25Model:
             indices[qi] = np.where(total[top] > 0, top, -1)
         return scores, indices
 
-    def _index(self, texts: Sequence[str]) -> Any:
-        """A bm25s index of one field, or None when no text of it has a single term (e.g. a corpus without titles)."""
-        import bm25s
-
-        tokens = self._tokenize(texts)
-        if not any(tokens):
-            return None
-        logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s resets it on import; it logs each build at DEBUG
-        retriever = bm25s.BM25(method=self.method, k1=self.k1, b=self.b)
-        retriever.index(tokens, show_progress=False)
-        return retriever
+    def _index(self, corpus: Sequence[str | tuple[str, str]]) -> list[Any]:
+        """One bm25s index per field (None for a field where no document has a term, e.g. a corpus without titles),
+        built chunk by chunk: only one chunk's texts and token lists exist at a time (bench.bm25_index)."""
+        n_fields = 1 if self.fields == "flat" else 2
+        builders = [FieldIndexBuilder(self.k1, self.b, self.method) for _ in range(n_fields)]
+        for start in range(0, len(corpus), self.chunk_docs):
+            pairs = [d if isinstance(d, tuple) else ("", d) for d in corpus[start : start + self.chunk_docs]]
+            if self.fields == "flat":
+                fields = [[f"{t} {x}".strip() for t, x in pairs]]
+            else:
+                fields = [[t for t, _ in pairs], [x for _, x in pairs]]
+            for builder, texts in zip(builders, fields):
+                builder.add(*self._tokenize(texts, return_ids=True))  # bm25s's Tokenized(ids, vocab)
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s resets it on import; it logs at DEBUG
+        return [builder.build() for builder in builders]
 
     def attack_texts(self, texts: Sequence[str | tuple[str, str]], variant: str, seed: int = 0) -> list:
         """Word-level elongation: f(S, m) untruncated; 'rand' draws m from the word count (see module doc). A

@@ -2,7 +2,9 @@
 
 import json
 import math
+from collections.abc import Sequence
 
+import bm25s
 import numpy as np
 import pytest
 
@@ -34,7 +36,8 @@ QUERIES = {"q1": "electric guitar player", "q2": "stock market report", "q3": "s
 QRELS = [("q1", "guitar"), ("q2", "market"), ("q3", "rocket")]
 
 
-def test_bm25_scores_equal_the_lucene_formula():
+@pytest.mark.parametrize("chunk_docs", [1, 2, 1000])
+def test_bm25_scores_equal_the_lucene_formula(chunk_docs):
     docs = ["apple banana apple", "banana cherry", "cherry date grape"]
     k1, b = K1, B
     assert (k1, b) == (1.2, 0.75)  # BEIR's (Elasticsearch's) parameters, as bm25s's BEIR benchmark sets them
@@ -46,12 +49,79 @@ def test_bm25_scores_equal_the_lucene_formula():
     def idf(df):
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
-    scores, idx = BM25Model().search(docs, ["apple", "banana cherry"], k=3)
+    scores, idx = BM25Model(chunk_docs=chunk_docs).search(docs, ["apple", "banana cherry"], k=3)
     assert idx[0].tolist() == [0, -1, -1]  # only d0 contains 'apple'
     assert scores[0, 0] == pytest.approx(idf(1) * tfc(2, 3), rel=1e-5)
     assert idx[1, 0] == 1  # both terms, shortest document
     assert scores[1, 0] == pytest.approx(2 * idf(2) * tfc(1, 2), rel=1e-5)
     assert scores[1, 1] == pytest.approx(idf(2) * tfc(1, 3), rel=1e-5) and scores[1, 1] == pytest.approx(scores[1, 2])
+
+
+# chunks of 3: 'zebra' and 'dog' only in the last chunk, 'apple' not in it; empty titles (a whole chunk of them), an
+# empty document, a stop-word-only text, repeated terms, and a query of unknown words only
+STREAMED_DOCS = [("Apple pie", "apple banana apples baked"), ("", "banana cherry"), ("Cherry", "cherry date grape cherry"),
+                 ("", ""), ("", "the of and"), ("", "kiwi running runs date grapes"),
+                 ("Zebra dog", "the zebra chased a running dog"), ("", "dog days dog")]  # fmt: skip
+STREAMED_QUERIES = ["apple banana", "cherry unknownword", "running dog", "zebra", "qwerty asdfgh", "the", "dog dog date"]
+
+
+def bm25s_on_the_whole_corpus(field_texts, queries):
+    """The reference: bm25s indexing a field's token lists all at once (what lenbench did before streaming)."""
+    model = BM25Model()
+    retriever = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
+    retriever.index(model._tokenize(field_texts), show_progress=False)
+    return np.array([retriever.get_scores(q) if q else np.zeros(len(field_texts)) for q in model._tokenize(queries)])
+
+
+@pytest.mark.parametrize("fields", ["multifield", "flat"])
+def test_streamed_index_scores_and_ranks_as_bm25s_on_the_whole_corpus(fields):
+    if fields == "flat":
+        field_texts = [[f"{t} {x}".strip() for t, x in STREAMED_DOCS]]
+    else:
+        field_texts = [[t for t, _ in STREAMED_DOCS], [x for _, x in STREAMED_DOCS]]
+    expected = [bm25s_on_the_whole_corpus(texts, STREAMED_QUERIES) for texts in field_texts]
+    model = BM25Model(fields=fields, chunk_docs=3)
+    query_tokens = model._tokenize(STREAMED_QUERIES)
+    for retriever, want in zip(model._index(STREAMED_DOCS), expected, strict=True):
+        got = np.array([retriever.get_scores(q) if q else np.zeros(len(STREAMED_DOCS)) for q in query_tokens])
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)  # every document, every query, per field
+    total = np.sum(expected, axis=0)
+    assert total[3].nonzero()[0].tolist() == [6] and not total[4].any() and not total[5].any()  # cases exercised
+    scores, idx = model.search(STREAMED_DOCS, STREAMED_QUERIES, k=len(STREAMED_DOCS))
+    for qi, row in enumerate(total):
+        order = sorted(range(len(row)), key=lambda d: (-row[d], d))  # score desc, corpus order among ties
+        assert idx[qi].tolist() == [d if row[d] > 0 else -1 for d in order], STREAMED_QUERIES[qi]
+        np.testing.assert_allclose(scores[qi], row[order], rtol=1e-5, atol=1e-7)
+
+
+class SliceOnlyCorpus(Sequence):
+    """A corpus that may only be read by slices of at most `max_slice` documents (as a lazily read jsonl would)."""
+
+    def __init__(self, docs, max_slice):
+        self.docs, self.max_slice, self.slices = docs, max_slice, []
+
+    def __len__(self):
+        return len(self.docs)
+
+    def __getitem__(self, index):
+        if not isinstance(index, slice) or len(range(*index.indices(len(self.docs)))) > self.max_slice:
+            raise AssertionError(f"corpus read whole or by item: {index!r}")
+        self.slices.append((index.start, index.stop))
+        return self.docs[index]
+
+    def __iter__(self):
+        raise AssertionError("corpus iterated whole")
+
+
+def test_bm25_reads_its_corpus_only_by_slices():
+    corpus = SliceOnlyCorpus(STREAMED_DOCS, max_slice=3)
+    scores, idx = BM25Model(chunk_docs=3).search(corpus, STREAMED_QUERIES, k=4)
+    assert corpus.slices == [(0, 3), (3, 6), (6, 9)]  # each document read once, in order
+    expected = BM25Model(chunk_docs=1000).search(list(STREAMED_DOCS), STREAMED_QUERIES, k=4)
+    np.testing.assert_array_equal(idx, expected[1])
+    np.testing.assert_allclose(scores, expected[0], rtol=1e-6)
+    with pytest.raises(ValueError, match="chunk_docs must be a positive number"):
+        BM25Model(chunk_docs=0)
 
 
 def test_bm25_ranks_the_obvious_document_first_clean_and_attacked(tmp_path):
