@@ -238,11 +238,14 @@ class AttackedTexts(Sequence[str]):
     def _run(self, k: int) -> list[str]:
         rng = random.Random()
         rng.setstate(self._states[k])
-        chunk = self.texts[k * ATTACK_CHUNK : (k + 1) * ATTACK_CHUNK]
-        out = attack_batch(chunk, self.variant, self.tokenizer, self.max_len, rng=rng).texts
+        out = self._attack(self.texts[k * ATTACK_CHUNK : (k + 1) * ATTACK_CHUNK], rng)
         if len(self._states) == k + 1:
             self._states.append(rng.getstate())
         return out
+
+    def _attack(self, chunk: Sequence[str], rng: random.Random) -> list[str]:
+        """One chunk attacked, drawing 'rand' m's from `rng` in text order (BM25's word-level attack overrides it)."""
+        return attack_batch(chunk, self.variant, self.tokenizer, self.max_len, rng=rng).texts
 
     def __getitem__(self, index):  # noqa: ANN001, ANN204
         if not isinstance(index, slice):

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.attacks import elongate, sample_m
+from bench.attacks import AttackedTexts, elongate, sample_m
 from bench.bm25_index import FieldIndexBuilder
 
 STOPWORDS = "en"  # bm25s ships this list; nothing is fetched
@@ -143,20 +143,39 @@ class BM25Model:
         logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s resets it on import; it logs at DEBUG
         return [builder.build() for builder in builders]
 
-    def attack_texts(self, texts: Sequence[str | tuple[str, str]], variant: str, seed: int = 0) -> list:
+    def attack_texts(self, texts: Sequence[str | tuple[str, str]], variant: str, seed: int = 0) -> Sequence:
         """Word-level elongation: f(S, m) untruncated; 'rand' draws m from the word count (see module doc). A
-        (title, text) document is elongated field by field with the same m (as f(title + text, m) would)."""
-        rng = random.Random(seed)
+        (title, text) document is elongated field by field with the same m (as f(title + text, m) would). A corpus
+        of more than `chunk_docs` documents comes back lazy (`WordAttackedTexts`: the same texts, computed chunk by
+        chunk as `search` reads them), so it is never held elongated as a whole (m times the corpus)."""
+        if len(texts) > self.chunk_docs:
+            return WordAttackedTexts(texts, variant, self.max_len, seed=seed)
+        return elongate_words(texts, variant, self.max_len, random.Random(seed))
 
-        def m_for(text: str) -> int:
-            return sample_m(len(text.split()), self.max_len, rng) if variant == "rand" else int(variant)
 
-        out: list = []
-        for t in texts:
-            if isinstance(t, tuple):
-                title, body = t
-                m = m_for(f"{title} {body}".strip())
-                out.append((elongate(title, m) if title else title, elongate(body, m)))
-            else:
-                out.append(elongate(t, m_for(t)))
-        return out
+def elongate_words(texts: Sequence[str | tuple[str, str]], variant: str, max_len: int, rng: random.Random) -> list:
+    """`BM25Model.attack_texts` of these texts, drawing the 'rand' m's from `rng` in text order."""
+
+    def m_for(text: str) -> int:
+        return sample_m(len(text.split()), max_len, rng) if variant == "rand" else int(variant)
+
+    out: list = []
+    for t in texts:
+        if isinstance(t, tuple):
+            title, body = t
+            m = m_for(f"{title} {body}".strip())
+            out.append((elongate(title, m) if title else title, elongate(body, m)))
+        else:
+            out.append(elongate(t, m_for(t)))
+    return out
+
+
+class WordAttackedTexts(AttackedTexts):
+    """BM25's word-level attack, computed chunk by chunk on access as `AttackedTexts` computes the token-level one
+    (the random generator's state is kept at chunk boundaries, so the texts equal `elongate_words` on the whole)."""
+
+    def __init__(self, texts: Sequence[str | tuple[str, str]], variant: str, max_len: int, seed: int = 0):
+        super().__init__(texts, variant, tokenizer=None, max_len=max_len, seed=seed)
+
+    def _attack(self, chunk: Sequence[str | tuple[str, str]], rng: random.Random) -> list:
+        return elongate_words(chunk, self.variant, self.max_len, rng)

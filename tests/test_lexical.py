@@ -124,6 +124,19 @@ def test_bm25_reads_its_corpus_only_by_slices():
         BM25Model(chunk_docs=0)
 
 
+@pytest.mark.parametrize("variant", ["rand", "4"])
+def test_bm25_attacks_a_corpus_above_one_chunk_lazily_with_the_same_texts(variant, monkeypatch):
+    monkeypatch.setattr("bench.attacks.ATTACK_CHUNK", 3)  # several attack chunks, read across their boundaries
+    eager = BM25Model(max_len=64).attack_texts(STREAMED_DOCS, variant, seed=7)
+    model = BM25Model(max_len=64, chunk_docs=4)
+    lazy = model.attack_texts(STREAMED_DOCS, variant, seed=7)
+    assert isinstance(eager, list) and not isinstance(lazy, list)
+    assert lazy[2:7] == eager[2:7] and list(lazy) == eager and lazy[5] == eager[5]
+    if variant == "rand":
+        assert len({len(x.split()) // max(1, len(c.split())) for (_, x), (_, c) in zip(eager, STREAMED_DOCS) if c}) > 1
+    np.testing.assert_array_equal(model.search(lazy, STREAMED_QUERIES, k=5)[1], model.search(eager, STREAMED_QUERIES, k=5)[1])
+
+
 def test_bm25_ranks_the_obvious_document_first_clean_and_attacked(tmp_path):
     write_beir(tmp_path / "beir" / "scifact", DOCS, QUERIES, QRELS)
     model = load_model("bm25")
