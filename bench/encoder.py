@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench.attacks import ModelInputs, model_inputs
+from bench.batching import plan_batches
 from bench.cache import EmbeddingCache, default_cache_dir, ids_key, text_key
 from bench.errors import ConfigError, ModelLoadError
 
@@ -57,6 +58,9 @@ if TYPE_CHECKING:  # torch is imported only when a model must run
 POOLINGS = ("mean", "cls")
 BACKENDS = ("auto", "torch", "onnx")
 EMB_DTYPES = {"fp32": np.float32, "fp16": np.float16}
+# Token slots (texts x longest) per CPU batch, by backend: one-thread throughput of all-MiniLM-L6-v2 peaks when a
+# batch's activations stay in the CPU caches, and falls ~15-25% at 64 x 256 slots (see the README's speed section).
+CPU_BATCH_TOKENS = {"onnx": 256, "torch": 2048}
 CHUNK_TEXTS = 10_000  # texts looked up, tokenised, encoded and committed together
 # Matrices above this many bytes are a disk-backed memmap (an unlinked file in the cache folder) instead of RAM.
 MEMMAP_BYTES = int(os.environ.get("LENBENCH_MEMMAP_BYTES", 2 << 30))
@@ -158,6 +162,13 @@ def resolve_backend(backend: str, device: str) -> str:
     return backend
 
 
+def default_batch_tokens(backend: str, device: str) -> int | None:
+    """Token slots per batch on the CPU (None: batch_size alone, on accelerators, where bigger batches win)."""
+    if device.split(":")[0] != "cpu":
+        return None
+    return CPU_BATCH_TOKENS[backend]
+
+
 def load_transformer(name: str, source: str | None = None) -> tuple[Any, Any, str]:
     """(model, tokenizer, resolved source) of a folder, 'minilm' or a hub id; every failure is a ModelLoadError
     that says what was tried. `source` skips name resolution (a folder made by the caller)."""
@@ -224,7 +235,8 @@ class Encoder:
     """Pooled, normalised sentence embeddings from a transformers model (see the module docstring).
 
     Built from a model in memory (`Encoder(model, tokenizer, name=...)`) or lazily from a folder (`Encoder.load`).
-    Counters: `forward_calls` (batches run), `texts_encoded` (model inputs encoded), `texts_asked` (texts asked for).
+    Counters: `forward_calls` (batches run), `texts_encoded` (model inputs encoded), `texts_asked` (texts asked for),
+    `token_slots` / `tokens_run` (padded token slots run through the model / real tokens among them).
     """
 
     def __init__(
@@ -245,6 +257,7 @@ class Encoder:
         emb_dtype: str = "fp32",
         source: str | None = None,
         dim: int | None = None,
+        batch_tokens: int | None = None,
     ):
         if pooling not in POOLINGS:
             raise ConfigError(f"pooling {pooling!r} is not one of {POOLINGS}")
@@ -263,6 +276,7 @@ class Encoder:
         self.device_name = device or default_device()
         self.backend = resolve_backend(backend, self.device_name)
         self.emb_dtype = emb_dtype
+        self.batch_tokens = batch_tokens if batch_tokens is not None else default_batch_tokens(self.backend, self.device_name)
         self.source = source
         self._model = model
         self._tokenizer = tokenizer
@@ -274,6 +288,8 @@ class Encoder:
         self.forward_calls = 0
         self.texts_encoded = 0
         self.texts_asked = 0
+        self.token_slots = 0  # padded token slots run through the model (batch size x width, summed)
+        self.tokens_run = 0  # real tokens among them
         self._fingerprint = fingerprint
         self._caches: dict[bool, EmbeddingCache] = {}  # normalize -> cache (raw vectors, for kNN's Euclidean, apart)
         self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -480,12 +496,13 @@ class Encoder:
         first: dict[bytes, int] = {}  # distinct model inputs: each is encoded once
         for j in np.flatnonzero(~hit2):
             first.setdefault(keys[j], j)
-        order = sorted(first.values(), key=lambda j: -len(ids[j]))
+        distinct = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+        plan = plan_batches([len(ids[j]) for j in distinct], batch_size, self.batch_tokens)
         done_keys: list[bytes] = []
         done_vecs: list[np.ndarray] = []
         try:
-            for b in range(0, len(order), batch_size):
-                batch = order[b : b + batch_size]
+            for members in plan:
+                batch = distinct[members]
                 vectors = self._embed_ids([ids[j] for j in batch], normalize)
                 out[rows[todo[batch]]] = vectors
                 done_keys.extend(keys[j] for j in batch)
@@ -505,6 +522,8 @@ class Encoder:
     def _embed_ids(self, ids: list[list[int]], normalize: bool) -> np.ndarray:
         """Pooled (and normalised) float32 vectors of one batch of token-id lists."""
         width = max(len(x) for x in ids)
+        self.token_slots += len(ids) * width
+        self.tokens_run += sum(len(x) for x in ids)
         pad_id = self._pad_id()
         input_ids = np.full((len(ids), width), pad_id, dtype=np.int64)
         mask = np.zeros((len(ids), width), dtype=np.int64)
@@ -558,10 +577,9 @@ class Encoder:
         import torch
 
         ids = self.tokenize(texts).ids
-        order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
         pad_id = self._pad_id()
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
+        for members in plan_batches([len(x) for x in ids], batch_size, self.batch_tokens):
+            idx = [int(i) for i in members]
             width = max(len(ids[i]) for i in idx)
             input_ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
             mask = torch.zeros((len(idx), width), dtype=torch.long)

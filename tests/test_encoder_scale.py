@@ -133,6 +133,116 @@ def test_onnx_backend_matches_torch(tiny_model_dir, tmp_path):
     assert reload._model is None  # the exported graph is reused: torch's model was never loaded
 
 
+def test_onnx_export_is_fused_verified_and_checked_on_load(tiny_model_dir, tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    import bench.onnx_backend as ob
+    from bench.errors import ModelLoadError
+
+    texts = sentences(20, seed=11, lo=1, hi=30)
+    reference = load(tiny_model_dir, tmp_path, use_cache=False).encode(texts, normalize=False)
+    enc = load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx")
+    got = enc.encode(texts, normalize=False)
+    session = enc._onnx_session()
+    assert session.path.name.endswith(f"-v{ob.FORMAT}.onnx")  # a new format is a new name: old exports are not reused
+    # The tiny BERT's heads and width come from its config: ONNX Runtime fuses attention and the layer norms.
+    assert session.meta["graph"] == "fused" and session.meta["fused"]["Attention"] == 2, session.meta
+    cos, norm_error = ob.agreement(got, reference)
+    assert cos >= 0.9999 and norm_error <= 1e-3
+    assert enc._model.config._attn_implementation == "sdpa"  # exported with eager attention, then restored
+
+    session.path.write_bytes(b"not an onnx file")  # corrupt: exported again, with a warning
+    again = load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx")
+    with pytest.warns(UserWarning, match="not usable"):
+        np.testing.assert_allclose(again.encode(texts, normalize=False), got, rtol=1e-5, atol=1e-6)
+
+    cls_enc = load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx", pooling="cls")
+    cls_enc.encode(texts[:2])
+    cls_enc._onnx_session().path.replace(session.path)  # a valid export, but of another pooling, under this name
+    mismatched = load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx")
+    with pytest.warns(UserWarning, match="other weights or pooling"):
+        np.testing.assert_allclose(mismatched.encode(texts, normalize=False), got, rtol=1e-5, atol=1e-6)
+
+    def wrong_fusion(graph, config):  # a fused graph that computes something else: the plain graph is kept
+        return ob.trace_graph(mismatched.model, "cls"), {"Attention": 2}
+
+    monkeypatch.setattr(ob, "fuse_graph", wrong_fusion)
+    meta = ob.export_pooled(mismatched.model, "mean", tmp_path / "fallback.onnx")
+    assert meta["graph"] == "plain" and "fused graph disagrees with torch" in meta["notes"][0]
+    monkeypatch.setattr(ob, "torch_pooled", lambda model, pooling, batch: np.ones((len(batch["input_ids"]), 32), np.float32))
+    with pytest.raises(ModelLoadError, match="plain graph disagrees.*--backend torch"):
+        ob.export_pooled(mismatched.model, "mean", tmp_path / "neither.onnx")
+    assert not (tmp_path / "neither.onnx").exists()
+
+
+def test_onnx_export_of_mpnet_agrees_with_torch(tmp_path):
+    """MPNet's relative attention matches no fusion pattern: what fuses (GELU, layer norms) must still agree."""
+    pytest.importorskip("onnxruntime")
+    import torch
+    from transformers import MPNetConfig, MPNetModel
+
+    import bench.onnx_backend as ob
+
+    torch.manual_seed(0)
+    model = MPNetModel(MPNetConfig(vocab_size=30527, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                   intermediate_size=64)).eval()  # fmt: skip
+    meta = ob.export_pooled(model, "mean", tmp_path / "mpnet.onnx", "fp")
+    assert "Attention" not in meta["fused"]
+    rng = np.random.default_rng(1)
+    ids = rng.integers(1000, 30000, (5, 40))
+    mask = np.ones_like(ids)
+    mask[2:, 20:] = 0
+    batch = {"input_ids": ids, "attention_mask": mask}
+    cos, norm_error = ob.agreement(ob.OnnxPooledModel(tmp_path / "mpnet.onnx").run(batch), ob.torch_pooled(model, "mean", batch))
+    assert cos >= 0.9999 and norm_error <= 1e-3
+
+
+# --------------------------------------------------------------------------------------- batch plans
+def test_batch_plan_is_the_cheapest_partition_within_its_limits():
+    from itertools import combinations
+
+    from bench.batching import padded_slots, plan_batches, sorted_runs
+
+    rng = np.random.default_rng(0)
+    for trial in range(40):
+        lengths = rng.integers(1, 12, size=int(rng.integers(1, 9)))
+        max_batch, max_tokens, cost = int(rng.integers(1, 5)), int(rng.integers(4, 30)), int(rng.integers(0, 10))
+        plan = plan_batches(lengths, max_batch, max_tokens, batch_cost=cost)
+        assert sorted(np.concatenate(plan).tolist()) == list(range(len(lengths)))
+        for b in plan:
+            assert len(b) <= max_batch and (len(b) == 1 or len(b) * lengths[b].max() <= max_tokens)
+        # brute force over every way to cut the length-sorted order into contiguous batches
+        width = np.sort(lengths)[::-1]
+        n, best = len(width), None
+        for k in range(n):
+            for cuts in combinations(range(1, n), k):
+                bounds = [0, *cuts, n]
+                groups = [(a, b) for a, b in zip(bounds, bounds[1:])]
+                if all(b - a <= max_batch and (b - a == 1 or (b - a) * width[a] <= max_tokens) for a, b in groups):
+                    total = sum((b - a) * width[a] + cost for a, b in groups)
+                    best = total if best is None else min(best, total)
+        assert padded_slots(lengths, plan) + cost * len(plan) == best, (trial, lengths.tolist())
+    lengths = [5] * 70 + [4] * 3 + [3] * 64
+    assert padded_slots(lengths, plan_batches(lengths, 64, batch_cost=0)) == sum(lengths)  # equal lengths together
+    assert padded_slots(lengths, plan_batches(lengths, 64)) == sum(lengths) + 3  # the three 4s pad less than a batch costs
+    assert padded_slots(lengths, sorted_runs(lengths, 64)) > sum(lengths)
+
+
+def test_padding_free_batches_give_the_old_embeddings_with_fewer_padded_slots(tiny_model_dir, tmp_path, monkeypatch):
+    import bench.encoder as encoder_module
+    from bench.batching import sorted_runs
+
+    texts = sentences(150, seed=12, lo=1, hi=14)
+    new = load(tiny_model_dir, tmp_path, use_cache=False, batch_size=16)
+    got = new.encode(texts, normalize=False)
+    monkeypatch.setattr(encoder_module, "plan_batches", lambda lengths, max_batch, max_tokens: sorted_runs(lengths, max_batch))
+    old = load(tiny_model_dir, tmp_path, use_cache=False, batch_size=16)
+    want = old.encode(texts, normalize=False)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    distinct_inputs = {tuple(x) for x in new.tokenize(texts).ids}  # a repeated text is encoded once
+    assert new.tokens_run == old.tokens_run == sum(len(x) for x in distinct_inputs)
+    assert new.tokens_run <= new.token_slots < old.token_slots
+
+
 def write_toy_beir(root, docs, queries):
     (root / "qrels").mkdir(parents=True)
     (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "title": "", "text": t}) + "\n" for i, t in enumerate(docs)))
