@@ -7,17 +7,20 @@ The graph maps (input_ids, attention_mask) -> pooled vectors (mean over the mask
    which is not a dependency) traces the model with *eager* attention and a padded example batch (so the
    attention-mask path is traced). Eager, because the SDPA path exports as a decomposed subgraph that ONNX
    Runtime's fusion patterns do not recognise.
-2. ONNX Runtime's transformer optimizer (`onnxruntime.transformers.optimizer`, model_type "bert", heads and width
-   from the config, opt_level 0 = fusion only, still fp32) fuses embeddings + LayerNorm, attention, bias + GELU and
-   residual + LayerNorm into single kernels. For BERT-family models (MiniLM, BERT) that is ~10% faster on long
-   inputs; for architectures the patterns do not match (MPNet's relative attention) little or nothing fuses.
+2. Only with $LENBENCH_ONNX_FUSE=1: ONNX Runtime's transformer optimizer (`onnxruntime.transformers.optimizer`,
+   model_type "bert", heads and width from the config, opt_level 0 = fusion only, still fp32) fuses embeddings +
+   LayerNorm, attention, bias + GELU and residual + LayerNorm into single kernels (MiniLM/BERT: all of them; MPNet's
+   relative attention matches no attention pattern, only the norms and GELU fuse). Off by default because it does
+   not pay at the encoder's batch shapes: all-MiniLM-L6-v2, one thread, 256-slot batches, STS-B sentences 6.9-7.5 s
+   fused vs 6.2-7.4 s plain (min of 4: 6.93 vs 6.16), SciFact documents 25.0-26.8 s vs 25.1-26.2 s. The plain
+   eager graph still gets ONNX Runtime's own load-time graph optimisations.
 3. Both graphs run a probe batch (random ids, padded rows) against the torch model as the torch backend runs it:
    the fused graph is kept if every pooled row is within cosine MIN_COSINE (and 1e-3 in norm) of torch, else the
    plain graph if it is, else the export fails with a ModelLoadError. The probe and torch's answer are stored in
    the file's metadata, and every load re-runs the probe (a few ms) without torch: a file that is corrupt, from
    an older format, or no longer gives that answer is exported again.
 
-Stored as `<cache dir>/onnx/<fingerprint>-<pooling>-v<FORMAT>.onnx`: the weights' fingerprint names it, so a later
+Stored as `<cache dir>/onnx/<fingerprint>-<pooling>-v<FORMAT>[-fused].onnx`: the weights' fingerprint names it, so a later
 run (or another process) loads the file without touching torch; FORMAT changes the name whenever the way graphs
 are made changes, so an older export is never reused. Files are written to a temporary name and renamed, so a
 crash never leaves a half-written model behind. `bench cache clear` removes these files too.
@@ -41,7 +44,9 @@ if TYPE_CHECKING:
 
 OPSET = 17
 # Part of the file name. 1: SDPA export, unverified. 2: eager export + ORT transformer fusion, probe-verified.
-FORMAT = 2
+# 3: eager export, fusion opt-in (FUSE), probe-verified.
+FORMAT = 3
+FUSE = os.environ.get("LENBENCH_ONNX_FUSE", "0") == "1"  # see the module docstring for why fusion is opt-in
 MIN_COSINE = 0.9999
 MAX_NORM_ERROR = 1e-3  # relative, on the pooled (unnormalised) vectors: kNN uses them raw
 PROBE_LENGTHS = (24, 17, 9, 3)  # rows of the probe batch: full, padded, padded, nearly all padding
@@ -55,8 +60,8 @@ def onnxruntime_available() -> bool:
     return importlib.util.find_spec("onnxruntime") is not None
 
 
-def onnx_path(cache_dir: str | os.PathLike[str], fingerprint: str, pooling: str) -> Path:
-    return Path(cache_dir) / "onnx" / f"{fingerprint}-{pooling}-v{FORMAT}.onnx"
+def onnx_path(cache_dir: str | os.PathLike[str], fingerprint: str, pooling: str, fused: bool = False) -> Path:
+    return Path(cache_dir) / "onnx" / f"{fingerprint}-{pooling}-v{FORMAT}{'-fused' if fused else ''}.onnx"
 
 
 def probe_batch(config: Any, seed: int = 0) -> dict[str, np.ndarray]:
@@ -88,7 +93,7 @@ def agrees(got: np.ndarray, want: np.ndarray) -> bool:
     return cos >= MIN_COSINE and norm_error <= MAX_NORM_ERROR
 
 
-def export_pooled(model: Any, pooling: str, path: Path, fingerprint: str = "", fuse: bool = True) -> dict[str, Any]:
+def export_pooled(model: Any, pooling: str, path: Path, fingerprint: str = "", fuse: bool = False) -> dict[str, Any]:
     """Export model + pooling to `path` (atomically): the fused graph if it agrees with torch on the probe, else the
     plain one (see the module docstring). Returns the metadata stored in the file. The model is left as it was."""
     import onnx
@@ -267,7 +272,7 @@ class OnnxPooledModel:
         from tqdm.auto import tqdm
 
         say = tqdm.write if encoder.show_progress else (lambda _msg: None)
-        path = onnx_path(encoder._cache_dir, encoder.fingerprint, encoder.pooling)
+        path = onnx_path(encoder._cache_dir, encoder.fingerprint, encoder.pooling, FUSE)
         if path.is_file():
             try:
                 loaded = cls(path)
@@ -279,7 +284,7 @@ class OnnxPooledModel:
             warnings.warn(f"ONNX export {path} is not usable ({problem}); exporting it again", stacklevel=2)
             path.unlink(missing_ok=True)
         say(f"exporting {encoder.name} to ONNX once: {path}")
-        export_pooled(encoder.model, encoder.pooling, path, encoder.fingerprint)
+        export_pooled(encoder.model, encoder.pooling, path, encoder.fingerprint, fuse=FUSE)
         loaded = cls(path)
         problem = loaded.check(encoder.fingerprint, encoder.pooling)
         if problem is not None:

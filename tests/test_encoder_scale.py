@@ -144,11 +144,16 @@ def test_onnx_export_is_fused_verified_and_checked_on_load(tiny_model_dir, tmp_p
     got = enc.encode(texts, normalize=False)
     session = enc._onnx_session()
     assert session.path.name.endswith(f"-v{ob.FORMAT}.onnx")  # a new format is a new name: old exports are not reused
-    # The tiny BERT's heads and width come from its config: ONNX Runtime fuses attention and the layer norms.
-    assert session.meta["graph"] == "fused" and session.meta["fused"]["Attention"] == 2, session.meta
+    assert session.meta["graph"] == "plain"  # fusion is opt-in ($LENBENCH_ONNX_FUSE)
     cos, norm_error = ob.agreement(got, reference)
     assert cos >= 0.9999 and norm_error <= 1e-3
     assert enc._model.config._attn_implementation == "sdpa"  # exported with eager attention, then restored
+    # Fused: the tiny BERT's heads and width come from its config; ONNX Runtime fuses attention and the layer norms.
+    meta = ob.export_pooled(enc.model, "mean", tmp_path / "fused.onnx", fuse=True)
+    assert meta["graph"] == "fused" and meta["fused"]["Attention"] == 2, meta
+    cos, norm_error = ob.agreement(ob.OnnxPooledModel(tmp_path / "fused.onnx").run(ob.probe_batch(enc.model.config)),
+                                   ob.torch_pooled(enc.model, "mean", ob.probe_batch(enc.model.config)))  # fmt: skip
+    assert cos >= 0.9999 and norm_error <= 1e-3
 
     session.path.write_bytes(b"not an onnx file")  # corrupt: exported again, with a warning
     again = load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx")
@@ -166,11 +171,11 @@ def test_onnx_export_is_fused_verified_and_checked_on_load(tiny_model_dir, tmp_p
         return ob.trace_graph(mismatched.model, "cls"), {"Attention": 2}
 
     monkeypatch.setattr(ob, "fuse_graph", wrong_fusion)
-    meta = ob.export_pooled(mismatched.model, "mean", tmp_path / "fallback.onnx")
+    meta = ob.export_pooled(mismatched.model, "mean", tmp_path / "fallback.onnx", fuse=True)
     assert meta["graph"] == "plain" and "fused graph disagrees with torch" in meta["notes"][0]
     monkeypatch.setattr(ob, "torch_pooled", lambda model, pooling, batch: np.ones((len(batch["input_ids"]), 32), np.float32))
-    with pytest.raises(ModelLoadError, match="plain graph disagrees.*--backend torch"):
-        ob.export_pooled(mismatched.model, "mean", tmp_path / "neither.onnx")
+    with pytest.raises(ModelLoadError, match="fused graph disagrees.*plain graph disagrees.*--backend torch"):
+        ob.export_pooled(mismatched.model, "mean", tmp_path / "neither.onnx", fuse=True)
     assert not (tmp_path / "neither.onnx").exists()
 
 
@@ -185,7 +190,7 @@ def test_onnx_export_of_mpnet_agrees_with_torch(tmp_path):
     torch.manual_seed(0)
     model = MPNetModel(MPNetConfig(vocab_size=30527, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                    intermediate_size=64)).eval()  # fmt: skip
-    meta = ob.export_pooled(model, "mean", tmp_path / "mpnet.onnx", "fp")
+    meta = ob.export_pooled(model, "mean", tmp_path / "mpnet.onnx", "fp", fuse=True)
     assert "Attention" not in meta["fused"]
     rng = np.random.default_rng(1)
     ids = rng.integers(1000, 30000, (5, 40))
