@@ -296,15 +296,22 @@ def model_input_ids(
     return [tuple(i) for i in inputs.ids], [bool(t) for t in inputs.truncated]
 
 
+def input_keys(inputs: Sequence) -> np.ndarray:
+    """A 64-bit hash of each model input (token-id tuples, or texts for BM25): 8 bytes a text, compared as arrays."""
+    return np.fromiter((hash(i) for i in inputs), dtype=np.int64, count=len(inputs))
+
+
 def attack_effect(clean_inputs: Sequence, attacked_inputs: Sequence, clean_truncated: Sequence[bool]) -> AttackEffect:
-    """Fractions from the model inputs of the clean and attacked texts (same order), e.g. `model_input_ids`'s."""
+    """Fractions from the model inputs of the clean and attacked texts (same order), e.g. `model_input_ids`'s, or
+    from their `input_keys` (what `AttackMeter` keeps)."""
     n = len(clean_inputs)
     if n != len(attacked_inputs) or n != len(clean_truncated):
         raise ValueError(f"attack_effect: {n} clean inputs, {len(attacked_inputs)} attacked, {len(clean_truncated)} flags")
     if n == 0:
         return AttackEffect(0.0, 0.0, 0)
-    changed = sum(1 for c, a in zip(clean_inputs, attacked_inputs) if c != a)
-    return AttackEffect(changed / n, sum(map(bool, clean_truncated)) / n, n)
+    keys = [x if isinstance(x, np.ndarray) and x.dtype == np.int64 else input_keys(x) for x in (clean_inputs, attacked_inputs)]
+    changed = int(np.count_nonzero(keys[0] != keys[1]))
+    return AttackEffect(changed / n, int(np.count_nonzero(clean_truncated)) / n, n)
 
 
 class AttackMeter:
@@ -314,14 +321,17 @@ class AttackMeter:
 
     def __init__(self, clean_texts: Sequence[str], tokenizer: Tokenizer | None, max_len: int):
         self.tokenizer, self.max_len = tokenizer, max_len
+        self.clean_keys, self.clean_truncated = self._keys(clean_texts)
+
+    def _keys(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(input_keys, whether cut at max_len) of the texts, tokenised chunk by chunk."""
         keys: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
         truncated: list[bool] = []
-        for chunk in _chunks(clean_texts):
-            inputs, cut = model_input_ids(chunk, tokenizer, max_len)
-            keys.append(np.fromiter((hash(i) for i in inputs), dtype=np.int64, count=len(inputs)))
+        for chunk in _chunks(texts):
+            inputs, cut = model_input_ids(chunk, self.tokenizer, self.max_len)
+            keys.append(input_keys(inputs))
             truncated += cut
-        self.clean_keys = np.concatenate(keys)  # 8 bytes a text (a list of Python ints would take 40)
-        self.clean_truncated = np.asarray(truncated, dtype=bool)
+        return np.concatenate(keys), np.asarray(truncated, dtype=bool)
 
     @property
     def truncated_frac(self) -> float:
@@ -331,16 +341,7 @@ class AttackMeter:
         return {"truncated_frac": self.truncated_frac}
 
     def measure(self, attacked_texts: Sequence[str]) -> AttackEffect:
-        keys: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
-        for chunk in _chunks(attacked_texts):
-            inputs = model_input_ids(chunk, self.tokenizer, self.max_len)[0]
-            keys.append(np.fromiter((hash(i) for i in inputs), dtype=np.int64, count=len(inputs)))
-        attacked = np.concatenate(keys)
-        if len(attacked) != len(self.clean_keys):
-            raise ValueError(f"AttackMeter: {len(self.clean_keys)} clean texts but {len(attacked)} attacked ones")
-        n = len(attacked)
-        changed = int((attacked != self.clean_keys).sum())
-        return AttackEffect(changed / n if n else 0.0, self.truncated_frac, n)
+        return attack_effect(self.clean_keys, self._keys(attacked_texts)[0], self.clean_truncated)
 
 
 def _chunks(texts: Sequence[str]):  # noqa: ANN202 - a generator of lists
