@@ -177,18 +177,24 @@ def test_bench_methods_lists_every_method_with_paper_and_defaults(capsys):
     assert "vanilla (alias: untrained) [no training]" in out
 
 
-def test_pooling_is_shared_by_every_evaluated_encoder(tiny_model_dir, tmp_path, capsys):
-    """--pooling cls: the saved encoder declares [CLS] pooling and every row (baseline too) records it."""
-    import json
-
+def tiny_simcse_run(tmp_path: Path, tiny_model_dir: Path, *extra: str) -> tuple[list[str], Path]:
+    """(argv, db) of a one-step simcse `bench run` on the tiny model, STS-B rows and a 12-line corpus in tmp_path."""
     data = tmp_path / "data"
     write_sts(data / "sts" / "stsb-test.tsv", STS_ROWS)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(f"Text number {i} about subject {i % 3}." for i in range(12)) + "\n")
     db = tmp_path / "r.sqlite"
-    argv = ["run", "--method", "simcse", "--backbone", str(tiny_model_dir), "--corpus", str(corpus),
-            "--budget", "steps=1", "--batch-size", "4", "--max-len", "16", "--suite", "sts:stsb", "--pooling", "cls",
-            "--data-dir", str(data), "--db", str(db), "--out", str(tmp_path / "runs"), "--no-progress", "--no-cache"]
+    argv = ["run", "--method", "simcse", *extra, "--backbone", str(tiny_model_dir), "--corpus", str(corpus),
+            "--budget", "steps=1", "--batch-size", "4", "--max-len", "16", "--suite", "sts:stsb", "--data-dir", str(data),
+            "--db", str(db), "--out", str(tmp_path / "runs"), "--no-progress", "--no-cache"]  # fmt: skip
+    return argv, db
+
+
+def test_pooling_is_shared_by_every_evaluated_encoder(tiny_model_dir, tmp_path, capsys):
+    """--pooling cls: the saved encoder declares [CLS] pooling and every row (baseline too) records it."""
+    import json
+
+    argv, db = tiny_simcse_run(tmp_path, tiny_model_dir, "--pooling", "cls")
     assert main(argv) == 0
     runs = ResultsDB(db).runs().set_index("method")
     for method in ("vanilla", "simcse"):
@@ -230,14 +236,7 @@ def test_backbone_folder_without_a_model_is_one_clear_line(tmp_path, capsys):
 
 
 def test_seeds_train_each_method_once_per_seed_and_report_mean_and_interval(tiny_model_dir, tmp_path, capsys):
-    data = tmp_path / "data"
-    write_sts(data / "sts" / "stsb-test.tsv", STS_ROWS)
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(f"Text number {i} about subject {i % 3}." for i in range(12)) + "\n")
-    db = tmp_path / "r.sqlite"
-    argv = ["run", "--method", "simcse", "--seeds", "0,1", "--backbone", str(tiny_model_dir), "--corpus", str(corpus),
-            "--budget", "steps=1", "--batch-size", "4", "--max-len", "16", "--suite", "sts:stsb", "--data-dir", str(data),
-            "--db", str(db), "--out", str(tmp_path / "runs"), "--no-progress", "--no-cache"]
+    argv, db = tiny_simcse_run(tmp_path, tiny_model_dir, "--seeds", "0,1")
     assert main(argv) == 0
     out = capsys.readouterr().out
     runs = ResultsDB(db).runs()
