@@ -1,0 +1,17 @@
+"""lenbench: train self-supervised embedding methods under one budget, score them, compare them.
+
+The packages follow the data flow; each imports only those listed before it (tests/test_dependencies.py holds
+the order):
+
+    bench.runtime    errors, provenance, signals, torchrun process group, heartbeat
+    bench.data       dataset catalog, readers of the on-disk formats, training corpora, sentence splitting
+    bench.encode     texts -> vectors: encoder, ONNX backend, batching, embedding cache, backbones, model info
+    bench.train      the shared trainer, budgets, checkpoints, the method protocol and registry
+    bench.evaluate   suites, length attacks, BM25, the runner that records scores
+    bench.report     comparison tables, statistics, model cards, MTEB result files
+    bench.sweep      grids of runs: spec, points, executors, state
+    bench.commands   the `bench` subcommands: argument parsing and wiring, nothing else
+
+`results_db` (the results database) sits below all of them; `leaderboard` (the Streamlit app) above `report`;
+`methods` (the built-in adapters) reach `bench` only through `bench.train.method` and the entry-point group.
+"""

@@ -56,17 +56,17 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if getattr(args, "allow_pickle", False):  # only the commands that load models define it
-        from bench.weights import set_allow_pickle
+        from bench.encode.weights import set_allow_pickle
 
         set_allow_pickle(True)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from bench.signals import StopRequested, graceful_stop
+    from bench.runtime.signals import StopRequested, graceful_stop
 
     clean = False
     try:
-        with graceful_stop():  # SIGTERM / SIGINT: checkpoint, run marked interrupted (bench.signals)
+        with graceful_stop():  # SIGTERM / SIGINT: checkpoint, run marked interrupted (bench.runtime.signals)
             code = int(args.func(args) or 0)
         clean = True
         return code
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - one clear line for expected errors, traceback with -v
-        from bench.errors import USER_ERRORS
+        from bench.runtime.errors import USER_ERRORS
 
         if args.verbose or not isinstance(exc, USER_ERRORS):
             raise
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         if "torch.distributed" in sys.modules:  # a command that ran under torchrun
-            from bench import distributed
+            from bench.runtime import distributed
 
             distributed.release(clean)
 

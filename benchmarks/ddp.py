@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def corpus(n: int) -> list[str]:
     try:
-        from bench.train.corpus import load_corpus
+        from bench.data.corpus import load_corpus
 
         return list(load_corpus("wiki-offline").texts[:n])
     except Exception:  # noqa: BLE001 - the packaged corpus is optional here
@@ -45,8 +45,8 @@ def corpus(n: int) -> list[str]:
 def train_job(args: argparse.Namespace, model_dir: str, out: str) -> dict:
     import torch
 
-    from bench import distributed
-    from bench.registry import get_method
+    from bench.runtime import distributed
+    from bench.train.registry import get_method
     from bench.train import Budget, TrainConfig, train
     from bench.train.trainer import load_backbone
 
@@ -66,7 +66,7 @@ def _worker(rank: int, world: int, port: int, args: argparse.Namespace, model_di
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
                       LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world))
     torch.set_num_threads(max(1, args.threads // world))
-    from bench import distributed
+    from bench.runtime import distributed
 
     distributed.init_from_env("cpu")
     try:

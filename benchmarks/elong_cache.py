@@ -36,11 +36,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import numpy as np
 
-    from bench.attacks import parse_elong_variants
-    from bench.cache import ids_key
-    from bench.encoder import Encoder
-    from bench.suites.base import EvalContext
-    from bench.suites.retrieval import load_retrieval, score_retrieval
+    from bench.evaluate.attacks import parse_elong_variants
+    from bench.encode.cache import ids_key
+    from bench.encode.encoder import Encoder
+    from bench.evaluate.suites.base import EvalContext
+    from bench.evaluate.suites.retrieval import load_retrieval, score_retrieval
 
     elong = parse_elong_variants(args.elong)
     ctx = EvalContext(data_dir=args.data_dir, attacked=True, elong=elong, limit=args.limit, max_len=args.max_len)
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ndcg = {r.variant: r.value for r in records if r.metric == "ndcg_at_10"}
     print("nDCG@10: " + ", ".join(f"{v} {s:.2f}" for v, s in ndcg.items()) + f"   ({elapsed:.0f}s)")
     # The target: every attacked document whose model input equals its clean input was a cache hit.
-    from bench.attacks import attack_texts
+    from bench.evaluate.attacks import attack_texts
 
     for variant in [v for v in ndcg if v != "clean"]:
         seed = ctx.rng(f"{args.dataset}|{variant}|docs").getrandbits(32)

@@ -7,7 +7,7 @@ The corpus is made of short documents (1-3 sentences drawn from the STS, AG News
 ../shared/data, with a short title), written as corpus.jsonl / queries.jsonl / qrels/test.tsv at two sizes
 (--docs/4 and --docs) under --work (outside the repository). Each model is evaluated in a fresh child process on
 the whole corpus with only the first --queries queries (the `--limit` of the issue on queries only: the corpus is
-never cut), through `bench.suites.retrieval.score_retrieval`, the code `bench eval` runs:
+never cut), through `bench.evaluate.suites.retrieval.score_retrieval`, the code `bench eval` runs:
 
     bm25    bench's BM25: tokenise (bm25s) and index the whole corpus chunk by chunk, search (bm25s).
     minilm  the dense path with a warm cache: the embedding cache is first filled with random vectors keyed by the
@@ -45,7 +45,7 @@ TARGET_GB = {"minilm": 8.0, "bm25": 12.0}
 # ------------------------------------------------------------------------------------- synthetic corpus
 def source_sentences(data_dir: str | None) -> list[str]:
     from bench.data import locate, read_beir, read_labelled, read_sts
-    from bench.train.sentences import split_sentences
+    from bench.data.sentences import split_sentences
 
     out: list[str] = []
     sts = read_sts(locate("stsb", data_dir))
@@ -84,9 +84,9 @@ def child_fill(folder: str, cache: str, emb_dtype: str) -> None:
     import numpy as np
 
     from bench.data.readers import read_beir
-    from bench.encoder import Encoder
-    from bench.models import load_model
-    from bench.suites.retrieval import CorpusTexts
+    from bench.encode.encoder import Encoder
+    from bench.evaluate.models import load_model
+    from bench.evaluate.suites.retrieval import CorpusTexts
 
     rng = np.random.default_rng(0)
 
@@ -105,9 +105,9 @@ def child_fill(folder: str, cache: str, emb_dtype: str) -> None:
 
 def child_measure(model_name: str, folder: str, cache: str, n_queries: int, emb_dtype: str) -> None:
     from bench.data.readers import read_beir
-    from bench.models import load_model
-    from bench.suites.base import EvalContext
-    from bench.suites.retrieval import keep_positive_queries, score_retrieval
+    from bench.evaluate.models import load_model
+    from bench.evaluate.suites.base import EvalContext
+    from bench.evaluate.suites.retrieval import keep_positive_queries, score_retrieval
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.time()

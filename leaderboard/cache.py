@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from bench import stats
+from bench.report import stats
 from leaderboard import queries, ranking, tables
 from leaderboard.queries import DBState
 

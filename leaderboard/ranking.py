@@ -1,7 +1,7 @@
 """Ranks that respect significance, from the per-item values a paired bootstrap needs (ScoreItems).
 
 Per dataset, every ranked group's score is recomputed on the same bootstrap resamples of the items (queries, STS
-pairs, test examples), as `bench.stats.paired_bootstrap` does for two runs:
+pairs, test examples), as `bench.report.stats.paired_bootstrap` does for two runs:
   - the best group (highest score on all items) has rank 1, and so has every group whose paired 95% CI of
     (group - best) contains 0: they are tied with it;
   - any other group's rank is 1 + the number of groups significantly better than it (CI of the difference > 0).
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bench import stats
+from bench.report import stats
 
 RESAMPLES = 200  # enough for 95% quantiles of ranks; kept small because Spearman re-ranks every resample
 LEVEL = stats.DEFAULT_LEVEL
@@ -61,7 +61,7 @@ def score_resamples(item: dict, common: tuple[str, ...], resamples: int = RESAMP
 
 
 def resample_counts(n: int, resamples: int, seed: int = 0) -> np.ndarray:
-    """How often each item is drawn in each resample, (resamples, n): the same draws as `bench.stats.paired_bootstrap`
+    """How often each item is drawn in each resample, (resamples, n): the same draws as `bench.report.stats.paired_bootstrap`
     with this seed (rng.integers(0, n, (resamples, n)))."""
     idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
     flat = (idx + n * np.arange(resamples)[:, None]).ravel()

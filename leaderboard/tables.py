@@ -3,7 +3,7 @@
 Grouping: one row per (method, backbone, budget, corpus); a reference row (Run.kind "reference", e.g. imported
 MTEB results) is named by its model. Within a group each seed counts once: when several runs share a group and a
 seed (a re-run), the latest run's score (highest run id) is the one kept, per dataset. Across seeds a cell is the
-mean with its 95% Student-t interval (as `bench.stats.mean_ci`) and the number of seeds.
+mean with its 95% Student-t interval (as `bench.report.stats.mean_ci`) and the number of seeds.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class SeedMean(float):
 
 
 def ci_half_width(std: np.ndarray, count: np.ndarray, level: float = CI_LEVEL) -> np.ndarray:
-    """Half-width of the Student-t interval of a mean over `count` seeds (`bench.stats.mean_ci`, vectorised)."""
+    """Half-width of the Student-t interval of a mean over `count` seeds (`bench.report.stats.mean_ci`, vectorised)."""
     from scipy.stats import t
 
     count = np.asarray(count, dtype=float)
@@ -579,9 +579,9 @@ def variant_m(variant: str) -> str:
 def robustness_curve(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | None = None,
                      rates: pd.DataFrame | None = None) -> pd.DataFrame:  # fmt: skip
     """Score vs m per group: one row per (group, variant incl. clean) with the mean over seeds and its 95%
-    Student-t interval (`bench.stats.mean_ci`; no interval from one seed), the seed count and the fraction of
+    Student-t interval (`bench.report.stats.mean_ci`; no interval from one seed), the seed count and the fraction of
     texts the attack changed. Columns: GROUP_KEYS, label, variant, m, score, low, high, seeds, changed_frac."""
-    from bench.stats import mean_ci
+    from bench.report.stats import mean_ci
 
     columns = [*GROUP_KEYS, "label", "variant", "m", "score", "low", "high", "seeds", "changed_frac"]
     per_variant, groups = _paired_per_seed(scores, runs, dataset)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from bench.encoder import POOLINGS
-from bench.hparams import hp
-from bench.method import MethodSpec
+from bench.encode.encoder import POOLINGS
+from bench.train.hparams import hp
+from bench.train.method import MethodSpec
 from methods.laser3 import Laser3IntraAdapter
 from methods.pairs import ANCHOR_MODES
 

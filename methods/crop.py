@@ -10,9 +10,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from bench.encoder import POOLINGS
-from bench.hparams import hp
-from bench.method import MethodSpec
+from bench.encode.encoder import POOLINGS
+from bench.train.hparams import hp
+from bench.train.method import MethodSpec
 from methods.pairs import Pair, PairContrastiveAdapter
 
 
@@ -30,7 +30,7 @@ class CropConfig:
 
 
 def kept_sentences(text: str, min_chars: int, max_chars: int) -> list[str]:
-    from bench.train.sentences import split_sentences
+    from bench.data.sentences import split_sentences
 
     return [s for s in split_sentences(text) if min_chars <= len(s) <= max_chars]
 

@@ -48,10 +48,10 @@ from typing import Any
 
 import torch
 
-from bench import distributed
-from bench.encoder import POOLINGS
-from bench.hparams import hp
-from bench.method import MethodSpec
+from bench.runtime import distributed
+from bench.encode.encoder import POOLINGS
+from bench.train.hparams import hp
+from bench.train.method import MethodSpec
 from methods.losses import info_nce
 from methods.pairs import embed, pad_rows
 

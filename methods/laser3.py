@@ -16,10 +16,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from bench.attacks import max_m, sample_m
-from bench.encoder import POOLINGS
-from bench.hparams import hp
-from bench.method import MethodSpec
+from bench.evaluate.attacks import max_m, sample_m
+from bench.encode.encoder import POOLINGS
+from bench.train.hparams import hp
+from bench.train.method import MethodSpec
 from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor
 
 M_MODES = ("random", "twice", "none")
@@ -74,7 +74,7 @@ class Laser3IntraAdapter(_Laser3Base):
 
     def accepts(self, text: str) -> bool:
         """Intra-reference needs a rest of the document: one-sentence texts are skipped."""
-        from bench.train.sentences import split_sentences
+        from bench.data.sentences import split_sentences
 
         return len(split_sentences(text)) >= 2
 

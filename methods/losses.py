@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from bench import distributed
+from bench.runtime import distributed
 
 
 def info_nce(
@@ -19,7 +19,7 @@ def info_nce(
     `extra_negatives` (k, d), e.g. ESimCSE's momentum queue, are appended to every row's candidates; under
     several processes they must be the same on every rank (the whole queue).
 
-    Several processes (bench.distributed): this rank's anchors are scored against the positives of *every*
+    Several processes (bench.runtime.distributed): this rank's anchors are scored against the positives of *every*
     rank (gathered with gradient), so the in-batch negatives are the global batch, and the value returned is
     this rank's sum of l_i times world_size / global batch size: its mean over ranks is the global mean and,
     with gradients averaged over ranks, the update equals the one-device update on the whole batch.

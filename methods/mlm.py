@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.hparams import hp
-from bench.method import MethodSpec
+from bench.train.hparams import hp
+from bench.train.method import MethodSpec
 from methods.losses import token_mean
 from methods.pairs import TokenHelper, pad_rows
 

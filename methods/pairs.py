@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from bench.encoder import POOLINGS, pool
+from bench.encode.encoder import POOLINGS, pool
 from methods.losses import info_nce
 
 Pair = tuple[list[int], list[int]]  # (anchor ids, positive ids), special tokens included
@@ -147,7 +147,7 @@ def choose_anchor(text: str, mode: str, rng: random.Random) -> tuple[str, str]:
     "random": a random sentence (paper §5.1 ablation), the rest being the other sentences in order;
     "whole": the whole text, no rest (self-reference on line-per-sentence corpora without splitting).
     """
-    from bench.train.sentences import split_sentences
+    from bench.data.sentences import split_sentences
 
     if mode == "whole":
         return " ".join(text.split()), ""

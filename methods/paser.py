@@ -40,10 +40,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.encoder import POOLINGS, pool
+from bench.encode.encoder import POOLINGS, pool
 from methods import eda
-from bench.hparams import hp
-from bench.method import MethodSpec
+from bench.train.hparams import hp
+from bench.train.method import MethodSpec
 from methods.losses import token_mean
 from methods.mlm import MlmHead, SharedEmbedding
 from methods.pairs import pad_rows

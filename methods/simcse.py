@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import torch
 
-from bench.encoder import POOLINGS
-from bench.hparams import hp
-from bench.method import MethodSpec
+from bench.encode.encoder import POOLINGS
+from bench.train.hparams import hp
+from bench.train.method import MethodSpec
 from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor
 
 

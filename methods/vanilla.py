@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench.encoder import POOLINGS
-from bench.hparams import hp
-from bench.method import MethodSpec
+from bench.encode.encoder import POOLINGS
+from bench.train.hparams import hp
+from bench.train.method import MethodSpec
 
 
 @dataclass

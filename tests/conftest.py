@@ -27,7 +27,7 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
-    from bench.encoder import reference_model_dir
+    from bench.encode.encoder import reference_model_dir
 
     ref = reference_model_dir()
     if ref is None:
@@ -38,7 +38,7 @@ def reference_dir() -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, reference_dir) -> Path:
     """A randomly initialised 2-layer, 32-wide BERT on the bert-base-uncased vocabulary."""
-    from bench.backbones import make_random_bert
+    from bench.encode.backbones import make_random_bert
 
     return make_random_bert(tmp_path_factory.mktemp("tiny-bert") / "model", size="tiny", seed=0)
 

@@ -3,7 +3,7 @@ import random
 import pytest
 from transformers import AutoTokenizer
 
-from bench.attacks import (
+from bench.evaluate.attacks import (
     attack_texts,
     count_tokens,
     elongate,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.errors import ConfigError
+from bench.runtime.errors import ConfigError
 from bench.train import Budget, Consumption, TrainConfig, train
 
 

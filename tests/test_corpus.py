@@ -9,8 +9,8 @@ import json
 import pytest
 
 from bench.data.errors import DataError, DatasetMissingError
-from bench.train.corpus import load_corpus, load_wiki_offline, wiki_offline_file
-from bench.train.sentences import first_and_rest, regex_split, split_sentences
+from bench.data.corpus import load_corpus, load_wiki_offline, wiki_offline_file
+from bench.data.sentences import first_and_rest, regex_split, split_sentences
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def test_wiki_offline_default_corpus_and_disjoint_heldout_split(wiki):
 
 
 def test_heldout_suite_pairs_come_from_heldout_articles(wiki):
-    from bench.suites.heldout import known_item_pairs
+    from bench.evaluate.suites.heldout import known_item_pairs
 
     _, heldout = wiki
     ids, queries, docs = known_item_pairs(limit=20)
@@ -43,8 +43,8 @@ def test_heldout_suite_pairs_come_from_heldout_articles(wiki):
 
 
 def test_heldout_suite_scores_with_a_model(wiki, tiny_model_dir):
-    from bench.encoder import Encoder
-    from bench.suites import EvalContext, parse_suites
+    from bench.encode.encoder import Encoder
+    from bench.evaluate.suites import EvalContext, parse_suites
 
     (suite, attacked), = parse_suites("heldout@elong")
     model = Encoder.load(str(tiny_model_dir), max_len=64, use_cache=False, show_progress=False)
@@ -59,8 +59,8 @@ def test_heldout_suite_scores_with_a_model(wiki, tiny_model_dir):
 
 
 def test_heldout_suite_scores_bm25_like_a_retrieval_suite(wiki):
-    from bench.lexical import BM25Model
-    from bench.suites import EvalContext, parse_suites
+    from bench.evaluate.lexical import BM25Model
+    from bench.evaluate.suites import EvalContext, parse_suites
 
     (suite, attacked), = parse_suites("heldout@elong")
     ctx = EvalContext(max_len=64, attacked=attacked, elong=["2"], limit=12)

@@ -148,9 +148,9 @@ def test_a_gz_corpus_is_held_in_memory_and_cannot_be_lazy(tmp_path):
 
 def test_retrieval_scores_are_equal_from_a_lazy_and_an_in_memory_corpus(tmp_path, monkeypatch):
     """The suite reads documents chunk by chunk (here 2 at a time) from the file: same scores as from a dict."""
-    import bench.suites.retrieval as retrieval
-    from bench.lexical import BM25Model
-    from bench.suites.base import EvalContext
+    import bench.evaluate.suites.retrieval as retrieval
+    from bench.evaluate.lexical import BM25Model
+    from bench.evaluate.suites.base import EvalContext
 
     corpus = [{"_id": f"d{i}", "title": f"t{i % 3}", "text": f"word{i} shared{i % 4} common"} for i in range(9)]
     queries = [{"_id": f"q{i}", "text": f"word{i} shared{i % 4}"} for i in range(4)]

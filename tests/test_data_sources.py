@@ -79,8 +79,8 @@ def test_missing_stsb_says_what_to_install(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_minilm_scores_its_published_stsb_figure_on_the_packaged_copy(packaged_stsb, reference_dir, tmp_path, monkeypatch):
-    from bench.models import load_model
-    from bench.suites import EvalContext, parse_suites
+    from bench.evaluate.models import load_model
+    from bench.evaluate.suites import EvalContext, parse_suites
 
     monkeypatch.chdir(tmp_path)
     ((suite, _),) = parse_suites("sts:stsb")
@@ -122,7 +122,7 @@ def test_local_datasets_work_by_name_and_are_labelled_local(local_data, tiny_mod
 
     assert main(["data", "list", "--data-dir", str(local_data)]) == 0
     listing = capsys.readouterr().out
-    from bench.provenance import file_sha256
+    from bench.runtime.provenance import file_sha256
 
     line = next(x for x in listing.splitlines() if x.startswith("bbc "))
     assert "labelled" in line and f"(local, fingerprint {file_sha256(local_data / 'knn' / 'bbc_test.jsonl')[:16]}" in line

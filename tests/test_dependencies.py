@@ -43,7 +43,7 @@ def test_builtin_methods_register_through_the_entry_point_group():
     stale = {k: v for k, v in declared.items() if installed.get(k) != v}
     assert not stale, f"installed metadata is stale, run `pip install --no-deps -e .`: {stale}"
 
-    from bench.registry import all_methods, get_method
+    from bench.train.registry import all_methods, get_method
 
     assert {spec.name for spec in all_methods()} >= set(declared)
     for name, value in declared.items():

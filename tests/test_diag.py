@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from transformers import AutoTokenizer
 
-from bench.attacks import attack_texts
+from bench.evaluate.attacks import attack_texts
 from bench.cli import main
-from bench.suites import EvalContext, parse_suites
-from bench.suites.diag import (
+from bench.evaluate.suites import EvalContext, parse_suites
+from bench.evaluate.suites.diag import (
     DiagSuite,
     cosine_histogram,
     positional_jsd,

@@ -26,7 +26,7 @@ KILL_HOOK = '''
 import os
 if os.environ.get("RANK") == os.environ.get("LENBENCH_TEST_KILL_RANK", "-") and os.environ.get("LENBENCH_TEST_KILL_AT"):
     import signal
-    import bench.distributed as d
+    import bench.runtime.distributed as d
     original, calls = d.average_gradients, [0]
     def average_gradients(params):
         calls[0] += 1

@@ -37,7 +37,7 @@ def train_methods(model_dir: str, out_root: str) -> dict[str, dict]:
     from transformers import AutoModel, AutoTokenizer
 
     from bench.train import Budget, TrainConfig, train
-    from bench.registry import get_method
+    from bench.train.registry import get_method
     from methods.simcse import set_dropout
 
     tok = AutoTokenizer.from_pretrained(model_dir)
@@ -65,7 +65,7 @@ def _worker(rank: int, world: int, port: int, model_dir: str, out_root: str) -> 
         LOCAL_WORLD_SIZE=str(world),
     )
     torch.set_num_threads(1)
-    from bench import distributed
+    from bench.runtime import distributed
 
     assert distributed.init_from_env("cpu")
     try:
@@ -96,7 +96,7 @@ def test_two_processes_train_exactly_as_one(tiny_model_dir, tmp_path):
 
 
 def test_batch_size_must_divide_over_processes():
-    from bench.errors import ConfigError
+    from bench.runtime.errors import ConfigError
     from bench.train.trainer import per_rank_batch
 
     assert per_rank_batch(64, 8) == 8

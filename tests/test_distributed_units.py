@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.distributed import shard_batch, shard_bounds, strip_option
-from bench.errors import TrainingError
-from bench.sharded import _share
+from bench.runtime.distributed import shard_batch, shard_bounds, strip_option
+from bench.runtime.errors import TrainingError
+from bench.encode.sharded import _share
 
 
 @pytest.mark.parametrize("n,world", [(8, 2), (7, 2), (10, 4), (3, 3)])
@@ -58,7 +58,8 @@ def test_sharded_encode_goes_window_by_window_and_keeps_order_duplicates_and_dty
     import numpy as np
     import torch
 
-    from bench import distributed, sharded
+    from bench.encode import sharded
+    from bench.runtime import distributed
 
     class Inner:
         calls: list[int] = []

@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-from bench.attacks import attack_batch, attack_texts, elongate_random, elongate_within, model_inputs
-from bench.encoder import Encoder
-from bench.suites.base import EvalContext
-from bench.suites.retrieval import exact_search, score_retrieval
+from bench.evaluate.attacks import attack_batch, attack_texts, elongate_random, elongate_within, model_inputs
+from bench.encode.encoder import Encoder
+from bench.evaluate.suites.base import EvalContext
+from bench.evaluate.suites.retrieval import exact_search, score_retrieval
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -101,7 +101,7 @@ def test_memmap_and_in_ram_matrices_give_identical_scores(tiny_model_dir, tmp_pa
 
 
 def test_blocked_search_of_a_float16_memmap_equals_a_full_sort(tmp_path, monkeypatch):
-    import bench.suites.retrieval as retrieval
+    import bench.evaluate.suites.retrieval as retrieval
 
     rng = np.random.default_rng(0)
     docs = rng.standard_normal((57, 8)).astype(np.float16)
@@ -135,8 +135,8 @@ def test_onnx_backend_matches_torch(tiny_model_dir, tmp_path):
 
 def test_onnx_export_is_fused_verified_and_checked_on_load(tiny_model_dir, tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime")
-    import bench.onnx_backend as ob
-    from bench.errors import ModelLoadError
+    import bench.encode.onnx_backend as ob
+    from bench.runtime.errors import ModelLoadError
 
     texts = sentences(20, seed=11, lo=1, hi=30)
     reference = load(tiny_model_dir, tmp_path, use_cache=False).encode(texts, normalize=False)
@@ -185,7 +185,7 @@ def test_onnx_export_of_mpnet_agrees_with_torch(tmp_path):
     import torch
     from transformers import MPNetConfig, MPNetModel
 
-    import bench.onnx_backend as ob
+    import bench.encode.onnx_backend as ob
 
     torch.manual_seed(0)
     model = MPNetModel(MPNetConfig(vocab_size=30527, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
@@ -205,7 +205,7 @@ def test_onnx_export_of_mpnet_agrees_with_torch(tmp_path):
 def test_batch_plan_is_the_cheapest_partition_within_its_limits():
     from itertools import combinations
 
-    from bench.batching import padded_slots, plan_batches, sorted_runs
+    from bench.encode.batching import padded_slots, plan_batches, sorted_runs
 
     rng = np.random.default_rng(0)
     for trial in range(40):
@@ -233,8 +233,8 @@ def test_batch_plan_is_the_cheapest_partition_within_its_limits():
 
 
 def test_padding_free_batches_give_the_old_embeddings_with_fewer_padded_slots(tiny_model_dir, tmp_path, monkeypatch):
-    import bench.encoder as encoder_module
-    from bench.batching import sorted_runs
+    import bench.encode.encoder as encoder_module
+    from bench.encode.batching import sorted_runs
 
     texts = sentences(150, seed=12, lo=1, hi=14)
     new = load(tiny_model_dir, tmp_path, use_cache=False, batch_size=16)
@@ -302,7 +302,7 @@ def test_batch_attacks_equal_the_text_by_text_definition(tiny_model_dir, tmp_pat
 def test_simcse_one_forward_gives_the_two_pass_loss(tiny_model_dir):
     import torch
 
-    from bench.encoder import load_transformer
+    from bench.encode.encoder import load_transformer
     from methods import get_method
 
     model, tok, _ = load_transformer(str(tiny_model_dir))
@@ -327,7 +327,7 @@ def test_simcse_one_forward_gives_the_two_pass_loss(tiny_model_dir):
 def test_a_truncated_safetensors_file_is_refused_at_load_not_mid_run(tiny_model_dir, tmp_path):
     import shutil
 
-    from bench.errors import ModelLoadError
+    from bench.runtime.errors import ModelLoadError
 
     folder = shutil.copytree(tiny_model_dir, tmp_path / "broken")
     weights = folder / "model.safetensors"
@@ -338,7 +338,7 @@ def test_a_truncated_safetensors_file_is_refused_at_load_not_mid_run(tiny_model_
 
 def test_attacked_texts_computed_chunk_by_chunk_equal_attack_texts_in_any_access_order(tiny_model_dir, tmp_path,
                                                                                        monkeypatch):  # fmt: skip
-    import bench.attacks as attacks
+    import bench.evaluate.attacks as attacks
 
     monkeypatch.setattr(attacks, "ATTACK_CHUNK", 4)  # many chunks: the rng state crosses chunk boundaries
     tok = load(tiny_model_dir, tmp_path).tokenizer

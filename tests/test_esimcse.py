@@ -93,7 +93,7 @@ def test_repetition_is_redrawn_every_batch(tiny):
 
 
 def test_defaults_are_paper_settings(tiny):
-    from bench.method import MethodAdapter
+    from bench.train.method import MethodAdapter
 
     spec = get_method("esimcse")
     assert isinstance(spec.build(tokenizer=tiny[0], max_len=32, seed=0), MethodAdapter)

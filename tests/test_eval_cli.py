@@ -7,10 +7,10 @@ import re
 import numpy as np
 import pytest
 
-from bench.attacks import count_tokens, elongate, elongate_within, max_m
+from bench.evaluate.attacks import count_tokens, elongate, elongate_within, max_m
 from bench.cli import main
-from bench.encoder import Encoder
-from bench.evaluate import score_frame
+from bench.encode.encoder import Encoder
+from bench.evaluate.runner import score_frame
 from results_db import ResultsDB
 from tests.conftest import write_sts
 

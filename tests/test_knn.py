@@ -8,9 +8,9 @@ import pytest
 from sklearn.model_selection import train_test_split
 
 from bench.cli import main
-from bench.encoder import Encoder
-from bench.suites import EvalContext, parse_suites
-from bench.suites.knn import K, KNNSuite, knn_correct, raw_pooled, split_indices
+from bench.encode.encoder import Encoder
+from bench.evaluate.suites import EvalContext, parse_suites
+from bench.evaluate.suites.knn import K, KNNSuite, knn_correct, raw_pooled, split_indices
 from results_db import ResultsDB
 
 TOPICS = {

@@ -21,7 +21,7 @@ import streamlit.testing.v1.app_test as app_test_module  # noqa: E402
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from bench import stats  # noqa: E402
+from bench.report import stats  # noqa: E402
 from results_db import ResultsDB  # noqa: E402
 from tests.test_leaderboard_fixtures import STS_DATASETS, fill_db  # noqa: E402
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench import stats
+from bench.report import stats
 from leaderboard import ranking
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from bench import stats
+from bench.report import stats
 from leaderboard import tables
 
 

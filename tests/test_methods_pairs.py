@@ -13,7 +13,7 @@ import random
 import pytest
 import torch
 
-from bench.attacks import elongate
+from bench.evaluate.attacks import elongate
 from methods import get_method
 from methods.losses import info_nce
 from methods.mlm import MlmConfig, mask_tokens

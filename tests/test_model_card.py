@@ -61,7 +61,7 @@ def test_keep_checkpoints_keeps_the_final_checkpoint(finished_run, tmp_path):
 
 
 def test_model_card_says_what_was_trained_and_holds_the_database_scores(finished_run):
-    from bench.registry import get_method
+    from bench.train.registry import get_method
 
     _, _, db = finished_run
     runs = db.runs().set_index("method")
@@ -98,7 +98,7 @@ def test_trained_folder_with_its_card_loads_in_sentence_transformers(finished_ru
     st = pytest.importorskip("sentence_transformers")
     import numpy as np
 
-    from bench.encoder import Encoder
+    from bench.encode.encoder import Encoder
 
     _, _, db = finished_run
     folder = db.runs().set_index("method").loc["simcse", "model"]
@@ -120,7 +120,7 @@ def test_bench_eval_records_model_info(tiny_model_dir, tmp_path):
 def test_model_card_flags_a_subset_evaluation():
     import pandas as pd
 
-    from bench.model_card import render_model_card
+    from bench.report.model_card import render_model_card
 
     run = {"id": 3, "method": "simcse", "backbone": "minilm", "config": {"eval": {"limit": 100}}, "command": "bench run"}
     scores = pd.DataFrame([{"suite": "sts", "dataset": "stsb", "metric": "spearman", "variant": "clean", "value": 80.0, "n": 100}])
@@ -132,16 +132,16 @@ def test_model_card_flags_a_subset_evaluation():
 
 def test_a_resumed_bench_run_keeps_every_run_in_the_first_folder(finished_run, tmp_path, monkeypatch):
     """The first attempt dies evaluating simcse (mlm's row never created); --resume puts mlm beside it."""
-    import bench.evaluate
+    import bench.evaluate.runner
 
     _, argv, _ = finished_run
     argv = list(argv)
     argv[argv.index("--out") + 1] = str(tmp_path / "runs")
     argv[argv.index("--db") + 1] = str(tmp_path / "r.sqlite")
-    real = bench.evaluate.evaluate
-    monkeypatch.setattr(bench.evaluate, "evaluate", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    real = bench.evaluate.runner.evaluate
+    monkeypatch.setattr(bench.evaluate.runner, "evaluate", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
     assert main([*argv, "--no-baseline"]) == 130
-    monkeypatch.setattr(bench.evaluate, "evaluate", real)
+    monkeypatch.setattr(bench.evaluate.runner, "evaluate", real)
     first = ResultsDB(tmp_path / "r.sqlite").runs()
     assert first["method"].tolist() == ["simcse"] and first["status"].tolist() == ["interrupted"]  # Ctrl-C: a clean stop, resumable
     assert main([*argv, "--no-baseline", "--resume"]) == 0

@@ -13,9 +13,9 @@ import os
 import numpy as np
 import pytest
 
-from bench.encoder import Encoder
-from bench.suites import EvalContext, parse_suites
-from bench.suites.mteb_suite import MTEBSuite, local_dataset, local_retrieval_task, mteb_encoder
+from bench.encode.encoder import Encoder
+from bench.evaluate.suites import EvalContext, parse_suites
+from bench.evaluate.suites.mteb_suite import MTEBSuite, local_dataset, local_retrieval_task, mteb_encoder
 from tests.conftest import SHARED_DATA, write_sts
 
 STS_SLICE = 120  # STS-B test pairs
@@ -125,7 +125,7 @@ def test_our_wrapper_meets_mteb_model_protocol_and_a_bare_encode_is_rejected(tin
 
     assert not isinstance(OnlyEncode(), EncoderProtocol)
     write_sts(tmp_path / "sts" / "stsb-test.tsv", TOY_PAIRS)
-    from bench.suites.mteb_suite import local_sts_task
+    from bench.evaluate.suites.mteb_suite import local_sts_task
 
     with pytest.raises(NotImplementedError):
         mteb.evaluate(OnlyEncode(), local_sts_task("stsb", EvalContext(data_dir=str(tmp_path))), cache=None,
@@ -156,7 +156,7 @@ def test_task_names_and_offline_errors():
     assert local_dataset("CQADupstackGisRetrieval").name == "cqadupstack-gis" and local_dataset("SICK-R").name == "sickr"
     assert os.environ["HF_HUB_OFFLINE"] == "1"
     from bench.data import DataError
-    from bench.suites.mteb_suite import build_task
+    from bench.evaluate.suites.mteb_suite import build_task
 
     with pytest.raises(DataError, match="'Banking77Classification' has no local copy .* offline"):
         build_task("Banking77Classification", EvalContext())

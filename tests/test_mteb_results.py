@@ -96,7 +96,7 @@ def test_export_round_trips_through_import_as_reference_rows(exported, tmp_path,
     assert scores[("beir", "scifact", "mrr_at_10")] == pytest.approx(60.12)
     assert scores[("beir", "cqadupstack", "ndcg_at_10")] == pytest.approx(sum(map(_forum_ndcg, range(12))) / 12)
     assert ("sts", "sickr-test", "spearman") not in scores.index
-    from bench.mteb_results import reference_runs
+    from bench.report.mteb_results import reference_runs
 
     found = reference_runs(db.runs(), "Sentence-Transformers__all-MiniLM-L6-v2")
     assert found["id"].tolist() == [ref["id"]] and reference_runs(db.runs(), "nobody/none").empty

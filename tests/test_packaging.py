@@ -62,7 +62,7 @@ def test_methods_listing_has_no_side_effect_warnings_and_cites_papers(tmp_path, 
 
 
 def test_cache_info_shows_location_and_clear_removes_only_cache_files(tmp_path, monkeypatch, capsys):
-    from bench.cache import EmbeddingCache
+    from bench.encode.cache import EmbeddingCache
     from bench.cli import main
 
     cache_dir = tmp_path / "emb"

@@ -133,7 +133,7 @@ def test_decoding_signal_shape_and_scaling():
 
 
 def test_defaults_and_memory_layouts(tok, tiny_model_dir):
-    from bench.method import MethodAdapter
+    from bench.train.method import MethodAdapter
 
     assert isinstance(_adapter(tok, synonyms_source="none"), MethodAdapter)
     cfg = get_method("paser").defaults()
@@ -195,7 +195,7 @@ def test_decoder_shares_word_embeddings_and_trains_them(tok, tiny_model_dir):
 
 
 def test_training_lowers_loss_and_saved_encoder_has_no_decoder(tok, tiny_model_dir, tmp_path):
-    from bench.encoder import Encoder, save_encoder
+    from bench.encode.encoder import Encoder, save_encoder
 
     model = _model(tiny_model_dir)
     adapter = _adapter(tok, synonyms_source="none", decoder_layers=2)

@@ -57,7 +57,7 @@ def plugin_on_path(plugin_target, monkeypatch):
     """The installed plugin importable in this process, with a fresh registry view (originals restored after)."""
     import importlib
 
-    from bench import registry
+    from bench.train import registry
 
     monkeypatch.syspath_prepend(str(plugin_target))
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))

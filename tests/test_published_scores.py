@@ -6,8 +6,8 @@ Slow: SciFact encodes its whole 5,183-document corpus (about 4 minutes on 2 CPU 
 
 import pytest
 
-from bench.encoder import Encoder
-from bench.suites import EvalContext, parse_suites
+from bench.encode.encoder import Encoder
+from bench.evaluate.suites import EvalContext, parse_suites
 
 pytestmark = pytest.mark.slow
 

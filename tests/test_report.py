@@ -1,4 +1,4 @@
-"""What the CLI tables tell a reviewer (bench.report): n per dataset, subsets flagged, each method against the
+"""What the CLI tables tell a reviewer (bench.report.tables): n per dataset, subsets flagged, each method against the
 reference with a paired-bootstrap or over-seeds 95% interval, what each attack changed; plus `--limit` validation,
 the attack-effect measure and the training-loss warning."""
 
@@ -9,10 +9,10 @@ import zlib
 import numpy as np
 import pytest
 
-from bench.attacks import AttackMeter, attack_effect, attack_texts
+from bench.evaluate.attacks import AttackMeter, attack_effect, attack_texts
 from bench.cli import main
-from bench.report import comparison_report, differences_table, load_scores, loss_warning
-from bench.stats import mean_ci, paired_bootstrap
+from bench.report.tables import comparison_report, differences_table, load_scores, loss_warning
+from bench.report.stats import mean_ci, paired_bootstrap
 from results_db import ItemValues, ResultsDB, ScoreRecord
 from tests.conftest import write_sts
 

@@ -80,7 +80,7 @@ def test_resumed_training_equals_the_uninterrupted_run(method, tiny_model_dir, t
 def test_resume_with_other_settings_is_refused(tiny_model_dir, tmp_path):
     from transformers import AutoModel, AutoTokenizer
 
-    from bench.errors import ConfigError
+    from bench.runtime.errors import ConfigError
 
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     adapter = get_method("crop").build(tokenizer=tok, max_len=32)

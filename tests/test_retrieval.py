@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from bench.cli import main
-from bench.lexical import BM25Model
-from bench.suites import EvalContext, parse_suites
-from bench.suites import retrieval
-from bench.suites.retrieval import exact_search, limit_slice, retrieval_metrics, to_run
+from bench.evaluate.lexical import BM25Model
+from bench.evaluate.suites import EvalContext, parse_suites
+from bench.evaluate.suites import retrieval
+from bench.evaluate.suites.retrieval import exact_search, limit_slice, retrieval_metrics, to_run
 from bench.data.readers import RetrievalData
 from results_db import ResultsDB
 
@@ -129,7 +129,7 @@ def test_bm25_beir_elong_via_cli(data_dir, tmp_path, capsys):
 
 # --------------------------------------------------------------- dense, end to end
 def test_dense_suite_records_per_query_values(tiny_model_dir, data_dir):
-    from bench.encoder import Encoder
+    from bench.encode.encoder import Encoder
 
     enc = Encoder.load(str(tiny_model_dir), max_len=32, use_cache=False, show_progress=False)
     ((suite, attacked),) = parse_suites("beir:scifact@elong")
@@ -147,9 +147,9 @@ def test_dense_suite_records_per_query_values(tiny_model_dir, data_dir):
 
 
 def test_a_large_corpus_is_attacked_chunk_by_chunk_with_the_same_scores(tiny_model_dir, data_dir, monkeypatch):
-    import bench.attacks as attacks
-    import bench.suites.retrieval as retrieval
-    from bench.encoder import Encoder
+    import bench.evaluate.attacks as attacks
+    import bench.evaluate.suites.retrieval as retrieval
+    from bench.encode.encoder import Encoder
 
     enc = Encoder.load(str(tiny_model_dir), max_len=32, use_cache=False, show_progress=False)
     ctx = EvalContext(data_dir=str(data_dir), attacked=True, elong=["rand"])
@@ -173,8 +173,8 @@ def test_suite_strings():
 
 
 def test_a_name_outside_the_catalog_is_a_local_folder_or_one_clear_error(tmp_path, monkeypatch):
-    from bench.evaluate import locate_datasets
-    from bench.suites import EvalContext
+    from bench.evaluate.runner import locate_datasets
+    from bench.evaluate.suites import EvalContext
 
     monkeypatch.chdir(tmp_path)
     suites = parse_suites("beir:mine")  # not in the catalog: the documented layout beir/mine/ decides

@@ -144,7 +144,7 @@ def test_checkpoint_schedule_saves_every_tenth_and_every_ten_minutes():
 
 
 def test_a_signal_waits_for_the_training_step_inside_the_loop_and_stops_at_once_outside():
-    from bench import signals
+    from bench.runtime import signals
 
     before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     with signals.graceful_stop():
@@ -169,7 +169,7 @@ def test_a_signal_waits_for_the_training_step_inside_the_loop_and_stops_at_once_
 
 
 def test_the_heartbeat_thread_stamps_a_running_row(tmp_path):
-    from bench.heartbeat import Heartbeat
+    from bench.runtime.heartbeat import Heartbeat
 
     db = ResultsDB(tmp_path / "r.sqlite")
     run = db.create_run(model="m", status="running")

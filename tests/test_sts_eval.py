@@ -3,8 +3,8 @@ import pytest
 from scipy.stats import spearmanr
 
 from bench.cli import main
-from bench.encoder import Encoder, save_encoder
-from bench.suites import EvalContext, parse_suites
+from bench.encode.encoder import Encoder, save_encoder
+from bench.evaluate.suites import EvalContext, parse_suites
 from results_db import ResultsDB
 from tests.conftest import write_sts
 

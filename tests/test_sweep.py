@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.errors import ConfigError
+from bench.runtime.errors import ConfigError
 from bench.sweep.points import expand
 from bench.sweep.spec import load_spec
 from results_db import ResultsDB
@@ -210,7 +210,7 @@ def test_status_compares_cells_over_seeds_beside_the_papers_number(tmp_path):
     cqadupstack forums count once, through their mean row) against values computed here."""
     from scipy import stats
 
-    from bench.stats import mean_ci
+    from bench.report.stats import mean_ci
     from bench.sweep.report import comparison_table
     from bench.sweep.state import point_states
     from results_db import ScoreRecord
@@ -273,7 +273,7 @@ def test_random_backbone_written_by_points_starting_together_is_whole(tmp_path, 
 
     from transformers import AutoModel
 
-    from bench.backbones import make_random_bert
+    from bench.encode.backbones import make_random_bert
 
     target = tmp_path / "backbones" / "random-bert-tiny"
     (target).mkdir(parents=True)  # a partial folder left by an older, non-atomic write

@@ -9,7 +9,7 @@ import statistics
 import pytest
 import torch
 
-from bench.errors import ConfigError, TrainingError
+from bench.runtime.errors import ConfigError, TrainingError
 from bench.train import Budget, TrainConfig, train
 from bench.train.checkpoint import LATEST, checkpoint_root, latest_checkpoint, load_checkpoint
 from methods import all_methods, get_method
@@ -30,7 +30,7 @@ def wiki_texts(tok):
     """16 real Wikipedia summaries (the packaged wiki-offline corpus) that every method can use: multi-sentence
     (intra-reference) with at least two crop chunks."""
     from bench.data.errors import DataError
-    from bench.train.corpus import load_corpus, wiki_offline_file
+    from bench.data.corpus import load_corpus, wiki_offline_file
 
     try:
         wiki_offline_file()
@@ -131,7 +131,7 @@ def test_training_log_in_db_and_safetensors_checkpoints_and_encoder(tiny_model_d
 
 def test_saved_encoder_loads_in_sentence_transformers_and_bench_encoder(tiny_model_dir, tok, wiki_texts, tmp_path):
     st = pytest.importorskip("sentence_transformers")
-    from bench.encoder import Encoder
+    from bench.encode.encoder import Encoder
 
     adapter = get_method("simcse").build(tokenizer=tok, max_len=48, seed=0)
     result = train(adapter, _model(tiny_model_dir), tok, wiki_texts, Budget(steps=2), _cfg(), tmp_path / "out")

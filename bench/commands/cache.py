@@ -1,6 +1,6 @@
 """`bench cache info|clear`: where the embedding cache lives, what it holds, and emptying it.
 
-The location is `bench.cache.default_cache_dir()` ($LENBENCH_CACHE, else $XDG_CACHE_HOME/lenbench/embeddings,
+The location is `bench.encode.cache.default_cache_dir()` ($LENBENCH_CACHE, else $XDG_CACHE_HOME/lenbench/embeddings,
 else ~/.cache/lenbench/embeddings). `clear` deletes only the cache's own files: the SQLite files (*.sqlite and their -wal/-shm
 companions) and the ONNX exports of `--backend onnx` in its onnx/ folder (*.onnx and leftover temporary files),
 never anything else a mistyped $LENBENCH_CACHE might point at.
@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 
 CACHE_PATTERNS = ("*.sqlite", "*.sqlite-wal", "*.sqlite-shm")
-ONNX_PATTERNS = ("*.onnx", ".*.onnx.*.tmp")  # bench.onnx_backend's exports and its interrupted writes
+ONNX_PATTERNS = ("*.onnx", ".*.onnx.*.tmp")  # bench.encode.onnx_backend's exports and its interrupted writes
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,7 +60,7 @@ def human_size(n: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.cache import default_cache_dir
+    from bench.encode.cache import default_cache_dir
 
     directory = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
     files = cache_files(directory)

@@ -86,8 +86,8 @@ def add_nproc(p: argparse.ArgumentParser) -> None:
 def start_processes(args: Any) -> int | None:
     """`--nproc N` outside torchrun: re-launch under torchrun and return its exit code. Inside torchrun: join
     the process group (None: go on in this process)."""
-    from bench import distributed
-    from bench.errors import ConfigError
+    from bench.runtime import distributed
+    from bench.runtime.errors import ConfigError
 
     nproc = getattr(args, "nproc", None)
     if nproc is not None and nproc < 1:
@@ -115,7 +115,7 @@ def record_failure(db: ResultsDB | None, run_id: int | None, exc: BaseException,
     """Mark a run row failed/interrupted after `exc`. A SIGTERM during the write is held until it is done: under
     torchrun the launcher sends one to the survivors just as their collectives fail, and the row must not be
     left 'running' half-way."""
-    from bench import signals
+    from bench.runtime import signals
 
     if db is None or run_id is None:
         return
@@ -140,7 +140,7 @@ def open_db(args: Any) -> ResultsDB:
 
 def fingerprint_files(files: Any) -> dict:
     """Data fingerprint of the files a run read; {} when one cannot be read any more (the run's error says why)."""
-    from bench.provenance import data_fingerprint
+    from bench.runtime.provenance import data_fingerprint
 
     try:
         return data_fingerprint(set(files))

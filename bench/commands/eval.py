@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench import distributed
-from bench.attacks import parse_elong_variants
+from bench.runtime import distributed
+from bench.evaluate.attacks import parse_elong_variants
 from bench.commands.common import (
     add_data_dir,
     add_db,
@@ -20,14 +20,14 @@ from bench.commands.common import (
     record_failure,
     start_processes,
 )
-from bench.evaluate import check_model, evaluate, locate_datasets
-from bench.heartbeat import Heartbeat
-from bench.model_info import model_info
-from bench.models import LEXICAL_MODELS, load_model
-from bench.provenance import code_version, config_hash, package_versions
-from bench.report import comparison_report
-from bench.suites import EvalContext, parse_suites
-from bench.suites.registry import split_suite_args
+from bench.evaluate.runner import check_model, evaluate, locate_datasets
+from bench.runtime.heartbeat import Heartbeat
+from bench.encode.model_info import model_info
+from bench.evaluate.models import LEXICAL_MODELS, load_model
+from bench.runtime.provenance import code_version, config_hash, package_versions
+from bench.report.tables import comparison_report
+from bench.evaluate.suites import EvalContext, parse_suites
+from bench.evaluate.suites.registry import split_suite_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Under torchrun every rank runs this; texts to encode are sharded over ranks (bench.sharded) and rank 0
+    """Under torchrun every rank runs this; texts to encode are sharded over ranks (bench.encode.sharded) and rank 0
     alone opens the database, writes the run row and its scores, and prints."""
     suite_args = split_suite_args(args.suite)
     suites = parse_suites(suite_args)  # unknown suite: error before anything is written
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     )
     check_model(model, suites)  # e.g. bm25 on sts: refused before a run is recorded
     describe = model.describe()
-    from bench.encoder import resolve_model
+    from bench.encode.encoder import resolve_model
 
     # a folder's info is read from its files; the torch module is passed only when already loaded (hub ids), so a warm
     # run over cached texts still loads no model

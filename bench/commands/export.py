@@ -1,11 +1,11 @@
-"""`bench export --format mteb DIR [--run ID ...]`: runs' clean scores as MTEB result files (see bench.mteb_results)."""
+"""`bench export --format mteb DIR [--run ID ...]`: runs' clean scores as MTEB result files (see bench.report.mteb_results)."""
 
 from __future__ import annotations
 
 import argparse
 
 from bench.commands.common import add_db
-from bench.errors import ConfigError
+from bench.runtime.errors import ConfigError
 
 FORMATS = ("mteb",)
 
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.mteb_results import REFERENCE_KIND, export_runs
+    from bench.report.mteb_results import REFERENCE_KIND, export_runs
 
     from results_db import ResultsDB
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from bench.commands.common import add_db, command_line, open_db
-from bench.errors import ConfigError
+from bench.runtime.errors import ConfigError
 
 FORMATS = ("mteb",)
 
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.mteb_results import import_references, read_mteb_results
+    from bench.report.mteb_results import import_references, read_mteb_results
 
     models, problems = read_mteb_results(args.dir)  # everything is read before anything is written
     for line in problems:

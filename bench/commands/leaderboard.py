@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from bench.commands.common import add_db
-from bench.errors import ConfigError
+from bench.runtime.errors import ConfigError
 from results_db import default_db_url
 
 APP = Path(__file__).resolve().parent.parent.parent / "leaderboard" / "app.py"

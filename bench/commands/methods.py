@@ -13,7 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.registry import all_methods
+    from bench.train.registry import all_methods
 
     for spec in all_methods():
         aliases = f" (alias: {', '.join(spec.aliases)})" if spec.aliases else ""

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from bench.commands.common import add_db
-from bench.errors import ConfigError
+from bench.runtime.errors import ConfigError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +32,7 @@ def encoder_folder(target: str, db_arg: str | None) -> tuple[Path, str]:
     """The folder to upload, and a one-line description; a run id gets its model card refreshed from the database."""
     if not target.isdigit():
         return Path(target), f"encoder folder {target}"
-    from bench.model_card import write_model_card
+    from bench.report.model_card import write_model_card
     from results_db import ResultsDB
 
     db = ResultsDB(db_arg, create=False)
@@ -49,7 +49,7 @@ def encoder_folder(target: str, db_arg: str | None) -> tuple[Path, str]:
 
 
 def _paper(method: str) -> str:
-    from bench.registry import get_method
+    from bench.train.registry import get_method
 
     try:
         return get_method(method).paper

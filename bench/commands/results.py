@@ -1,7 +1,7 @@
 """`bench results`: list runs and their scores from the results database.
 
 The table format groups the runs of one `bench run` comparison (same config "comparison" hash) and prints them as
-`bench run` does (bench.report: n, subset flags, each method against the reference row with a 95% interval,
+`bench run` does (bench.report.tables: n, subset flags, each method against the reference row with a 95% interval,
 attack effects); other runs get a table each.
 """
 
@@ -12,8 +12,8 @@ import json
 import sys
 
 from bench.commands.common import add_db
-from bench.errors import ConfigError
-from bench.report import comparison_report
+from bench.runtime.errors import ConfigError
+from bench.report.tables import comparison_report
 from results_db import ResultsDB
 from results_db.liveness import with_liveness
 

@@ -10,7 +10,7 @@ install: it never switches task silently). To stay within 15 minutes on two CPU 
 Every method gets one Run row (kind "train"; the untrained backbone a kind "eval" row, method "vanilla") with its
 config, config hash, seed, budget asked/consumed, data fingerprint (evaluation files + training corpus), code and
 package versions and a command that reproduces it alone. `--seeds 0,1,2` trains each method once per seed (one row
-each, same budget); the table then shows mean ± 95% t-interval over seeds. The table (bench.report) gives n per
+each, same budget); the table then shows mean ± 95% t-interval over seeds. The table (bench.report.tables) gives n per
 dataset and each method's difference from the reference row (`--reference`, default the untrained backbone) with a
 95% interval, and what each attack changed. `--resume` finds each method's unfinished row with the same
 config hash and continues it: training from its last checkpoint, evaluation skipping datasets already scored.
@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench import distributed
+from bench.runtime import distributed
 from bench.commands.common import (
     add_allow_pickle,
     add_data_dir,
@@ -47,8 +47,8 @@ from bench.commands.common import (
     record_failure,
     start_processes,
 )
-from bench.errors import ConfigError
-from bench.heartbeat import Heartbeat
+from bench.runtime.errors import ConfigError
+from bench.runtime.heartbeat import Heartbeat
 from results_db.store import liveness_fields
 
 DEFAULT_METHODS = "laser3-self,simcse"
@@ -119,7 +119,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 # ------------------------------------------------------------------------------------ options
 def parse_methods(text: str) -> list[str]:
-    from bench.registry import get_method
+    from bench.train.registry import get_method
 
     names = [m.strip() for m in text.split(",") if m.strip()]
     if not names:
@@ -134,7 +134,7 @@ def parse_methods(text: str) -> list[str]:
 
 
 def parse_overrides(items: list[str], methods: list[str]) -> dict[str, dict[str, Any]]:
-    from bench.registry import get_method
+    from bench.train.registry import get_method
 
     out: dict[str, dict[str, Any]] = {}
     for item in items:
@@ -190,14 +190,14 @@ def default_suites(data_dir: str | None) -> list[str]:
 
 # ----------------------------------------------------------------------------------- the job
 def run(args: argparse.Namespace) -> int:
-    from bench.evaluate import evaluate, locate_datasets
-    from bench.model_info import model_info
-    from bench.provenance import code_version, package_versions
-    from bench.report import comparison_report
-    from bench.suites import EvalContext, parse_suites
-    from bench.train.corpus import load_corpus
+    from bench.evaluate.runner import evaluate, locate_datasets
+    from bench.encode.model_info import model_info
+    from bench.runtime.provenance import code_version, package_versions
+    from bench.report.tables import comparison_report
+    from bench.evaluate.suites import EvalContext, parse_suites
+    from bench.data.corpus import load_corpus
     from bench.train.trainer import per_rank_batch
-    from bench.registry import get_method
+    from bench.train.registry import get_method
 
     t_start = time.time()
     settings = parse_settings(args)
@@ -352,11 +352,11 @@ def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget,
 
 def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir):  # noqa: ANN001, ANN202
     """Train (or resume) one method; returns the folder to evaluate."""
-    from bench.report import loss_warning
+    from bench.report.tables import loss_warning
     from bench.train.trainer import load_backbone, train_method
 
     if not spec.trains:  # the backbone itself (a random BERT is written once under --out/backbones)
-        from bench.encoder import resolve_model
+        from bench.encode.encoder import resolve_model
         from bench.train.trainer import RANDOM_BACKBONE_PREFIX
 
         if not args.backbone.startswith(RANDOM_BACKBONE_PREFIX):
@@ -394,7 +394,7 @@ def _finish_trained(db, run_id: int, method: str, paper: str, encoder_dir: Path,
     them, and the encoder is saved) are deleted unless --keep-checkpoints."""
     import shutil
 
-    from bench.model_card import write_model_card
+    from bench.report.model_card import write_model_card
 
     card = write_model_card(db, run_id, encoder_dir, paper=paper)
     print(f"[{method}] model card {card}")
@@ -406,7 +406,7 @@ def _finish_trained(db, run_id: int, method: str, paper: str, encoder_dir: Path,
 
 
 def _load_encoder(model_dir: str, args: argparse.Namespace):  # noqa: ANN202
-    from bench.models import load_model
+    from bench.evaluate.models import load_model
 
     return load_model(model_dir, pooling=args.pooling, max_len=args.eval_max_len, batch_size=args.eval_batch_size, device=args.device,
                       use_cache=not args.no_cache, backend=args.backend, emb_dtype=args.emb_dtype)  # fmt: skip
@@ -414,7 +414,7 @@ def _load_encoder(model_dir: str, args: argparse.Namespace):  # noqa: ANN202
 
 def reproduce_command(args: argparse.Namespace, method: str, trains: bool, suite_args: list[str], train_seed: int | None = None) -> str:
     """A `bench run` line that redoes this one method with every shared setting explicit."""
-    from bench.registry import get_method
+    from bench.train.registry import get_method
 
     parts = ["bench", "run", "--method", method, "--suite", "+".join(suite_args), "--backbone", args.backbone]
     if trains:
@@ -461,8 +461,8 @@ class RunConfigs:
 
 
 def parse_settings(args: argparse.Namespace) -> RunSettings:
-    from bench.attacks import parse_elong_variants
-    from bench.suites.registry import split_suite_args
+    from bench.evaluate.attacks import parse_elong_variants
+    from bench.evaluate.suites.registry import split_suite_args
     from bench.train import Budget, TrainConfig
 
     budget = Budget.parse(args.budget)
@@ -483,8 +483,8 @@ def run_configs(args: argparse.Namespace, settings: RunSettings, corpus_texts: i
     """Config and config hash of every row of one `bench run` (`bench sweep` computes a point's hash with this too).
 
     Only what defines the result goes in: --sweep/--sweep-point, --out, --db, --resume, device and progress do not."""
-    from bench.provenance import config_hash
-    from bench.registry import get_method
+    from bench.runtime.provenance import config_hash
+    from bench.train.registry import get_method
 
     shared = {
         "backbone": args.backbone,

@@ -17,7 +17,7 @@ import shlex
 from pathlib import Path
 
 from bench.commands.common import add_db
-from bench.errors import ConfigError
+from bench.runtime.errors import ConfigError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -324,7 +324,7 @@ def fingerprint(located: Located) -> str:
     """sha256[:16] over a dataset's files (a BEIR folder: corpus, queries and test qrels, in that order)."""
     import hashlib
 
-    from bench.provenance import file_sha256
+    from bench.runtime.provenance import file_sha256
 
     if located.format != "beir":
         return file_sha256(located.path)[:16]

@@ -17,7 +17,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bench.errors import ConfigError
+from bench.runtime.errors import ConfigError
 from bench.sweep.points import Point
 from bench.sweep.worker import ChildRegistry, PointResult, WorkerSettings, run_point, run_point_job
 

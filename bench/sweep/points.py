@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.errors import ConfigError
+from bench.runtime.errors import ConfigError
 from bench.sweep.spec import SweepSpec, run_option_names, run_parser
 
 
@@ -100,7 +100,7 @@ RUN_ARGS = ("backbone", "budget", "batch_size", "max_len", "corpus", "suite", "d
 
 
 def _method(name: str, spec: SweepSpec, key: str) -> str:
-    from bench.registry import get_method
+    from bench.train.registry import get_method
 
     try:
         return get_method(name.strip(",")).name
@@ -132,7 +132,7 @@ def _parse(argv: list[str], spec: SweepSpec, key: str):  # noqa: ANN202
 def _hash(args, spec: SweepSpec, key: str, corpora: dict) -> tuple[str | None, str]:  # noqa: ANN001
     from bench.commands.run import parse_settings, run_configs
     from bench.data.errors import DataError
-    from bench.registry import get_method
+    from bench.train.registry import get_method
 
     try:
         settings = parse_settings(args)
@@ -143,7 +143,7 @@ def _hash(args, spec: SweepSpec, key: str, corpora: dict) -> tuple[str | None, s
     if get_method(method).trains:
         ck = (args.corpus, args.corpus_limit, args.data_dir)
         if ck not in corpora:
-            from bench.train.corpus import load_corpus
+            from bench.data.corpus import load_corpus
 
             try:
                 corpora[ck] = (len(load_corpus(args.corpus, data_dir=args.data_dir, limit=args.corpus_limit).texts), "")

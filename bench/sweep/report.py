@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from bench.stats import mean_ci
+from bench.report.stats import mean_ci
 from bench.sweep.points import Point
 from bench.sweep.spec import Published, SweepSpec
 from bench.sweep.state import PointState, estimate_seconds, seconds_per_example, training_examples

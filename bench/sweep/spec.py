@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.errors import ConfigError
+from bench.runtime.errors import ConfigError
 
 # Plural spellings the issue and the papers' files use, mapped to `bench run`'s option names.
 PLURALS = {"methods": "method", "seeds": "seed", "backbones": "backbone", "budgets": "budget", "corpora": "corpus",

@@ -62,7 +62,7 @@ def point_states(runs: pd.DataFrame, points: list[Point]) -> list[PointState]:
 def training_examples(point: Point) -> int | None:
     """Examples the budget allows (steps x batch size, or the examples limit); None for time/token-only budgets."""
     from bench.train import Budget
-    from bench.registry import get_method
+    from bench.train.registry import get_method
 
     if not get_method(point.method).trains:
         return 0

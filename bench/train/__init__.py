@@ -1,4 +1,8 @@
-"""The shared trainer every method adapter runs under (SPEC §1), budgets and training corpora.
+"""Training: the shared trainer every method adapter runs under (SPEC §1), budgets, checkpoints, and the method
+protocol and registry (`method.py`, `registry.py`, `hparams.py`).
+
+Owns: turning a backbone, a method adapter, training texts and a budget into a saved encoder folder. Never: reads
+evaluation data or scores anything (a learning curve is a callback the caller passes in), never parses CLI options.
 
 Public API:
     from bench.train import Budget, TrainConfig, train, train_method
@@ -14,22 +18,26 @@ Public API:
     # lower level, with your own model/adapter objects:
     result = train(adapter, model, tokenizer, texts, budget, TrainConfig(...), out_dir, db=None, run_id=None)
 
-An adapter (`bench.method.MethodAdapter`) only builds batches and losses; `train` owns AdamW, the linear warm-up/decay schedule,
+An adapter (`bench.train.method.MethodAdapter`) only builds batches and losses; `train` owns AdamW, the linear warm-up/decay schedule,
 seeding, clipping, bf16 autocast on CUDA, the progress bar, the DB training log, safetensors checkpoints and
 resume, the budget and the non-finite-loss stop. Optional adapter hook: `accepts(text) -> bool` lets the trainer
 skip texts the method cannot use (crop: fewer than two chunks) before they take a batch slot.
 """
 
-from bench.train.budget import BUDGET_KINDS, Budget, Consumption
-from bench.train.trainer import TrainConfig, TrainResult, load_backbone, train, train_method
+# The trainer pulls in torch and transformers; importing `bench.train.method` (what a method adapter needs) must
+# not, so the names below are resolved on first use.
+_LAZY = {
+    "BUDGET_KINDS": "bench.train.budget", "Budget": "bench.train.budget", "Consumption": "bench.train.budget",
+    "TrainConfig": "bench.train.trainer", "TrainResult": "bench.train.trainer", "load_backbone": "bench.train.trainer",
+    "train": "bench.train.trainer", "train_method": "bench.train.trainer",
+}  # fmt: skip
 
-__all__ = [
-    "BUDGET_KINDS",
-    "Budget",
-    "Consumption",
-    "TrainConfig",
-    "TrainResult",
-    "load_backbone",
-    "train",
-    "train_method",
-]
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'bench.train' has no attribute {name!r}")

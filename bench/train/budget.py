@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from bench.errors import ConfigError
+from bench.runtime.errors import ConfigError
 
 BUDGET_KINDS = ("steps", "examples", "tokens", "seconds")
 

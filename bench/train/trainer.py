@@ -5,12 +5,12 @@ to zero at the schedule's horizon, seeded RNGs, gradient clipping, bf16 autocast
 and throughput, training-log rows in the results DB, safetensors checkpoints on a schedule (every tenth of the run
 or N steps, and at least every 10 minutes: CheckpointSchedule) and at the stop, `resume=True` continuing from the
 newest checkpoint to the same final step count, a non-finite loss stopping the run with a TrainingError after
-saving a checkpoint, and SIGTERM/SIGINT stopping it after the current step with a checkpoint (bench.signals).
+saving a checkpoint, and SIGTERM/SIGINT stopping it after the current step with a checkpoint (bench.runtime.signals).
 
 Schedule horizon: the step count the budget implies (steps, or examples / batch size); when the budget only
 limits tokens or seconds, one epoch of the corpus (the papers train one epoch) - training also stops there.
 
-Several processes (launched by torchrun; see bench.distributed): `batch_size` stays the global batch. Every rank
+Several processes (launched by torchrun; see bench.runtime.distributed): `batch_size` stays the global batch. Every rank
 draws the same global batch (same seeded stream and rng), trains on its contiguous shard of the rows, and the
 gradients are averaged over ranks; contrastive losses gather the positives of every rank (methods/losses.py), so a
 step is the one-device step on the whole batch. Budgets count global steps, examples and tokens; rank 0's clock
@@ -35,11 +35,11 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from bench import distributed
-from bench.errors import ConfigError, TrainingError
-from bench.provenance import config_hash
+from bench.runtime import distributed
+from bench.runtime.errors import ConfigError, TrainingError
+from bench.runtime.provenance import config_hash
 from bench.train.budget import Budget, Consumption
-from bench import signals
+from bench.runtime import signals
 from bench.train.checkpoint import CheckpointSchedule, latest_checkpoint, load_checkpoint, save_checkpoint
 
 log = logging.getLogger(__name__)
@@ -341,7 +341,7 @@ def train(
         horizon=horizon, start_step=consumed.steps, start_seconds=consumed.seconds, every_steps=config.checkpoint_every,
         every_seconds=60 * config.checkpoint_minutes, budget_seconds=budget.seconds,
     )
-    signals.defer_stops(True)  # SIGTERM/SIGINT: finish the step, checkpoint, then stop (bench.signals)
+    signals.defer_stops(True)  # SIGTERM/SIGINT: finish the step, checkpoint, then stop (bench.runtime.signals)
     try:
         while True:
             if distributed.broadcast_float(float(signals.stop_requested())):  # rank 0's signal stops every rank
@@ -429,7 +429,7 @@ def train(
         losses=losses,
     )
     if save_encoder_dir is not None:
-        from bench.encoder import save_encoder
+        from bench.encode.encoder import save_encoder
 
         target = Path(save_encoder_dir)
         target = target if target.is_absolute() else out / target
@@ -448,11 +448,11 @@ RANDOM_BACKBONE_PREFIX = "random-bert-"
 def load_backbone(name: str, cache_dir: str | Path | None = None) -> tuple[torch.nn.Module, Any, str]:
     """(model, tokenizer, resolved source). Names: a folder, 'minilm' (packaged all-MiniLM-L6-v2), a hub id, or
     'random-bert-tiny|mini|small' (random BERT on the packaged vocab, written once under cache_dir, seed 0)."""
-    from bench.encoder import load_transformer
+    from bench.encode.encoder import load_transformer
 
     source = None
     if name.startswith(RANDOM_BACKBONE_PREFIX):
-        from bench.backbones import make_random_bert
+        from bench.encode.backbones import make_random_bert
 
         size = name[len(RANDOM_BACKBONE_PREFIX) :]
         root = Path(cache_dir or Path.home() / ".cache" / "lenbench" / "backbones")
@@ -480,7 +480,7 @@ def train_method(
 ) -> TrainResult:
     """Load the backbone, build the method's adapter with its config (`method_config`, else the paper defaults
     with `method_overrides`), train, save the encoder."""
-    from bench.registry import get_method
+    from bench.train.registry import get_method
 
     spec = get_method(method)
     if not spec.trains:

@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from bench import stats
+from bench.report import stats
 from leaderboard import cache, tables
 from leaderboard.queries import DBState
 from leaderboard.text import literal

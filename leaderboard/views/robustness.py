@@ -158,7 +158,7 @@ def _diag_section(state: DBState, filters: tables.RunFilters, runs: pd.DataFrame
     st.caption(
         "pair_cos_shift: mean change of STS-B pair cosines under the attack; intra_sim_adj: token-to-document "
         "similarity minus token anisotropy; anisotropy: mean cosine of random sentence pairs; positional_jsd: "
-        "Jensen-Shannon distance between pair-cosine histograms with and without shuffled words (bench/suites/diag.py)."
+        "Jensen-Shannon distance between pair-cosine histograms with and without shuffled words (bench/evaluate/suites/diag.py)."
     )
     wide = diag.pivot_table(index=[*tables.GROUP_KEYS, "metric"], columns="variant", values="value", aggfunc="first")
     wide = wide.reindex(columns=variant_order).reset_index()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from bench.method import MethodSpec
+from bench.train.method import MethodSpec
 from methods.pairs import PairContrastiveAdapter
 
 

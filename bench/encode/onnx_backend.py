@@ -1,7 +1,7 @@
 """ONNX Runtime inference for `Encoder(backend="onnx")`: the transformer plus pooling, exported once per weights.
 
 The graph maps (input_ids, attention_mask) -> pooled vectors (mean over the mask, or [CLS]), the same pooling as
-`bench.encoder.pool`; the encoder normalises. How it is made (`export_pooled`):
+`bench.encode.encoder.pool`; the encoder normalises. How it is made (`export_pooled`):
 
 1. torch's TorchScript-based exporter (`torch.onnx.export(dynamo=False)`: the dynamo exporter needs onnxscript,
    which is not a dependency) traces the model with *eager* attention and a padded example batch (so the
@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bench.errors import ModelLoadError
+from bench.runtime.errors import ModelLoadError
 
 if TYPE_CHECKING:
-    from bench.encoder import Encoder
+    from bench.encode.encoder import Encoder
 
 OPSET = 17
 # Part of the file name. 1: SDPA export, unverified. 2: eager export + ORT transformer fusion, probe-verified.
@@ -140,7 +140,7 @@ def torch_pooled(model: Any, pooling: str, batch: dict[str, np.ndarray]) -> np.n
     """The torch model's pooled output on `batch`, as the torch backend computes it (float32, on the CPU)."""
     import torch
 
-    from bench.encoder import pool
+    from bench.encode.encoder import pool
 
     was_training = model.training
     device = next(model.parameters()).device
@@ -161,7 +161,7 @@ def trace_graph(model: Any, pooling: str) -> Any:
     import onnx
     import torch
 
-    from bench.encoder import pool
+    from bench.encode.encoder import pool
 
     class Pooled(torch.nn.Module):
         def __init__(self, inner: torch.nn.Module):

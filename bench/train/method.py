@@ -1,6 +1,6 @@
 """The method-adapter protocol and the registry entry type: what one training method declares and does; the shared
 trainer does the rest. Methods (built-in ones in `methods/`, plug-ins elsewhere) import these types from here and
-register through the `lenbench.methods` entry-point group (`bench.registry`); the harness never imports them.
+register through the `lenbench.methods` entry-point group (`bench.train.registry`); the harness never imports them.
 
 An adapter turns raw training texts into a batch and a batch into a loss. It never owns the optimiser, the
 schedule, the budget, checkpoints or logging: those belong to the shared trainer (`bench.train`), so every
@@ -72,7 +72,7 @@ class MethodSpec:
     def config_from(self, overrides: dict[str, Any]) -> Any:
         """Defaults with overrides applied and validated (type from the annotation, range from `hp(...)`, then the
         config's own __post_init__); an unknown key is an error that lists the known ones. Raises ValueError."""
-        from bench.hparams import check_ranges, check_types
+        from bench.train.hparams import check_ranges, check_types
 
         known = {f.name: f for f in fields(self.config_cls)}
         unknown = sorted(set(overrides) - set(known))

@@ -1,9 +1,9 @@
 """The comparison tables the CLI prints (`bench run`, `bench results`, `bench eval`): what a reviewer asks for.
 
 For each dataset: n (items scored) and a `[N]` flag on a `--limit` subset (`stsb[300]`); per method the clean and
-attacked scores (mean +- 95% t-interval over seeds when a method has several runs, `bench.stats.mean_ci`); for
+attacked scores (mean +- 95% t-interval over seeds when a method has several runs, `bench.report.stats.mean_ci`); for
 each method against the reference row the difference with a 95% interval: a paired bootstrap over the items the
-database keeps (STS pairs, retrieval queries, kNN test items; `bench.stats.paired_bootstrap`) for one run, or
+database keeps (STS pairs, retrieval queries, kNN test items; `bench.report.stats.paired_bootstrap`) for one run, or
 the t-interval of the per-seed differences for several; and for every attacked variant the share of texts the
 attack changed and of clean texts already cut at max_len (Score.info), with a warning when under half changed.
 
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.stats import mean_ci, paired_bootstrap
+from bench.report.stats import mean_ci, paired_bootstrap
 from results_db import ResultsDB
 
 CLEAN = "clean"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import torch
 
-from bench.encoder import reference_model_dir
-from bench.errors import ModelLoadError
+from bench.encode.encoder import reference_model_dir
+from bench.runtime.errors import ModelLoadError
 
 
 @dataclass(frozen=True)

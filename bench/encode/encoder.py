@@ -9,11 +9,11 @@ Public API (the sharded evaluation of issue 12 is a thin layer over it):
     enc.encode_into_cache(texts, normalize=True) -> int      # encode what the cache lacks, return how many texts
         were encoded; builds no matrix (each rank encodes its shard this way; rank 0 then calls `encode(all)`,
         which is all cache hits)
-    enc.tokenize(texts) -> bench.attacks.ModelInputs        # the truncated token ids the model sees
+    enc.tokenize(texts) -> bench.evaluate.attacks.ModelInputs        # the truncated token ids the model sees
     enc.token_embeddings(texts)                              # per-token vectors (length diagnostics; torch)
 
 Streaming: `encode` walks the texts in chunks of `chunk_size` (10,000) texts. Per chunk it looks each text up in
-the cache (text -> token-id key -> vector, see `bench.cache`), tokenises only the texts the cache has never seen,
+the cache (text -> token-id key -> vector, see `bench.encode.cache`), tokenises only the texts the cache has never seen,
 encodes the distinct missing model inputs in length-sorted batches with dynamic padding, writes each vector
 straight into one preallocated (n, dim) matrix (float32, or float16 with emb_dtype="fp16") and commits the chunk
 to the cache. Peak memory is that matrix plus one chunk's token ids; a killed run resumes where it stopped (what
@@ -29,7 +29,7 @@ hashes, the dimension from config.json; the tokenizer loads when a text misses t
 transformers.
 
 Backends (`backend=`): "torch" (transformers' model), "onnx" (ONNX Runtime on a graph exported once from the same
-weights by `bench.onnx_backend`, stored beside the embedding cache and keyed by the fingerprint and pooling), or
+weights by `bench.encode.onnx_backend`, stored beside the embedding cache and keyed by the fingerprint and pooling), or
 "auto" = onnx on CPU when onnxruntime is installed, torch otherwise (and always on CUDA). Pooling and
 normalisation are the same for both (the ONNX graph pools; normalisation is done here, in float32).
 """
@@ -47,10 +47,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bench.attacks import ModelInputs, model_inputs
-from bench.batching import plan_batches
-from bench.cache import EmbeddingCache, default_cache_dir, ids_key, text_key
-from bench.errors import ConfigError, ModelLoadError
+from bench.evaluate.attacks import ModelInputs, model_inputs
+from bench.encode.batching import plan_batches
+from bench.encode.cache import EmbeddingCache, default_cache_dir, ids_key, text_key
+from bench.runtime.errors import ConfigError, ModelLoadError
 
 if TYPE_CHECKING:  # torch is imported only when a model must run
     import torch
@@ -149,13 +149,13 @@ def resolve_backend(backend: str, device: str) -> str:
         raise ConfigError(f"backend {backend!r} is not one of {BACKENDS}")
     on_cpu = device.split(":")[0] == "cpu"
     if backend == "auto":
-        from bench.onnx_backend import onnxruntime_available
+        from bench.encode.onnx_backend import onnxruntime_available
 
         return "onnx" if on_cpu and onnxruntime_available() else "torch"
     if backend == "onnx" and not on_cpu:
         raise ConfigError(f"--backend onnx runs on the CPU only; use --backend torch for device {device!r}")
     if backend == "onnx":
-        from bench.onnx_backend import onnxruntime_available
+        from bench.encode.onnx_backend import onnxruntime_available
 
         if not onnxruntime_available():
             raise ConfigError("--backend onnx needs the onnxruntime package (pip install onnxruntime), or use --backend torch")
@@ -178,12 +178,12 @@ def load_transformer(name: str, source: str | None = None) -> tuple[Any, Any, st
 
 
 def load_weights(name: str, source: str) -> Any:
-    """transformers' AutoModel of `source`, from safetensors unless pickles are allowed (see bench.weights)."""
+    """transformers' AutoModel of `source`, from safetensors unless pickles are allowed (see bench.encode.weights)."""
     from transformers import AutoModel
 
-    from bench.weights import PICKLE_ERRORS, load_options, refused_pickle
+    from bench.encode.weights import PICKLE_ERRORS, load_options, refused_pickle
 
-    options = load_options(name, source)  # safetensors unless --allow-pickle (see bench.weights)
+    options = load_options(name, source)  # safetensors unless --allow-pickle (see bench.encode.weights)
     try:
         return AutoModel.from_pretrained(source, **options)
     except PICKLE_ERRORS as exc:
@@ -200,7 +200,7 @@ def load_tokenizer(name: str, source: str) -> Any:
     if Path(source).is_dir() and not (Path(source) / "config.json").is_file():
         raise ModelLoadError(
             f"cannot load model {name!r}: the folder {source} has no config.json, so it is not a transformers "
-            "model folder (save one with bench.encoder.save_encoder or transformers' save_pretrained)"
+            "model folder (save one with bench.encode.encoder.save_encoder or transformers' save_pretrained)"
         )
     try:
         return AutoTokenizer.from_pretrained(source)
@@ -321,7 +321,7 @@ class Encoder:
             config = Path(source) / "config.json"
             if not config.is_file():
                 load_tokenizer(name, source)  # raises the clear "not a transformers model folder" error
-            from bench.weights import load_options
+            from bench.encode.weights import load_options
 
             if load_options(name, source).get("use_safetensors") is False:
                 # pickle weights: loaded (and refused, if they hold more than tensors) now, before a run is recorded
@@ -559,7 +559,7 @@ class Encoder:
 
     def _onnx_session(self) -> Any:
         if self._onnx is None:
-            from bench.onnx_backend import OnnxPooledModel
+            from bench.encode.onnx_backend import OnnxPooledModel
 
             self._onnx = OnnxPooledModel.for_encoder(self)
         return self._onnx
@@ -648,7 +648,7 @@ def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> to
 
 def _folder_fingerprint(folder: str) -> str:
     """sha256 of the weight files and config of a local model folder (cheaper than hashing tensors)."""
-    from bench.provenance import file_sha256
+    from bench.runtime.provenance import file_sha256
 
     h = hashlib.sha256()
     root = Path(folder)

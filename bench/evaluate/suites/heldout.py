@@ -4,7 +4,7 @@ For offline checks without labelled data (name it: `--suite heldout@elong`; `ben
 held-out wiki-offline article gives one query, its LAST sentence, whose only relevant document is the rest of that
 article; the corpus is the rests of all held-out articles (448). The first sentence would name the article's
 subject and make the task trivial (all-MiniLM-L6-v2: nDCG@10 95.6, recall@100 100); the last sentence rarely
-does (nDCG@10 84.7). Scored as the BEIR suites (bench.suites.retrieval: exact cosine search or BM25, through
+does (nDCG@10 84.7). Scored as the BEIR suites (bench.evaluate.suites.retrieval: exact cosine search or BM25, through
 pytrec_eval, x100) on nDCG@10 (main) and MRR@10; recall@100 is not reported, since one relevant document among
 448 sits in every top 100 (99.6). `@elong` elongates the documents (m in the run's variants, within max_len), as
 the retrieval suites do. It is not a published benchmark: results are labelled `heldout` and must not be
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench.suites.base import EvalContext, SuiteError
+from bench.evaluate.suites.base import EvalContext, SuiteError
 from results_db import ScoreRecord
 
 DATASET = "wiki-offline-heldout"
@@ -27,8 +27,8 @@ METRICS = ("ndcg_at_10", "mrr_at_10")  # recall@100 is at its ceiling on 448 doc
 
 def known_item_pairs(limit: int | None = None) -> tuple[list[str], list[str], list[str]]:
     """(query ids, queries = last sentences, documents = the sentences before) of held-out articles with >= 2."""
-    from bench.train.corpus import is_heldout, wiki_offline_articles
-    from bench.train.sentences import split_sentences
+    from bench.data.corpus import is_heldout, wiki_offline_articles
+    from bench.data.sentences import split_sentences
 
     ids, queries, docs = [], [], []
     for article in wiki_offline_articles():
@@ -53,10 +53,10 @@ class HeldoutSuite:
         return [DATASET]
 
     def evaluate(self, model: Any, dataset: str, ctx: EvalContext) -> list[ScoreRecord]:
-        from bench.train.corpus import wiki_offline_file
+        from bench.data.corpus import wiki_offline_file
 
         from bench.data.readers import RetrievalData
-        from bench.suites.retrieval import score_retrieval
+        from bench.evaluate.suites.retrieval import score_retrieval
 
         ids, queries, docs = known_item_pairs(ctx.limit)
         if len(ids) < 2:

@@ -12,7 +12,7 @@ Each query's top `TOP_K` (1000, as BEIR and mteb) documents form the run. Querie
 are dropped (mteb does the same). Identical query/document ids are removed from the run for the datasets whose
 mteb task definitions ask for it (ArguAna, Quora, FiQA, FEVER), so published MTEB figures are reproduced.
 
-`@elong`: documents are attacked (each variant of `ctx.elong`, via `bench.attacks.attack_texts`, cut at the
+`@elong`: documents are attacked (each variant of `ctx.elong`, via `bench.evaluate.attacks.attack_texts`, cut at the
 model's max_len), queries stay clean. A lexical model (BM25) brings its own word-level attack and search.
 
 `--limit N` evaluates a deterministic slice that stays a meaningful retrieval problem: the first N judged
@@ -33,12 +33,12 @@ from typing import Any
 import numpy as np
 import pytrec_eval
 
-from bench.attacks import AttackedTexts, AttackMeter, attack_texts
+from bench.evaluate.attacks import AttackedTexts, AttackMeter, attack_texts
 from bench.data import BEIR14, find, get_info, read_beir
 from bench.data.catalog import CQADUPSTACK_FORUMS
 from bench.data.errors import DataError
 from bench.data.readers import RetrievalData
-from bench.suites.base import CLEAN, EvalContext, SuiteError
+from bench.evaluate.suites.base import CLEAN, EvalContext, SuiteError
 from results_db import ItemValues, ScoreRecord
 
 TOP_K = 1000
@@ -273,7 +273,7 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
     query_ids = list(data.qrels)
     queries = [data.queries[q] for q in query_ids]
     doc_ids = list(data.corpus)
-    # BM25 scores title and text as fields of their own (bench.lexical); encoders read title + " " + text
+    # BM25 scores title and text as fields of their own (bench.evaluate.lexical); encoders read title + " " + text
     clean_docs = CorpusTexts(data, doc_ids, fields=is_lexical(model))
     ignore_identical = dataset in IGNORE_IDENTICAL_IDS
     q_emb = None if is_lexical(model) else model.encode(queries, desc=f"{dataset} queries")  # once: never attacked

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from bench.attacks import attack_texts
+from bench.evaluate.attacks import attack_texts
 from bench.data import CATALOG, DatasetInfo
 from bench.data.errors import DataError, DatasetMissingError
-from bench.suites.base import CLEAN, EvalContext, SuiteError
+from bench.evaluate.suites.base import CLEAN, EvalContext, SuiteError
 from results_db import ScoreRecord
 
 logger = logging.getLogger(__name__)
@@ -34,13 +34,13 @@ logger = logging.getLogger(__name__)
 
 # ------------------------------------------------------------------- encoder adapter
 def _encoder_adapter_class():
-    """The adapter class, built on first use so that `import bench.suites.mteb_suite` never imports mteb."""
+    """The adapter class, built on first use so that `import bench.evaluate.suites.mteb_suite` never imports mteb."""
     from mteb.models.abs_encoder import AbsEncoder
     from mteb.models.model_meta import ModelMeta, ScoringFunction
     from mteb.types import PromptType
 
     class BenchMTEBEncoder(AbsEncoder):
-        """A `bench.encoder.Encoder` behind mteb's EncoderProtocol (encode + similarity + mteb_model_meta).
+        """A `bench.encode.encoder.Encoder` behind mteb's EncoderProtocol (encode + similarity + mteb_model_meta).
 
         `attack` ('2', '4', '8', 'rand', ...) elongates the inputs mteb hands over: all of them, except for
         retrieval queries, which stay clean.
@@ -108,7 +108,7 @@ def local_sts_task(dataset: str, ctx: EvalContext) -> Any:
     from datasets import Dataset, DatasetDict
     from mteb.abstasks.sts import AbsTaskSTS
 
-    from bench.suites.sts import load_sts
+    from bench.evaluate.suites.sts import load_sts
 
     data = load_sts(dataset, ctx)
     rows = {"sentence1": data.sentences1, "sentence2": data.sentences2, "score": data.scores}
@@ -134,7 +134,7 @@ def local_retrieval_task(dataset: str, ctx: EvalContext) -> Any:
     from mteb.abstasks.retrieval import AbsTaskRetrieval
     from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
 
-    from bench.suites.retrieval import IGNORE_IDENTICAL_IDS, load_retrieval
+    from bench.evaluate.suites.retrieval import IGNORE_IDENTICAL_IDS, load_retrieval
 
     data = load_retrieval(dataset, ctx)
     # The document string is built here (title + " " + text) so mteb sees exactly what the beir suite encodes.

@@ -14,7 +14,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from bench.errors import ModelLoadError
+from bench.runtime.errors import ModelLoadError
 
 ALLOW_PICKLE_ENV = "LENBENCH_ALLOW_PICKLE"
 SAFETENSORS_FILES = ("model.safetensors", "model.safetensors.index.json")

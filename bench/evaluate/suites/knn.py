@@ -27,11 +27,11 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 
-from bench.attacks import AttackMeter, attack_texts
+from bench.evaluate.attacks import AttackMeter, attack_texts
 from bench.data import find, get_info, read_labelled
 from bench.data.errors import DataError
 from bench.data.readers import LabelledData
-from bench.suites.base import CLEAN, EvalContext, SuiteError
+from bench.evaluate.suites.base import CLEAN, EvalContext, SuiteError
 from results_db import ItemValues, ScoreRecord
 
 K = 10

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from importlib import metadata
 
-from bench.method import MethodSpec
+from bench.train.method import MethodSpec
 
 log = logging.getLogger(__name__)
 

@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import jensenshannon
 
-from bench.attacks import AttackMeter, attack_texts, shuffle_words
+from bench.evaluate.attacks import AttackMeter, attack_texts, shuffle_words
 from bench.data.errors import DataError
-from bench.suites.base import CLEAN, EvalContext, SuiteError, variant_name
-from bench.suites.sts import load_sts, pair_cosines
+from bench.evaluate.suites.base import CLEAN, EvalContext, SuiteError, variant_name
+from bench.evaluate.suites.sts import load_sts, pair_cosines
 from results_db import ItemValues, ScoreRecord
 
 DATASET = "stsb"

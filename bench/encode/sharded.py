@@ -1,12 +1,12 @@
 """Sharded encoding under torchrun: every rank encodes a disjoint share of each text list, every rank gets it all.
 
-`ShardedEncoder` wraps an encoder (anything with the `bench.encoder.Encoder` API) and changes only `encode` and
+`ShardedEncoder` wraps an encoder (anything with the `bench.encode.encoder.Encoder` API) and changes only `encode` and
 `token_embeddings`; everything else (name, tokenizer, max_len, fingerprint, cache...) is the wrapped encoder's.
 The suites run unchanged on every rank, in lockstep: each call's distinct texts are spread over the ranks
 (sorted by length and dealt round-robin, so shares cost about the same), each rank encodes its share through
 the wrapped encoder (its embedding cache included), and the vectors come back to every rank in one all_gather.
 So a text is encoded once across ranks, and every rank holds the same embeddings as one process would: the
-scores are the single-process scores. Rank 0 writes them (bench.evaluate); the other ranks' copies of the
+scores are the single-process scores. Rank 0 writes them (bench.evaluate.runner); the other ranks' copies of the
 search and scoring are the price of running the suites' code unchanged.
 
 Nothing here runs without a process group of more than one rank: `shard_encoder` returns the encoder as it is.
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import distributed
+from bench.runtime import distributed
 
 
 def shard_encoder(model: Any) -> Any:

@@ -1,7 +1,7 @@
 """What a suite is: a named list of datasets, each scored (clean and, when attacked, per elongation variant).
 
 A suite module defines a class with `name`, `datasets()` and `evaluate(model, dataset, ctx)`, and registers a
-parser in `bench.suites.registry` for the suite strings it understands ("sts", "beir:scifact", ...).
+parser in `bench.evaluate.suites.registry` for the suite strings it understands ("sts", "beir:scifact", ...).
 """
 
 from __future__ import annotations

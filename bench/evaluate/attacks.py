@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bench.errors import ConfigError
+from bench.runtime.errors import ConfigError
 
 
 class Tokenizer(Protocol):

@@ -21,10 +21,10 @@ def load_model(
 ) -> Any:
     """BM25 for 'bm25', else an `Encoder` (lazy for local folders: nothing heavy loads until a text must be encoded)."""
     if name.lower() in LEXICAL_MODELS:
-        from bench.lexical import BM25Model
+        from bench.evaluate.lexical import BM25Model
 
         return BM25Model(max_len=max_len)
-    from bench.encoder import Encoder
+    from bench.encode.encoder import Encoder
 
     return Encoder.load(
         name,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.data.errors import DataError
-from bench.suites.base import SuiteError
+from bench.evaluate.suites.base import SuiteError
 from results_db.errors import ResultsDBError
 
 

@@ -10,10 +10,10 @@ Measured on SciFact (nDCG@10): multifield 66.1, flat 67.9; BEIR publishes 66.5. 
 with a query are not returned. `settings()` is recorded in every run row.
 
 Indexing streams: the corpus is read, tokenised (bm25s's tokenizer) and indexed chunk by chunk
-(`bench.bm25_index` builds the same score matrix bm25s would and hands it to bm25s for scoring), so memory is the
+(`bench.evaluate.bm25_index` builds the same score matrix bm25s would and hands it to bm25s for scoring), so memory is the
 index itself, not the whole corpus's token lists (issue 10: FEVER's 5.4M documents within 12 GB).
 
-Elongation for BM25 is word-level: `bench.attacks.elongate` copies the text m times, and nothing is truncated,
+Elongation for BM25 is word-level: `bench.evaluate.attacks.elongate` copies the text m times, and nothing is truncated,
 because BM25 has no max_len. The 'rand' variant draws m per text as the token-aware attack does,
 m ~ U{1..max(1, (max_len - 2) // n_words)}, with whitespace words standing in for tokens, so elongated texts have
 comparable length ranges across models.
@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.attacks import AttackedTexts, elongate, sample_m
-from bench.bm25_index import FieldIndexBuilder
+from bench.evaluate.attacks import AttackedTexts, elongate, sample_m
+from bench.evaluate.bm25_index import FieldIndexBuilder
 
 STOPWORDS = "en"  # bm25s ships this list; nothing is fetched
 STEMMER = "english"  # PyStemmer's Snowball English stemmer
@@ -129,7 +129,7 @@ class BM25Model:
 
     def _index(self, corpus: Sequence[str | tuple[str, str]]) -> list[Any]:
         """One bm25s index per field (None for a field where no document has a term, e.g. a corpus without titles),
-        built chunk by chunk: only one chunk's texts and token lists exist at a time (bench.bm25_index)."""
+        built chunk by chunk: only one chunk's texts and token lists exist at a time (bench.evaluate.bm25_index)."""
         n_fields = 1 if self.fields == "flat" else 2
         builders = [FieldIndexBuilder(self.k1, self.b, self.method) for _ in range(n_fields)]
         for start in range(0, len(corpus), self.chunk_docs):

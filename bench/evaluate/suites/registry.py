@@ -15,17 +15,17 @@ import importlib
 from collections.abc import Iterable
 from typing import Any
 
-from bench.suites.base import Suite, SuiteError
+from bench.evaluate.suites.base import Suite, SuiteError
 
 # prefix -> "module:factory"; factory(arg: str | None) -> Suite
 SUITE_FACTORIES: dict[str, str] = {
-    "sts": "bench.suites.sts:make_suite",
-    "beir": "bench.suites.retrieval:make_suite",
-    "beir14": "bench.suites.retrieval:make_beir14",
-    "knn": "bench.suites.knn:make_suite",
-    "mteb": "bench.suites.mteb_suite:make_suite",
-    "diag": "bench.suites.diag:make_suite",
-    "heldout": "bench.suites.heldout:make_suite",  # constructed known-item task (bench run offline default)
+    "sts": "bench.evaluate.suites.sts:make_suite",
+    "beir": "bench.evaluate.suites.retrieval:make_suite",
+    "beir14": "bench.evaluate.suites.retrieval:make_beir14",
+    "knn": "bench.evaluate.suites.knn:make_suite",
+    "mteb": "bench.evaluate.suites.mteb_suite:make_suite",
+    "diag": "bench.evaluate.suites.diag:make_suite",
+    "heldout": "bench.evaluate.suites.heldout:make_suite",  # constructed known-item task (bench run offline default)
 }
 
 

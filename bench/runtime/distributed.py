@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 
-from bench.errors import TrainingError
+from bench.runtime.errors import TrainingError
 
 if TYPE_CHECKING:
     import torch
@@ -106,7 +106,7 @@ def init_from_env(device: str | None = None) -> bool:
 
     nccl when the run uses CUDA (each rank on cuda:LOCAL_RANK), gloo otherwise. Idempotent. Rank > 0 logs only
     warnings. SIGTERM (torchrun stopping the survivors of a failed rank, or a scheduler stopping the job) is
-    bench.signals' business: the trainer stops every rank at the same step when rank 0 gets one.
+    bench.runtime.signals' business: the trainer stops every rank at the same step when rank 0 gets one.
     """
     if env_world_size() <= 1:
         return False

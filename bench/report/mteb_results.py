@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from bench.data.catalog import CATALOG, CQADUPSTACK_FORUMS
-from bench.errors import ConfigError
+from bench.runtime.errors import ConfigError
 from results_db import ScoreRecord
 
 REFERENCE_KIND = "reference"
@@ -317,7 +317,7 @@ def read_mteb_results(directory: str | Path) -> tuple[list[ReferenceModel], list
 def import_references(db: Any, models: list[ReferenceModel], command: str) -> list[tuple[ReferenceModel, int, bool]]:
     """One finished Run (kind 'reference') per model; a model already imported with the same scores is not
     duplicated. Returns (model, run id, newly imported)."""
-    from bench.provenance import code_version, config_hash, package_versions
+    from bench.runtime.provenance import code_version, config_hash, package_versions
 
     existing = db.runs()
     out = []

@@ -8,9 +8,9 @@ from typing import Any
 
 import pandas as pd
 
-from bench import distributed
-from bench.sharded import shard_encoder
-from bench.suites.base import CLEAN, EvalContext, Suite, SuiteError
+from bench.runtime import distributed
+from bench.encode.sharded import shard_encoder
+from bench.evaluate.suites.base import CLEAN, EvalContext, Suite, SuiteError
 from results_db import ResultsDB, ScoreRecord
 
 
@@ -77,7 +77,7 @@ def evaluate(
     Datasets the run already has scores for (a resumed run) are not evaluated again.
 
     Under torchrun every rank calls this with the same arguments, rank 0 alone with `db`: texts to encode are
-    shared out over the ranks (bench.sharded), rank 0's list of finished datasets is every rank's, and every rank
+    shared out over the ranks (bench.encode.sharded), rank 0's list of finished datasets is every rank's, and every rank
     returns the same records.
     """
     check_model(model, suites)

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from bench.attacks import AttackMeter, attack_texts
+from bench.evaluate.attacks import AttackMeter, attack_texts
 from bench.data import STS_FORMATS, STS_SUITE, find, get_info
 from bench.data.errors import DataError
 from bench.data.readers import check_gold_varies
-from bench.suites.base import CLEAN, EvalContext, SuiteError
+from bench.evaluate.suites.base import CLEAN, EvalContext, SuiteError
 from results_db import ItemValues, ScoreRecord
 
 
