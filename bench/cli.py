@@ -16,6 +16,18 @@ class CLIError(Exception):
     """An error to show the user as one line, without a traceback (exit status 2)."""
 
 
+def user_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that mean the user's input is at fault: shown as one line (exit 2), not a traceback. Each
+    stage defines its own; only the top of the program knows them all."""
+    from bench.data.errors import DataError
+    from bench.evaluate.suites.base import SuiteError
+    from bench.runtime.errors import ConfigError, ModelLoadError, TrainingError
+    from results_db.errors import ResultsDBError
+
+    return (DataError, ModelLoadError, SuiteError, ConfigError, TrainingError, FileNotFoundError, KeyError,
+            ResultsDBError)  # fmt: skip
+
+
 def package_version() -> str:
     """The installed distribution's version (pyproject.toml), or 'unknown' for a checkout that is not installed."""
     from importlib import metadata
@@ -77,9 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - one clear line for expected errors, traceback with -v
-        from bench.runtime.errors import USER_ERRORS
-
-        if args.verbose or not isinstance(exc, USER_ERRORS):
+        if args.verbose or not isinstance(exc, user_errors()):
             raise
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2

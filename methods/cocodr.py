@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from bench.encode.encoder import POOLINGS
+from bench.encode.pooling import POOLINGS
 from bench.train.hparams import hp
 from bench.train.method import MethodSpec
 from methods.laser3 import Laser3IntraAdapter

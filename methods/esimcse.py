@@ -49,7 +49,7 @@ from typing import Any
 import torch
 
 from bench.runtime import distributed
-from bench.encode.encoder import POOLINGS
+from bench.encode.pooling import POOLINGS
 from bench.train.hparams import hp
 from bench.train.method import MethodSpec
 from methods.losses import info_nce

@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass
 
 from bench.evaluate.attacks import max_m, sample_m
-from bench.encode.encoder import POOLINGS
+from bench.encode.pooling import POOLINGS
 from bench.train.hparams import hp
 from bench.train.method import MethodSpec
 from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from bench.encode.encoder import POOLINGS, pool
+from bench.encode.pooling import POOLINGS, pool
 from methods.losses import info_nce
 
 Pair = tuple[list[int], list[int]]  # (anchor ids, positive ids), special tokens included

@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.encode.encoder import POOLINGS, pool
+from bench.encode.pooling import POOLINGS, pool
 from methods import eda
 from bench.train.hparams import hp
 from bench.train.method import MethodSpec

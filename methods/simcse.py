@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bench.encode.encoder import POOLINGS
+from bench.encode.pooling import POOLINGS
 from bench.train.hparams import hp
 from bench.train.method import MethodSpec
 from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bench.encode.encoder import POOLINGS
+from bench.encode.pooling import POOLINGS
 from bench.train.hparams import hp
 from bench.train.method import MethodSpec
 

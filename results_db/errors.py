@@ -1,5 +1,5 @@
 """Errors about the results database itself (where it is, what it holds): each is one line naming the database
-and what to do. `bench` shows them without a traceback (bench.runtime.errors.USER_ERRORS)."""
+and what to do. `bench` shows them without a traceback (bench.cli.user_errors)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from bench.evaluate.attacks import attack_batch, attack_texts, elongate_random, elongate_within, model_inputs
+from bench.encode.inputs import model_inputs
+from bench.evaluate.attacks import attack_batch, attack_texts, elongate_random, elongate_within
 from bench.encode.encoder import Encoder
 from bench.evaluate.suites.base import EvalContext
 from bench.evaluate.suites.retrieval import exact_search, score_retrieval

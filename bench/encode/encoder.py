@@ -9,7 +9,7 @@ Public API (the sharded evaluation of issue 12 is a thin layer over it):
     enc.encode_into_cache(texts, normalize=True) -> int      # encode what the cache lacks, return how many texts
         were encoded; builds no matrix (each rank encodes its shard this way; rank 0 then calls `encode(all)`,
         which is all cache hits)
-    enc.tokenize(texts) -> bench.evaluate.attacks.ModelInputs        # the truncated token ids the model sees
+    enc.tokenize(texts) -> bench.encode.inputs.ModelInputs           # the truncated token ids the model sees
     enc.token_embeddings(texts)                              # per-token vectors (length diagnostics; torch)
 
 Streaming: `encode` walks the texts in chunks of `chunk_size` (10,000) texts. Per chunk it looks each text up in
@@ -47,15 +47,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bench.evaluate.attacks import ModelInputs, model_inputs
 from bench.encode.batching import plan_batches
 from bench.encode.cache import EmbeddingCache, default_cache_dir, ids_key, text_key
+from bench.encode.inputs import ModelInputs, model_inputs
+from bench.encode.pooling import POOLINGS, pool
 from bench.runtime.errors import ConfigError, ModelLoadError
 
 if TYPE_CHECKING:  # torch is imported only when a model must run
     import torch
 
-POOLINGS = ("mean", "cls")
 BACKENDS = ("auto", "torch", "onnx")
 EMB_DTYPES = {"fp32": np.float32, "fp16": np.float16}
 # Token slots (texts x longest) per CPU batch, by backend: one-thread throughput of all-MiniLM-L6-v2 peaks when a
@@ -380,6 +380,11 @@ class Encoder:
         return torch.device(self.device_name)
 
     @property
+    def cache_dir(self) -> Path:
+        """Folder of the embedding cache and of ONNX exports."""
+        return self._cache_dir
+
+    @property
     def fingerprint(self) -> str:
         if self._fingerprint is None:
             self._fingerprint = weights_fingerprint(self.model)
@@ -635,15 +640,6 @@ def _config_dim(config: Path) -> int | None:
         return None
     dim = data.get("hidden_size") or data.get("d_model") or data.get("dim")
     return int(dim) if dim else None
-
-
-def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str) -> torch.Tensor:
-    if pooling == "cls":
-        return hidden[:, 0]
-    if pooling == "mean":
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-    raise ValueError(f"pooling {pooling!r} is not one of {POOLINGS}")
 
 
 def _folder_fingerprint(folder: str) -> str:

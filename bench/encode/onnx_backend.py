@@ -1,7 +1,7 @@
 """ONNX Runtime inference for `Encoder(backend="onnx")`: the transformer plus pooling, exported once per weights.
 
 The graph maps (input_ids, attention_mask) -> pooled vectors (mean over the mask, or [CLS]), the same pooling as
-`bench.encode.encoder.pool`; the encoder normalises. How it is made (`export_pooled`):
+`bench.encode.pooling.pool`; the encoder normalises. How it is made (`export_pooled`):
 
 1. torch's TorchScript-based exporter (`torch.onnx.export(dynamo=False)`: the dynamo exporter needs onnxscript,
    which is not a dependency) traces the model with *eager* attention and a padded example batch (so the
@@ -33,14 +33,29 @@ import os
 import warnings
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from bench.encode.pooling import pool
 from bench.runtime.errors import ModelLoadError
 
-if TYPE_CHECKING:
-    from bench.encode.encoder import Encoder
+
+class ExportSource(Protocol):
+    """What `OnnxPooledModel.for_encoder` needs of an encoder (`bench.encode.encoder.Encoder` has it)."""
+
+    name: str
+    pooling: str
+    show_progress: bool
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def cache_dir(self) -> Path: ...
+
+    @property
+    def model(self) -> Any: ...  # the torch model, loaded on first use
 
 OPSET = 17
 # Part of the file name. 1: SDPA export, unverified. 2: eager export + ORT transformer fusion, probe-verified.
@@ -140,8 +155,6 @@ def torch_pooled(model: Any, pooling: str, batch: dict[str, np.ndarray]) -> np.n
     """The torch model's pooled output on `batch`, as the torch backend computes it (float32, on the CPU)."""
     import torch
 
-    from bench.encode.encoder import pool
-
     was_training = model.training
     device = next(model.parameters()).device
     model.eval()
@@ -160,8 +173,6 @@ def trace_graph(model: Any, pooling: str) -> Any:
 
     import onnx
     import torch
-
-    from bench.encode.encoder import pool
 
     class Pooled(torch.nn.Module):
         def __init__(self, inner: torch.nn.Module):
@@ -266,13 +277,13 @@ class OnnxPooledModel:
         return None
 
     @classmethod
-    def for_encoder(cls, encoder: "Encoder") -> "OnnxPooledModel":
+    def for_encoder(cls, encoder: ExportSource) -> "OnnxPooledModel":
         """Load the encoder's exported graph; export it (from its torch model) when there is none, or when the file
         there is corrupt or fails its probe."""
         from tqdm.auto import tqdm
 
         say = tqdm.write if encoder.show_progress else (lambda _msg: None)
-        path = onnx_path(encoder._cache_dir, encoder.fingerprint, encoder.pooling, FUSE)
+        path = onnx_path(encoder.cache_dir, encoder.fingerprint, encoder.pooling, FUSE)
         if path.is_file():
             try:
                 loaded = cls(path)

@@ -6,7 +6,7 @@ the last whole token that fits (`elongate_within`): no attacked input ever excee
 
 Batch forms for whole corpora (fast tokenizer, a few calls per chunk of texts instead of 2-3 per text):
 `attack_batch` (attacked texts + each text's m + whether it was cut at max_len; `attack_texts` keeps only the texts)
-and `model_inputs` (the token ids an encoder sees + whether each text was truncated).
+and `model_input_ids` (what a model reads of each text, via `bench.encode.inputs.model_inputs`).
 
 What an attack changed (`AttackMeter`, `attack_effect`): the share of texts whose model input differs from the
 clean text's, and of clean texts already cut at max_len, recorded in Score.info of every attacked variant.
@@ -17,15 +17,12 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
+from bench.encode.inputs import Tokenizer, model_inputs
 from bench.runtime.errors import ConfigError
-
-
-class Tokenizer(Protocol):
-    def __call__(self, text, **kwargs): ...  # noqa: ANN001, ANN003, ANN204
 
 
 SPECIAL_TOKENS_BERT = 2  # [CLS] ... [SEP]
@@ -111,37 +108,6 @@ def parse_elong_variants(spec: str | Sequence[str | int] | None) -> list[str]:
             raise ConfigError(f"elongation variant {item!r}: use integers >= 2 or 'rand' (e.g. --elong 2,4,8,rand)")
         out.append(item)
     return out
-
-
-@dataclass
-class ModelInputs:
-    """What a model sees for each text: token ids with special tokens, cut at max_len, and whether a cut was made."""
-
-    ids: list[list[int]]
-    truncated: np.ndarray  # bool, one per text
-
-
-def model_inputs(texts: Sequence[str], tokenizer: Tokenizer, max_len: int) -> ModelInputs:
-    """Tokenise a batch as an encoder does (special tokens, truncation at max_len), in one fast-tokenizer call.
-
-    `truncated[i]` is True when text i had tokens beyond max_len: for a fast tokenizer, read from the offsets (text
-    left after the last kept token), so no second, untruncated tokenisation is needed.
-    """
-    texts = list(texts)
-    if not texts:
-        return ModelInputs([], np.zeros(0, dtype=bool))
-    if getattr(tokenizer, "is_fast", False):
-        enc = tokenizer(texts, truncation=True, max_length=max_len, return_offsets_mapping=True,
-                        return_attention_mask=False, return_token_type_ids=False)  # fmt: skip
-        ids = enc["input_ids"]
-        truncated = np.fromiter(
-            (len(i) >= max_len and bool(t[max(e for _, e in o):].strip()) for t, i, o in zip(texts, ids, enc["offset_mapping"])),
-            dtype=bool, count=len(texts),
-        )  # fmt: skip
-        return ModelInputs([list(i) for i in ids], truncated)
-    ids = tokenizer(texts, truncation=True, max_length=max_len)["input_ids"]
-    longer = tokenizer(texts, truncation=True, max_length=max_len + 1)["input_ids"]
-    return ModelInputs([list(i) for i in ids], np.array([len(x) > max_len for x in longer], dtype=bool))
 
 
 @dataclass

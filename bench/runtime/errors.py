@@ -1,10 +1,7 @@
-"""Which exceptions are the user's input at fault (shown as one line) rather than a bug (shown as a traceback)."""
+"""Errors about the user's options and models, raised at every stage; `bench.cli.user_errors()` lists every exception
+shown as one line (the user's input at fault) rather than a traceback (a bug)."""
 
 from __future__ import annotations
-
-from bench.data.errors import DataError
-from bench.evaluate.suites.base import SuiteError
-from results_db.errors import ResultsDBError
 
 
 class ConfigError(ValueError):
@@ -17,15 +14,3 @@ class ModelLoadError(RuntimeError):
 
 class TrainingError(RuntimeError):
     """Training stopped: non-finite loss, nothing to train on..."""
-
-
-USER_ERRORS: tuple[type[BaseException], ...] = (
-    DataError,
-    ModelLoadError,
-    SuiteError,
-    ConfigError,
-    TrainingError,
-    FileNotFoundError,
-    KeyError,
-    ResultsDBError,
-)
