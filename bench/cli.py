@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # a subcommand not built yet
             raise
         module.register(sub)
+    for command in sub.choices.values():  # every command may show bars: one switch for all (bench.runtime.progress)
+        if not any("--no-progress" in action.option_strings for action in command._actions):
+            command.add_argument("--no-progress", action="store_true",
+                                 help="no progress bars or progress lines: results and errors only")  # fmt: skip
     return parser
 
 
@@ -74,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from bench.runtime import progress
+
+    # bars on a terminal, a few lines in a log, nothing with --no-progress; inherited by the processes it starts
+    progress.configure(quiet=bool(getattr(args, "no_progress", False)))
     from bench.runtime.signals import StopRequested, graceful_stop
 
     clean = False
@@ -94,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
     finally:
+        progress.restore()
         if "torch.distributed" in sys.modules:  # a command that ran under torchrun
             from bench.runtime import distributed
 

@@ -48,6 +48,9 @@ def make_random_bert(folder: str | os.PathLike[str], size: str = "tiny", seed: i
     """Write a randomly initialised BertModel + the bert-base-uncased tokenizer to `folder`; returns it."""
     from transformers import AutoTokenizer, BertConfig, BertModel
 
+    from bench.runtime.progress import quiet_transformers
+
+    quiet_transformers()
     if size not in RANDOM_BERT_SIZES:
         raise ValueError(f"random BERT size {size!r}: choose one of {sorted(RANDOM_BERT_SIZES)}")
     dims = RANDOM_BERT_SIZES[size]

@@ -182,7 +182,9 @@ def load_weights(name: str, source: str) -> Any:
     from transformers import AutoModel
 
     from bench.encode.weights import PICKLE_ERRORS, load_options, refused_pickle
+    from bench.runtime.progress import quiet_transformers
 
+    quiet_transformers()
     options = load_options(name, source)  # safetensors unless --allow-pickle (see bench.encode.weights)
     try:
         return AutoModel.from_pretrained(source, **options)
@@ -462,12 +464,12 @@ class Encoder:
 
     def _encode_all(self, texts: Sequence[str], out: np.ndarray | None, batch_size: int | None, desc: str,
                     use_cache: bool | None, normalize: bool) -> None:  # fmt: skip
-        from tqdm.auto import tqdm
+        from bench.runtime import progress
 
         n = len(texts)
         self.texts_asked += n
         cache = self._cache_for(normalize) if (use_cache if use_cache is not None else self.use_cache) else None
-        bar = tqdm(total=n, desc=desc, unit="text", disable=not self.show_progress or n < 256)
+        bar = progress.bar(total=n, desc=desc, unit="text", disable=not self.show_progress or n < 256)
         try:
             for start in range(0, n, self.chunk_size):
                 chunk = list(texts[start : start + self.chunk_size])
@@ -665,6 +667,9 @@ def save_encoder(
     """Save a transformers model folder that `bench eval --model` and sentence-transformers both load."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
+    from bench.runtime.progress import quiet_transformers
+
+    quiet_transformers()
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     (out / "modules.json").write_text(

@@ -280,9 +280,9 @@ class OnnxPooledModel:
     def for_encoder(cls, encoder: ExportSource) -> "OnnxPooledModel":
         """Load the encoder's exported graph; export it (from its torch model) when there is none, or when the file
         there is corrupt or fails its probe."""
-        from tqdm.auto import tqdm
+        from bench.runtime import progress
 
-        say = tqdm.write if encoder.show_progress else (lambda _msg: None)
+        say = progress.say if encoder.show_progress else (lambda _msg: None)
         path = onnx_path(encoder.cache_dir, encoder.fingerprint, encoder.pooling, FUSE)
         if path.is_file():
             try:

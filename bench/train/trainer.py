@@ -1,7 +1,7 @@
 """The shared trainer (SPEC §1): one loop for every method, so a comparison differs only in the adapter.
 
 AdamW over the encoder and the adapter's extra modules, a linear warm-up (0 steps by default) and linear decay
-to zero at the schedule's horizon, seeded RNGs, gradient clipping, bf16 autocast on CUDA, a tqdm bar with loss
+to zero at the schedule's horizon, seeded RNGs, gradient clipping, bf16 autocast on CUDA, a progress bar with loss
 and throughput, training-log rows in the results DB, safetensors checkpoints on a schedule (every tenth of the run
 or N steps, and at least every 10 minutes: CheckpointSchedule) and at the stop, `resume=True` continuing from the
 newest checkpoint to the same final step count, a non-finite loss stopping the run with a TrainingError after
@@ -33,9 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 
-from bench.runtime import distributed
+from bench.runtime import distributed, progress
 from bench.runtime.errors import ConfigError, TrainingError
 from bench.runtime.provenance import config_hash
 from bench.train.budget import Budget, Consumption
@@ -331,7 +330,7 @@ def train(
         m.train()
     losses: list[float] = []
     stopped_by = ""
-    bar = tqdm(
+    bar = progress.bar(
         total=budget.steps or horizon, initial=consumed.steps, desc=getattr(adapter, "name", "train"),
         unit="step", disable=not config.progress or not main,
     )
