@@ -20,10 +20,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pandas as pd
 from sqlalchemy import create_engine, delete, event, inspect, select
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -84,20 +85,48 @@ def locate(db: str | os.PathLike[str], read_only: bool = False) -> Location:
             f"--db {text!r} is neither a file path nor a database URL; give e.g. results.sqlite, "
             "sqlite:////abs/path.sqlite or postgresql://USER@HOST/DB"
         ) from None
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") and not url.query.get("uri"):
+    if url.get_backend_name() == "sqlite" and not is_in_memory(url) and not url.query.get("uri"):
         return _sqlite_location(Path(url.database).expanduser().resolve(), read_only)
     return Location(text, None, url.render_as_string(hide_password=True))
 
 
-def _sqlite_location(path: Path, read_only: bool) -> Location:
+def is_in_memory(url: URL) -> bool:
+    """An SQLite URL whose database lives only as long as the connection (`sqlite://`, `:memory:`, mode=memory)."""
+    if url.get_backend_name() != "sqlite":
+        return False
+    database = url.database or ""
+    return database in ("", ":memory:") or database.startswith("file::memory:") or url.query.get("mode") == "memory"
+
+
+def _in_memory_text(url: str) -> bool:
+    try:
+        return is_in_memory(make_url(url))
+    except ArgumentError:
+        return False
+
+
+def sqlite_file_uri(path: str | os.PathLike[str], **params: str) -> str:
+    """SQLite's own `file:` URI for a file path, every URI-special character escaped (`%`, `?`, `#`, spaces):
+    the one way lenbench turns a database or cache path into an SQLite URI."""
+    uri = "file:" + quote(str(path), safe="/")
+    return uri + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
+
+
+def sqlite_url(path: Path, read_only: bool = False) -> URL:
+    """The SQLAlchemy URL of an SQLite file, built from its parts (never parsed from a string, so a `%41` or a `?`
+    in the path stays in the file name); read-only through SQLite's mode=ro URI."""
     if read_only:
-        # SQLite's own read-only mode: no statement run through this engine can write.
-        return Location(f"sqlite:///file:{path}?mode=ro&uri=true", path, str(path))
-    return Location(f"sqlite:///{path}", path, str(path))
+        return URL.create("sqlite", database=sqlite_file_uri(path), query={"mode": "ro", "uri": "true"})
+    return URL.create("sqlite", database=str(path))
+
+
+def _sqlite_location(path: Path, read_only: bool) -> Location:
+    # SQLite's read-only mode for read_only: no statement run through this engine can write.
+    return Location(sqlite_url(path, read_only).render_as_string(hide_password=False), path, str(path))
 
 
 def to_url(db: str | os.PathLike[str], read_only: bool = False) -> str:
-    """The SQLAlchemy URL `ResultsDB` connects to for `db` (a file path or a URL)."""
+    """The SQLAlchemy URL `ResultsDB` connects to for `db` (a file path or a URL); `make_url` of it names the same file."""
     return locate(db, read_only).url
 
 
@@ -204,8 +233,14 @@ class ResultsDB:
         *,
         create: bool = True,
         init_foreign: bool = False,
+        allow_in_memory: bool = False,
     ):
         self.location = locate(db if db is not None else default_db_url(), read_only=read_only)
+        if not allow_in_memory and self.location.path is None and _in_memory_text(self.location.url):
+            raise ResultsDBError(
+                f"--db {self.location.shown!r} is an in-memory database: nothing recorded there is kept after the "
+                "command ends (and there is nothing to read); give a file path such as results.sqlite"
+            )
         self.url = self.location.url
         self.read_only = read_only
         if self.location.path is not None:

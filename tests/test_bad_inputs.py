@@ -4,6 +4,7 @@ database itself is the bad input, that file unchanged (or not created)."""
 
 from __future__ import annotations
 
+import gc
 import gzip
 import hashlib
 import json
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pytest
 
 from bench.cli import main
@@ -348,3 +350,130 @@ def test_allow_pickle_loads_trusted_pickle_weights_to_the_same_scores(world, mon
     scores = ResultsDB(world.db).scores()
     sts = scores[scores.suite == "sts"].set_index("run_id")["value"]
     assert list(sts.index) == [1, 2] and sts[2] == pytest.approx(sts[1], abs=1e-9)  # same weights, same score
+
+
+# ------------------------------------------------------------------------------- the embedding cache
+def _legacy_cache(folder: Path, namespace: str, with_alias: bool) -> Path:
+    """A cache file as lenbench wrote it before the format marker (the first ones had no alias table)."""
+    from bench.encode.cache import TABLES_SQL, cache_file_name
+
+    path = folder / cache_file_name(namespace, "ids-v1" if with_alias else None)
+    con = sqlite3.connect(path)
+    for name in ("emb", "alias", "meta") if with_alias else ("emb", "meta"):
+        con.execute(TABLES_SQL[name])
+    con.execute("INSERT INTO meta VALUES ('namespace', ?)", (namespace,))
+    con.commit()
+    con.close()
+    return path
+
+
+def test_cache_clear_removes_only_files_it_can_prove_are_embedding_caches(tmp_path, capsys):
+    from bench.encode.cache import TABLES_SQL, EmbeddingCache
+
+    folder = tmp_path / "mixed"
+    cache = EmbeddingCache(folder, "fp|mean|64")
+    cache.put([b"k" * 16], np.ones((1, 4), dtype=np.float32))
+    cache.close()
+    ours = [cache.path, _legacy_cache(folder, "old|mean|64", True), _legacy_cache(folder, "older|cls|128", False)]
+    ResultsDB(folder / "results.sqlite").create_run(kind="eval", model="m", method="x", status="finished")
+    _other_app(folder / "app.sqlite", "users")
+    lookalike = folder / "mine.sqlite"  # lenbench's tables, but neither the marker nor a name lenbench gives
+    con = sqlite3.connect(lookalike)
+    for sql in TABLES_SQL.values():
+        con.execute(sql)
+    con.execute("INSERT INTO meta VALUES ('namespace', 'x')")
+    con.commit()
+    con.close()
+    (folder / "notes.sqlite").write_text("plain text under a database name")
+    (folder / "onnx").mkdir()
+    (folder / "onnx" / "0123abcd-mean-v3.onnx").write_bytes(b"someone else's model")  # lenbench's name, not its file
+    strangers = {p: file_digest(p) for p in folder.glob("*.sqlite") if p not in ours}
+    strangers[folder / "onnx" / "0123abcd-mean-v3.onnx"] = file_digest(folder / "onnx" / "0123abcd-mean-v3.onnx")
+
+    assert main(["cache", "info", "--cache-dir", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "3 encoder file(s)" in out and "kept 5 file(s)" in out and "fp|mean|64" in out
+    assert main(["cache", "clear", "--cache-dir", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert not any(p.exists() for p in ours), out
+    assert {p: file_digest(p) for p in strangers} == strangers  # every other file is still there, byte for byte
+    assert len(ResultsDB(folder / "results.sqlite", create=False).runs()) == 1
+
+
+def _cache_file(world: World) -> Path:
+    import os
+
+    files = sorted(Path(os.environ["LENBENCH_CACHE"]).glob("*.sqlite"))
+    assert len(files) == 1, files
+    return files[0]
+
+
+def _wrong_size_vectors(path: Path) -> None:
+    con = sqlite3.connect(path)
+    con.execute("UPDATE emb SET vec = substr(vec, 1, 12)")
+    con.commit()
+    con.close()
+
+
+def _nan_vectors(path: Path) -> None:
+    con = sqlite3.connect(path)
+    con.execute("UPDATE emb SET vec = ?", (np.full(64, np.nan, dtype=np.float32).tobytes(),))
+    con.commit()
+    con.close()
+
+
+CORRUPT_CACHES: dict[str, tuple[Callable[[Path], None], str, bool]] = {
+    "random bytes": (lambda p: p.write_bytes(np.random.default_rng(0).bytes(40_000)), r"is corrupt .*moved it to", True),
+    "truncated": (lambda p: p.write_bytes(p.read_bytes()[:6000]), r"is corrupt .*moved it to", True),
+    "wrong vector size": (_wrong_size_vectors, r"stored vector\(s\) are not \d+ float32 values", False),
+    "non-finite vectors": (_nan_vectors, r"stored vector\(s\) are not \d+ float32 values", False),
+    "another program's tables": (lambda p: (p.unlink(), _other_app(p, "users")), r"is corrupt .*not lenbench's", True),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(CORRUPT_CACHES))
+def test_a_corrupt_embedding_cache_is_named_set_aside_and_rebuilt(case, world, capsys, caplog, monkeypatch, tmp_path):
+    monkeypatch.setenv("LENBENCH_CACHE", str(tmp_path / "emb"))
+    argv = world.eval("sts:stsb", None, "--backend", "torch")
+    assert main(argv) == 0
+    path = _cache_file(world)
+    gc.collect()  # the first eval's cache connections are closed, as when its process ends
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)  # the process has ended: its WAL was checkpointed
+    corrupt, message, set_aside = CORRUPT_CACHES[case]
+    corrupt(path)
+    assert main(argv) == 0  # the eval goes on
+    assert re.search(message, caplog.text), caplog.text
+    assert re.search(re.escape(path.name), caplog.text)
+    assert any((tmp_path / "emb" / "corrupt").glob(f"{path.name}.*")) == set_aside
+    sts = ResultsDB(world.db).scores().query("suite == 'sts'").groupby("run_id")["value"].first()
+    assert sts.iloc[-1] == pytest.approx(sts.iloc[-2], abs=1e-6)  # rebuilt: the same score as before
+    caplog.clear()
+    assert main(argv) == 0 and "corrupt" not in caplog.text and "float32 values" not in caplog.text  # healed
+
+
+def test_a_cache_that_cannot_be_written_falls_back_to_running_without_it(world, caplog, monkeypatch, tmp_path):
+    monkeypatch.setenv("LENBENCH_CACHE", str(tmp_path / "plain-file"))
+    (tmp_path / "plain-file").write_text("a file where the cache folder should be")
+    assert main(world.eval("sts:stsb", None, "--backend", "torch")) == 0
+    assert re.search(r"goes on without the embedding cache", caplog.text), caplog.text
+    assert ResultsDB(world.db).runs()["status"].tolist() == ["finished", "finished"]
+
+
+# -------------------------------------------------------------------------- database paths and URLs
+@pytest.mark.parametrize("name", ["x%41.sqlite", "a?b.sqlite", "c#d.sqlite", "with space.sqlite", "p%20q%.sqlite", "e&f=g.sqlite"])
+def test_a_database_path_is_the_file_it_names(name, world, capsys):
+    target = world.root / "odd" / name
+    target.parent.mkdir()
+    assert main(world.eval("sts:stsb", target)) == 0
+    assert sorted(p.name for p in target.parent.iterdir()) == [name]  # no other file was written
+    assert main(["results", "--db", str(target), "--runs-only"]) == 0
+    assert "finished" in capsys.readouterr().out
+    assert len(ResultsDB(target, read_only=True).runs()) == 1
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:", "sqlite:///file::memory:?uri=true", "sqlite:///file:x?mode=memory&uri=true"])
+def test_an_in_memory_database_is_refused(url, world, capsys):
+    capsys.readouterr()
+    assert main(world.eval("sts:stsb", url)) == 2
+    _one_error_line(capsys, r"is an in-memory database: nothing recorded there is kept")

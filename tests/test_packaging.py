@@ -70,14 +70,14 @@ def test_cache_info_shows_location_and_clear_removes_only_cache_files(tmp_path, 
     cache.close()
     (cache_dir / "notes.txt").write_text("not ours")
     (cache_dir / "onnx").mkdir()
-    (cache_dir / "onnx" / "abc-mean-v2.onnx").write_bytes(b"x" * 10)  # exports of --backend onnx
-    (cache_dir / "onnx" / ".abc-cls-v2.onnx.123.tmp").write_bytes(b"x")  # an interrupted export
+    (cache_dir / "onnx" / "abc0abc0-mean-v2.onnx").write_bytes(b"\x0a\x08lenbench")  # exports of --backend onnx
+    (cache_dir / "onnx" / ".abc0abc0-cls-v2.onnx.123.tmp").write_bytes(b"x")  # an interrupted export
     monkeypatch.setenv("LENBENCH_CACHE", str(cache_dir))
 
     assert main(["cache", "info"]) == 0
     out = capsys.readouterr().out
     assert f"embedding cache: {cache_dir}\n" in out and "1 encoder file(s)" in out and "model-abc|mean|64" in out
-    assert "2 ONNX export(s), 11 B" in out and "onnx/abc-mean-v2.onnx" in out
+    assert "2 ONNX export(s), 11 B" in out and "onnx/abc0abc0-mean-v2.onnx" in out
 
     assert main(["cache", "clear"]) == 0
     out = capsys.readouterr().out

@@ -1,19 +1,28 @@
 """`bench cache info|clear`: where the embedding cache lives, what it holds, and emptying it.
 
 The location is `bench.encode.cache.default_cache_dir()` ($LENBENCH_CACHE, else $XDG_CACHE_HOME/lenbench/embeddings,
-else ~/.cache/lenbench/embeddings). `clear` deletes only the cache's own files: the SQLite files (*.sqlite and their -wal/-shm
-companions) and the ONNX exports of `--backend onnx` in its onnx/ folder (*.onnx and leftover temporary files),
-never anything else a mistyped $LENBENCH_CACHE might point at.
+else ~/.cache/lenbench/embeddings). `clear` deletes only files it can prove are lenbench's: embedding cache files
+(SQLite files with lenbench's cache schema and format marker, see `bench.encode.cache.inspect_cache_file`, with
+their -wal/-shm companions) and the ONNX exports of `--backend onnx` in its onnx/ folder (named as lenbench names
+them and carrying lenbench's metadata; leftover temporary files of an interrupted export). Anything else, such as a
+results database or another program's file that a mistyped $LENBENCH_CACHE or --cache-dir points at, is listed as
+"kept" and never removed. Corrupt cache files that lenbench set aside (corrupt/) are listed, for deletion by hand.
 """
 
 from __future__ import annotations
 
 import argparse
-import sqlite3
+import mmap
+import re
 from pathlib import Path
 
-CACHE_PATTERNS = ("*.sqlite", "*.sqlite-wal", "*.sqlite-shm")
-ONNX_PATTERNS = ("*.onnx", ".*.onnx.*.tmp")  # bench.encode.onnx_backend's exports and its interrupted writes
+from bench.encode.cache import SET_ASIDE, CacheFileInfo, inspect_cache_file
+from bench.runtime.terminal import safe
+
+# bench.encode.onnx_backend's export names ({fingerprint}-{pooling}-v{FORMAT}[-fused].onnx) and its interrupted writes
+ONNX_NAME = re.compile(r"[0-9a-f]{8,64}-(mean|cls)-v\d+(-fused)?\.onnx")
+ONNX_TMP = re.compile(r"\.[0-9a-f]{8,64}-(mean|cls)-v\d+(-fused)?\.onnx\.\d+\.tmp")
+ONNX_META = b"\x0a\x08lenbench"  # the protobuf bytes of the metadata key every lenbench export carries
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,30 +33,47 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def cache_files(directory: Path) -> list[Path]:
+def sqlite_candidates(directory: Path) -> list[CacheFileInfo]:
+    """Every *.sqlite file in the folder, with what can be proven about it."""
     if not directory.is_dir():
         return []
-    return sorted({f for pattern in CACHE_PATTERNS for f in directory.glob(pattern) if f.is_file()})
+    return [inspect_cache_file(f) for f in sorted(directory.glob("*.sqlite")) if f.is_file() and not f.is_symlink()]
 
 
-def onnx_files(directory: Path) -> list[Path]:
+def cache_files(directory: Path) -> list[Path]:
+    """The proven embedding cache files and their -wal/-shm companions (what `clear` deletes)."""
+    out = []
+    for info in sqlite_candidates(directory):
+        if info.namespace is not None:
+            out += [p for p in (info.path, Path(f"{info.path}-wal"), Path(f"{info.path}-shm")) if p.is_file()]
+    return out
+
+
+def is_lenbench_export(path: Path) -> bool:
+    if ONNX_TMP.fullmatch(path.name):
+        return True
+    if not ONNX_NAME.fullmatch(path.name):
+        return False
+    try:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(ONNX_META) >= 0
+    except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
+        return False
+
+
+def onnx_files(directory: Path) -> tuple[list[Path], list[Path]]:
+    """(lenbench's exports, other files) in the onnx/ folder."""
     folder = directory / "onnx"
     if not folder.is_dir():
-        return []
-    return sorted({f for pattern in ONNX_PATTERNS for f in folder.glob(pattern) if f.is_file()})
+        return [], []
+    files = sorted(f for f in folder.iterdir() if f.is_file() and not f.is_symlink())
+    ours = [f for f in files if is_lenbench_export(f)]
+    return ours, [f for f in files if f not in ours]
 
 
-def namespace_of(path: Path) -> str:
-    """The encoder a cache file belongs to (its meta row), read-only; '?' when it cannot be read."""
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-        try:
-            row = conn.execute("SELECT v FROM meta WHERE k = 'namespace'").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return "?"
-    return str(row[0]) if row else "?"
+def set_aside_files(directory: Path) -> list[Path]:
+    folder = directory / SET_ASIDE
+    return sorted(f for f in folder.iterdir() if f.is_file()) if folder.is_dir() else []
 
 
 def human_size(n: int) -> str:
@@ -59,23 +85,30 @@ def human_size(n: int) -> str:
     return f"{n} B"
 
 
+def _size(paths: list[Path]) -> int:
+    return sum(p.stat().st_size for p in paths if p.exists())
+
+
 def run(args: argparse.Namespace) -> int:
     from bench.encode.cache import default_cache_dir
 
     directory = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
+    candidates = sqlite_candidates(directory)
+    ours = [c for c in candidates if c.namespace is not None]
+    kept = [c for c in candidates if c.namespace is None]
     files = cache_files(directory)
-    exports = onnx_files(directory)
-    total = sum(f.stat().st_size for f in files)
-    onnx_total = sum(f.stat().st_size for f in exports)
+    exports, foreign_onnx = onnx_files(directory)
+    aside = set_aside_files(directory)
+    total, onnx_total = _size(files), _size(exports)
     if args.action == "info":
-        print(f"embedding cache: {directory}" + ("" if directory.is_dir() else " (not created yet)"))
-        print(f"{len([f for f in files if f.suffix == '.sqlite'])} encoder file(s), {human_size(total)}")
-        for f in files:
-            if f.suffix == ".sqlite":
-                print(f"  {f.name}  {human_size(f.stat().st_size):>10}  {namespace_of(f)}")
+        print(f"embedding cache: {safe(str(directory))}" + ("" if directory.is_dir() else " (not created yet)"))
+        print(f"{len(ours)} encoder file(s), {human_size(total)}")
+        for c in ours:
+            print(f"  {c.path.name}  {human_size(c.path.stat().st_size):>10}  {safe(c.namespace or '')}")
         print(f"{len(exports)} ONNX export(s), {human_size(onnx_total)}")
         for f in exports:
-            print(f"  onnx/{f.name}  {human_size(f.stat().st_size):>10}")
+            print(f"  onnx/{safe(f.name)}  {human_size(f.stat().st_size):>10}")
+        _print_kept(kept, foreign_onnx, aside)
         print("clear it with `bench cache clear`; move it with $LENBENCH_CACHE")
         return 0
     for f in files + exports:
@@ -83,5 +116,18 @@ def run(args: argparse.Namespace) -> int:
     for folder in (directory / "onnx", directory):
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
-    print(f"removed {len(files) + len(exports)} file(s), {human_size(total + onnx_total)}, from {directory}")
+    print(f"removed {len(files) + len(exports)} file(s), {human_size(total + onnx_total)}, from {safe(str(directory))}")
+    _print_kept(kept, foreign_onnx, aside)
     return 0
+
+
+def _print_kept(kept: list[CacheFileInfo], foreign_onnx: list[Path], aside: list[Path]) -> None:
+    if kept or foreign_onnx:
+        print(f"kept {len(kept) + len(foreign_onnx)} file(s) that are not lenbench embedding caches (never removed):")
+        for c in kept:
+            print(f"  {safe(c.path.name)}  ({safe(c.why)})")
+        for f in foreign_onnx:
+            print(f"  onnx/{safe(f.name)}  (not an export lenbench wrote)")
+    if aside:
+        print(f"{len(aside)} corrupt cache file(s) set aside in {safe(str(aside[0].parent))} ({human_size(_size(aside))}); "
+              "delete them by hand when no longer needed")  # fmt: skip

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Sequence
@@ -48,13 +49,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bench.encode.batching import plan_batches
-from bench.encode.cache import EmbeddingCache, default_cache_dir, ids_key, text_key
+from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
 from bench.encode.inputs import ModelInputs, model_inputs
 from bench.encode.pooling import POOLINGS, pool
 from bench.runtime.errors import ConfigError, ModelLoadError
 
 if TYPE_CHECKING:  # torch is imported only when a model must run
     import torch
+
+log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "torch", "onnx")
 EMB_DTYPES = {"fp32": np.float32, "fp16": np.float16}
@@ -408,7 +411,13 @@ class Encoder:
             return None
         if normalize not in self._caches:
             namespace = f"{self.fingerprint}|{self.pooling}|{self.max_len}" + ("" if normalize else "|raw")
-            self._caches[normalize] = EmbeddingCache(self._cache_dir, namespace)
+            try:
+                self._caches[normalize] = EmbeddingCache(self._cache_dir, namespace)
+            except CacheUnavailable as exc:  # the cache only saves work: run without it rather than fail
+                log.warning("%s; this run goes on without the embedding cache (--no-cache does so silently)",
+                            " ".join(str(exc).split()))  # fmt: skip
+                self.use_cache = False
+                return None
         return self._caches[normalize]
 
     def describe(self) -> dict[str, Any]:
