@@ -172,4 +172,5 @@ SPEC = MethodSpec(
     summary="15% of tokens selected (80% [MASK], 10% random, 10% kept); CE on the selected; training-only head",
     config_cls=MlmConfig,
     factory=MlmAdapter,
+    needs_context=True,
 )

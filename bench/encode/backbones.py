@@ -1,4 +1,5 @@
-"""Backbones that need no download: the packaged all-MiniLM-L6-v2, or a randomly initialised BERT on its vocab.
+"""Backbones that need no download: the packaged all-MiniLM-L6-v2, a randomly initialised BERT on its vocab, or a
+bare random token-embedding table on that vocab (`embedding-bag[-DIM]`, bench.encode.embedding_bag).
 
 No package ships a vanilla (not sentence-tuned) BERT checkpoint, so offline comparisons start either from
 all-MiniLM-L6-v2 (already contrastively tuned: label results so) or from a random BERT (the crop-SSL paper
@@ -69,13 +70,37 @@ def make_random_bert(folder: str | os.PathLike[str], size: str = "tiny", seed: i
     )
     torch.manual_seed(seed)
     model = BertModel(config, add_pooling_layer=False)
-    # Written beside the target and renamed into place: processes starting together (a sweep's points) either see
-    # no folder or a complete one, never a config.json without its weights.
+    return _write_atomically(out, model, tokenizer)
+
+
+def make_embedding_bag(folder: str | os.PathLike[str], dim: int = 256, seed: int = 0) -> Path:
+    """Write a random token-embedding table on the packaged WordPiece vocabulary (bench.encode.embedding_bag) and
+    its tokenizer to `folder`; returns it. No transformer: a text is the mean of its tokens' vectors."""
+    from transformers import AutoTokenizer
+
+    from bench.encode.embedding_bag import EmbeddingBagConfig, EmbeddingBagModel, register
+
+    register()
+    out = Path(folder)
+    if (out / "config.json").exists():
+        return out
+    tokenizer = AutoTokenizer.from_pretrained(reference_tokenizer_dir())
+    ignored = sorted({i for i in (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id,
+                                  tokenizer.mask_token_id) if i is not None})  # fmt: skip
+    config = EmbeddingBagConfig(vocab_size=len(tokenizer), hidden_size=dim, ignored_token_ids=ignored,
+                                pad_token_id=tokenizer.pad_token_id or 0)  # fmt: skip
+    torch.manual_seed(seed)
+    return _write_atomically(out, EmbeddingBagModel(config), tokenizer)
+
+
+def _write_atomically(out: Path, model: torch.nn.Module, tokenizer: object) -> Path:
+    """Written beside the target and renamed into place: processes starting together (a sweep's points) either see
+    no folder or a complete one, never a config.json without its weights."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         model.save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)  # type: ignore[attr-defined]
         for _ in range(3):
             try:
                 tmp.rename(out)

@@ -184,10 +184,12 @@ def load_weights(name: str, source: str) -> Any:
     """transformers' AutoModel of `source`, from safetensors unless pickles are allowed (see bench.encode.weights)."""
     from transformers import AutoModel
 
+    from bench.encode.embedding_bag import register
     from bench.encode.weights import PICKLE_ERRORS, load_options, refused_pickle
     from bench.runtime.progress import quiet_transformers
 
     quiet_transformers()
+    register()  # lenbench's own model type (the bare embedding bag) loads like any transformers model
     options = load_options(name, source)  # safetensors unless --allow-pickle (see bench.encode.weights)
     try:
         return AutoModel.from_pretrained(source, **options)
@@ -674,6 +676,8 @@ def save_encoder(
     model: torch.nn.Module, tokenizer: Any, folder: str | os.PathLike[str], pooling: str = "mean", max_len: int = 256
 ) -> Path:
     """Save a transformers model folder that `bench eval --model` and sentence-transformers both load."""
+    from bench.encode.embedding_bag import is_embedding_bag, write_sentence_transformers_files
+
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     from bench.runtime.progress import quiet_transformers
@@ -681,6 +685,9 @@ def save_encoder(
     quiet_transformers()
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
+    if is_embedding_bag(model):  # sentence-transformers' StaticEmbedding reads this folder as it is
+        write_sentence_transformers_files(out)
+        return out
     (out / "modules.json").write_text(
         json.dumps(
             [

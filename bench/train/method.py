@@ -61,6 +61,9 @@ class MethodSpec:
     config_cls: type
     factory: Any  # callable(config, *, tokenizer, max_len, seed) -> MethodAdapter
     trains: bool = True  # False for `vanilla`: no training at all
+    # True when the training task needs a contextual encoder (a masked token predicted from its neighbours): such a
+    # method is refused on the bare embedding bag (`--backbone embedding-bag`), where every token is its own vector.
+    needs_context: bool = False
     aliases: tuple[str, ...] = field(default_factory=tuple)
 
     def defaults(self) -> Any:

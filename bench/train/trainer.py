@@ -442,21 +442,54 @@ def train(
 
 # --------------------------------------------------------------------------- backbone + method
 RANDOM_BACKBONE_PREFIX = "random-bert-"
+EMBEDDING_BAG_PREFIX = "embedding-bag"
+
+
+def is_generated_backbone(name: str) -> bool:
+    """Backbones lenbench writes itself (seed 0, once under a cache folder): random-bert-SIZE, embedding-bag[-DIM]."""
+    return name.startswith(RANDOM_BACKBONE_PREFIX) or name == EMBEDDING_BAG_PREFIX or name.startswith(EMBEDDING_BAG_PREFIX + "-")
+
+
+def check_backbone_methods(backbone: str, methods: Sequence[str]) -> None:
+    """Refuse, before anything runs, a method whose task the backbone cannot learn (mlm/paser on the embedding bag)."""
+    from bench.train.registry import get_method
+
+    if not (backbone == EMBEDDING_BAG_PREFIX or backbone.startswith(EMBEDDING_BAG_PREFIX + "-")):
+        return
+    from bench.encode.embedding_bag import parse_backbone
+
+    try:
+        parse_backbone(backbone)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    bad = [m for m in methods if get_method(m).needs_context]
+    if bad:
+        raise ConfigError(
+            f"method(s) {', '.join(bad)} predict masked tokens from their context, and the embedding bag ({backbone}) has "
+            "no context (each token is its own vector): use a contrastive method (crop, simcse, laser3-self, ...) or "
+            "a transformer backbone (random-bert-mini)"
+        )
 
 
 def load_backbone(name: str, cache_dir: str | Path | None = None) -> tuple[torch.nn.Module, Any, str]:
-    """(model, tokenizer, resolved source). Names: a folder, 'minilm' (packaged all-MiniLM-L6-v2), a hub id, or
-    'random-bert-tiny|mini|small' (random BERT on the packaged vocab, written once under cache_dir, seed 0)."""
+    """(model, tokenizer, resolved source). Names: a folder, 'minilm' (packaged all-MiniLM-L6-v2), a hub id,
+    'random-bert-tiny|mini|small' (random BERT on the packaged vocab) or 'embedding-bag[-DIM]' (a random token-
+    embedding table on that vocab, no transformer; DIM 256 by default); generated ones are written once under
+    cache_dir, seed 0."""
     from bench.encode.encoder import load_transformer
 
     source = None
-    if name.startswith(RANDOM_BACKBONE_PREFIX):
-        from bench.encode.backbones import make_random_bert
+    if is_generated_backbone(name):
+        from bench.encode.backbones import make_embedding_bag, make_random_bert
+        from bench.encode.embedding_bag import parse_backbone
 
-        size = name[len(RANDOM_BACKBONE_PREFIX) :]
         root = Path(cache_dir or Path.home() / ".cache" / "lenbench" / "backbones")
         try:
-            source = str(make_random_bert(root / name, size=size, seed=0))
+            dim = parse_backbone(name)
+            if dim is not None:
+                source = str(make_embedding_bag(root / f"{EMBEDDING_BAG_PREFIX}-{dim}", dim=dim, seed=0))
+            else:
+                source = str(make_random_bert(root / name, size=name[len(RANDOM_BACKBONE_PREFIX) :], seed=0))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     return load_transformer(name, source)
@@ -484,6 +517,7 @@ def train_method(
     spec = get_method(method)
     if not spec.trains:
         raise ConfigError(f"method {spec.name!r} does not train (it evaluates the backbone as it is)")
+    check_backbone_methods(backbone, [spec.name])
     if method_config is None:
         try:
             method_config = spec.config_from(method_overrides or {})
