@@ -136,6 +136,16 @@ def _json(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _in_domain(value: Any) -> str:
+    """Config's in_domain list (JSON text on SQLite, a list on PostgreSQL) as "scifact, nfcorpus"; "" when absent."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return ""
+    return ", ".join(str(v) for v in value) if isinstance(value, list) else ""
+
+
 def run_list(db: ResultsDB) -> pd.DataFrame:
     """One row per run: RUN_LIST_COLUMNS, sweep, model_info (a dict) and the subset limit its config asked for."""
     table = Run.__table__
@@ -143,13 +153,15 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
     wanted = [*RUN_LIST_COLUMNS, *(c for c in RUN_EXTRA_COLUMNS if c in present)]
     limit = func.coalesce(table.c.config[("eval", "limit")].as_integer(), table.c.config["limit"].as_integer())
     method_config = table.c.config["method_config"].label("method_config")  # tells --hp variants of a method apart
-    stmt = select(*[table.c[name] for name in wanted], limit.label("config_limit"), method_config).order_by(table.c.id)
+    in_domain = table.c.config["in_domain"].label("in_domain")  # evaluated datasets the training corpus is
+    stmt = select(*[table.c[name] for name in wanted], limit.label("config_limit"), method_config, in_domain).order_by(table.c.id)
     with db.engine.connect() as conn:
         frame = _frame(conn, stmt)
     for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind", "sweep", "sweep_point"):
         frame[col] = frame[col].fillna("").astype(str) if col in frame else ""
     frame["model_info"] = [_json(v) for v in frame["model_info"]] if "model_info" in frame else [{} for _ in range(len(frame))]
     frame["method_config"] = [_json(v) for v in frame["method_config"]] if "method_config" in frame else [{} for _ in range(len(frame))]
+    frame["in_domain"] = [_in_domain(v) for v in frame["in_domain"]] if "in_domain" in frame else ""
     frame["id"] = frame["id"].astype(int)
     frame["seed"] = pd.to_numeric(frame["seed"]).fillna(0).astype(int)
     frame["config_limit"] = pd.to_numeric(frame["config_limit"], errors="coerce")

@@ -161,6 +161,9 @@ def group_runs(runs: pd.DataFrame) -> pd.DataFrame:
         out[column] = [_size(info, keys, column) for info in infos]
     out["budget"] = out["budget_label"].replace("", NONE_LABEL)
     out["corpus"] = out["train_corpus"].replace("", NONE_LABEL)
+    if "in_domain" in out:  # trained on the texts of a dataset it is scored on (`--corpus beir:NAME`, `knn:NAME`)
+        marked = out["in_domain"].fillna("").astype(str) != ""
+        out.loc[marked, "corpus"] = "in-domain: " + out.loc[marked, "corpus"]
     out["backbone"] = out["backbone"].replace("", NONE_LABEL)
     out["method"] = out["method"].replace("", NONE_LABEL)
     out["method"] = hyperparameter_labels(out)

@@ -137,3 +137,62 @@ def test_sentence_splitting():
     assert first_and_rest(text) == ("Dr. Smith went to Washington.", "He arrived at 5 p.m. on Monday! Was it late? Yes.")
     assert split_sentences("") == [] and first_and_rest("   ") == ("", "")
     assert regex_split("One. Two! Three? four") == ["One.", "Two!", "Three? four"]
+
+
+# ------------------------------------------------------------------ in-domain: an evaluation set's own texts
+def _beir_folder(root, name="tiny"):
+    folder = root / "beir" / name
+    (folder / "qrels").mkdir(parents=True)
+    docs = [{"_id": f"d{i}", "title": f"Title {i}", "text": f"Body of document {i}."} for i in range(3)]
+    docs.append({"_id": "d3", "title": "Only a title", "text": ""})
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    # Neither may be read: a reader that touched them would fail (not UTF-8, not JSON, not a qrels table).
+    (folder / "queries.jsonl").write_bytes(b"\xff\xfe not json at all\n")
+    (folder / "qrels" / "test.tsv").write_bytes(b"\xff garbage\tqrels\n")
+    return folder
+
+
+def test_beir_corpus_reads_documents_only(tmp_path, monkeypatch):
+    """--corpus beir:NAME: title + text of each document (as evaluation encodes them); the only file opened is
+    corpus.jsonl, so corrupt queries and qrels go unnoticed, and the corpus names its dataset."""
+    import bench.data.readers as readers
+
+    folder = _beir_folder(tmp_path)
+    opened = []
+    real_open = readers._open_binary
+    monkeypatch.setattr(readers, "_open_binary", lambda p: opened.append(str(p)) or real_open(p))
+    corpus = load_corpus("beir:tiny", data_dir=str(tmp_path))
+    assert corpus.texts == ["Title 0 Body of document 0.", "Title 1 Body of document 1.",
+                            "Title 2 Body of document 2.", "Only a title"]  # fmt: skip
+    assert corpus.dataset == ("beir", "tiny") and corpus.name == "beir:tiny"
+    assert opened == [str(folder / "corpus.jsonl")] and corpus.files == opened
+    assert load_corpus("beir:tiny", data_dir=str(tmp_path), limit=2).texts == corpus.texts[:2]
+
+
+def test_knn_corpus_reads_texts_never_labels(tmp_path):
+    """--corpus knn:NAME: the text of every line; a label that is missing, null or odd is never looked at."""
+    path = tmp_path / "knn" / "toy_test.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"text": "first text", "label": null}\n{"text": "second  text"}\n{"text": "third", "label": {"x": 1}}\n')
+    corpus = load_corpus("knn:toy", data_dir=str(tmp_path))
+    assert corpus.texts == ["first text", "second text", "third"] and corpus.dataset == ("labelled", "toy")
+
+
+def test_in_domain_datasets_match_kind_and_name(tmp_path):
+    from bench.data.catalog import find
+    from bench.data.corpus import in_domain_datasets
+
+    _beir_folder(tmp_path, "tiny")
+    _beir_folder(tmp_path, "other")
+    corpus = load_corpus("beir:tiny", data_dir=str(tmp_path))
+    located = [find(n, str(tmp_path), kind="beir") for n in ("tiny", "other")]
+    assert in_domain_datasets(corpus, located) == ["tiny"]
+    assert in_domain_datasets(load_corpus(str(tmp_path / "beir" / "tiny")), located) == []  # a file corpus: no claim
+
+
+def test_missing_in_domain_corpus_is_a_clear_error(tmp_path):
+    with pytest.raises(DatasetMissingError, match="nosuch"):
+        load_corpus("beir:nosuch", data_dir=str(tmp_path))
+    with pytest.raises(DataError, match="not a beir"):
+        _ = (tmp_path / "knn").mkdir() or (tmp_path / "knn" / "agnews_test.jsonl").write_text('{"text": "a"}\n')
+        load_corpus("beir:agnews", data_dir=str(tmp_path))

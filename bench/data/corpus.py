@@ -11,6 +11,13 @@ Sources, by `--corpus` value:
                              error naming the source URL and the expected path.
     <file>.txt[.gz]          one text per line (the SimCSE wiki1m format)
     <file>.jsonl[.gz] | <BEIR folder>   BEIR corpus.jsonl documents: the "text" field (title when text is empty)
+    beir:NAME                the documents of an evaluation retrieval set (in-domain self-supervision, as COCO-DR's
+                             pre-training on the target corpus): title + text, as the evaluation encodes them. Only
+                             corpus.jsonl is opened; queries and qrels are never read.
+    knn:NAME                 the texts of an evaluation kNN set (as the crop-SSL paper trains on the set it then
+                             classifies): the "text" field of each line of knn/NAME_test.jsonl; labels are never read.
+A corpus of an evaluation set records which dataset it is (`TrainingCorpus.dataset`); a run that evaluates on that
+dataset marks it in-domain (`in_domain_datasets`).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ class TrainingCorpus:
     source: str  # where it came from, for people
     files: list[str] = field(default_factory=list)  # files read, for the run's data fingerprint
     licence: str = ""
+    dataset: tuple[str, str] | None = None  # (catalog kind, name) when the corpus is an evaluation set's texts
 
     def describe(self) -> str:
         return f"{self.name} ({len(self.texts)} texts; {self.source})"
@@ -132,6 +140,63 @@ def load_file_corpus(path: Path, limit: int | None = None) -> TrainingCorpus:
     return TrainingCorpus(name=path.name, texts=texts, source=str(path.resolve()), files=[str(path)])
 
 
+# ------------------------------------------------------------------------- evaluation sets' own texts
+IN_DOMAIN_KINDS = {"beir": "beir", "knn": "labelled"}  # --corpus prefix -> catalog kind
+
+
+def _document_text(obj: dict) -> str:
+    """A BEIR document as the evaluation encodes it (bench.data.readers.document_text): title, then text."""
+    title = " ".join(str(obj.get("title") or "").split())
+    text = " ".join(str(obj.get("text") or "").split())
+    return f"{title} {text}".strip() if title else text
+
+
+def _text_only(obj: dict) -> str:
+    return " ".join(str(obj.get("text") or "").split())
+
+
+def load_dataset_corpus(spec: str, data_dir: str | None, limit: int | None, fetch: bool) -> TrainingCorpus:
+    """`beir:NAME` (documents) or `knn:NAME` (texts) of an evaluation set: the only file opened is the one holding
+    the texts; queries, qrels and labels are never read (and a label's value is never looked at)."""
+    from bench.data.catalog import find
+
+    prefix, _, name = spec.partition(":")
+    kind = IN_DOMAIN_KINDS[prefix]
+    located = find(name, data_dir, fetch=fetch, kind=kind)
+    if located.info.kind != kind:
+        raise DataError(f"--corpus {spec}: {name!r} is a {located.info.kind} dataset, not a {prefix} one")
+    if kind == "beir":
+        path = find_file(located.path, "corpus.jsonl")
+        if path is None:
+            raise DataError(f"--corpus {spec}: {located.path} has no corpus.jsonl(.gz)")
+        extract, what = _document_text, "documents (title + text)"
+    else:
+        path, extract, what = located.path, _text_only, "texts (labels not read)"
+    texts = []
+    for _, obj in read_jsonl(path):
+        if limit is not None and len(texts) >= limit:
+            break
+        text = extract(obj)
+        if text:
+            texts.append(text)
+    if not texts:
+        raise DataError(f"--corpus {spec}: {path} holds no text")
+    return TrainingCorpus(
+        name=spec,
+        texts=texts,
+        source=f"{what} of the evaluation set {located.info.name}, {path}",
+        files=[str(path)],
+        dataset=(kind, located.info.name),
+    )
+
+
+def in_domain_datasets(corpus: TrainingCorpus | None, located: list) -> list[str]:
+    """Names of the evaluated datasets (bench.data.catalog.Located) whose texts the corpus is."""
+    if corpus is None or corpus.dataset is None:
+        return []
+    return sorted({loc.info.name for loc in located if (loc.info.kind, loc.info.name) == corpus.dataset})
+
+
 # ------------------------------------------------------------------------------------ entry point
 def load_corpus(
     spec: str = DEFAULT_CORPUS, *, data_dir: str | None = None, limit: int | None = None, fetch: bool = False
@@ -141,6 +206,8 @@ def load_corpus(
         raise DataError(f"corpus limit must be a positive number of texts, got {limit}")
     if spec == DEFAULT_CORPUS:
         corpus = load_wiki_offline("train")
+    elif spec.partition(":")[0] in IN_DOMAIN_KINDS and spec.partition(":")[2]:
+        corpus = load_dataset_corpus(spec, data_dir, limit, fetch)
     elif spec in TRAIN_CORPORA:
         corpus = load_file_corpus(locate(spec, data_dir, fetch), limit)
         corpus.name = spec
@@ -148,7 +215,7 @@ def load_corpus(
     else:
         path = Path(spec).expanduser()
         if not path.exists():
-            known = ", ".join([DEFAULT_CORPUS, *TRAIN_CORPORA])
+            known = ", ".join([DEFAULT_CORPUS, *TRAIN_CORPORA, "beir:NAME", "knn:NAME"])
             raise DataError(f"training corpus {spec!r} is neither a known corpus ({known}) nor an existing file or folder")
         corpus = load_file_corpus(path, limit)
     if limit is not None:
