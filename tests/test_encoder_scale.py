@@ -341,7 +341,7 @@ def test_attacked_texts_computed_chunk_by_chunk_equal_attack_texts_in_any_access
                                                                                        monkeypatch):  # fmt: skip
     import bench.evaluate.attacks as attacks
 
-    monkeypatch.setattr(attacks, "ATTACK_CHUNK", 4)  # many chunks: the rng state crosses chunk boundaries
+    monkeypatch.setattr(attacks.base, "ATTACK_CHUNK", 4)  # many chunks: the rng state crosses chunk boundaries
     tok = load(tiny_model_dir, tmp_path).tokenizer
     texts = sentences(23, seed=11, lo=1, hi=9)
     for variant in ("rand", "2"):

@@ -126,7 +126,7 @@ def test_bm25_reads_its_corpus_only_by_slices():
 
 @pytest.mark.parametrize("variant", ["rand", "4"])
 def test_bm25_attacks_a_corpus_above_one_chunk_lazily_with_the_same_texts(variant, monkeypatch):
-    monkeypatch.setattr("bench.evaluate.attacks.ATTACK_CHUNK", 3)  # several attack chunks, read across their boundaries
+    monkeypatch.setattr("bench.evaluate.attacks.base.ATTACK_CHUNK", 3)  # several attack chunks, read across their boundaries
     eager = BM25Model(max_len=64).attack_texts(STREAMED_DOCS, variant, seed=7)
     model = BM25Model(max_len=64, chunk_docs=4)
     lazy = model.attack_texts(STREAMED_DOCS, variant, seed=7)

@@ -148,17 +148,17 @@ def test_dense_suite_records_per_query_values(tiny_model_dir, data_dir):
 
 def test_a_large_corpus_is_attacked_chunk_by_chunk_with_the_same_scores(tiny_model_dir, data_dir, monkeypatch):
     import bench.evaluate.attacks as attacks
-    import bench.evaluate.suites.retrieval as retrieval
+    import bench.evaluate.suites.variants as variants
     from bench.encode.encoder import Encoder
 
     enc = Encoder.load(str(tiny_model_dir), max_len=32, use_cache=False, show_progress=False)
     ctx = EvalContext(data_dir=str(data_dir), attacked=True, elong=["rand"])
     ((suite, _),) = parse_suites("beir:scifact@elong")
     upfront = [(r.variant, r.metric, r.value, r.info) for r in suite.evaluate(enc, "scifact", ctx)]
-    monkeypatch.setattr(retrieval, "LAZY_ATTACK_DOCS", 2)  # the 5 toy documents count as a large corpus
-    monkeypatch.setattr(attacks, "ATTACK_CHUNK", 2)
+    monkeypatch.setattr(variants, "LAZY_ATTACK_DOCS", 2)  # the 5 toy documents count as a large corpus
+    monkeypatch.setattr(attacks.base, "ATTACK_CHUNK", 2)
     made = []
-    monkeypatch.setattr(retrieval, "AttackedTexts", lambda *a, **k: made.append(attacks.AttackedTexts(*a, **k)) or made[-1])
+    monkeypatch.setattr(variants, "AttackedTexts", lambda *a, **k: made.append(attacks.AttackedTexts(*a, **k)) or made[-1])
     lazy = [(r.variant, r.metric, r.value, r.info) for r in suite.evaluate(enc, "scifact", ctx)]
     assert len(made) == 1 and lazy == upfront
 

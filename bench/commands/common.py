@@ -69,8 +69,28 @@ def add_limit(p: argparse.ArgumentParser) -> None:
                         "and recorded in each score's info)")  # fmt: skip
 
 
+def add_attack_options(p: argparse.ArgumentParser, elong_default: str = "2,4,8,rand", elong_note: str = "") -> None:
+    """Which variants the attacked suites (`SUITE@FAMILY[,FAMILY]`) run: `--attack FAMILY=PARAMS` for any family
+    (bench.evaluate.attacks.registry), `--elong PARAMS` kept as the elong family's own spelling."""
+    p.add_argument("--elong", default=elong_default,
+                   help=f"elongation variants of @elong suites (default {elong_default}{elong_note})")  # fmt: skip
+    p.add_argument("--attack", action="append", default=None, metavar="FAMILY=PARAM[,PARAM]",
+                   help="variants of an attack family for SUITE@FAMILY suites, repeatable: e.g. --attack pad=start-2,end-2 "
+                   "(default each family's set: pad = start, middle, end x m 2, 4; shuffle = one variant); "
+                   "--attack elong=2,rand is --elong 2,rand")  # fmt: skip
+
+
+def attack_settings(args: Any) -> tuple[list[str], dict[str, list[str]]]:
+    """(elong parameters, other families' parameters) from `--elong` / `--attack`; a bad one is a ConfigError."""
+    from bench.evaluate.attacks import parse_attack_options, parse_elong_variants
+
+    params = parse_attack_options(getattr(args, "attack", None))
+    elong = parse_elong_variants(params.pop("elong", None) or args.elong)
+    return elong, params
+
+
 def add_eval_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--elong", default="2,4,8,rand", help="elongation variants of @elong suites (default 2,4,8,rand)")
+    add_attack_options(p)
     add_limit(p)
     p.add_argument("--seed", type=int, default=0, help="seed of random elongation, kNN splits, diagnostics (default 0)")
 

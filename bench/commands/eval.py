@@ -6,13 +6,13 @@ import argparse
 import time
 
 from bench.runtime import distributed
-from bench.evaluate.attacks import parse_elong_variants
 from bench.commands.common import (
     add_data_dir,
     add_db,
     add_encoder_options,
     add_eval_options,
     add_nproc,
+    attack_settings,
     command_line,
     fingerprint_files,
     merge_runtime,
@@ -34,8 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "eval",
         help="evaluate an encoder (or bm25) on suites, clean and @elong",
-        description="Evaluate a model on suites: sts, beir14, beir:NAME[,NAME], knn[:NAME], mteb:TASK[,TASK], diag; "
-        "append @elong for elongation-attacked variants; several suites with '+' or repeated --suite.",
+        description="Evaluate a model on suites: sts, beir14, beir:NAME[,NAME], knn[:NAME], mteb:TASK[,TASK], diag, "
+        "needle, heldout; append @elong, @pad, @shuffle (or several: @elong,pad) for attacked variants; several suites "
+        "with '+' or repeated --suite.",
     )
     p.add_argument("--model", required=True, help="local model folder, hub id, 'minilm' (packaged all-MiniLM-L6-v2) or 'bm25'")
     p.add_argument("--suite", action="append", required=True, help="suite string, e.g. sts@elong or beir:scifact")
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     alone opens the database, writes the run row and its scores, and prints."""
     suite_args = split_suite_args(args.suite)
     suites = parse_suites(suite_args)  # unknown suite: error before anything is written
-    elong = parse_elong_variants(args.elong)
+    elong, attack_params = attack_settings(args)
     launched = start_processes(args)
     if launched is not None:
         return launched
@@ -62,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         max_len=args.max_len,
         seed=args.seed,
         elong=elong,
+        attack_params=attack_params,
         limit=args.limit,
         fetch=args.download,
         batch_size=args.batch_size,
@@ -95,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         "max_len": args.max_len,
         "batch_size": args.batch_size,
         "elong": elong,
+        **({"attacks": attack_params} if attack_params else {}),  # only when asked: older configs hash as they did
         "limit": args.limit,
         "seed": args.seed,
         "model_fingerprint": describe.get("fingerprint"),

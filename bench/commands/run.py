@@ -36,10 +36,12 @@ from typing import Any
 from bench.runtime import distributed
 from bench.commands.common import (
     add_allow_pickle,
+    add_attack_options,
     add_data_dir,
     add_db,
     add_limit,
     add_nproc,
+    attack_settings,
     command_line,
     fingerprint_files,
     merge_runtime,
@@ -98,8 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="pooling of every evaluated encoder, the same for all methods (SPEC §1; default mean)")
     p.add_argument("--eval-max-len", type=int, default=256, help="evaluation max tokens (default 256: elongated texts fit)")
     p.add_argument("--eval-batch-size", type=int, default=64)
-    p.add_argument("--elong", default=DEFAULT_ELONG, help=f"elongation variants of @elong suites (default {DEFAULT_ELONG}; "
-                   "2,4,8,rand is the full set, about twice the evaluation time)")
+    add_attack_options(p, DEFAULT_ELONG, "; 2,4,8,rand is the full set, about twice the evaluation time")
     add_limit(p)
     p.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
@@ -267,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         ctx = EvalContext(
             data_dir=args.data_dir, max_len=args.eval_max_len, seed=args.seed, elong=elong, limit=args.limit,
+            attack_params=settings.attack_params,
             fetch=args.download, batch_size=args.eval_batch_size,
         )
         corpus_files = corpus.files if corpus and spec.trains else []  # the baseline row trained on nothing
@@ -442,6 +444,7 @@ def reproduce_command(args: argparse.Namespace, method: str, trains: bool, suite
     if trains and train_seed is not None and train_seed != args.seed:
         parts += ["--seeds", str(train_seed)]
     parts += ["--seed", str(args.seed), "--pooling", args.pooling, "--eval-max-len", str(args.eval_max_len), "--elong", args.elong, "--no-baseline"]
+    parts += [x for option in getattr(args, "attack", None) or [] for x in ("--attack", option)]
     if args.limit:
         parts += ["--limit", str(args.limit)]
     if args.emb_dtype != "fp32":
@@ -464,6 +467,7 @@ class RunSettings:
     train_cfg: Any  # bench.train.TrainConfig
     rows: list[str] = field(default_factory=list)  # methods with the untrained backbone first unless --no-baseline
     seeds: list[int] = field(default_factory=lambda: [0])  # training seeds (--seeds; [--seed] without it)
+    attack_params: dict[str, list[str]] = field(default_factory=dict)  # --attack FAMILY=PARAMS (not elong)
 
 
 @dataclass
@@ -476,7 +480,6 @@ class RunConfigs:
 
 
 def parse_settings(args: argparse.Namespace) -> RunSettings:
-    from bench.evaluate.attacks import parse_elong_variants
     from bench.evaluate.suites.registry import split_suite_args
     from bench.train import Budget, TrainConfig
 
@@ -487,14 +490,15 @@ def parse_settings(args: argparse.Namespace) -> RunSettings:
     check_backbone_methods(args.backbone, methods)
     overrides = parse_overrides(args.hp, methods)
     suite_args = split_suite_args(args.suite) if args.suite else default_suites(args.data_dir)
-    elong = parse_elong_variants(args.elong)
+    elong, attack_params = attack_settings(args)
     train_cfg = TrainConfig(
         max_len=args.max_len, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup_steps, seed=args.seed,
         checkpoint_every=args.checkpoint_every, checkpoint_minutes=args.checkpoint_minutes, device=args.device, progress=not args.no_progress,
         pooling=args.pooling,
     )
     rows = ([] if args.no_baseline or "vanilla" in methods else ["vanilla"]) + methods
-    return RunSettings(methods, overrides, suite_args, budget, elong, train_cfg, rows, parse_seeds(args.seeds, args.seed))
+    return RunSettings(methods, overrides, suite_args, budget, elong, train_cfg, rows, parse_seeds(args.seeds, args.seed),
+                       attack_params)
 
 
 def run_configs(args: argparse.Namespace, settings: RunSettings, corpus_texts: int) -> RunConfigs:
@@ -513,7 +517,8 @@ def run_configs(args: argparse.Namespace, settings: RunSettings, corpus_texts: i
         "corpus_texts": corpus_texts,
         "suite": settings.suite_args,
         "eval": {"max_len": args.eval_max_len, "pooling": args.pooling, "batch_size": args.eval_batch_size,
-                 "elong": settings.elong, "limit": args.limit},
+                 "elong": settings.elong, "limit": args.limit,
+                 **({"attacks": settings.attack_params} if settings.attack_params else {})},
         **({"emb_dtype": args.emb_dtype} if getattr(args, "emb_dtype", "fp32") != "fp32" else {}),
     }
     seeds = settings.seeds

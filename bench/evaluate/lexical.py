@@ -13,10 +13,11 @@ Indexing streams: the corpus is read, tokenised (bm25s's tokenizer) and indexed 
 (`bench.evaluate.bm25_index` builds the same score matrix bm25s would and hands it to bm25s for scoring), so memory is the
 index itself, not the whole corpus's token lists (issue 10: FEVER's 5.4M documents within 12 GB).
 
-Elongation for BM25 is word-level: `bench.evaluate.attacks.elongate` copies the text m times, and nothing is truncated,
-because BM25 has no max_len. The 'rand' variant draws m per text as the token-aware attack does,
-m ~ U{1..max(1, (max_len - 2) // n_words)}, with whitespace words standing in for tokens, so elongated texts have
-comparable length ranges across models.
+Attacks on BM25 are word-level (each attack's `apply_words`, chosen by `bench.evaluate.suites.variants` for a model
+without a tokenizer): whitespace words stand in for tokens and nothing is truncated, because BM25 has no max_len.
+Elongation copies the text m times; its 'rand' variant draws m per text as the token-aware attack does,
+m ~ U{1..max(1, (max_len - 2) // n_words)}, so elongated texts have comparable length ranges across models;
+padding inserts (m - 1) x n_words words of other documents' sentences into the text field.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.evaluate.attacks import AttackedTexts, elongate, sample_m
+from bench.evaluate.attacks import AttackedTexts, elongate_words
 from bench.evaluate.bm25_index import FieldIndexBuilder
 
 STOPWORDS = "en"  # bm25s ships this list; nothing is fetched
@@ -48,7 +49,7 @@ class BM25Model:
     """Not an encoder: it has no `encode`; the retrieval suite calls `search` instead."""
 
     name = "bm25"
-    tokenizer = None  # attacks are word-level, see `attack_texts`
+    tokenizer = None  # attacks are word-level (see the module doc)
 
     def __init__(self, max_len: int = 256, k1: float = K1, b: float = B, method: str = METHOD,
                  stemmer: str | None = STEMMER, stopwords: str | None = STOPWORDS, fields: str = FIELDS, chunk_docs: int = CHUNK_DOCS):  # fmt: skip
@@ -153,29 +154,9 @@ class BM25Model:
         return elongate_words(texts, variant, self.max_len, random.Random(seed))
 
 
-def elongate_words(texts: Sequence[str | tuple[str, str]], variant: str, max_len: int, rng: random.Random) -> list:
-    """`BM25Model.attack_texts` of these texts, drawing the 'rand' m's from `rng` in text order."""
-
-    def m_for(text: str) -> int:
-        return sample_m(len(text.split()), max_len, rng) if variant == "rand" else int(variant)
-
-    out: list = []
-    for t in texts:
-        if isinstance(t, tuple):
-            title, body = t
-            m = m_for(f"{title} {body}".strip())
-            out.append((elongate(title, m) if title else title, elongate(body, m)))
-        else:
-            out.append(elongate(t, m_for(t)))
-    return out
-
-
 class WordAttackedTexts(AttackedTexts):
-    """BM25's word-level attack, computed chunk by chunk on access as `AttackedTexts` computes the token-level one
+    """BM25's word-level elongation, computed chunk by chunk on access as `AttackedTexts` computes the token-level one
     (the random generator's state is kept at chunk boundaries, so the texts equal `elongate_words` on the whole)."""
 
     def __init__(self, texts: Sequence[str | tuple[str, str]], variant: str, max_len: int, seed: int = 0):
-        super().__init__(texts, variant, tokenizer=None, max_len=max_len, seed=seed)
-
-    def _attack(self, chunk: Sequence[str | tuple[str, str]], rng: random.Random) -> list:
-        return elongate_words(chunk, self.variant, self.max_len, rng)
+        super().__init__(texts, variant, tokenizer=None, max_len=max_len, seed=seed, words=True)

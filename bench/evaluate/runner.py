@@ -18,7 +18,7 @@ def is_embedding_model(model: Any) -> bool:
     return callable(getattr(model, "encode", None))
 
 
-def check_model(model: Any, suites: list[tuple[Suite, bool]]) -> None:
+def check_model(model: Any, suites: list[tuple[Suite, tuple[str, ...]]]) -> None:
     """Fail before anything is written when a suite cannot score this kind of model (bm25 on sts, knn, ...).
 
     A suite declares `lexical_ok = True` when it can score a model without `encode` (retrieval: BM25's `search`).
@@ -34,7 +34,7 @@ def check_model(model: Any, suites: list[tuple[Suite, bool]]) -> None:
         )
 
 
-def locate_datasets(suites: list[tuple[Suite, bool]], ctx: EvalContext) -> list[Any]:
+def locate_datasets(suites: list[tuple[Suite, tuple[str, ...]]], ctx: EvalContext) -> list[Any]:
     """Find every dataset the suites read (a `bench.data.Located` each) before anything is recorded, so a missing
     or unknown dataset is one clear error and no run row. Suites without a `data_kind` (mteb, heldout) find
     their own data. A BEIR set that `--download` may still fetch is left to the suite."""
@@ -66,7 +66,7 @@ def suite_variants(suite: Suite, ctx: EvalContext) -> list[str]:
 
 def evaluate(
     model: Any,
-    suites: list[tuple[Suite, bool]],
+    suites: list[tuple[Suite, tuple[str, ...]]],
     ctx: EvalContext,
     db: ResultsDB | None = None,
     run_id: int | None = None,
@@ -85,8 +85,8 @@ def evaluate(
     done = db.scored_datasets(run_id) if db is not None and run_id is not None else set()
     done = distributed.broadcast_from_main(done)
     records: list[ScoreRecord] = []
-    for suite, attacked in suites:
-        sub = replace(ctx, attacked=attacked)
+    for suite, families in suites:
+        sub = replace(ctx, attacked=bool(families), families=tuple(families) or ctx.families)
         for dataset in suite.datasets():
             wanted = {(suite.name, dataset, v) for v in suite_variants(suite, sub)}
             if wanted <= done:

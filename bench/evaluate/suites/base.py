@@ -1,18 +1,21 @@
-"""What a suite is: a named list of datasets, each scored (clean and, when attacked, per elongation variant).
+"""What a suite is: a named list of datasets, each scored clean and, when attacked, per attack variant.
 
 A suite module defines a class with `name`, `datasets()` and `evaluate(model, dataset, ctx)`, and registers a
 parser in `bench.evaluate.suites.registry` for the suite strings it understands ("sts", "beir:scifact", ...).
+It reads its data through `load_dataset` and runs its variants through `bench.evaluate.suites.variants`.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+from bench.evaluate.attacks import CLEAN, Attack, attacks_for
 from results_db import ScoreRecord
 
-CLEAN = "clean"
+T = TypeVar("T")
 
 
 def variant_name(elong: str) -> str:
@@ -27,8 +30,10 @@ class EvalContext:
     data_dir: str | None = None
     max_len: int = 256
     seed: int = 0
-    attacked: bool = False  # evaluate the @elong variants as well as clean
-    elong: list[str] = field(default_factory=lambda: ["2", "4", "8", "rand"])
+    attacked: bool = False  # evaluate the attacked variants of `families` as well as clean
+    elong: list[str] = field(default_factory=lambda: ["2", "4", "8", "rand"])  # the elong family's parameters
+    families: tuple[str, ...] = ("elong",)  # the suite's suffix: `@elong,pad` -> ("elong", "pad")
+    attack_params: dict[str, list[str]] = field(default_factory=dict)  # `--attack pad=start-2`; absent: defaults
     limit: int | None = None  # use only the first N items of each dataset (smoke tests, CI slices)
     fetch: bool = False  # try downloading missing datasets from their sources
     files_read: set[str] = field(default_factory=set)
@@ -43,8 +48,19 @@ class EvalContext:
         """Remember where a dataset came from (a `bench.data.Located`), once per dataset."""
         self.sources.setdefault(located.info.name, located.describe())
 
+    def attacks(self, families: tuple[str, ...] | None = None) -> list[Attack]:
+        """The attacks of `families` (default: the suite's, and none for a clean-only suite), in report order."""
+        if families is None:
+            if not self.attacked:
+                return []
+            families = self.families
+        out: list[Attack] = []
+        for family in dict.fromkeys(families):
+            out += attacks_for(family, self.elong if family == "elong" else self.attack_params.get(family))
+        return out
+
     def variants(self) -> list[str]:
-        return [CLEAN] + ([variant_name(e) for e in self.elong] if self.attacked else [])
+        return [CLEAN] + [a.name for a in self.attacks()]
 
 
 class Suite(Protocol):
@@ -57,3 +73,18 @@ class Suite(Protocol):
 
 class SuiteError(ValueError):
     """An unknown or malformed suite string."""
+
+
+def load_dataset(dataset: str, ctx: EvalContext, kind: str, what: str, read: Callable[[Any], T]) -> T:
+    """A catalog (or local) dataset of `kind` read with `read(located)`: checked to be that kind (else SuiteError
+    '{dataset} is not {what}'), found in the data folders, its source and files noted in `ctx`."""
+    from bench.data import find, get_info
+
+    info = get_info(dataset, kind=kind)
+    if info.kind != kind:
+        raise SuiteError(f"{dataset!r} is not {what}")
+    located = find(dataset, ctx.data_dir, ctx.fetch, kind=kind)
+    ctx.note_source(located)
+    data = read(located)
+    ctx.files_read.update(data.files)
+    return data

@@ -1,7 +1,8 @@
 """`diag`: the LA(SER)^3 length diagnostics (paper §3 PoC experiments 1-2, §6.1) on STS-B test (dataset "stsb").
 
 The suite always compares clean texts with attacked ones: its variants are "clean" and one per entry of
-`--elong` (default 2,4,8,rand), whether or not `@elong` is written. The paper attacks with m=100; pass
+`--elong` (default 2,4,8,rand), whether or not `@elong` is written; other families named as a suffix
+(`diag@pad`) are added after them. The paper attacks with m=100; pass
 `--elong 100` for that (every attack is `elongate_within`: copies cut at the model's max_len).
 
 Metrics per variant (cosines in [-1, 1], not x100: they are geometry, not task scores):
@@ -31,10 +32,11 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import jensenshannon
 
-from bench.evaluate.attacks import AttackMeter, attack_texts, shuffle_words
 from bench.data.errors import DataError
-from bench.evaluate.suites.base import CLEAN, EvalContext, SuiteError, variant_name
-from bench.evaluate.suites.sts import load_sts, pair_cosines
+from bench.evaluate.attacks import shuffle_words
+from bench.evaluate.suites.base import CLEAN, EvalContext, SuiteError
+from bench.evaluate.suites.sts import load_sts, pair_cosines, sts_pool
+from bench.evaluate.suites.variants import variant_loop
 from results_db import ItemValues, ScoreRecord
 
 DATASET = "stsb"
@@ -107,8 +109,13 @@ class DiagSuite:
     def datasets(self) -> list[str]:
         return [DATASET]
 
+    def attacks(self, ctx: EvalContext):  # noqa: ANN201 - list[Attack]
+        """elong always (its own --elong parameters), then the other families of the suffix."""
+        others = tuple(f for f in ctx.families if f != "elong") if ctx.attacked else ()
+        return ctx.attacks(("elong", *others))
+
     def variants(self, ctx: EvalContext) -> list[str]:
-        return [CLEAN] + [variant_name(e) for e in ctx.elong]
+        return [CLEAN] + [a.name for a in self.attacks(ctx)]
 
     def evaluate(self, model: Any, dataset: str, ctx: EvalContext) -> list[ScoreRecord]:
         if not callable(getattr(model, "token_embeddings", None)):
@@ -123,25 +130,21 @@ class DiagSuite:
         records: list[ScoreRecord] = []
         clean_cos: np.ndarray | None = None
 
-        meter = AttackMeter(data.sentences1 + data.sentences2, model.tokenizer, model.max_len)
+        loop = variant_loop(model, ctx, measured=data.sentences1 + data.sentences2, pool=sts_pool(data),
+                            attacks=self.attacks(ctx), measure=True, dataset="diag")  # fmt: skip
         info: dict = {}
 
         def add(variant: str, metric: str, value: float, items: ItemValues | None = None, count: int = n) -> None:
             records.append(ScoreRecord(self.name, dataset, metric, float(value), n=count, variant=variant, items=items,
                                        info=dict(info)))  # fmt: skip
 
-        for variant in self.variants(ctx):
-            s1, s2, s1_shuf = data.sentences1, data.sentences2, s1_shuffled
-            info = meter.clean_info()
-            if variant != CLEAN:
-                elong = variant.split("-", 1)[1]
-                tok, max_len = model.tokenizer, model.max_len
-                seed1, seed2 = (ctx.rng(f"diag|{variant}|{side}").getrandbits(32) for side in (1, 2))
-                s1 = attack_texts(s1, elong, tok, max_len, seed=seed1)
-                s2 = attack_texts(s2, elong, tok, max_len, seed=seed2)
-                # the same seed draws the same m for each shuffled sentence as for its original
-                s1_shuf = attack_texts(s1_shuf, elong, tok, max_len, seed=seed1)
-                info = meter.measure(list(s1) + list(s2)).info()  # what the attack changed (Score.info)
+        for v in loop:
+            variant = v.name
+            s1 = list(v.texts(data.sentences1, salt=f"diag|{variant}|1"))
+            s2 = list(v.texts(data.sentences2, salt=f"diag|{variant}|2"))
+            # the same seed draws the same m for each shuffled sentence as for its original
+            s1_shuf = list(v.texts(s1_shuffled, salt=f"diag|{variant}|1"))
+            info = v.info(s1 + s2)  # what the attack changed (Score.info)
             cos = pair_cosines(model, s1, s2, desc=f"diag {variant}")
             if clean_cos is None:
                 clean_cos = cos

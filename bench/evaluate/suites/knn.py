@@ -11,8 +11,9 @@ fitted on the train part, accuracy on the test part. Two metrics:
 A model without `token_embeddings` gets Euclidean on its normalised embeddings (then both metrics coincide).
 Per-item values: 100 if a test example is classified correctly, else 0 (mean = accuracy x100).
 
-`@elong` attacks every text, train and test alike (each variant of ctx.elong, token-aware within max_len): the
-whole collection is seen at another length, as the STS suite attacks both sentences.
+An attacked suite (`@elong`, `@pad`, `@shuffle`) attacks every text, train and test alike (token-aware within
+max_len): the whole collection is seen at another length, as the STS suite attacks both sentences; `@pad` pads a
+text with sentences of other texts of the file.
 `--limit N` keeps the first N texts of the file (before the split); every label needs at least 2 of them.
 """
 
@@ -27,11 +28,12 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 
-from bench.evaluate.attacks import AttackMeter, attack_texts
-from bench.data import find, get_info, read_labelled
+from bench.data import get_info, read_labelled
 from bench.data.errors import DataError
 from bench.data.readers import LabelledData
-from bench.evaluate.suites.base import CLEAN, EvalContext, SuiteError
+from bench.evaluate.attacks import Distractors
+from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
+from bench.evaluate.suites.variants import variant_loop
 from results_db import ItemValues, ScoreRecord
 
 K = 10
@@ -41,13 +43,8 @@ RAW_POOL_CHUNK = 512  # texts whose token embeddings are held in memory at once
 
 
 def load_labelled(dataset: str, ctx: EvalContext) -> LabelledData:
-    info = get_info(dataset, kind="labelled")
-    if info.kind != "labelled":
-        raise SuiteError(f"{dataset!r} is not a labelled-text dataset (knn needs {{'text','label'}} jsonl)")
-    located = find(dataset, ctx.data_dir, ctx.fetch, kind="labelled")
-    ctx.note_source(located)
-    data = read_labelled(located.path, name=dataset)
-    ctx.files_read.update(data.files)
+    data = load_dataset(dataset, ctx, "labelled", "a labelled-text dataset (knn needs {'text','label'} jsonl)",
+                        lambda located: read_labelled(located.path, name=dataset))  # fmt: skip
     if ctx.limit:
         data = LabelledData(data.name, data.texts[: ctx.limit], data.labels[: ctx.limit], data.files)
     return data
@@ -128,17 +125,11 @@ class KNNSuite:
         train, test = split_indices(data.labels, ctx.seed, dataset)
         test_ids = [str(i) for i in test]
         records = []
-        # a clean-only run skips the meter: a warm cache then needs no tokenizer (nor the texts' tokenisation)
-        meter = AttackMeter(data.texts, model.tokenizer, model.max_len) if ctx.attacked else None
-        for variant in ctx.variants():
-            if variant == CLEAN:
-                texts = data.texts
-                info = meter.clean_info() if meter else None
-            else:
-                elong = variant.split("-", 1)[1]
-                seed = ctx.rng(f"{dataset}|{variant}").getrandbits(32)
-                texts = attack_texts(data.texts, elong, model.tokenizer, model.max_len, seed=seed)
-                info = meter.measure(texts).info()
+        pool = lambda seed: Distractors.build(data.texts, seed)  # noqa: E731 - other texts of the file
+        for v in variant_loop(model, ctx, measured=data.texts, pool=pool, dataset=dataset):
+            variant = v.name
+            texts = list(v.texts(data.texts, salt=f"{dataset}|{variant}"))
+            info = v.info(texts)
             raw, normed = embeddings(model, texts, desc=f"{dataset} {variant}")
             for metric, emb, dist in (("knn_acc_euclidean", raw, "euclidean"), ("knn_acc_cosine", normed, "cosine")):
                 correct = knn_correct(emb[train], labels[train], emb[test], labels[test], dist)

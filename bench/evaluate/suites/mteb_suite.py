@@ -9,8 +9,10 @@ network: with HF_HUB_OFFLINE or HF_DATASETS_OFFLINE set they fail at once with a
 
 Records: suite "mteb", dataset = the task name as written, metric = the task's main score name
 (`cosine_spearman`, `ndcg_at_10`, ...), value x100 (as the other suites). mteb returns no per-item values.
-`@elong` wraps the encoder so that mteb's inputs are attacked inside `encode`: every input of STS (and other
-symmetric) tasks, only the documents of retrieval tasks (queries stay clean, as in the `beir` suite).
+An attacked suite (`@elong`, `@pad`, `@shuffle`) wraps the encoder so that mteb's inputs are attacked inside
+`encode`: every input of STS (and other symmetric) tasks, only the documents of retrieval tasks (queries stay
+clean, as in the `beir` suite). `@pad` draws its distractors from the other texts of the same `encode` call: mteb
+hands over no relevance judgements there, so unlike the `beir` suite it cannot keep relevant documents out.
 `--limit N` slices local data exactly as the `sts` and `beir` suites do, so their scores are comparable.
 """
 
@@ -23,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from bench.evaluate.attacks import attack_texts
 from bench.data import CATALOG, DatasetInfo
 from bench.data.errors import DataError, DatasetMissingError
-from bench.evaluate.suites.base import CLEAN, EvalContext, SuiteError
+from bench.evaluate.attacks import Attack, Distractors
+from bench.evaluate.suites.base import EvalContext, SuiteError
+from bench.evaluate.suites.variants import attack_with, variant_loop
 from results_db import ScoreRecord
 
 logger = logging.getLogger(__name__)
@@ -42,11 +45,11 @@ def _encoder_adapter_class():
     class BenchMTEBEncoder(AbsEncoder):
         """A `bench.encode.encoder.Encoder` behind mteb's EncoderProtocol (encode + similarity + mteb_model_meta).
 
-        `attack` ('2', '4', '8', 'rand', ...) elongates the inputs mteb hands over: all of them, except for
-        retrieval queries, which stay clean.
+        `attack` (an `Attack`) changes the inputs mteb hands over: all of them, except for retrieval queries, which
+        stay clean.
         """
 
-        def __init__(self, encoder: Any, attack: str | None = None, seed: int = 0):
+        def __init__(self, encoder: Any, attack: Attack | None = None, seed: int = 0):
             self.model = encoder
             self.attack = attack
             self.seed = seed
@@ -67,13 +70,14 @@ def _encoder_adapter_class():
         def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs):  # noqa: ANN001
             texts = [text for batch in inputs for text in batch["text"]]
             if self.attack and not (task_metadata.type == "Retrieval" and prompt_type == PromptType.query):
-                texts = attack_texts(texts, self.attack, self.model.tokenizer, self.model.max_len, seed=self.seed)
+                pool = Distractors.build(texts, self.seed) if self.attack.needs_pool else None
+                texts = list(attack_with(self.model, self.attack, texts, self.seed, pool))
             return self.model.encode(texts, desc=f"mteb {task_metadata.name} {prompt_type.value if prompt_type else ''}")
 
     return BenchMTEBEncoder
 
 
-def mteb_encoder(encoder: Any, attack: str | None = None, seed: int = 0) -> Any:
+def mteb_encoder(encoder: Any, attack: Attack | None = None, seed: int = 0) -> Any:
     """Wrap an Encoder for `mteb.evaluate`."""
     return _encoder_adapter_class()(encoder, attack=attack, seed=seed)
 
@@ -204,7 +208,7 @@ def hub_task(task: str) -> Any:
 
 
 # --------------------------------------------------------------------------- suite
-def run_mteb_task(model: Any, task: Any, ctx: EvalContext, attack: str | None = None, seed: int = 0) -> tuple[str, float]:
+def run_mteb_task(model: Any, task: Any, ctx: EvalContext, attack: Attack | None = None, seed: int = 0) -> tuple[str, float]:
     """(main score name, value x100) of one task, by `mteb.evaluate`; nothing written to mteb's result cache."""
     import mteb
 
@@ -238,11 +242,10 @@ class MTEBSuite:
         if not callable(getattr(model, "encode", None)):
             raise SuiteError("the mteb suite needs an embedding model (bm25 is not one)")
         records = []
-        for variant in ctx.variants():
+        for v in variant_loop(model, ctx, measure=False):
+            variant = v.name
             task = build_task(dataset, ctx)  # fresh task per variant: mteb keeps state on task objects
-            attack = None if variant == CLEAN else variant.split("-", 1)[1]
-            seed = ctx.rng(f"mteb|{dataset}|{variant}").getrandbits(32)
-            metric, value = run_mteb_task(model, task, ctx, attack=attack, seed=seed)
+            metric, value = run_mteb_task(model, task, ctx, attack=v.attack, seed=v.seed(f"mteb|{dataset}|{variant}"))
             if not np.isfinite(value):
                 raise DataError(f"mteb task {dataset!r} gave a non-finite {metric}")
             n = int(getattr(task, "n_items", 0))  # known for local tasks; mteb does not report it

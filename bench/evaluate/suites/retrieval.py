@@ -12,8 +12,9 @@ Each query's top `TOP_K` (1000, as BEIR and mteb) documents form the run. Querie
 are dropped (mteb does the same). Identical query/document ids are removed from the run for the datasets whose
 mteb task definitions ask for it (ArguAna, Quora, FiQA, FEVER), so published MTEB figures are reproduced.
 
-`@elong`: documents are attacked (each variant of `ctx.elong`, via `bench.evaluate.attacks.attack_texts`, cut at the
-model's max_len), queries stay clean. A lexical model (BM25) brings its own word-level attack and search.
+Attacked variants (`@elong`, `@pad`, `@shuffle`, through `bench.evaluate.suites.variants`): documents are attacked
+(token-aware within the model's max_len; BM25 gets the word-level form), queries stay clean. `@pad` draws its
+distractor sentences from documents no query judges relevant, so padding never inserts an answer.
 
 `--limit N` evaluates a deterministic slice that stays a meaningful retrieval problem: the first N judged
 queries (in qrels-file order), and a corpus made of every document judged for them plus the first
@@ -33,12 +34,13 @@ from typing import Any
 import numpy as np
 import pytrec_eval
 
-from bench.evaluate.attacks import AttackedTexts, AttackMeter, attack_texts
-from bench.data import BEIR14, find, get_info, read_beir
+from bench.data import BEIR14, get_info, read_beir
 from bench.data.catalog import CQADUPSTACK_FORUMS
 from bench.data.errors import DataError
 from bench.data.readers import RetrievalData
-from bench.evaluate.suites.base import CLEAN, EvalContext, SuiteError
+from bench.evaluate.attacks import Distractors
+from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
+from bench.evaluate.suites.variants import variant_loop
 from results_db import ItemValues, ScoreRecord
 
 TOP_K = 1000
@@ -53,7 +55,6 @@ IGNORE_IDENTICAL_IDS = frozenset({"arguana", "quora", "fiqa", "fever"})
 QUERY_BLOCK = 1024
 DOC_BLOCK = 50_000
 ITER_CHUNK = 10_000  # documents read per pass when a corpus is iterated whole
-LAZY_ATTACK_DOCS = 50_000  # above this, attacked documents are computed chunk by chunk (twice: meter and encoder)
 
 Run = dict[str, dict[str, float]]  # query id -> {doc id: score}
 
@@ -211,27 +212,10 @@ def search_run(model: Any, queries: list[str], docs: Sequence[str], query_ids: l
     return to_run(query_ids, doc_ids, scores, indices, ignore_identical_ids, TOP_K)
 
 
-def attack_documents(model: Any, texts: Sequence[str], elong: str, seed: int) -> Sequence[str]:
-    """Elongation-attacked documents: the model's own attack if it has one (BM25), else token-aware within max_len.
-    A corpus above LAZY_ATTACK_DOCS is attacked chunk by chunk as it is read (`AttackedTexts`: the same texts),
-    so it is never held attacked as a whole; a smaller one is attacked once, up front."""
-    own = getattr(model, "attack_texts", None)
-    if callable(own):
-        return own(texts, elong, seed=seed)
-    if len(texts) > LAZY_ATTACK_DOCS:
-        return AttackedTexts(texts, elong, model.tokenizer, model.max_len, seed=seed)
-    return attack_texts(texts, elong, model.tokenizer, model.max_len, seed=seed)
-
-
 # ------------------------------------------------------------------------------- data
 def load_retrieval(dataset: str, ctx: EvalContext) -> RetrievalData:
-    info = get_info(dataset, kind="beir")
-    if info.kind != "beir":
-        raise SuiteError(f"{dataset!r} is not a retrieval (BEIR) dataset")
-    located = find(dataset, ctx.data_dir, ctx.fetch, kind="beir")
-    ctx.note_source(located)
-    data = read_beir(located.path, name=dataset)
-    ctx.files_read.update(data.files)
+    data = load_dataset(dataset, ctx, "beir", "a retrieval (BEIR) dataset",
+                        lambda located: read_beir(located.path, name=dataset))  # fmt: skip
     data = keep_positive_queries(data)
     if ctx.limit:
         data = limit_slice(data, ctx.limit)
@@ -266,6 +250,14 @@ def limit_slice(data: RetrievalData, limit: int, distractors_per_query: int = LI
     return replace(data, corpus=corpus, queries={q: data.queries[q] for q in qids}, qrels=qrels)
 
 
+def retrieval_pool(data: RetrievalData, docs: Sequence):  # noqa: ANN201 - a pool factory
+    """Distractor sentences for `@pad`: from documents that no query judges relevant (relevance > 0)."""
+    relevant = {d for rels in data.qrels.values() for d, r in rels.items() if r > 0}
+    doc_ids = list(data.corpus)
+    exclude = {i for i, d in enumerate(doc_ids) if d in relevant}
+    return lambda seed: Distractors.build(docs, seed, exclude=exclude)
+
+
 # ------------------------------------------------------------------------------ suite
 def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalContext, suite: str,
                     metrics: tuple[str, ...] = METRICS) -> list[ScoreRecord]:  # fmt: skip
@@ -279,16 +271,11 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
     q_emb = None if is_lexical(model) else model.encode(queries, desc=f"{dataset} queries")  # once: never attacked
     records = []
     # documents are what an attack changes (queries stay clean); BM25 reads whole texts (no tokenizer, no cut)
-    meter = AttackMeter(clean_docs, getattr(model, "tokenizer", None), model.max_len) if ctx.attacked else None
-    for variant in ctx.variants():
-        if variant == CLEAN:
-            docs = clean_docs
-            info = meter.clean_info() if meter else None
-        else:
-            elong = variant.split("-", 1)[1]
-            seed = ctx.rng(f"{dataset}|{variant}|docs").getrandbits(32)
-            docs = attack_documents(model, clean_docs, elong, seed)
-            info = meter.measure(docs).info() if meter else None
+    loop = variant_loop(model, ctx, measured=clean_docs, pool=retrieval_pool(data, clean_docs), dataset=dataset)
+    for v in loop:
+        variant = v.name
+        docs = v.texts(clean_docs, salt=f"{dataset}|{variant}|docs")
+        info = v.info(docs)
         run = search_run(model, queries, docs, query_ids, doc_ids, ignore_identical_ids=ignore_identical,
                          desc=f"{dataset} {variant}", q_emb=q_emb)  # fmt: skip
         per_query = retrieval_metrics(data.qrels, run)

@@ -8,11 +8,12 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-from bench.evaluate.attacks import AttackMeter, attack_texts
-from bench.data import STS_FORMATS, STS_SUITE, find, get_info
+from bench.data import STS_FORMATS, STS_SUITE, get_info
 from bench.data.errors import DataError
 from bench.data.readers import check_gold_varies
-from bench.evaluate.suites.base import CLEAN, EvalContext, SuiteError
+from bench.evaluate.attacks import Distractors
+from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
+from bench.evaluate.suites.variants import variant_loop
 from results_db import ItemValues, ScoreRecord
 
 
@@ -27,13 +28,9 @@ def pair_cosines(model: Any, s1: list[str], s2: list[str], desc: str) -> np.ndar
 
 
 def load_sts(dataset: str, ctx: EvalContext):
-    info = get_info(dataset, kind="sts")
-    if info.kind != "sts":
-        raise SuiteError(f"{dataset!r} is not an STS dataset")
-    located = find(dataset, ctx.data_dir, ctx.fetch, kind="sts")
-    data = STS_FORMATS[located.format](located.path, name=dataset, split=info.split)
-    ctx.note_source(located)
-    ctx.files_read.update(data.files)
+    split = get_info(dataset, kind="sts").split
+    data = load_dataset(dataset, ctx, "sts", "an STS dataset",
+                        lambda located: STS_FORMATS[located.format](located.path, name=dataset, split=split))  # fmt: skip
     if ctx.limit:
         data.sentences1 = data.sentences1[: ctx.limit]
         data.sentences2 = data.sentences2[: ctx.limit]
@@ -58,18 +55,11 @@ class STSSuite:
         check_gold_varies(data.scores, f"STS dataset {dataset!r}" + (f" (its first {ctx.limit} pairs)" if ctx.limit else ""))
         ids = [str(i) for i in range(len(gold))]
         records = []
-        # a clean-only run skips the meter: a warm cache then needs no tokenizer (nor the texts' tokenisation)
-        meter = AttackMeter(data.sentences1 + data.sentences2, model.tokenizer, model.max_len) if ctx.attacked else None
-        for variant in ctx.variants():
-            if variant == CLEAN:
-                s1, s2 = data.sentences1, data.sentences2
-                info = meter.clean_info() if meter else None
-            else:
-                elong = variant.split("-", 1)[1]
-                tok, max_len = model.tokenizer, model.max_len
-                s1 = attack_texts(data.sentences1, elong, tok, max_len, seed=hash_seed(ctx, dataset, variant, 1))
-                s2 = attack_texts(data.sentences2, elong, tok, max_len, seed=hash_seed(ctx, dataset, variant, 2))
-                info = meter.measure(s1 + s2).info()
+        for v in variant_loop(model, ctx, measured=data.sentences1 + data.sentences2, pool=sts_pool(data), dataset=dataset):
+            variant = v.name
+            s1 = list(v.texts(data.sentences1, salt=f"{dataset}|{variant}|1"))
+            s2 = list(v.texts(data.sentences2, salt=f"{dataset}|{variant}|2"))
+            info = v.info(s1 + s2)
             cos = pair_cosines(model, s1, s2, desc=f"{dataset} {variant}")
             if not np.isfinite(cos).all() or np.ptp(cos) == 0:
                 raise DataError(
@@ -91,8 +81,10 @@ class STSSuite:
         return records
 
 
-def hash_seed(ctx: EvalContext, *parts: object) -> int:
-    return ctx.rng("|".join(map(str, parts))).getrandbits(32)
+def sts_pool(data):  # noqa: ANN001, ANN201 - STSData -> a pool factory
+    """Distractor sentences of an STS set: both sides of the other pairs (a pair's own sentences never pad it)."""
+    n = len(data.sentences1)
+    return lambda seed: Distractors.build(data.sentences1 + data.sentences2, seed, owners=list(range(n)) * 2)
 
 
 def make_suite(arg: str | None) -> STSSuite:

@@ -1,0 +1,137 @@
+"""Attack registry: family names -> `AttackFamily`, filled from the `lenbench.attacks` entry-point group, exactly as
+methods fill theirs (`bench.train.registry`).
+
+Built-in families (elong, pad, shuffle, and `len`, the needle suite's context lengths) register the same way as a
+plug-in: an entry point in that group (lenbench's own are in pyproject.toml) names an `AttackFamily` or a
+zero-argument callable returning one or a list. A new attack is one module defining its family plus one entry point.
+Entry points are read from installed package metadata; a checkout whose metadata predates this group (installed
+before it existed) still gets the built-ins, with a warning to reinstall (`pip install -e .`).
+
+Reports and the leaderboard read variant order and labels from here (`describe_variant`, `order_variants`): a
+stored variant name is looked up in every family; names no family knows sort after the known ones, alphabetically.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+
+from bench.evaluate.attacks.base import CLEAN, Attack, AttackFamily
+from bench.runtime.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "lenbench.attacks"
+BUILTIN = {  # name -> "module:attribute", the same targets as pyproject.toml's entry points
+    "elong": "bench.evaluate.attacks.elong:FAMILY",
+    "pad": "bench.evaluate.attacks.pad:FAMILY",
+    "shuffle": "bench.evaluate.attacks.shuffle:FAMILY",
+    "len": "bench.evaluate.attacks.length:FAMILY",
+}
+
+_REGISTRY: dict[str, AttackFamily] = {}
+_loaded = False
+
+
+def register(family: AttackFamily) -> AttackFamily:
+    """Add one family; the same object twice is a no-op, a different one under a taken name an error."""
+    if family.name in _REGISTRY and _REGISTRY[family.name] is not family:
+        raise ValueError(f"attack family {family.name!r} is already registered")
+    _REGISTRY[family.name] = family
+    return family
+
+
+def _families_of(obj: object) -> list[AttackFamily]:
+    made = obj if isinstance(obj, AttackFamily) else obj()  # type: ignore[operator]
+    made = list(made) if isinstance(made, (list, tuple)) else [made]
+    bad = [f for f in made if not isinstance(f, AttackFamily)]
+    if bad:
+        raise TypeError(f"expected AttackFamily, got {type(bad[0]).__name__}")
+    return made
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            for family in _families_of(ep.load()):
+                register(family)
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the harness down
+            log.warning("attack plugin %s (%s) failed to load: %s", ep.name, ep.value, exc)
+    missing = [name for name in BUILTIN if name not in _REGISTRY]
+    if missing:
+        log.warning("lenbench's own `%s` entry points are not installed (%s): registering them directly; reinstall "
+                    "the checkout (`pip install -e .`) so plug-ins and built-ins load alike", ENTRY_POINT_GROUP,
+                    ", ".join(missing))  # fmt: skip
+        for name in missing:
+            module, _, attr = BUILTIN[name].partition(":")
+            register(getattr(importlib.import_module(module), attr))
+
+
+def families() -> list[AttackFamily]:
+    """Every registered family, in report order."""
+    _load()
+    return sorted(_REGISTRY.values(), key=lambda f: (f.order, f.name))
+
+
+def get_family(name: str) -> AttackFamily:
+    _load()
+    family = _REGISTRY.get(name)
+    if family is None or not family.selectable:
+        known = ", ".join(f"@{f.name}" for f in families() if f.selectable)
+        raise ConfigError(f"unknown attack family {name!r}; known: {known} (a plug-in registers more through the "
+                          f"`{ENTRY_POINT_GROUP}` entry-point group)")  # fmt: skip
+    return family
+
+
+def attacks_for(family: str, params: Sequence[str] | None = None) -> list[Attack]:
+    """The attacks one family runs: its defaults, or those `params` name (a bad one is a ConfigError)."""
+    return get_family(family).attacks(params)
+
+
+@dataclass(frozen=True)
+class VariantInfo:
+    """What a report needs to place a stored variant: its family (None: unknown), axis, x label and order."""
+
+    name: str
+    family: str | None
+    axis: str
+    x_label: str
+    x: float | None
+    order: tuple
+
+
+def describe_variant(variant: str) -> VariantInfo:
+    if variant == CLEAN:
+        return VariantInfo(CLEAN, None, "", "clean", 1.0, (-1, 0.0, ""))
+    for rank, family in enumerate(families()):
+        attack = family.parse_variant(variant)
+        if attack is not None:
+            return VariantInfo(variant, family.name, family.axis, attack.x_label, attack.x, (rank, attack.order, variant))
+    return VariantInfo(variant, None, "", variant, None, (len(_REGISTRY) + 1, 0.0, variant))
+
+
+def order_variants(variants: Iterable[str]) -> list[str]:
+    """clean first, then each family in registry order, each family's variants in their display order."""
+    return sorted(set(variants), key=lambda v: describe_variant(v).order)
+
+
+def parse_attack_options(options: Sequence[str] | None) -> dict[str, list[str]]:
+    """`--attack pad=start-2,end-4` (repeatable) -> {'pad': ['start-2', 'end-4']}; each parameter checked."""
+    out: dict[str, list[str]] = {}
+    for option in options or []:
+        name, eq, params = option.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            raise ConfigError(f"--attack {option!r}: use FAMILY=PARAM[,PARAM] (e.g. --attack pad=start-2,end-2)")
+        family = get_family(name)
+        values = [p.strip() for p in params.split(",") if p.strip()] or list(family.defaults)
+        family.attacks(values)  # a bad parameter: one clear error now, not after a model load
+        out[name] = values
+    return out
