@@ -91,6 +91,8 @@ def attack_settings(args: Any) -> tuple[list[str], dict[str, list[str]]]:
 
 def add_eval_options(p: argparse.ArgumentParser) -> None:
     add_attack_options(p)
+    p.add_argument("--needle-lengths", default=None, metavar="N,N,...",
+                   help="context lengths (tokens) of the needle suite (default 64,128,256,512,1024)")  # fmt: skip
     add_limit(p)
     p.add_argument("--seed", type=int, default=0, help="seed of random elongation, kNN splits, diagnostics (default 0)")
 

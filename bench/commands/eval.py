@@ -54,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
     suite_args = split_suite_args(args.suite)
     suites = parse_suites(suite_args)  # unknown suite: error before anything is written
     elong, attack_params = attack_settings(args)
+    if args.needle_lengths:
+        from bench.evaluate.suites.needle import parse_lengths
+
+        parse_lengths(args.needle_lengths)  # a bad list: one clear error before anything is recorded
     launched = start_processes(args)
     if launched is not None:
         return launched
@@ -64,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         elong=elong,
         attack_params=attack_params,
+        options={"needle_lengths": args.needle_lengths} if args.needle_lengths else {},
         limit=args.limit,
         fetch=args.download,
         batch_size=args.batch_size,
@@ -98,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         "batch_size": args.batch_size,
         "elong": elong,
         **({"attacks": attack_params} if attack_params else {}),  # only when asked: older configs hash as they did
+        **({"needle_lengths": args.needle_lengths} if args.needle_lengths else {}),
         "limit": args.limit,
         "seed": args.seed,
         "model_fingerprint": describe.get("fingerprint"),
