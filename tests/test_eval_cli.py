@@ -124,7 +124,7 @@ def test_bad_data_fails_its_run_with_one_clear_line(case, tiny_model_dir, data_d
 
 BAD_ARGS = {
     "unknown suite": (["--suite", "nosuch"], r"unknown suite 'nosuch'; known: .*beir"),
-    "unknown variant": (["--suite", "sts@short"], r"the only variant is '@elong'"),
+    "unknown variant": (["--suite", "sts@short"], r"unknown attack family 'short'; known: @elong, @pad, @shuffle"),
     "unknown dataset": (["--suite", "beir:nosuch"], r"unknown dataset 'nosuch'"),
     "sts name in beir": (["--suite", "beir:stsb"], r"'stsb' is not a retrieval \(BEIR\) dataset"),
     "unknown model path": (["--model", "{tmp}/no-model"], r"model folder '.*no-model' does not exist"),
