@@ -61,6 +61,9 @@ def render() -> None:
     if runs.empty:
         empty.show(state, "The results database has no runs yet.")
         return
+    if "goto_run" in st.session_state:  # a row clicked in the main table: its run, in the Run view
+        st.session_state["view"] = "Run"
+        st.session_state["run_id"] = st.session_state.pop("goto_run")
     view = st.sidebar.radio("View", list(VIEWS), key="view")
     st.sidebar.divider()
     VIEWS[view](state)

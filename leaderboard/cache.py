@@ -11,12 +11,11 @@ Server databases (URLs) have no file to stat; their version stamp is the current
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from bench.report import stats
-from leaderboard import queries, ranking, tables
+from leaderboard import queries, tables
 from leaderboard.queries import DBState
 
 MAX_ENTRIES = 64
@@ -104,22 +103,21 @@ def items_for_scores(location: str, version: tuple[int, ...], score_ids: tuple[i
     return queries.items_for_scores(_open(location, version), list(score_ids))
 
 
-@st.cache_data(show_spinner=False, max_entries=4096)
-def score_resamples(location: str, version: tuple[int, ...], score_id: int, common_key: str, _item: dict,
-                    _common: tuple[str, ...]) -> tuple[float, np.ndarray]:  # fmt: skip
-    """One score's value and bootstrap resamples on a set of items (named by common_key, a digest of the ids), so
-    a filter change re-ranks from cached resamples instead of re-scoring every group."""
-    return ranking.score_resamples(_item, _common)
-
-
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
-def bootstrap(location: str, version: tuple[int, ...], score_a: int, score_b: int, resamples: int) -> stats.BootstrapCI | str:
-    """The CI of score_b - score_a, or a sentence saying why there is none."""
+def bootstrap(location: str, version: tuple[int, ...], score_a: int, score_b: int) -> stats.BootstrapCI | str:
+    """The CI of score_b - score_a (`bench.report.stats.paired_bootstrap`, the rank's and the CLI's computation),
+    or a sentence saying why there is none."""
     items = queries.items_for_scores(_open(location, version), [score_a, score_b])
     if score_a not in items or score_b not in items:
         missing = [name for name, sid in (("A", score_a), ("B", score_b)) if sid not in items]
         return f"no per-item scores stored for run {' and '.join(missing)}"
     try:
-        return stats.paired_bootstrap(items[score_a], items[score_b], resamples=resamples)
+        return stats.paired_bootstrap(items[score_a], items[score_b], keys=(score_key(location, version, score_a),
+                                                                            score_key(location, version, score_b)))
     except ValueError as exc:
         return str(exc)
+
+
+def score_key(location: str, version: tuple[int, ...], score_id: int) -> tuple:
+    """What names one stored score for `stats.resampled`'s cache: a database change gives new keys."""
+    return (location, version, int(score_id))

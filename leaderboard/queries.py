@@ -230,10 +230,11 @@ def score_catalog(db: ResultsDB) -> pd.DataFrame:
 
 
 def suite_scores(db: ResultsDB, suite: str, metrics: list[str], variants: list[str]) -> pd.DataFrame:
-    """Long scores (run_id, dataset, variant, metric, value) of one suite, for some metrics and variants
+    """Long scores (run_id, dataset, variant, metric, value, n) of one suite, for some metrics and variants
     (an empty list: all of them)."""
     s = Score.__table__
-    columns = {"run_id": s.c.run_id, "dataset": s.c.dataset, "variant": s.c.variant, "metric": s.c.metric, "value": s.c.value}
+    columns = {"run_id": s.c.run_id, "dataset": s.c.dataset, "variant": s.c.variant, "metric": s.c.metric, "value": s.c.value,
+               "n": s.c.n}  # fmt: skip
     constant = {}
     stmt_where = [s.c.suite == suite]
     for name, chosen in (("metric", metrics), ("variant", variants)):
@@ -248,6 +249,7 @@ def suite_scores(db: ResultsDB, suite: str, metrics: list[str], variants: list[s
         frame[name] = value
     frame["run_id"] = frame["run_id"].astype(int)
     frame["value"] = frame["value"].astype(float)
+    frame["n"] = pd.to_numeric(frame["n"], errors="coerce")
     return frame[list(columns)]
 
 

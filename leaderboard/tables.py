@@ -15,19 +15,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from bench.evaluate.suites.metadata import CQADUPSTACK_PARTS, SUITES, main_metric
+from bench.report import stats
+
 CLEAN = "clean"
 NONE_LABEL = "—"  # what an empty budget / corpus (an untrained `bench eval` run) shows as
 GROUP_KEYS = ["method", "backbone", "budget", "corpus"]
 AVERAGE = "average"
 
-# The score a suite is ranked by when the user has not picked one (SPEC §3).
-PRIMARY_METRIC = {
-    "sts": "spearman", "beir": "ndcg_at_10", "heldout": "ndcg_at_10", "knn": "knn_acc_euclidean", "mteb": "main_score",
-    "diag": "pair_cos_shift",
-}  # fmt: skip
-# diag measures are geometry, not task scores: no "best" to highlight.
-NO_BEST_SUITES = {"diag"}
-DIAG_PLOT_METRICS = ("pair_cos_shift", "intra_sim_adj", "anisotropy", "positional_jsd")
+NO_BEST_SUITES = {name for name, meta in SUITES.items() if not meta.ranked}  # geometry: no "best" to highlight
+DIAG_PLOT_METRICS = SUITES["diag"].plot_metrics
 VARIANT_ORDER = [CLEAN, "elong-2", "elong-4", "elong-8", "elong-rand"]
 REFERENCE = "reference"
 TYPES = ("trained", "untrained", REFERENCE)
@@ -37,30 +34,9 @@ SIZE_COLUMNS = {
     "dim": ("embedding_dim", "embed_dim", "dim"),
     "max tokens": ("max_tokens", "max_seq_length", "max_len"),
 }
-CI_LEVEL = 0.95
-
-
-def _suite_standards() -> dict[str, tuple[str, tuple[str, ...]]]:
-    """The average each suite's papers report: column name and the datasets it averages (all must be present)."""
-    try:
-        from bench.data.catalog import BEIR14, STS_SUITE
-
-        return {"sts": (f"STS avg ({len(STS_SUITE)})", tuple(STS_SUITE)), "beir": ("BEIR-14 avg", tuple(BEIR14))}
-    except Exception:  # noqa: BLE001
-        return {}
-
-
-def _cqadupstack_forums() -> tuple[str, ...]:
-    try:
-        from bench.data.catalog import CQADUPSTACK_FORUMS
-
-        return tuple(f"cqadupstack-{f}" for f in CQADUPSTACK_FORUMS)
-    except Exception:  # noqa: BLE001
-        return ()
-
-
-SUITE_STANDARDS = _suite_standards()
-CQADUPSTACK_PARTS = _cqadupstack_forums()
+CI_LEVEL = stats.DEFAULT_LEVEL
+# The averages each suite's papers report: column name and the datasets it averages (all must be present).
+SUITE_STANDARDS = {name: meta.averages[0] for name, meta in SUITES.items() if meta.averages}
 
 
 def _catalog_order() -> list[str]:
@@ -98,16 +74,6 @@ class SeedMean(float):
         return f"{float(self):.{digits}f}"
 
 
-def ci_half_width(std: np.ndarray, count: np.ndarray, level: float = CI_LEVEL) -> np.ndarray:
-    """Half-width of the Student-t interval of a mean over `count` seeds (`bench.report.stats.mean_ci`, vectorised)."""
-    from scipy.stats import t
-
-    count = np.asarray(count, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        half = t.ppf(0.5 + level / 2.0, np.maximum(count - 1, 1)) * np.asarray(std, dtype=float) / np.sqrt(count)
-    return np.where(count > 1, half, np.nan)
-
-
 def format_cell(value: object, digits: int = 2) -> str:
     if isinstance(value, SeedMean):
         return value.label(digits)
@@ -119,14 +85,8 @@ def format_cell(value: object, digits: int = 2) -> str:
 
 
 def primary_metric(suite: str, metrics: list[str]) -> str | None:
-    if not metrics:
-        return None
-    wanted = PRIMARY_METRIC.get(suite) or PRIMARY_METRIC.get(suite.split(":", 1)[0])
-    if wanted in metrics:
-        return wanted
-    if "main_score" in metrics:
-        return "main_score"
-    return sorted(metrics)[0]
+    """The metric a suite opens on (its declared main metric, `bench.evaluate.suites.metadata`)."""
+    return main_metric(suite, metrics)
 
 
 def order_datasets(datasets: list[str]) -> list[str]:
@@ -146,7 +106,8 @@ def part_datasets(datasets: list[str]) -> set[str]:
 
 def group_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """Runs with the group columns as the tables show them (empty budget / corpus -> NONE_LABEL), their type
-    (trained, untrained, reference), whether their config asked for a subset, and their size columns."""
+    (trained, untrained, reference), the subset their config asked for ("limit N", "" for the full sets: part of a
+    row's identity, so a subset run never joins, replaces or is ranked with a full-set row), and their size columns."""
     out = runs.copy()
     kind = out["kind"] if "kind" in out else pd.Series("", index=out.index)
     reference = (kind == REFERENCE).to_numpy()
@@ -155,7 +116,8 @@ def group_runs(runs: pd.DataFrame) -> pd.DataFrame:
         out.loc[named, "method"] = out.loc[named, "model"]  # a reference is known by its model's name
     out["type"] = np.where(reference, REFERENCE, np.where(out["budget_label"] != "", "trained", "untrained"))
     limit = out["config_limit"] if "config_limit" in out else pd.Series(np.nan, index=out.index)
-    out["subset"] = pd.to_numeric(limit, errors="coerce").fillna(0).to_numpy() > 0
+    limit = pd.to_numeric(limit, errors="coerce").fillna(0).to_numpy()
+    out["subset"] = [f"limit {int(x)}" if x > 0 else "" for x in limit]
     infos = out["model_info"] if "model_info" in out else pd.Series([{}] * len(out), index=out.index)
     for column, keys in SIZE_COLUMNS.items():
         out[column] = [_size(info, keys, column) for info in infos]
@@ -245,19 +207,29 @@ class RunFilters:
 
 
 def mark_subsets(runs: pd.DataFrame, limits: pd.DataFrame) -> pd.DataFrame:
-    """runs with "subset" also set for runs that have a subset score (Score.info limit) in `limits`."""
+    """runs with "subset" also set ("limit N", N the largest subset of its scores) for runs that have a subset
+    score (Score.info limit) in `limits` but no limit in their config."""
     if limits.empty:
         return runs
     out = runs.copy()
-    out["subset"] = out["subset"].astype(bool) | out["id"].isin(limits["run_id"])
+    largest = limits.groupby("run_id")["limit"].max()
+    found = out["id"].map(largest)
+    unlabelled = (out["subset"].astype(str) == "").to_numpy() & found.notna().to_numpy()
+    out.loc[unlabelled, "subset"] = [f"limit {int(x)}" for x in found[unlabelled]]
     return out
+
+
+def row_keys(runs: pd.DataFrame) -> list[str]:
+    """What makes a row: the group columns and, when known, the subset its runs were scored on."""
+    return [*GROUP_KEYS, "subset"] if "subset" in runs else list(GROUP_KEYS)
 
 
 def coded_groups(runs: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
     """Each run's group code (0..G-1, first-seen order) and the groups' key columns (row g = code g)."""
     runs = runs.reset_index(drop=True)
-    codes = runs.groupby(GROUP_KEYS, sort=False).ngroup().to_numpy()
-    groups = runs[GROUP_KEYS].drop_duplicates().reset_index(drop=True)
+    keys = row_keys(runs)
+    codes = runs.groupby(keys, sort=False).ngroup().to_numpy()
+    groups = runs[keys].drop_duplicates().reset_index(drop=True)
     return codes, groups
 
 
@@ -275,7 +247,7 @@ def latest_per_seed(scores: pd.DataFrame, runs: pd.DataFrame, keys: list[str]) -
     return out.reset_index(drop=True), groups
 
 
-INFO_COLUMNS = [*GROUP_KEYS, "type", "seeds", *SIZE_COLUMNS, "subset", "run ids"]
+INFO_COLUMNS = [*GROUP_KEYS, "type", "seeds", *SIZE_COLUMNS, "subset", "n", "run ids", "latest run"]
 
 
 @dataclass
@@ -297,10 +269,22 @@ class Leaderboard:
     datasets: list[str]
     complete_average: bool  # False when some group lacks a dataset (its average is left empty)
     groups: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    subsets: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))  # per row: "" or "limit N"
 
     @property
     def empty(self) -> bool:
         return self.info.empty
+
+    def rows(self, mask: np.ndarray) -> "Leaderboard":
+        """The rows where mask is True (e.g. the full-set rows, or one subset's)."""
+        keep = np.flatnonzero(np.asarray(mask, dtype=bool))
+        frames = [f.iloc[keep].reset_index(drop=True) for f in (self.info, self.mean, self.std, self.half, self.count)]
+        return Leaderboard(*frames, self.score_columns, self.datasets, self.complete_average, self.groups[keep],
+                           self.subsets[keep])  # fmt: skip
+
+    def partitions(self) -> list[tuple[str, "Leaderboard"]]:
+        """(subset label, rows): the full-set rows ("") first, then each subset's rows; never mixed."""
+        return [(label, self.rows(self.subsets == label)) for label in pd.unique(self.subsets)]
 
     def __len__(self) -> int:
         return len(self.info)
@@ -355,7 +339,7 @@ class Leaderboard:
         interval = ["" if np.isnan(a) else f"{a:.1f}–{b:.1f}" for a, b in zip(lo, hi)]
         info.insert(at + 1, "rank 95% CI", interval)
         return Leaderboard(info, self.mean, self.std, self.half, self.count, self.score_columns, self.datasets,
-                           self.complete_average, self.groups)  # fmt: skip
+                           self.complete_average, self.groups, self.subsets)  # fmt: skip
 
 
 def _empty_leaderboard() -> Leaderboard:
@@ -425,7 +409,7 @@ def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: b
     if runs.empty or scores.empty:
         return _empty_leaderboard()
     runs = runs.reset_index(drop=True)
-    scores = with_cqadupstack_mean(scores[["run_id", "dataset", "value"]])
+    scores = with_cqadupstack_mean(scores[["run_id", "dataset", "value", *(["n"] if "n" in scores else [])]])
     # Each seed counts once per group and dataset: a re-run (same group and seed) replaces the earlier run.
     long, groups = latest_per_seed(scores, runs, ["dataset"])
     if long.empty:
@@ -460,7 +444,7 @@ def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: b
     std, count = mean.copy(), np.zeros_like(mean)
     for j, values in enumerate([*wide.T, *averages.values()]):
         mean[:, j], std[:, j], count[:, j] = _group_stats(pair_group, values, n_groups)
-    half = ci_half_width(std, count)
+    half = stats.t_half_width(std, count, CI_LEVEL)
 
     present = np.bincount(pair_group, minlength=n_groups) > 0  # groups with at least one score
     seeds = np.bincount(pair_group, minlength=n_groups)
@@ -472,7 +456,8 @@ def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: b
     run_ids = [", ".join(id_text[starts[g] : starts[g + 1]]) for g in range(n_groups)]
 
     codes, _ = coded_groups(runs)
-    info = groups.assign(seeds=seeds)
+    subset_of_group = groups["subset"].astype(str).to_numpy() if "subset" in groups else np.full(n_groups, "")
+    info = groups[list(GROUP_KEYS)].assign(seeds=seeds)
     info.insert(len(GROUP_KEYS), "type", runs.groupby(codes)["type"].first().reindex(range(n_groups)).to_numpy()
                 if "type" in runs else "")  # fmt: skip
     by_id = runs.assign(_g=codes).sort_values("id")
@@ -480,23 +465,59 @@ def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: b
         info[column] = by_id.groupby("_g")[column].last().reindex(range(n_groups)).to_numpy() if column in runs else np.nan
     used = np.unique(run_of)
     used_groups = codes[pd.Index(runs["id"]).get_indexer(used)]
-    info["subset"] = subset_labels(used, used_groups, n_groups, runs[runs["id"].isin(used)], limits)
+    labels = subset_labels(used, used_groups, n_groups, runs[runs["id"].isin(used)], limits)
+    info["subset"] = [label or fallback for label, fallback in zip(labels, subset_of_group)]
+    info["n"] = _n_labels(long, n_groups, datasets) if "n" in long else ""
     info["run ids"] = run_ids
+    info["latest run"] = [int(id_text[starts[g + 1] - 1]) if starts[g + 1] > starts[g] else 0 for g in range(n_groups)]
     keep = np.flatnonzero(present)
-    # Best average first; groups without a complete average go last (stable: ties keep first-seen order).
+    # Full-set rows first, then each subset's rows; within each, best average first and groups without a complete
+    # average last (stable: ties keep first-seen order).
     first_average = len(datasets)
-    keep = keep[np.argsort(np.nan_to_num(-mean[keep, first_average], nan=np.inf), kind="stable")]
+    subset_rank = pd.Series(subset_of_group).map(_subset_size).to_numpy()
+    order = np.lexsort((np.nan_to_num(-mean[keep, first_average], nan=np.inf), subset_rank[keep]))
+    keep = keep[order]
     info = info.iloc[keep].reset_index(drop=True)
     frames = [pd.DataFrame(a[keep], columns=score_columns) for a in (mean, std, half, count)]
-    return Leaderboard(info, *frames, score_columns, datasets, complete, keep)
+    return Leaderboard(info, *frames, score_columns, datasets, complete, keep, subset_of_group[keep].astype(object))
+
+
+def _subset_size(label: str) -> float:
+    """Sort key of a row's subset: full sets (0) first, then subsets by size, largest first."""
+    if not label:
+        return 0.0
+    try:
+        return 1.0 / (1.0 + float(str(label).rsplit(" ", 1)[-1]))
+    except ValueError:
+        return 1.0
+
+
+def _n_labels(long: pd.DataFrame, n_groups: int, datasets: list[str]) -> list[str]:
+    """Per group: the items its scores rest on, "1,379" or "100–1,379" when its datasets differ (largest over seeds)."""
+    n = pd.to_numeric(long["n"], errors="coerce")
+    per = pd.DataFrame({"group": long["group"], "n": n}).dropna().groupby("group")["n"].agg(["min", "max"])
+    out = [""] * n_groups
+    for g, lo, hi in per.itertuples():
+        out[int(g)] = f"{int(lo):,}" if lo == hi else f"{int(lo):,}–{int(hi):,}"
+    return out
+
+
+def shorten(text: str, width: int = 28) -> str:
+    """A label cut to `width` characters with an ellipsis (the full text goes in the Run view and the downloads)."""
+    text = str(text)
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
 def group_label(frame: pd.DataFrame) -> pd.Series:
-    """'method · backbone · budget · corpus', dropping the parts that are the same for every row."""
+    """'method · backbone · budget · corpus', dropping the parts that are the same for every row, each part
+    shortened; a subset row says its subset ('… · limit 100')."""
     varying = [k for k in GROUP_KEYS if frame[k].nunique() > 1] or ["method"]
-    labels = frame[varying[0]].astype(str)
+    labels = frame[varying[0]].astype(str).map(shorten)
     for k in varying[1:]:
-        labels = labels + " · " + frame[k].astype(str)
+        labels = labels + " · " + frame[k].astype(str).map(shorten)
+    if "subset" in frame:
+        subset = frame["subset"].fillna("").astype(str)
+        labels = labels + np.where(subset != "", " · " + subset, "")
     return labels
 
 

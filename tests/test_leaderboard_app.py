@@ -92,13 +92,16 @@ def test_main_view_one_row_per_group_best_first(app):
         ("simcse", "minilm", "steps=200", "nli"),
         ("vanilla", "minilm", "—", "—"),  # an eval-only run: no budget, no corpus
     }  # the failed esimcse run is left out by default
-    start = list(frame.columns).index("average")  # the average, then each dataset, right after name and rank
-    assert list(frame.columns[:6]) == ["method", "backbone", "budget", "corpus", "rank", "rank 95% CI"] and start == 6
-    assert list(frame.columns[start : start + 4]) == ["average", *STS_DATASETS]
-    assert frame["average"].is_monotonic_decreasing  # best average first
+    # Name and rank, then the average on the clean texts beside each attacked variant, the difference from the
+    # reference row, then each dataset: the scores in view without scrolling sideways.
+    assert list(frame.columns[:6]) == ["method", "backbone", "budget", "corpus", "rank", "rank 95% CI"]
+    variants = ["clean", "elong-2", "elong-4", "elong-8", "elong-rand"]
+    assert list(frame.columns[6:15]) == [*variants, "Δ vs vanilla", *STS_DATASETS]
+    assert frame["clean"].is_monotonic_decreasing  # best average first
     assert frame.iloc[0]["method"] == "laser3-self"
     averages = frame[list(STS_DATASETS)].mean(axis=1)
-    assert frame["average"].to_numpy() == pytest.approx(averages.to_numpy())
+    assert frame["clean"].to_numpy() == pytest.approx(averages.to_numpy())
+    assert (frame["elong-2"] < frame["clean"]).all()
 
 
 def test_main_view_seeds_as_mean_std_and_count(app, results_path):
@@ -117,7 +120,7 @@ def test_main_view_seeds_as_mean_std_and_count(app, results_path):
 def test_main_view_highlights_best_per_column(app):
     frame = table(app)
     best = frame.index[frame["method"] == "laser3-self"][0]
-    expected = {(best, list(frame.columns).index(c)) for c in (*STS_DATASETS, "average")}
+    expected = {(best, list(frame.columns).index(c)) for c in (*STS_DATASETS, "clean", "elong-2", "elong-4", "elong-8", "elong-rand")}
     assert highlighted_cells(app) == expected
 
 
@@ -146,22 +149,24 @@ def test_main_view_unfinished_runs_and_incomplete_average(app):
     frame = table(app)
     assert len(frame) == 5
     failed = frame[frame["method"] == "esimcse"].iloc[0]
-    assert failed["sts12"] > 0 and pd.isna(failed["stsb"]) and pd.isna(failed["average"])
+    assert failed["sts12"] > 0 and pd.isna(failed["stsb"]) and pd.isna(failed["clean"])
     assert frame.iloc[-1]["method"] == "esimcse"  # no complete average: last
     assert "left empty for rows missing a dataset" in texts(app)
 
 
 def test_main_view_attacked_variant_and_suite(app):
-    clean = table(app).set_index("method")["average"]
     app.selectbox(key="main_variant_sts").set_value("elong-2").run()
-    attacked = table(app).set_index("method")["average"]
-    assert (attacked < clean.reindex(attacked.index)).all()  # every method loses under elongation here
-    assert r"variant **elong\-2**" in texts(app)  # stored text is escaped: shown literally
+    frame = table(app)  # the dataset columns follow the ranked variant; the variant columns stay
+    assert frame[list(STS_DATASETS)].mean(axis=1).to_numpy() == pytest.approx(frame["elong-2"].to_numpy())
+    assert (frame["elong-2"] < frame["clean"]).all()  # every method loses under elongation here
+    assert frame["elong-2"].is_monotonic_decreasing  # ordered by the ranked variant
+    assert r"Δ on **elong\-2**" in texts(app)  # stored text is escaped: shown literally
 
     app.selectbox(key="main_suite").set_value("diag").run()
     assert not app.exception
-    assert app.selectbox(key="main_metric_diag").value == "pair_cos_shift"  # the suite's primary metric
-    assert ["average", "stsb"] == [c for c in table(app).columns if c in ("average", "stsb")]
+    # the suite's declared main metric (pair_cos_shift is 0 on clean texts by definition)
+    assert app.selectbox(key="main_metric_diag").value == "intra_sim_adj"
+    assert {"clean", "elong-2"} <= set(table(app).columns)
     assert highlighted_cells(app) == set()  # diag measures have no "best"
     assert "none is highlighted" in texts(app)
 

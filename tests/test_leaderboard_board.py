@@ -51,16 +51,18 @@ def test_ranks_sizes_references_and_hidden_subset(app):
     simcse = app.dataframe[0].value.query("method == 'simcse' and backbone == 'bert-tiny'").iloc[0]
     assert simcse["run ids"] == "2, 8"  # run 8 re-ran seed 0: it replaces run 1
     captions = "\n".join(c.value for c in app.caption)
-    assert "n (items per dataset): sts12 80 · stsb 80 · sickr 80" in captions
-    assert "paired-bootstrap 95% CI against the best" in captions
+    assert set(frame["n"]) == {"80"}  # the items behind each row's scores, per row
+    assert "rows whose 95% CI against the best covers 0 are tied with it" in captions
 
 
 def test_subset_toggle_shows_and_flags_subset_runs(app):
     app.checkbox(key="main_subsets").check().run()
     frame = rows(app)
-    assert frame.loc["quick", "subset"] == "sickr[40], sts12[40], stsb[40]"
-    assert (frame.drop(index="quick")["subset"] == "").all()
-    assert any("subset" in w.value for w in app.warning)
+    assert "quick" not in frame.index and "subset" not in frame.columns  # the full-set table is unchanged
+    subset = app.dataframe[1].value.set_index("method")  # the subset's own table, ranked on its own
+    assert list(subset.index) == ["quick"] and subset.loc["quick", "subset"] == "sickr[40], sts12[40], stsb[40]"
+    assert subset.loc["quick", "n"] == "40" and subset.loc["quick", "rank"] == 1.0
+    assert any("subset" in s.value and "n = 40" in s.value for s in app.subheader)
 
 
 def test_sweep_is_one_comparison_group(app):
@@ -104,7 +106,7 @@ def test_robustness_view_hides_then_flags_subset_runs(results_path, monkeypatch)
     assert "quick" not in set(at.dataframe[0].value["method"])  # the --limit run (9) is hidden by default
     at.checkbox(key="rob_subsets").check().run()
     frame = at.dataframe[0].value.set_index("method")
-    assert frame.loc["quick", "subset"] == "yes" and frame.loc["quick", "changed elong-2"] == 0.5
+    assert frame.loc["quick", "subset"] == "limit 40" and frame.loc["quick", "changed elong-2"] == 0.5
     assert any("subset" in w.value for w in at.warning)
 
 

@@ -49,20 +49,24 @@ def test_mean_rank_over_datasets_and_missing_items():
     assert ranks.low[0] == ranks.high[0] == 1.5  # every difference is significant: the interval is the rank
 
 
-def test_spearman_resamples_match_the_pairwise_bootstrap():
+def test_spearman_on_resample_counts_equals_scoring_each_drawn_array():
+    """The count-weighted Spearman (no copy of the data per resample) is the Spearman of each resampled array, and
+    the rank's pairwise CI is the one paired_bootstrap gives the same two scores."""
     rng = np.random.default_rng(2)
-    gold = rng.uniform(0, 5, 150)
-    ids = [str(i) for i in range(150)]
+    gold = np.round(rng.uniform(0, 5, 150), 1)  # ties in gold too
+    ids = [f"{i:03d}" for i in range(150)]
     good, bad = gold + rng.normal(0, 0.5, 150), gold + rng.normal(0, 3, 150)
-    values = np.stack([bad, good])
-    full, boot = ranking.resampled_scores("spearman", values, gold, resamples=400, seed=0)
+    full, boot = stats.resampled_score("spearman", good, gold, resamples=400)
+    idx = np.random.default_rng(stats.SEED).integers(0, 150, size=(400, 150))
+    direct = stats.spearman_x100_rows(good[idx], gold[idx])
+    assert boot == pytest.approx(direct, abs=1e-9)
+    assert full == pytest.approx(stats.spearman_x100_rows(good[None], gold[None])[0])
     a = {"aggregate": "spearman", "item_ids": ids, "values": bad.tolist(), "gold": gold.tolist()}
     b = {"aggregate": "spearman", "item_ids": ids, "values": good.tolist(), "gold": gold.tolist()}
-    ci = stats.paired_bootstrap(a, b, resamples=400, seed=0)  # same seed: the same resamples
-    assert full[1] - full[0] == pytest.approx(ci.difference)
-    assert np.quantile(boot[1] - boot[0], [0.025, 0.975]) == pytest.approx([ci.low, ci.high])
-    ranks, low, high = ranking.dataset_ranks(full, boot)
-    assert ranks.tolist() == [2.0, 1.0] and low.tolist() == [2.0, 1.0] and high.tolist() == [2.0, 1.0]
+    ci = stats.paired_bootstrap(a, b, resamples=400)
+    ranks = ranking.rank_groups({"d": {0: a, 1: b}}, resamples=400)
+    assert ci.excludes_zero and ranks.better["d"] == {(1, 0)}
+    assert ranks.per_dataset["d"].tolist() == [2.0, 1.0] and ranks.low.tolist() == [2.0, 1.0] and ranks.high.tolist() == [2.0, 1.0]
 
 
 def test_resampled_ranks_equal_rankdata_of_each_resample_with_ties():
@@ -70,9 +74,9 @@ def test_resampled_ranks_equal_rankdata_of_each_resample_with_ties():
 
     rng = np.random.default_rng(3)
     values = np.round(rng.uniform(0, 5, 60), 0)  # 6 distinct values: many ties
-    counts = ranking.resample_counts(60, 20, seed=5)
+    counts = stats.resample_counts(60, 20, seed=5)
     idx = np.random.default_rng(5).integers(0, 60, size=(20, 60))  # the draws behind those counts
-    ranks = ranking.resampled_ranks(values, counts)
+    ranks = stats.resampled_ranks(values, counts)
     for b in range(20):
         direct = rankdata(values[idx[b]])  # rank of each drawn copy
         for position, item in enumerate(idx[b]):

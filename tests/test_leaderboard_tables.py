@@ -151,13 +151,13 @@ def test_mean_ci_over_seeds_matches_t_interval_by_hand():
     assert single.mean == 5.0 and single.n == 1 and np.isnan(single.low)
 
 
-def test_ci_half_width_matches_mean_ci_for_several_seed_counts():
+def test_t_half_width_matches_mean_ci_for_several_seed_counts():
     rng = np.random.default_rng(1)
     for n in (2, 3, 5, 10):
         x = rng.normal(70, 2, n)
         ci = stats.mean_ci(x)
-        assert tables.ci_half_width(np.array([x.std(ddof=1)]), np.array([n]))[0] == pytest.approx(ci.high - ci.mean)
-    assert np.isnan(tables.ci_half_width(np.array([np.nan]), np.array([1]))[0])
+        assert stats.t_half_width(np.array([x.std(ddof=1)]), np.array([n]))[0] == pytest.approx(ci.high - ci.mean)
+    assert np.isnan(stats.t_half_width(np.array([np.nan]), np.array([1]))[0])
 
 
 def test_paper_averages_and_cqadupstack_from_forums():
@@ -202,7 +202,7 @@ def test_types_sizes_subsets_and_sweeps():
     ]  # fmt: skip
     runs = tables.group_runs(pd.DataFrame(out))
     assert list(runs["type"]) == ["trained", "reference", "untrained"]
-    assert runs.loc[1, "method"] == "org/ref-model" and list(runs["subset"]) == [False, False, True]
+    assert runs.loc[1, "method"] == "org/ref-model" and list(runs["subset"]) == ["", "", "limit 300"]
     scores = scores_frame([(1, "stsb", 80), (2, "stsb", 85), (3, "stsb", 70)])
     board = tables.build_leaderboard(scores, tables.RunFilters().apply(runs))
     frame = board.numeric().set_index("method")
@@ -216,8 +216,8 @@ def test_types_sizes_subsets_and_sweeps():
     assert frame.loc["vanilla", "subset"] == "stsb[300]" and frame.loc["simcse", "subset"] == ""
     assert list(tables.RunFilters(sweeps=["grid"]).apply(runs)["id"]) == [1]
     assert list(tables.RunFilters(include_references=False, include_subsets=True).apply(runs)["id"]) == [1, 3]
-    marked = tables.mark_subsets(runs.assign(config_limit=np.nan, subset=False), limits)
-    assert list(marked["subset"]) == [False, False, True]
+    marked = tables.mark_subsets(runs.assign(config_limit=np.nan, subset=""), limits)
+    assert list(marked["subset"]) == ["", "", "limit 300"]
 
 
 def test_robustness_curve_mean_ci_over_seeds_and_attack_rates():

@@ -105,7 +105,7 @@ def test_bench_run_trains_and_evaluates_a_plugin_method(plugin_target, tiny_mode
     proc = subprocess.run([str(BENCH), "run", "--method", "demo-shuffle", "--budget", "steps=3", *common],
                           capture_output=True, text=True, env=_env(plugin_target), cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "[demo-shuffle] trained 3 steps (steps)" in proc.stdout
+    assert "[demo-shuffle] trained 3 steps in " in proc.stdout and "(the steps budget was reached)" in proc.stdout
     rdb = ResultsDB(db)
     runs = rdb.runs()
     assert runs["method"].tolist() == ["demo-shuffle"] and runs["status"].tolist() == ["finished"]

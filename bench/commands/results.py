@@ -53,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
         frame = scores.merge(runs[["id", "method", "model", "status"]], left_on="run_id", right_on="id")
         frame = frame[["run_id", "method", "model", "status", "suite", "dataset", "variant", "metric", "value", "n", "info"]]
     if args.format == "csv":
+        if "info" in frame:  # a JSON column: written as JSON, as --format json and the database hold it
+            frame = frame.assign(info=[None if v is None else json.dumps(v, sort_keys=True) for v in frame["info"]])
         frame.to_csv(sys.stdout, index=False)
     elif args.format == "json":
         print(json.dumps(json.loads(frame.to_json(orient="records", date_format="iso")), indent=2))

@@ -295,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print()
     print(comparison_report(db, results, reference))
-    print(f"\ntotal {time.time() - t_start:.0f}s; rows in {db.url}")
+    print(f"\ntotal {time.time() - t_start:.0f}s; rows in {db.location.shown}")
     return 0
 
 
@@ -398,12 +398,21 @@ def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method
         return str(result.encoder_dir)
     db.update_run(run_id, budget_consumed=consumed, model=str(result.encoder_dir))
     done_marker.write_text(json.dumps(consumed))
-    print(f"[{method}] trained {result.consumed.steps} steps ({result.stopped_by}) in {time.time() - t0:.0f}s; "
+    print(f"[{method}] trained {result.consumed.steps} steps in {time.time() - t0:.0f}s ({stop_reason(result.stopped_by)}); "
           f"final loss {result.final_loss:.3e}; encoder {result.encoder_dir}")
     warning = loss_warning(method, result.losses)
     if warning:
         print(warning)
     return str(result.encoder_dir)
+
+
+def stop_reason(stopped_by: str) -> str:
+    """Why training stopped, as a reader says it: 'the steps budget was reached', 'the LR schedule ended'."""
+    if stopped_by == "schedule":
+        return "the LR schedule ended"
+    if stopped_by == "interrupted":
+        return "interrupted"
+    return f"the {stopped_by} budget was reached" if stopped_by else "done"
 
 
 def _finish_trained(db, run_id: int, method: str, paper: str, encoder_dir: Path, out_dir: Path, keep_checkpoints: bool) -> None:  # noqa: ANN001

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.report.stats import mean_ci, paired_bootstrap
+from bench.evaluate.suites.metadata import items_word
+from bench.report.stats import DEFAULT_RESAMPLES, mean_ci, paired_bootstrap
 from results_db import ResultsDB
 
 CLEAN = "clean"
@@ -105,12 +106,14 @@ def _items(db: ResultsDB, score_id: int) -> dict | None:
 
 
 def differences_table(db: ResultsDB, scores: pd.DataFrame, reference: str, methods: Sequence[str],
-                      resamples: int = 1000) -> pd.DataFrame:  # fmt: skip
+                      resamples: int = DEFAULT_RESAMPLES) -> pd.DataFrame:  # fmt: skip
     """Each method minus the reference on every (suite, dataset, metric, variant), with its 95% interval.
 
-    One run per method: paired bootstrap over the shared items. Several runs (seeds): the per-seed differences
+    One run per method: paired bootstrap over the shared items (`bench.report.stats.paired_bootstrap`, the
+    computation the leaderboard's rank and Compare view use). Several runs (seeds): the per-seed differences
     (each run against the reference run of the same seed when there is one, else the reference's first run),
     then their mean and t-interval, which includes the training-seed variance a single bootstrap cannot see.
+    A `*` after the difference: its interval excludes 0.
     """
     rows = []
     keys = ["suite", "label", "metric", "variant"]
@@ -134,12 +137,13 @@ def differences_table(db: ResultsDB, scores: pd.DataFrame, reference: str, metho
                     row.update(diff=_fmt(diff), ci="(no per-item values)", interval="")
                 else:
                     try:
-                        ci = paired_bootstrap(a, b, resamples=resamples)
+                        keys = ((db.url, int(ref["id"].iloc[0])), (db.url, int(mine["id"].iloc[0])))
+                        ci = paired_bootstrap(a, b, resamples=resamples, keys=keys)
                     except ValueError as exc:  # too few shared items
                         row.update(diff=_fmt(float(mine["value"].iloc[0] - ref["value"].iloc[0])), ci=f"({exc})", interval="")
                     else:
-                        row.update(diff=_fmt(ci.difference), ci=f"[{ci.low:.2f}, {ci.high:.2f}]",
-                                   interval="bootstrap" + ("*" if ci.excludes_zero else ""))  # fmt: skip
+                        row.update(diff=_fmt(ci.difference) + ("*" if ci.excludes_zero else ""),
+                                   ci=f"[{ci.low:.2f}, {ci.high:.2f}]", interval="bootstrap")  # fmt: skip
             else:
                 ref_value = dict(zip(ref["id"], ref["value"]))
                 diffs = []
@@ -147,9 +151,8 @@ def differences_table(db: ResultsDB, scores: pd.DataFrame, reference: str, metho
                     ref_id = ref_by_seed.get(score.get("run_seed"), ref["id"].iloc[0])
                     diffs.append(float(score["value"] - ref_value[ref_id]))
                 ci = mean_ci(diffs)
-                excludes = not np.isnan(ci.low) and (ci.low > 0 or ci.high < 0)
-                row.update(diff=_fmt(ci.mean), ci=f"[{ci.low:.2f}, {ci.high:.2f}]",
-                           interval=f"{len(diffs)} seeds" + ("*" if excludes else ""))  # fmt: skip
+                row.update(diff=_fmt(ci.mean) + ("*" if ci.excludes_zero else ""), ci=f"[{ci.low:.2f}, {ci.high:.2f}]",
+                           interval=f"{len(diffs)} seeds")  # fmt: skip
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -192,7 +195,7 @@ def _to_text(table: pd.DataFrame) -> str:
 
 
 def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]], reference: str | None = None,
-                      resamples: int = 1000) -> str:  # fmt: skip
+                      resamples: int = DEFAULT_RESAMPLES) -> str:  # fmt: skip
     """The full text block: scores with n, differences against the reference with intervals, attack effects."""
     methods = list(runs_by_method)
     scores = load_scores(db, runs_by_method)
@@ -210,8 +213,10 @@ def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]
     if len(methods) > 1:
         diffs = differences_table(db, scores, reference, methods, resamples=resamples)
         if not diffs.empty:
-            parts += ["", f"difference vs {reference} (95% CI: paired bootstrap over pairs/queries/test items for one "
-                          "run, t-interval over seeds for several; * = excludes 0)", _to_text(diffs)]  # fmt: skip
+            items = items_word(diffs["suite"].unique().tolist())
+            parts += ["", f"difference vs {reference} (95% CI: paired bootstrap over the {items} for one run, "
+                          "t-interval over seeds for several; * after the difference = its CI excludes 0)",
+                      _to_text(diffs)]  # fmt: skip
     attacks = attack_table(scores)
     if not attacks.empty:
         shown = attacks.assign(**{c: (100 * attacks[c]).map(lambda v: f"{v:.0f}%") for c in ("changed", "truncated(clean)")})
@@ -222,8 +227,9 @@ def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]
 
 
 def loss_warning(method: str, losses: Sequence[float], threshold: float = SOLVED_LOSS) -> str | None:
-    """The one warning for a training loss that stays below `threshold` from step 1: nothing to learn."""
+    """The one note for a training loss that stays below `threshold` from step 1: it states what the loss says
+    (the backbone already solves this method's training task), not what the scores will do."""
     if losses and max(losses) < threshold:
-        return (f"warning: [{method}] loss stayed below {threshold:.0e} from step 1 (max {max(losses):.2e}): the "
-                "backbone already solves this method's training task, so training barely changes it")
+        return (f"note: [{method}] loss < {threshold:.0e} from step 1 (max {max(losses):.2e}): the backbone already "
+                "solves this method's training task")
     return None

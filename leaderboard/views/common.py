@@ -13,6 +13,8 @@ from leaderboard import cache, tables
 from leaderboard.tables import RunFilters
 
 BEST_STYLE = "background-color: rgba(33, 195, 84, 0.25); font-weight: 700"
+# Colours of categories (methods, rows) in every chart: ten clearly distinct hues (Tableau 10), not shades of one.
+CATEGORY_SCHEME = "tableau10"
 
 
 def options(values: pd.Series) -> list:
@@ -33,13 +35,31 @@ def filter_options(location: str, version: tuple[int, ...]) -> dict[str, list]:
     return out
 
 
+def _carried(prefix: str, name: str) -> str:
+    """The widget key of a run filter in one view, primed with the value it had in any view: Streamlit forgets a
+    widget's value once a rerun does not draw it, so the choice is also kept under a key no widget owns."""
+    key = f"{prefix}_{name}"
+    kept = f"filter_{name}"
+    if key not in st.session_state and kept in st.session_state:
+        st.session_state[key] = st.session_state[kept]
+    return key
+
+
+def _keep(prefix: str, name: str) -> None:
+    st.session_state[f"filter_{name}"] = st.session_state.get(f"{prefix}_{name}")
+
+
 def run_filter_widgets(state, prefix: str) -> RunFilters:  # noqa: ANN001 - a DBState
-    """Sidebar multiselects for the group columns and the seed; an empty selection means all."""
+    """Sidebar multiselects for the group columns and the seed; an empty selection means all. The choices carry
+    from one view to the next."""
     choices = filter_options(state.location, state.version)
     st.sidebar.markdown("**Filter runs** (empty = all)")
     chosen = {}
     for column, label in FILTER_COLUMNS:
-        chosen[column] = st.sidebar.multiselect(label, choices[column], key=f"{prefix}_{column}")
+        key = _carried(prefix, column)
+        if key in st.session_state:  # a value carried from another view must be one of the choices here
+            st.session_state[key] = [v for v in st.session_state[key] or [] if v in choices[column]]
+        chosen[column] = st.sidebar.multiselect(label, choices[column], key=key, on_change=_keep, args=(prefix, column))
     sweeps = choices["sweep"]
     chosen_sweeps = []
     if sweeps:
@@ -49,15 +69,15 @@ def run_filter_widgets(state, prefix: str) -> RunFilters:  # noqa: ANN001 - a DB
         )  # fmt: skip
     finished_only = not st.sidebar.checkbox(
         "Include unfinished runs (running / failed)",
-        key=f"{prefix}_unfinished",
+        key=_carried(prefix, "unfinished"), on_change=_keep, args=(prefix, "unfinished"),
         help="Runs still running or that failed may have only some datasets scored.",
-    )
+    )  # fmt: skip
     include_subsets = st.sidebar.checkbox(
         "Include runs scored on a subset (--limit)",
-        key=f"{prefix}_subsets",
-        help="A subset score is not comparable with full-set scores: such runs are left out of rankings unless "
-        "shown here, and flagged in the 'subset' column.",
-    )
+        key=_carried(prefix, "subsets"), on_change=_keep, args=(prefix, "subsets"),
+        help="A subset score is not comparable with full-set scores: such runs form their own rows and tables, "
+        "ranked only among themselves, never the reference.",
+    )  # fmt: skip
     include_references = True
     if choices["has_references"]:
         include_references = st.sidebar.checkbox(
@@ -110,6 +130,20 @@ def csv_button(frame: pd.DataFrame | bytes, name: str, key: str, label: str = "D
     )
 
 
+def shorten_settings(frame: pd.DataFrame, width: int = 24) -> pd.DataFrame:
+    """The setting columns (method, backbone, budget, corpus) cut to `width` characters, so the scores stay in view;
+    the full text is in the Run view and the downloads."""
+    out = frame.copy()
+    for column in tables.GROUP_KEYS:
+        if column in out:
+            out[column] = out[column].astype(str).map(lambda t: tables.shorten(t, width))
+    return out
+
+
+def json_button(data: bytes, name: str, key: str, label: str = "Download JSON") -> None:
+    st.download_button(label, data, file_name=f"{slug(name)}.json", mime="application/json", key=key, on_click="ignore")
+
+
 def best_mask(column: pd.Series) -> list[str]:
     values = pd.to_numeric(column.map(lambda v: float(v) if isinstance(v, float) else np.nan), errors="coerce")
     if values.notna().sum() < 2:
@@ -120,25 +154,31 @@ def best_mask(column: pd.Series) -> list[str]:
 
 def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, key: str, digits: int = 2,
                formats: dict[str, str] | None = None, pinned: str | None = None,
-               best: dict[str, float] | None = None) -> None:  # fmt: skip
+               best: dict[str, float] | None = None, help_text: dict[str, str] | None = None,
+               selectable: bool = False):  # noqa: ANN201 - the dataframe's selection event when selectable  # fmt: skip
     """A sortable table: score cells sort by their value and show mean ± CI; the best per column highlighted.
 
     formats: printf formats ("%.1f") of other numeric columns present (size columns, rank), shown narrow;
     pinned: a column kept in view while the table scrolls sideways (the row's name);
-    best: the value to highlight per score column, when `frame` shows only some of the rows.
+    best: the value to highlight per score column, when `frame` shows only some of the rows;
+    help_text: a header tooltip per column; selectable: a click on a row selects it (the event is returned).
     Only a table that needs it (a highlight, or mean ± CI cells) goes through a pandas Styler, whose cost grows
     with every cell; plain numbers are formatted by the grid itself.
     """
     formats = {c: f for c, f in (formats or {}).items() if c in frame.columns}
     config: dict = {}
+    help_text = {c: h for c, h in (help_text or {}).items() if c in frame.columns}
     if pinned in frame.columns:
-        config[pinned] = st.column_config.TextColumn(pinned=True)
+        config[pinned] = st.column_config.TextColumn(pinned=True, help=help_text.pop(pinned, None))
+    for col, text in help_text.items():
+        if col not in score_columns and col not in formats:
+            config[col] = st.column_config.Column(help=text)
+    select = {"on_select": "rerun", "selection_mode": "single-row"} if selectable else {}
     seed_cells = any(isinstance(v, tables.SeedMean) for col in score_columns for v in frame[col].head(1000))
     if not highlight and not seed_cells:
         config.update({col: st.column_config.NumberColumn(format=fmt, width="small") for col, fmt in formats.items()})
-        config.update({col: st.column_config.NumberColumn(format=f"%.{digits}f") for col in score_columns})
-        st.dataframe(frame, hide_index=True, key=key, width="stretch", column_config=config)
-        return
+        config.update({col: st.column_config.NumberColumn(format=f"%.{digits}f", help=help_text.get(col)) for col in score_columns})
+        return st.dataframe(frame, hide_index=True, key=key, width="stretch", column_config=config, **select)
     styler = frame.style.format(lambda v: tables.format_cell(v, digits), subset=score_columns, na_rep="")
     for col, fmt in formats.items():
         styler = styler.format(lambda v, fmt=fmt: "" if pd.isna(v) else fmt % v, subset=[col])
@@ -147,4 +187,5 @@ def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, k
                               subset=score_columns, axis=0)  # fmt: skip
     elif highlight and score_columns:
         styler = styler.apply(best_mask, subset=score_columns, axis=0)
-    st.dataframe(styler, hide_index=True, key=key, width="stretch", column_config=config)
+    config.update({col: st.column_config.Column(help=help_text[col]) for col in score_columns if col in help_text})
+    return st.dataframe(styler, hide_index=True, key=key, width="stretch", column_config=config, **select)

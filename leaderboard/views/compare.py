@@ -19,8 +19,7 @@ RESAMPLES = stats.DEFAULT_RESAMPLES
 SUMMARY_FIELDS = ("method", "backbone", "model", "budget_label", "train_corpus", "seed", "status", "code_version", "config_hash")
 
 
-def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataFrame, scores_b: pd.DataFrame,
-                     resamples: int = RESAMPLES) -> pd.DataFrame:  # fmt: skip
+def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataFrame, scores_b: pd.DataFrame) -> pd.DataFrame:
     """Rows for the (suite, dataset, variant, metric) both runs have: A, B, B − A and its 95% bootstrap CI."""
     keys = ["suite", "dataset", "variant", "metric"]
     both = scores_a.merge(scores_b, on=keys, suffixes=(" A", " B"))
@@ -32,7 +31,7 @@ def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataF
     out["B − A"] = both["value B"] - both["value A"]
     lows, highs, n_items, notes = [], [], [], []
     for sid_a, sid_b in zip(both["score_id A"], both["score_id B"]):
-        result = cache.bootstrap(location, version, int(sid_a), int(sid_b), resamples)
+        result = cache.bootstrap(location, version, int(sid_a), int(sid_b))
         if isinstance(result, stats.BootstrapCI):
             lows.append(result.low)
             highs.append(result.high)
@@ -51,8 +50,14 @@ def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataF
     return out.assign(_o=order).sort_values(["suite", "metric", "variant", "_o", "dataset"]).drop(columns="_o").reset_index(drop=True)
 
 
-def _default_pair(runs: pd.DataFrame) -> tuple[int, int]:
-    """The two latest finished runs (the two latest runs when fewer than two finished)."""
+def _default_pair(runs: pd.DataFrame, reference: str = "vanilla") -> tuple[int, int]:
+    """A = the latest finished full-set run of the reference method, B = the latest other finished full-set run
+    (what `bench results` compares); without a reference run, the two latest finished runs."""
+    full = runs[(runs["status"] == "finished") & ~runs["subset"].astype(bool)] if "subset" in runs else runs[runs["status"] == "finished"]
+    ref = sorted(full.loc[full["method"] == reference, "id"].tolist())
+    others = sorted(full.loc[full["method"] != reference, "id"].tolist())
+    if ref and others:
+        return ref[-1], others[-1]
     finished = sorted(runs.loc[runs["status"] == "finished", "id"].tolist())
     ids = finished if len(finished) > 1 else sorted(runs["id"].tolist())
     return (ids[-2], ids[-1]) if len(ids) > 1 else (ids[-1], ids[-1])
@@ -101,8 +106,9 @@ def show(state: DBState) -> None:
         width="stretch",
     )
     st.caption(
-        f"95% paired bootstrap CI of B − A ({RESAMPLES} resamples of the items both runs scored: queries, pairs "
-        "or test examples). Datasets without stored per-item scores have no CI and say so in 'note'."
+        f"95% paired bootstrap CI of B − A ({RESAMPLES:,} resamples of the items both runs scored: queries, pairs "
+        "or test examples): the computation the leaderboard's rank and `bench results` use, so they agree on every "
+        "pair. Datasets without stored per-item scores have no CI and say so in 'note'."
     )
     csv_button(table, f"compare-{run_a}-{run_b}-{suite}-{metric}", key="cmp_csv")
     with_ci = table.dropna(subset=["CI low", "CI high"])

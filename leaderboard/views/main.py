@@ -1,94 +1,214 @@
 """Leaderboard: which method wins on which suite, under which budget. One row per (method, backbone, budget,
-training corpus) or reference model; a column per dataset, the suite averages as its papers report them, model
-size, subset flags and a rank that respects significance (leaderboard.ranking)."""
+training corpus) or reference model; the suite's headline score on the clean texts beside each attacked variant,
+the difference from the reference row with its 95% CI, and a rank that respects significance (leaderboard.ranking,
+the same paired bootstrap as Compare and `bench results`); then each dataset, model size and provenance.
+
+Rows scored on a `--limit` subset are never ranked, compared or merged with full-set rows: when shown, each subset
+gets its own table under the full-set one.
+"""
 
 from __future__ import annotations
 
-import hashlib
+from dataclasses import dataclass, field
 
+import altair as alt
+import numpy as np
 import pandas as pd
 import streamlit as st
 
-from leaderboard import cache, ranking, tables
+from bench.report import stats
+from leaderboard import cache, ranking, significance, tables
 from leaderboard.queries import DBState
 from leaderboard.text import literal
-from leaderboard.views.common import csv_button, pick_metric, pick_suite, run_filter_widgets, show_table
+from leaderboard.views.common import (
+    CATEGORY_SCHEME, csv_button, json_button, pick_metric, pick_suite, run_filter_widgets, show_table,
+)  # fmt: skip
 
-MAX_RANKED = 20  # rows (best averages first) ranked by bootstrap: each costs a re-scoring per resample
-N_CAPTION_ROWS = 50  # the n caption reads the scores of this many rows' runs
+MAX_RANKED = 20  # rows (best averages first) per table ranked by bootstrap: each costs a re-scoring per resample
+MAX_BARS = 10  # rows drawn in the per-dataset bar chart
+MAX_SCATTER = 500  # rows drawn in the size-vs-score plot
 ROWS_SHOWN = (100, 500, 2000)  # the table's length choices (styling every cell costs time; the CSV has all rows)
+LABEL_WIDTH = 24  # characters of a setting shown in the table (the full text: Run view, CSV / JSON)
+DEFAULT_REFERENCE = "vanilla"
+
+
+@dataclass
+class MainTable:
+    """What the main view shows for one choice of suite, metric, variant, filters and reference."""
+
+    board: tables.Leaderboard  # ranked variant; rows of every partition (full sets first)
+    headline: str  # the score column the variant columns and the difference are taken on
+    variants: list[str]
+    variant_mean: dict[str, np.ndarray]  # per variant: the headline score of each row (row-aligned with board)
+    variant_half: dict[str, np.ndarray]
+    variant_count: dict[str, np.ndarray]
+    delta: list[str]  # per row: difference from its reference row with its 95% CI
+    reference: str | None
+    ranked_rows: int = 0
+    bar_ci: dict[int, dict[str, tuple[float, float]]] = field(default_factory=dict)  # group -> dataset -> CI
+    better: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # dataset -> (h, g): h significantly better
+
+
+def _headline(board: tables.Leaderboard) -> str:
+    return board.datasets[0] if len(board.datasets) == 1 else board.score_columns[len(board.datasets)]
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def leaderboard_for(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
-                    filters: tables.RunFilters, include_parts: bool) -> tuple[tables.Leaderboard, str]:  # fmt: skip
-    """The table (with ranks) and its n caption."""
+def main_table(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
+               filters: tables.RunFilters, include_parts: bool, reference: str | None) -> MainTable:  # fmt: skip
     limits = cache.score_limits(location, version, suite)
-    runs = filters.apply(tables.mark_subsets(cache.runs(location, version), limits))
+    runs = filters.apply(tables.mark_subsets(cache.runs(location, version), limits)).reset_index(drop=True)
+    catalog = cache.score_catalog(location, version)
+    here = catalog[(catalog["suite"] == suite) & (catalog["metric"] == metric)]
+    variants = tables.order_variants(here["variant"].tolist())
     scores = cache.suite_scores(location, version, suite, (metric,), (variant,))
     board = tables.build_leaderboard(scores, runs, include_parts=include_parts, limits=limits, suite=suite)
     if board.empty:
-        return board, ""
-    ranks = _ranks(location, version, suite, metric, variant, board, runs)
-    return board.with_ranks(ranks.mean_rank, ranks.low, ranks.high), _n_caption(location, version, suite, metric, variant, board)
+        return MainTable(board, "", variants, {}, {}, {}, [], reference)
+    headline = _headline(board)
+    position = pd.Index(board.groups)
+    means, halves, counts = {}, {}, {}
+    for v in variants:
+        other = board if v == variant else tables.build_leaderboard(
+            cache.suite_scores(location, version, suite, (metric,), (v,)), runs, include_parts=include_parts,
+            limits=limits, suite=suite)  # fmt: skip
+        if other.empty or headline not in other.score_columns:
+            continue
+        rows = position.get_indexer(other.groups)
+        for target, frame in ((means, other.mean), (halves, other.half), (counts, other.count)):
+            column = np.full(len(board), np.nan)
+            ok = rows >= 0
+            column[rows[ok]] = frame[headline].to_numpy(dtype=float)[ok]
+            target[v] = column
+
+    # Significance: one paired bootstrap (bench.report.stats) per pair, shared by the rank and the difference.
+    with_items = cache.item_scores(location, version, suite, metric, variant)
+    wanted: set[int] = set()
+    for _, part in board.partitions():
+        wanted |= set(part.groups[:MAX_RANKED].tolist())
+    reference_codes = _reference_codes(board, reference)
+    wanted |= set(reference_codes.values())
+    reps = significance.representatives(with_items, runs, wanted, board.datasets)
+    items = cache.items_for_scores(location, version, tuple(sorted({s for per in reps.values() for s in per.values()})))
+
+    def key(score_id: int) -> tuple:
+        return cache.score_key(location, version, score_id)
+
+    mean_rank = pd.Series(dtype=float)
+    low, high = pd.Series(dtype=float), pd.Series(dtype=float)
+    better: dict[str, set[tuple[int, int]]] = {}
+    for _, part in board.partitions():
+        ranks = significance.rank_partition(reps, items, key, set(part.groups[:MAX_RANKED].tolist()))
+        mean_rank, low, high = (pd.concat([a, b]) for a, b in ((mean_rank, ranks.mean_rank), (low, ranks.low), (high, ranks.high)))
+        for dataset, pairs in ranks.better.items():
+            better.setdefault(dataset, set()).update(pairs)
+    ranked = int(mean_rank.notna().sum())
+    board = board.with_ranks(mean_rank, low, high)
+
+    long, _ = tables.latest_per_seed(scores[["run_id", "dataset", "value"]], runs, ["dataset"])
+    delta = [""] * len(board)
+    diff_datasets = [headline] if headline in board.datasets else list(board.datasets)
+    for backbone, ref_code in reference_codes.items():
+        rows = [int(g) for g, b, sub in zip(board.groups, board.info["backbone"], board.subsets) if b == backbone and not sub]
+        texts = significance.reference_differences(long, ref_code, rows, diff_datasets, reps, items, key,
+                                                   set(board.groups[:MAX_RANKED].tolist()))  # fmt: skip
+        for i, g in enumerate(board.groups):
+            if int(g) in texts:
+                delta[i] = texts[int(g)]
+    bar_ci = _score_cis(board, reps, items, key)
+    return MainTable(board, headline, variants, means, halves, counts, delta, reference, ranked, bar_ci, better)
+
+
+def _reference_codes(board: tables.Leaderboard, reference: str | None) -> dict[str, int]:
+    """Per backbone: the group code of its full-set reference row (the best-scoring one when there are several)."""
+    if not reference:
+        return {}
+    out: dict[str, int] = {}
+    for g, method, backbone, subset in zip(board.groups, board.info["method"], board.info["backbone"], board.subsets):
+        if method == reference and not subset and backbone not in out:
+            out[backbone] = int(g)
+    return out
+
+
+def _score_cis(board: tables.Leaderboard, reps: dict[str, dict[int, int]], items: dict[int, dict], key) -> dict:  # noqa: ANN001
+    """95% CI of each of the first rows' score per dataset: over seeds (Student t) when it has several, else the
+    bootstrap percentile interval of the score itself (the same resamples as every difference)."""
+    out: dict[int, dict[str, tuple[float, float]]] = {}
+    for i, g in enumerate(board.groups[:MAX_BARS]):
+        per: dict[str, tuple[float, float]] = {}
+        for d in board.datasets:
+            mean, half, count = (float(f[d].iloc[i]) for f in (board.mean, board.half, board.count))
+            if count > 1 and not np.isnan(half):
+                per[d] = (mean - half, mean + half)
+                continue
+            score_id = reps.get(d, {}).get(int(g))
+            if score_id in items:
+                item = items[score_id]
+                _, boot = stats.resampled(item, tuple(sorted(item["item_ids"])), key(score_id))
+                boot = boot[~np.isnan(boot)]
+                if len(boot):
+                    lo, hi = np.quantile(boot, [0.025, 0.975])
+                    per[d] = (float(lo), float(hi))
+        out[int(g)] = per
+    return out
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def leaderboard_csv(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
-                    filters: tables.RunFilters, include_parts: bool) -> bytes:  # fmt: skip
-    """The whole table as CSV (every row, mean / CI / std / seeds columns), made once per choice."""
-    board, _ = leaderboard_for(location, version, suite, metric, variant, filters, include_parts)
-    return board.csv_frame().to_csv(index=False).encode("utf-8")
+def downloads(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
+              filters: tables.RunFilters, include_parts: bool, reference: str | None) -> tuple[bytes, bytes]:  # fmt: skip
+    """The whole table (every row, mean / CI / std / seeds columns, ranks, difference) as CSV and as JSON."""
+    table = main_table(location, version, suite, metric, variant, filters, include_parts, reference)
+    frame = table.board.csv_frame()
+    frame.insert(list(frame.columns).index("corpus") + 1, f"difference vs {table.reference}", table.delta)
+    for v, values in table.variant_mean.items():
+        frame[f"{table.headline} · {v}"] = values
+    csv = frame.to_csv(index=False).encode("utf-8")
+    json_text = frame.to_json(orient="records", indent=1, force_ascii=False)
+    return csv, json_text.encode("utf-8")
 
 
-def _ranks(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
-           board: tables.Leaderboard, runs: pd.DataFrame) -> ranking.Ranks:  # fmt: skip
-    """Ranks of the first MAX_RANKED rows, each group represented by its latest run with per-item values."""
-    with_items = cache.item_scores(location, version, suite, metric, variant)
-    runs = runs.reset_index(drop=True)
-    codes, _ = tables.coded_groups(runs)
-    ranked = set(board.groups[:MAX_RANKED].tolist())
-    position = pd.Index(runs["id"]).get_indexer(with_items["run_id"])
-    mine = with_items[position >= 0].assign(group=codes[position[position >= 0]])
-    mine = mine[mine["group"].isin(ranked) & mine["dataset"].isin(board.datasets)]
-    latest = mine.sort_values("run_id").drop_duplicates(["group", "dataset"], keep="last")
-    values = cache.items_for_scores(location, version, tuple(int(i) for i in latest["score_id"]))
-    items: dict[str, dict[int, tuple[int, dict]]] = {}
-    for score_id, group, dataset in latest[["score_id", "group", "dataset"]].itertuples(index=False):
-        if int(score_id) in values:
-            items.setdefault(dataset, {})[int(group)] = (int(score_id), values[int(score_id)])
-    scores: dict[str, dict[int, tuple[float, object]]] = {}
-    for dataset, per in items.items():
-        common = ranking.common_items({g: item for g, (_, item) in per.items()})
-        if len(common) < ranking.MIN_ITEMS:
+def _display(table: MainTable, part: tables.Leaderboard, variant: str, rows: int) -> tuple[pd.DataFrame, list[str], dict]:
+    """The frame one table shows, its score columns and the full text of shortened labels (for the headers' help)."""
+    cells = part.cells.head(rows)
+    info = part.info.head(rows)
+    full: dict[str, list[str]] = {}
+    for column in ("method", "backbone", "budget", "corpus"):
+        values = info[column].astype(str)
+        short = values.map(lambda t: tables.shorten(t, LABEL_WIDTH))
+        changed = sorted(set(values[values != short]))
+        if changed:
+            full[column] = changed
+        cells[column] = short
+    # Each variant's headline score: the SeedMean cells of the ranked variant, plain means (or ± CI) of the others.
+    rows_of = pd.Index(table.board.groups).get_indexer(part.groups[:rows])
+    variant_columns = []
+    for v in table.variants:
+        if v not in table.variant_mean:
             continue
-        key = hashlib.sha1("\n".join(common).encode("utf-8")).hexdigest()
-        scores[dataset] = {g: cache.score_resamples(location, version, sid, key, item, common) for g, (sid, item) in per.items()}
-    empty = pd.Series(dtype=float)
-    if not scores:
-        return ranking.Ranks(pd.DataFrame(), empty, empty, empty, 0)
-    return ranking.ranks_from_scores(scores)
-
-
-def _has_parts(state: DBState, suite: str, metric: str, variant: str) -> bool:
-    return bool(tables.part_datasets(list(cache.suite_datasets(state.location, state.version, suite, metric, variant))))
-
-
-def _n_caption(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str, board: tables.Leaderboard) -> str:
-    """'n: sts12 80 · stsb 80': the usual number of items behind each dataset's score in the first rows."""
-    ids = sorted({int(i) for text in board.info["run ids"].head(N_CAPTION_ROWS) for i in text.split(", ") if i})
-    n = cache.score_n(location, version, suite, metric, variant, tuple(ids))
-    n = n[n["dataset"].isin(board.datasets)]
-    if n.empty:
-        return ""
-    usual = n.groupby("dataset")["n"].agg(lambda v: int(v.mode().iloc[0]))
-    parts = [f"{literal(d)} {usual[d]:,}" for d in board.datasets if d in usual.index and usual[d] > 0]
-    return ("n (items per dataset): " + " · ".join(parts)) if parts else ""
+        mean, half, count = (getattr(table, f"variant_{k}")[v][rows_of] for k in ("mean", "half", "count"))
+        cells[v] = pd.Series([np.nan if np.isnan(m) else tables.SeedMean(m, h, int(c)) for m, h, c in zip(mean, half, count)],
+                             index=cells.index, dtype=object)  # fmt: skip
+        variant_columns.append(v)
+    delta_column = f"Δ vs {table.reference}" if table.reference else None
+    if delta_column:
+        cells[delta_column] = [table.delta[i] for i in rows_of]
+    datasets = [] if len(part.datasets) == 1 else [c for c in part.score_columns if c != table.headline]
+    settings = [c for c in ("method", "backbone", "budget", "corpus") if c in cells]
+    front = settings + [c for c in ("rank", "rank 95% CI") if c in cells] + variant_columns
+    front += [delta_column] if delta_column else []
+    front += [c for c in datasets if c not in front]
+    rest = [c for c in ("seeds", "n", "params (M)", "dim", "max tokens", "type", "subset", "run ids") if c in cells]
+    shown = cells[front + rest]
+    if (shown.get("type", pd.Series(dtype=str)) != tables.REFERENCE).all():
+        shown = shown.drop(columns="type", errors="ignore")
+    if not shown["subset"].astype(bool).any():
+        shown = shown.drop(columns="subset")
+    # A variant column of the ranked variant is the headline column itself: one copy only.
+    return shown, [*variant_columns, *[c for c in datasets if c in shown]], full
 
 
 def show(state: DBState) -> None:
     st.header("Leaderboard")
-    runs = cache.runs(state.location, state.version)
     catalog = cache.score_catalog(state.location, state.version)
     suite = pick_suite(catalog, "main")
     if suite is None:
@@ -98,69 +218,172 @@ def show(state: DBState) -> None:
     here = catalog[(catalog["suite"] == suite) & (catalog["metric"] == metric)]
     variants = tables.order_variants(here["variant"].tolist())
     variant = st.sidebar.selectbox(
-        "Variant (clean or attacked)", variants, key=f"main_variant_{suite}", help="elong-m: texts elongated m times (SPEC §3)"
-    )
+        "Rank and compare on", variants, key=f"main_variant_{suite}",
+        help="The variant the rank and the difference vs the reference use (elong-m: texts elongated m times, SPEC §3). "
+        "Every variant's score is shown either way.",
+    )  # fmt: skip
     filters = run_filter_widgets(state, "main")
-    include_parts = _has_parts(state, suite, metric, variant) and st.sidebar.checkbox("Show the parts of averaged datasets (cqadupstack forums)", key="main_parts")
+    runs = cache.runs(state.location, state.version)
+    methods = sorted(runs["method"].unique().tolist())
+    default_ref = DEFAULT_REFERENCE if DEFAULT_REFERENCE in methods else None
+    reference_choices = [None, *methods]
+    reference = st.sidebar.selectbox(
+        "Reference row (difference vs)", reference_choices, index=reference_choices.index(default_ref),
+        format_func=lambda m: "none" if m is None else m, key="main_reference",
+        help="Each row's difference from this method's full-set row with the same backbone (the untrained backbone "
+        "by default, as `bench results`).",
+    )  # fmt: skip
+    has_parts = bool(tables.part_datasets(list(cache.suite_datasets(state.location, state.version, suite, metric, variant))))
+    include_parts = has_parts and st.sidebar.checkbox("Show the parts of averaged datasets (cqadupstack forums)", key="main_parts")
 
     with st.spinner("Ranking (paired bootstrap)…"):
-        board, n_caption = leaderboard_for(state.location, state.version, suite, metric, variant, filters, include_parts)
-    st.caption(f"suite **{literal(suite)}** · metric **{literal(metric)}** · variant **{literal(variant)}**")
+        table = main_table(state.location, state.version, suite, metric, variant, filters, include_parts, reference)
+    board = table.board
     if board.empty:
         st.info("No run matches these filters. Clear a filter in the sidebar, or tick 'Include unfinished runs' "
                 "or 'Include runs scored on a subset'.")  # fmt: skip
         return
+    headline = table.headline
+    st.caption(f"suite **{literal(suite)}** · metric **{literal(metric)}** · score columns: **{literal(headline)}** per "
+               f"variant · rank and Δ on **{literal(variant)}** · click a row to open its run")  # fmt: skip
     highlight = suite not in tables.NO_BEST_SUITES
-    shown = len(board)
+    rows = ROWS_SHOWN[0]
     if len(board) > ROWS_SHOWN[0]:
         choices = [n for n in ROWS_SHOWN if n < len(board)] + [len(board)]
-        shown = st.sidebar.selectbox("Rows shown (the CSV has all)", choices, key="main_rows")
-    cells = board.cells.head(shown)
-    # Columns that say nothing here stay out of the (wide) table: type without reference rows, an empty subset.
-    if (cells["type"] != tables.REFERENCE).all():
-        cells = cells.drop(columns="type")
-    if not cells["subset"].astype(bool).any():
-        cells = cells.drop(columns="subset")
-    # The averages and then each dataset right after the row's name and rank (what a reader compares, visible
-    # without scrolling sideways); provenance columns after them.
-    averages = [c for c in board.score_columns if c not in board.datasets]
-    front = [c for c in (*tables.GROUP_KEYS, "rank", "rank 95% CI") if c in cells] + averages + board.datasets
-    cells = cells[front + [c for c in cells.columns if c not in front]]
-    size_format = {"params (M)": "%.1f", "dim": "%d", "max tokens": "%d", "rank": "%.2f", "seeds": "%d"}
-    # The best of each column over every row, not only the rows shown.
-    best = {c: float(board.mean[c].max()) for c in board.score_columns} if highlight and len(board) > 1 else None
-    show_table(cells, board.score_columns, highlight=highlight, key="main_table", formats=size_format, pinned="method", best=best)
-    if shown < len(board):
-        st.caption(f"The first {shown} of {len(board)} rows (best average first); pick more in the sidebar.")
-    notes = [
-        f"{len(board)} rows over {int(board.info['seeds'].sum())} (group, seed) pairs.",
-        "A cell is the mean over seeds, shown as mean ± 95% CI half-width (n=seeds, Student t) when there are "
-        "several; click a column header to sort.",
-    ]
+        rows = st.sidebar.selectbox("Rows shown per table (the downloads have all)", choices, key="main_rows")
+    for label, part in board.partitions():
+        if label:
+            n_text = part.info["n"].iloc[0] if "n" in part.info else ""
+            st.subheader(f"Scored on a subset ({literal(label)}, n = {literal(n_text)}): ranked only among themselves")
+        shown, score_columns, full = _display(table, part, variant, rows)
+        best = {c: float(pd.to_numeric(shown[c].map(lambda v: float(v) if isinstance(v, float) else np.nan)).max())
+                for c in score_columns} if highlight and len(part) > 1 else None  # fmt: skip
+        help_text = {c: "shortened; full names: " + "; ".join(literal(t) for t in values) for c, values in full.items()}
+        for v in table.variants:
+            help_text.setdefault(v, f"{headline} on the {v} texts: mean over seeds (± 95% CI half-width, n=seeds)")
+        event = show_table(shown, score_columns, highlight=highlight, key=f"main_table_{label or 'full'}_{_nonce()}",
+                           formats={"params (M)": "%.1f", "dim": "%d", "max tokens": "%d", "rank": "%.2f", "seeds": "%d"},
+                           pinned="method", best=best, help_text=help_text, selectable=True)  # fmt: skip
+        selected = _selected_row(event)
+        if selected is not None and selected < len(part):
+            _open_run(int(part.info["latest run"].iloc[selected]))
+        if rows < len(part):
+            st.caption(f"The first {rows} of {len(part)} rows (best first); pick more in the sidebar.")
+    _notes(table, highlight, variant)
+    csv, json_bytes = downloads(state.location, state.version, suite, metric, variant, filters, include_parts, reference)
+    left, right = st.columns(2)
+    with left:
+        csv_button(csv, f"leaderboard-{suite}-{metric}-{variant}", key="main_csv")
+    with right:
+        json_button(json_bytes, f"leaderboard-{suite}-{metric}-{variant}", key="main_json")
+    _charts(table, metric)
+
+
+def _nonce() -> int:
+    return int(st.session_state.get("main_table_nonce", 0))
+
+
+def _selected_row(event) -> int | None:  # noqa: ANN001
+    try:
+        rows = event.selection.rows
+    except AttributeError:
+        return None
+    return int(rows[0]) if rows else None
+
+
+def _open_run(run_id: int) -> None:
+    """Go to the Run view on this run (the app applies it before drawing the view picker)."""
+    st.session_state["goto_run"] = run_id
+    st.session_state["main_table_nonce"] = _nonce() + 1  # a fresh table: no row stays selected on the way back
+    st.rerun()
+
+
+def _notes(table: MainTable, highlight: bool, variant: str) -> None:
+    board = table.board
+    notes = [f"{len(board)} rows over {int(board.info['seeds'].sum())} (group, seed) pairs.",
+             "A cell is the mean over seeds, shown as mean ± 95% CI half-width (n=seeds, Student t) when there are several."]  # fmt: skip
     if highlight:
-        notes.append("Highlighted: the best value in each column.")
+        notes.append("Highlighted: the best value in each column of each table.")
     else:
         notes.append("diag measures describe geometry; no value is 'best', so none is highlighted.")
     if not board.complete_average:
         notes.append("Averages are left empty for rows missing a dataset, so averages compare like with like.")
     st.caption(" ".join(notes))
-    ranked = board.info["rank"].notna().sum() if "rank" in board.info else 0
-    if ranked:
+    if table.reference:
         st.caption(
-            f"rank: per dataset, rows whose paired-bootstrap 95% CI against the best covers 0 are tied with it (rank "
-            f"1); any other row is 1 + the rows significantly better than it; shown as the mean over datasets. "
-            f"rank 95% CI: from the same pairwise CIs ({ranking.RESAMPLES} resamples), the best rank a row can have "
-            "(1 + rows significantly better) to the worst (rows − rows significantly worse), averaged over datasets. "
-            f"Needs per-item scores; the {MAX_RANKED} best rows by average are ranked."
+            f"Δ vs {literal(table.reference)}: each row minus the {literal(table.reference)} row of the same backbone on "
+            f"{literal(variant)}, with its 95% CI: a paired bootstrap ({stats.DEFAULT_RESAMPLES:,} resamples of the "
+            "items both scored) for one run, the t-interval of the per-seed differences for several seeds, as "
+            "`bench results`; * = the CI excludes 0. With several datasets: the mean difference and on how many "
+            "datasets it excludes 0."
+        )
+    if table.ranked_rows:
+        st.caption(
+            "rank: per dataset, rows whose 95% CI against the best covers 0 are tied with it (rank 1); any other row "
+            "is 1 + the rows significantly better than it; the mean over datasets. rank 95% CI: the best rank a row "
+            "can have (1 + rows significantly better) to the worst (rows − rows significantly worse). Every verdict "
+            f"is the paired bootstrap Compare and `bench results` give the same pair ({ranking.RESAMPLES:,} "
+            f"resamples). The {MAX_RANKED} best rows of each table are ranked; subset rows only among themselves."
         )
     else:
         st.caption("rank: no per-item scores stored for these runs, so no significance rank.")
-    if n_caption:
-        st.caption(n_caption)
-    if board.info["subset"].astype(bool).any():
-        st.warning("Rows with a 'subset' entry were scored on a subset (--limit): not comparable with full-set rows.")
-    csv = leaderboard_csv(state.location, state.version, suite, metric, variant, filters, include_parts)
-    csv_button(csv, f"leaderboard-{suite}-{metric}-{variant}", key="main_csv")
-    st.caption("Open a run in the **Run** view by its id (column 'run ids'). Size columns come from the model "
-               "(blank when the run did not record them).")  # fmt: skip
+    st.caption("n: the items each row's scores rest on. Size columns come from the model (blank when the run did not "
+               "record them).")  # fmt: skip
 
+
+def _charts(table: MainTable, metric: str) -> None:
+    """Per-dataset scores with their CIs, and model size vs score (the full-set rows)."""
+    full = [part for label, part in table.board.partitions() if not label]
+    if not full:
+        return
+    part = full[0]
+    labels = tables.group_label(part.info)
+    left, right = st.columns(2)
+    with left:
+        st.markdown(f"**Per dataset ({literal(metric)}), 95% CI**")
+        rows = []
+        for i, g in enumerate(part.groups[:MAX_BARS]):
+            for d in part.datasets:
+                value = float(part.mean[d].iloc[i])
+                if np.isnan(value):
+                    continue
+                lo, hi = table.bar_ci.get(int(g), {}).get(d, (np.nan, np.nan))
+                rows.append({"row": labels.iloc[i], "dataset": d, "score": value, "low": lo, "high": hi})
+        frame = pd.DataFrame(rows)
+        if frame.empty:
+            st.caption("No scores to draw.")
+        else:
+            order = labels.head(MAX_BARS).tolist()
+            color = alt.Color("row:N", sort=order, scale=alt.Scale(scheme=CATEGORY_SCHEME),
+                              legend=alt.Legend(orient="bottom", columns=1, labelLimit=0, title=None))  # fmt: skip
+            x = alt.X("dataset:N", sort=tables.order_datasets(frame["dataset"].unique().tolist()), title=None,
+                      axis=alt.Axis(labelAngle=0))  # fmt: skip
+            base = alt.Chart(frame).encode(x=x, xOffset=alt.XOffset("row:N", sort=order), color=color)
+            bars = base.mark_bar().encode(y=alt.Y("score:Q", title=metric), tooltip=["row", "dataset", alt.Tooltip("score:Q", format=".2f"),
+                                          alt.Tooltip("low:Q", format=".2f"), alt.Tooltip("high:Q", format=".2f")])  # fmt: skip
+            rules = base.mark_rule(color="black").encode(y="low:Q", y2="high:Q")
+            st.altair_chart((bars + rules).properties(height=260), width="stretch")
+            st.caption("CI: over seeds (Student t) for several seeds, else the bootstrap interval of the score over its items.")
+    with right:
+        st.markdown(f"**Model size vs {literal(table.headline)}**")
+        size = part.info["params (M)"].to_numpy(dtype=float) if "params (M)" in part.info else np.array([])
+        score = part.mean[table.headline].to_numpy(dtype=float)
+        ok = ~np.isnan(size) & ~np.isnan(score) if len(size) else np.array([], dtype=bool)
+        if not ok.any():
+            st.caption("No run recorded its model size (Run.model_info).")
+            return
+        frame = pd.DataFrame({"row": labels.to_numpy()[ok], "params (M)": size[ok], "score": score[ok],
+                              "method": part.info["method"].to_numpy()[ok]}).head(MAX_SCATTER)  # fmt: skip
+        chart = (
+            alt.Chart(frame)
+            .mark_point(filled=True, size=80)
+            .encode(
+                x=alt.X("params (M):Q", scale=alt.Scale(type="log"), title="parameters (M, log scale)"),
+                y=alt.Y("score:Q", title=table.headline, scale=alt.Scale(zero=False)),
+                color=alt.Color("method:N", scale=alt.Scale(scheme=CATEGORY_SCHEME),
+                                legend=alt.Legend(orient="bottom", columns=2, labelLimit=0, title=None)),
+                tooltip=["row", alt.Tooltip("params (M):Q", format=".1f"), alt.Tooltip("score:Q", format=".2f")],
+            )
+            .properties(height=260)
+        )  # fmt: skip
+        st.altair_chart(chart, width="stretch")

@@ -10,7 +10,9 @@ import streamlit as st
 from leaderboard import cache, tables
 from leaderboard.queries import DBState
 from leaderboard.text import literal
-from leaderboard.views.common import csv_button, pick_metric, pick_suite, run_filter_widgets, show_table
+from leaderboard.views.common import (
+    CATEGORY_SCHEME, csv_button, pick_metric, pick_suite, run_filter_widgets, shorten_settings, show_table,
+)  # fmt: skip
 
 AVERAGE_CHOICE = "suite average"
 MAX_DIAG_RUNS = 200  # runs offered for the pair-cosine distribution (newest first)
@@ -28,10 +30,7 @@ def robustness_for(location: str, version: tuple[int, ...], suite: str, metric: 
     rates = cache.attack_rates(location, version, suite)
     table = tables.build_robustness(scores, runs, dataset, rates)
     curve = tables.robustness_curve(scores, runs, dataset, rates)
-    if not table.empty and runs["subset"].any():
-        # Flag the rows that include a subset run (shown only when the sidebar asks for them).
-        flagged = runs.loc[runs["subset"], tables.GROUP_KEYS].drop_duplicates().assign(subset="yes")
-        table = table.merge(flagged, on=tables.GROUP_KEYS, how="left").fillna({"subset": ""})
+    # Subset runs are rows of their own ("subset" = "limit N"), never merged with a full-set row.
     return table, curve
 
 
@@ -98,8 +97,8 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
     y = alt.Y("score:Q", title=metric, scale=alt.Scale(domain=y_domain(low, high), clamp=True))
     x = alt.X("x:N", sort=x_order, title="m (elongation factor; random m apart) and share of texts changed",
               axis=alt.Axis(labelAngle=0, labelLimit=200))  # fmt: skip
-    legend = alt.Legend(orient="bottom", columns=2, labelLimit=420, title=None)
-    color = alt.Color("label:N", sort=order, legend=legend)
+    legend = alt.Legend(orient="bottom", columns=1, labelLimit=0, title=None)
+    color = alt.Color("label:N", sort=order, legend=legend, scale=alt.Scale(scheme=CATEGORY_SCHEME))
     tooltip = ["label", "m", alt.Tooltip("score:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
                alt.Tooltip("high:Q", format=".2f"), "seeds", alt.Tooltip("changed_frac:Q", format=".0%")]  # fmt: skip
     base = alt.Chart(plotted).encode(x=x, color=color)
@@ -116,8 +115,11 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
     )
     score_columns = [c for c in table.columns if c not in (*tables.GROUP_KEYS, "seeds", "label", "subset") and not c.startswith("changed ")]
     if "subset" in table and table["subset"].astype(bool).any():
-        st.warning("Rows flagged 'subset' include runs scored on a subset (--limit): not comparable with full-set rows.")
-    show_table(table, score_columns, highlight=False, key="rob_table",
+        st.warning("Rows with a 'subset' entry were scored on a subset (--limit): rows of their own, not comparable "
+                   "with full-set rows.")  # fmt: skip
+    elif "subset" in table:
+        table = table.drop(columns="subset")
+    show_table(shorten_settings(table), score_columns, highlight=False, key="rob_table",
                formats={c: "%.2f" for c in table.columns if c.startswith("changed ")})  # fmt: skip
     st.caption(
         "'change elong-m' = attacked − clean, per seed over the datasets scored both ways, then averaged over seeds; "
@@ -147,7 +149,7 @@ def _diag_section(state: DBState, filters: tables.RunFilters, runs: pd.DataFrame
             x=alt.X("variant:N", sort=variant_order, title=None, axis=alt.Axis(labelAngle=0)),
             xOffset=alt.XOffset("label:N"),
             y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=False)),
-            color=alt.Color("label:N", title="method", legend=legend),
+            color=alt.Color("label:N", title="method", legend=legend, scale=alt.Scale(scheme=CATEGORY_SCHEME)),
             tooltip=["label", "metric", "variant", alt.Tooltip("value:Q", format=".4f"), "seeds"],
         )
         .properties(width=300, height=170)

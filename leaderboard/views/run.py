@@ -14,6 +14,8 @@ from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views.common import csv_button, show_table
 
+LONG_VALUE = 60  # characters: a summary value longer than this is also shown whole, wrapped
+
 
 def score_table(scores: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """One row per (suite, dataset, metric, n): clean, each attacked variant and its change (attacked - clean); the
@@ -57,7 +59,10 @@ def _text(value: object) -> str:
 
 def pick_run(runs: pd.DataFrame, key: str, label: str, default: int, where=st) -> int | None:  # noqa: ANN001
     """A run id input (runs can number in the thousands: a number box, not a list)."""
-    run_id = where.number_input(label, min_value=1, value=int(default), step=1, key=key)
+    if key in st.session_state:  # set elsewhere (a row clicked in the leaderboard): no second default
+        run_id = where.number_input(label, min_value=1, step=1, key=key)
+    else:
+        run_id = where.number_input(label, min_value=1, value=int(default), step=1, key=key)
     if int(run_id) not in set(runs["id"].tolist()):
         where.warning(f"There is no run {int(run_id)} in this database.")
         return None
@@ -92,10 +97,14 @@ def show(state: DBState) -> None:
         columns=["field", "value"],
     )  # fmt: skip
     summary["value"] = summary["value"].astype(str)
-    st.dataframe(summary, hide_index=True, key="run_summary", width="stretch")
+    st.dataframe(summary, hide_index=True, key="run_summary", width="stretch",
+                 column_config={"field": st.column_config.TextColumn(width="small")})  # fmt: skip
+    long = summary[summary["value"].str.len() > LONG_VALUE]
+    if not long.empty:  # what the table (and the leaderboard) cut short, whole
+        st.code("\n".join(f"{f}: {v}" for f, v in zip(long["field"], long["value"])), language=None, wrap_lines=True)
 
     st.markdown("**Reproduce**")
-    st.code(run["command"] or "(no command recorded)", language="bash")
+    st.code(run["command"] or "(no command recorded)", language="bash", wrap_lines=True)  # wrapped; copy button
 
     left, right = st.columns(2)
     with left:

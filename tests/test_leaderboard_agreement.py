@@ -1,0 +1,137 @@
+"""One significance computation everywhere: on the main job's database (tests/test_leaderboard_fixtures.py:
+fill_main_job, a draw on which the former leaderboard rank and its Compare view disagreed), the leaderboard's
+rank, its Compare view and `bench results` call the same pairs different, on every pair and variant; and `--limit`
+runs never replace, join or rank with the full-set rows."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("streamlit")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from bench.cli import main  # noqa: E402
+from leaderboard import queries, tables  # noqa: E402
+from tests.test_leaderboard_fixtures import MAIN_JOB, fill_main_job  # noqa: E402
+
+APP = Path(__file__).resolve().parent.parent / "leaderboard" / "app.py"
+METHODS = [m for m, _ in MAIN_JOB]
+VARIANTS = ["clean", "elong-2", "elong-rand"]
+
+
+@pytest.fixture(scope="module")
+def main_job(tmp_path_factory) -> Path:
+    return fill_main_job(tmp_path_factory.mktemp("mainjob") / "results.sqlite")
+
+
+def cli_verdicts(path: Path, capsys) -> dict[tuple[str, str, str], bool]:  # noqa: ANN001
+    """(reference, method, variant) -> whether `bench results --reference` stars the difference."""
+    out = {}
+    for reference in METHODS:
+        assert main(["results", "--db", str(path), "--reference", reference]) == 0
+        text = capsys.readouterr().out
+        block = text[text.index("comparison main") : text.index("comparison quick")]
+        table = block[block.index("difference vs") :].splitlines()[2:]
+        for line in table:
+            fields = line.split()
+            if len(fields) < 8 or fields[0] != "sts":
+                break
+            variant, method, diff = fields[3], fields[4], fields[6]
+            out[(reference, method, variant)] = diff.endswith("*")
+    return out
+
+
+def test_rank_compare_and_bench_results_agree_on_every_pair(main_job, capsys):
+    from leaderboard.views import compare, main as main_view
+
+    state = queries.db_state(str(main_job))
+    cli = cli_verdicts(main_job, capsys)
+    db = queries.open_readonly(state.location)
+    run_of = {m: i + 1 for i, m in enumerate(METHODS)}  # runs 1-3, in MAIN_JOB order
+    checked = 0
+    for variant in VARIANTS:
+        table = main_view.main_table(state.location, state.version, "sts", "spearman", variant, tables.RunFilters(),
+                                     False, "vanilla")  # fmt: skip
+        method_of = dict(zip(table.board.groups.tolist(), table.board.info["method"]))
+        rank_better = {(method_of[h], method_of[g]) for h, g in table.better["stsb"]}
+        for a, b in itertools.combinations(METHODS, 2):
+            scores_a, scores_b = (queries.run_scores(db, run_of[m]) for m in (a, b))
+            pick = lambda f: f.loc[(f["variant"] == variant) & (f["suite"] == "sts"), ["score_id", "suite", "dataset", "variant", "metric", "value"]]  # noqa: E731
+            row = compare.comparison_table(state.location, state.version, pick(scores_a), pick(scores_b)).iloc[0]
+            compare_says = bool(row["CI low"] > 0 or row["CI high"] < 0)
+            assert (row["note"] == "difference is real (CI excludes 0)") == compare_says
+            rank_says = (a, b) in rank_better or (b, a) in rank_better
+            assert rank_says == compare_says, (variant, a, b)
+            assert cli[(a, b, variant)] == compare_says == cli[(b, a, variant)], (variant, a, b)
+            if compare_says:  # and they agree on the direction
+                assert ((b, a) in rank_better) == (row["B − A"] > 0)
+            checked += 1
+        # the difference column of the main table says the same as `bench results --reference vanilla`
+        for method, text in zip(table.board.info["method"], table.delta):
+            if method != "vanilla":
+                assert text.endswith("*") == cli[("vanilla", method, variant)], (variant, method, text)
+    assert checked == 9
+    assert any(cli.values()) and not all(cli.values())  # some pairs differ, some do not
+    # The pair the former rank (200 resamples) called different while Compare did not: now no one does.
+    assert not cli[("vanilla", "simcse", "clean")]
+
+
+def open_app(path: Path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("LENBENCH_DB", str(path))
+    monkeypatch.delenv("LENBENCH_LEADERBOARD_PASSWORD", raising=False)
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_subset_runs_keep_to_their_own_table_and_never_become_the_reference(main_job, monkeypatch):
+    at = open_app(main_job, monkeypatch)
+    full = at.dataframe[0].value.set_index("method")
+    assert list(full.index) == ["simcse", "laser3-self", "vanilla"] and len(at.dataframe) == 1
+    assert full.loc["vanilla", "Δ vs vanilla"] == "reference" and set(full["n"]) == {"150"}
+    vanilla_clean = full.loc["vanilla", "clean"]
+
+    at.checkbox(key="main_subsets").check().run()
+    assert not at.exception, at.exception
+    again = at.dataframe[0].value.set_index("method")
+    # the newer --limit 40 vanilla run (higher score) replaces nothing: same rows, same reference, same ranks
+    assert list(again.index) == list(full.index) and again.loc["vanilla", "clean"] == vanilla_clean
+    assert again.loc["vanilla", "Δ vs vanilla"] == "reference"
+    assert again["rank"].tolist() == full["rank"].tolist()
+    subset = at.dataframe[1].value.set_index("method")
+    assert set(subset.index) == {"vanilla", "shuffle"} and set(subset["n"]) == {"40"}
+    assert set(subset["subset"]) == {"stsb[40]"} and (subset["clean"] > vanilla_clean).all()
+    assert (subset["Δ vs vanilla"] == "").all()  # never compared with the full-set reference
+    assert any("subset" in s.value and "40" in s.value for s in at.subheader)
+
+    # the choice carries to the next view
+    at.radio(key="view").set_value("Robustness").run()
+    assert at.checkbox(key="rob_subsets").value is True
+    rob = at.dataframe[0].value
+    assert len(rob[rob["method"] == "vanilla"]) == 1  # the subset vanilla has no attacked scores: no row here
+
+
+def test_downloads_and_csv_info_are_json(main_job, monkeypatch, capsys):
+    assert main(["results", "--db", str(main_job), "--format", "csv"]) == 0
+    import io
+
+    frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    attacked = frame[frame["variant"] == "elong-2"]
+    assert json.loads(attacked["info"].iloc[0]) == {"changed_frac": 1.0, "truncated_frac": 0.0}
+    from leaderboard.views import main as main_view
+
+    state = queries.db_state(str(main_job))
+    csv, text = main_view.downloads(state.location, state.version, "sts", "spearman", "clean", tables.RunFilters(), False, "vanilla")
+    rows = {r["method"]: r for r in json.loads(text)}
+    table = pd.read_csv(io.StringIO(csv.decode("utf-8"))).set_index("method")
+    assert set(rows) == set(METHODS) == set(table.index)
+    assert rows["vanilla"]["difference vs vanilla"] == "reference"
+    assert rows["simcse"]["stsb"] == pytest.approx(table.loc["simcse", "stsb"]) and rows["simcse"]["rank"] >= 1
+    assert rows["laser3-self"]["stsb · elong-rand"] > rows["vanilla"]["stsb · elong-rand"]
