@@ -82,7 +82,16 @@ def main(argv: list[str] | None = None) -> int:
 
     # bars on a terminal, a few lines in a log, nothing with --no-progress; inherited by the processes it starts
     progress.configure(quiet=bool(getattr(args, "no_progress", False)))
+    from bench.commands.arguments import check_args
     from bench.runtime.signals import StopRequested, graceful_stop
+
+    try:
+        check_args(args)  # out-of-range numbers and unusable devices: one line, before anything runs
+    except Exception as exc:  # noqa: BLE001 - a ConfigError; anything else is a bug shown with -v
+        if args.verbose or not isinstance(exc, user_errors()):
+            raise
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 2
 
     clean = False
     try:

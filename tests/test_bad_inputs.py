@@ -223,6 +223,14 @@ BAD_DATA: dict[str, tuple[Callable[[Path], None], str, str]] = {
                                   r"all 8 gold scores are 3; Spearman correlation is undefined"),
     "sts: constant gold scores within --limit": (_sts("".join(f"{a}\t{b}\t{3.0 if i < 6 else i}\n" for i, (a, b, _) in enumerate(PAIRS[:9]))),
                                                  "sts:stsb --limit 5", r"'stsb' \(its first 5 pairs\): all 5 gold scores are 3"),
+    "sts: empty sentence": (_sts(GOOD_ROWS + "\tz w\t2.0\n"), "sts:stsb", r"stsb-test\.tsv:7: sentence1 is empty; a model cannot be scored"),
+    "sts: blank sentence": (_sts(GOOD_ROWS + "x y\t   \t2.0\n"), "sts:stsb", r"stsb-test\.tsv:7: sentence2 is empty \(only white space\)"),
+    "beir: blank judged query": (_write("beir/scifact/queries.jsonl", '{"_id": "q1", "text": "who"}\n{"_id": "q2", "text": " \\t "}\n{"_id": "q3", "text": "dog"}\n'),
+                                 "beir:scifact", r"queries\.jsonl:2: the text of query 'q2' is empty \(only white space\)"),
+    "knn: empty text": (_write("knn/agnews_test.jsonl", "".join(json.dumps({"text": "" if i == 7 else f"text {i}", "label": "ab"[i % 2]}) + "\n" for i in range(20))),
+                        "knn:agnews", r"agnews_test\.jsonl:8: 'text' is empty"),
+    "knn: blank label": (_write("knn/agnews_test.jsonl", "".join(json.dumps({"text": f"text {i}", "label": " " if i == 3 else "ab"[i % 2]}) + "\n" for i in range(20))),
+                         "knn:agnews", r"agnews_test\.jsonl:4: 'label' is empty"),
 }  # fmt: skip
 
 
@@ -230,6 +238,7 @@ BAD_DATA: dict[str, tuple[Callable[[Path], None], str, str]] = {
 def test_bad_data_file(case, world, capsys):
     corrupt, suite, message = BAD_DATA[case]
     before = rows_digest(world.db)
+    (world.data / "knn").mkdir(exist_ok=True)
     corrupt(world.data)
     suite, *extra = suite.split()
     capsys.readouterr()
@@ -477,3 +486,124 @@ def test_an_in_memory_database_is_refused(url, world, capsys):
     capsys.readouterr()
     assert main(world.eval("sts:stsb", url)) == 2
     _one_error_line(capsys, r"is an in-memory database: nothing recorded there is kept")
+
+
+# ------------------------------------------------------------------------------------- model folders
+def _edit_json(rel: str, change: Callable[[dict], None]) -> Callable[[Path], None]:
+    def do(folder: Path) -> None:
+        data = json.loads((folder / rel).read_text())
+        change(data)
+        (folder / rel).write_text(json.dumps(data))
+
+    return do
+
+
+def _no_tokenizer(folder: Path) -> None:
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        (folder / name).unlink(missing_ok=True)
+
+
+def _vocab_txt(lines: list[str]) -> Callable[[Path], None]:
+    def do(folder: Path) -> None:
+        _no_tokenizer(folder)
+        (folder / "vocab.txt").write_text("\n".join(lines) + "\n")
+
+    return do
+
+
+def _unknown_words_only(data: dict) -> None:
+    """A tokenizer.json whose vocabulary knows no English word piece: every word of a sentence is [UNK]."""
+    specials = {t: i for t, i in data["model"]["vocab"].items() if t.startswith("[")}
+    data["model"]["vocab"] = {**specials, **{f"\u4e00{i}": len(specials) + i for i in range(300)}}
+
+
+def _safetensors(change: Callable[[bytes], bytes]) -> Callable[[Path], None]:
+    def do(folder: Path) -> None:
+        path = folder / "model.safetensors"
+        path.write_bytes(change(path.read_bytes()))
+
+    return do
+
+
+BAD_MODELS: dict[str, tuple[Callable[[Path], None], str]] = {
+    "no tokenizer files": (_no_tokenizer, r"has no tokenizer files .*5-token tokenizer"),
+    "tokenizer.json not JSON": (lambda f: (f / "tokenizer.json").write_text("{not json"), r"tokenizer\.json is not a tokenizer"),
+    "tokenizer.json of 5 tokens": (_edit_json("tokenizer.json", lambda d: d["model"].update(vocab={"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4})),
+                                   r"vocabulary has only 5 entries"),
+    "tokenizer that knows no word": (_edit_json("tokenizer.json", _unknown_words_only), r"reads a plain sentence as \d+ unknown token"),
+    "tokenizer.json that does not load": (_edit_json("tokenizer.json", lambda d: d["model"].update(type="NoSuchModel")), r"tokenizer\.json cannot be loaded"),
+    "empty vocab.txt": (_vocab_txt([]), r"vocabulary has only 0 entries"),
+    "vocab.txt larger than the embeddings": (_vocab_txt([f"w{i}" for i in range(40_000)]), r"40000 entries but config\.json's vocab_size is 30522"),
+    "config.json not JSON": (lambda f: (f / "config.json").write_text("{'hidden_size': 32"), r"config\.json cannot be read as JSON"),
+    "config.json a list": (lambda f: (f / "config.json").write_text("[1, 2]"), r"config\.json holds a JSON list"),
+    "config hidden size != weights": (_edit_json("config.json", lambda d: d.update(hidden_size=64)), r"hidden size 64 but the weights are 32 wide"),
+    "config vocab_size != weights": (_edit_json("config.json", lambda d: d.update(vocab_size=40_000)), r"vocab_size 40000 but the weights' embedding matrix has 30522 rows"),
+    "config layers != weights": (_edit_json("config.json", lambda d: d.update(num_hidden_layers=4)), r"says 4 layers but the weights hold 2"),
+    "random bytes as safetensors": (_safetensors(lambda b: np.random.default_rng(1).bytes(len(b))), r"model\.safetensors is not a complete safetensors file"),
+    "truncated safetensors": (_safetensors(lambda b: b[: len(b) // 2]), r"model\.safetensors is not a complete safetensors file"),
+    "safetensors header of another shape": (_safetensors(lambda b: b.replace(b'"shape":[30522,32]', b'"shape":[30522,33]', 1)),
+                                            r"not a complete safetensors file|weights are 33 wide"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BAD_MODELS))
+def test_a_model_folder_that_would_score_garbage_is_refused_before_a_run_is_recorded(case, world, capsys):
+    folder = shutil.copytree(world.model, world.root / "model")
+    change, message = BAD_MODELS[case]
+    change(folder)
+    before = rows_digest(world.db)
+    capsys.readouterr()
+    assert main(["eval", "--model", str(folder), "--suite", "sts:stsb", "--data-dir", str(world.data), "--db", str(world.db)]) == 2
+    _one_error_line(capsys, message)
+    assert rows_digest(world.db) == before and len(ResultsDB(world.db).runs()) == 1  # no run recorded
+
+
+def test_a_blank_query_nobody_judged_is_not_an_error(world):
+    (world.data / "beir" / "scifact" / "queries.jsonl").open("a").write('{"_id": "q9", "text": ""}\n')
+    assert main(world.eval("beir:scifact")) == 0
+
+
+# --------------------------------------------------------------------------------- numbers and names
+def _run(world: World, *extra: str) -> list[str]:
+    (world.root / "corpus.txt").write_text("one text. another one.\n" * 20)
+    return ["run", "--method", "simcse", "--backbone", str(world.model), "--corpus", str(world.root / "corpus.txt"),
+            "--budget", "steps=2", "--suite", "sts:stsb", "--data-dir", str(world.data), "--db", str(world.db),
+            "--out", str(world.root / "runs"), "--no-progress", *extra]  # fmt: skip
+
+
+BAD_ARGUMENTS: dict[str, tuple[Callable[[World], list[str]], str]] = {
+    "eval --max-len 0": (lambda w: w.eval("sts:stsb", None, "--max-len", "0"), r"--max-len 0: must be >= 4 and <= 100,000"),
+    "eval --batch-size -3": (lambda w: w.eval("sts:stsb", None, "--batch-size", "-3"), r"--batch-size -3: must be >= 1"),
+    "eval --seed -1": (lambda w: w.eval("sts:stsb", None, "--seed", "-1"), r"--seed -1: must be >= 0"),
+    "eval --seed 2**32": (lambda w: w.eval("sts:stsb", None, "--seed", str(2**32)), r"--seed 4,294,967,296: must be >= 0 and <= 4,294,967,295"),
+    "eval --limit beyond int64": (lambda w: w.eval("sts:stsb", None, "--limit", str(10**20)), r"--limit 100,000,000,000,000,000,000: must be"),
+    "eval --elong of a billion copies": (lambda w: w.eval("sts:stsb@elong", None, "--elong", "2,1000000000"), r"--elong '2,1000000000': each variant is a whole number from 2 to 1000"),
+    "eval --elong with a superscript digit": (lambda w: w.eval("sts:stsb@elong", None, "--elong", "2,\u00b2"), r"--elong .*each variant is a whole number"),
+    "eval --nproc 0": (lambda w: w.eval("sts:stsb", None, "--nproc", "0"), r"--nproc 0: must be >= 1"),
+    "eval --device gpu": (lambda w: w.eval("sts:stsb", None, "--device", "gpu"), r"--device 'gpu' is not a device name; give cpu, cuda"),
+    "eval --device cpu:1": (lambda w: w.eval("sts:stsb", None, "--device", "cpu:1"), r"--device 'cpu:1': the CPU has no index"),
+    "eval --device cuda:99": (lambda w: w.eval("sts:stsb", None, "--device", "cuda:99"), r"--device 'cuda:99': this (torch .* cannot use a CUDA GPU|machine has \d+ CUDA GPU)"),
+    "eval --data-dir that does not exist": (lambda w: [*w.eval("sts:stsb")[:-2], "--data-dir", str(w.root / "nowhere")], r"--data-dir .*nowhere does not exist; give the folder"),
+    "eval --data-dir that is a file": (lambda w: [*w.eval("sts:stsb")[:-2], "--data-dir", str(w.db)], r"--data-dir .*good\.sqlite is a file, not a folder"),
+    "results --run of no run": (lambda w: ["results", "--db", str(w.db), "--run", "999999"], r"--run 999999: no such run in .*good\.sqlite"),
+    "results --run beyond int64": (lambda w: ["results", "--db", str(w.db), "--run", str(2**64)], r"--run 18,446,744,073,709,551,616: must be >= 1"),
+    "export --run 0": (lambda w: ["export", str(w.root / "out"), "--db", str(w.db), "--run", "0"], r"--run 0: must be >= 1"),
+    "export into an existing file": (lambda w: ["export", str(w.db), "--db", str(w.db)], r"bench export DIR .*good\.sqlite is an existing file, not a folder"),
+    "export under a file": (lambda w: ["export", str(w.db / "sub"), "--db", str(w.db)], r"good\.sqlite is a file, so the folder cannot be created there"),
+    "run --budget steps=1e30": (lambda w: _run(w, "--budget", "steps=1e30"), r"budget steps=1e30: at most 9,007,199,254,740,992"),
+    "run --budget seconds=1e12": (lambda w: _run(w, "--budget", "seconds=1e12"), r"budget seconds=1e12: at most 315,360,000"),
+    "run --lr nan": (lambda w: _run(w, "--lr", "nan"), r"--lr nan: must be a finite number"),
+    "run --lr 0": (lambda w: _run(w, "--lr", "0"), r"--lr 0: must be > 0 and <= 1"),
+    "run --warmup-steps -1": (lambda w: _run(w, "--warmup-steps", "-1"), r"--warmup-steps -1: must be >= 0"),
+    "run --checkpoint-minutes inf": (lambda w: _run(w, "--checkpoint-minutes", "inf"), r"--checkpoint-minutes inf: must be a finite number"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BAD_ARGUMENTS))
+def test_a_bad_number_or_name_on_the_command_line_is_refused_before_anything_runs(case, world, capsys, monkeypatch):
+    make, message = BAD_ARGUMENTS[case]
+    before = rows_digest(world.db)
+    capsys.readouterr()
+    assert main(make(world)) == 2
+    _one_error_line(capsys, message)
+    assert rows_digest(world.db) == before and len(ResultsDB(world.db).runs()) == 1  # no run recorded

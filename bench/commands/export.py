@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench.commands.common import add_db
+from bench.commands.common import add_db, check_output_dir
 from bench.runtime.errors import ConfigError
 
 FORMATS = ("mteb",)
@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     from results_db import ResultsDB
 
+    check_output_dir(args.dir, "bench export DIR")  # an existing file is never overwritten or half-written
     db = ResultsDB(args.db, create=False)  # a read: a misspelled path is an error, not a new empty database
     runs = db.runs()
     if args.run:
@@ -42,7 +43,11 @@ def run(args: argparse.Namespace) -> int:
         run_ids = [int(i) for i in chosen["id"]]
     if not run_ids:
         raise ConfigError(f"no finished runs in {db.url} to export")
-    summary = export_runs(db, run_ids, args.dir)
+    try:
+        summary = export_runs(db, run_ids, args.dir)
+    except (FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError) as exc:
+        raise ConfigError(f"bench export DIR {args.dir}: cannot write {exc.filename} ({exc.strerror}); "
+                          "give an empty or new folder") from None  # fmt: skip
     if not summary.files:
         raise ConfigError(f"runs {', '.join(map(str, run_ids))} have no clean whole-dataset scores on datasets that map to "
                           "MTEB tasks (STS12-16, STSBenchmark, SICK-R, BEIR sets, mteb:TASK); subsets (--limit) are not exported")

@@ -42,6 +42,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"upgraded {db.location.shown} to schema {step.version} ({step.summary})", file=sys.stderr)
     runs = with_liveness(db.runs())  # a "running" row whose process is gone shows as "stale"
     if args.run:
+        missing = sorted(set(args.run) - set(runs["id"].tolist()))
+        if missing:
+            raise ConfigError(f"--run {', '.join(map(str, missing))}: no such run in {db.location.shown}; "
+                              "`bench results --runs-only` lists the runs there")  # fmt: skip
         runs = runs[runs["id"].isin(args.run)]
     if runs.empty:
         print("no runs in the database yet; start with e.g. `bench eval --model minilm --suite sts`", file=sys.stderr)

@@ -27,7 +27,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.data.errors import DatasetMissingError
+from bench.data.errors import DataError, DatasetMissingError
 
 BEIR_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{name}.zip"
 
@@ -168,12 +168,17 @@ CATALOG["msmarco"] = DatasetInfo(
 )
 
 
-def search_dirs(data_dir: str | os.PathLike[str] | None = None) -> list[Path]:
+def search_dirs(data_dir: str | os.PathLike[str] | None = None, will_download: bool = False) -> list[Path]:
     dirs: list[Path] = []
-    if data_dir:
-        dirs.append(Path(data_dir))
-    if os.environ.get("LENBENCH_DATA"):
-        dirs.append(Path(os.environ["LENBENCH_DATA"]))
+    # A folder the user named must exist (unless a download will create it): falling back to the defaults would
+    # score other data than asked for.
+    for given, shown in ((data_dir, "--data-dir"), (os.environ.get("LENBENCH_DATA"), "$LENBENCH_DATA")):
+        if given:
+            path = Path(given).expanduser()
+            if not path.is_dir() and not (will_download and not path.exists()):
+                what = "is a file, not a folder" if path.exists() else "does not exist"
+                raise DataError(f"{shown} {given} {what}; give the folder that holds sts/, beir/, knn/ (see `bench data list`)")
+            dirs.append(path)
     dirs += [Path("data"), Path("..") / "shared" / "data"]
     seen: list[Path] = []
     for d in dirs:
@@ -219,7 +224,7 @@ def find(name: str, data_dir: str | os.PathLike[str] | None = None, fetch: bool 
          kind: str | None = None) -> Located:  # fmt: skip
     """Where a dataset is: a data folder first, then a package that ships it, then (`fetch`) its download."""
     info = get_info(name, kind)
-    dirs = search_dirs(data_dir)
+    dirs = search_dirs(data_dir, will_download=fetch)
     for root in dirs:
         if _present(info, root):
             target = root / info.relpath

@@ -166,6 +166,15 @@ def text_field(obj: dict[str, Any], key: str, path: Path | str, lineno: int, opt
     return value
 
 
+def nonblank(text: str, what: str, path: Path | str, lineno: int) -> str:
+    """A text a score rests on (an STS sentence, a query, a kNN text) must have content: an empty or blank one would
+    be encoded as the special tokens alone and scored as if it were data."""
+    if not text.strip():
+        raise DataError(f"{path}:{lineno}: {what} is empty{' (only white space)' if text else ''}; "
+                        "a model cannot be scored on it: fix or remove that record")  # fmt: skip
+    return text
+
+
 class _Duplicates:
     """Ids seen twice in one file: BEIR keeps the last record, and so do we; counted and reported once."""
 
@@ -338,12 +347,14 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
         raise DataError(f"{corpus_path}: the corpus of {name!r} is empty; a retrieval dataset needs documents")
 
     all_queries: dict[str, str] = {}
+    query_lines: dict[str, int] = {}
     query_dups = _Duplicates(queries_path, "query")
     for lineno, obj in read_jsonl(queries_path):
         _require(obj, ("_id", "text"), queries_path, lineno)
         query_id = str(obj["_id"])
         query_dups.see(query_id, lineno)
         all_queries[query_id] = text_field(obj, "text", queries_path, lineno)
+        query_lines[query_id] = lineno
     duplicates = {k: n for k, n in (("corpus", doc_dups.report()), ("queries", query_dups.report())) if n}
 
     qrels: dict[str, dict[str, int]] = {}
@@ -365,8 +376,8 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
                 raise DataError(f"{qrels_path}:{lineno}: score {score!r} is not a number") from None
     if not qrels:
         raise DataError(f"{qrels_path}: no relevance judgements for split {split!r}")
-    # Only judged queries are evaluated, as in BEIR.
-    queries = {qid: all_queries[qid] for qid in qrels}
+    # Only judged queries are evaluated, as in BEIR; each must have a text to search with.
+    queries = {qid: nonblank(all_queries[qid], f"the text of query {qid!r}", queries_path, query_lines[qid]) for qid in qrels}
     files = [str(corpus_path), str(queries_path), str(qrels_path)]
     return RetrievalData(name, docs, queries, qrels, files, duplicates)
 
@@ -407,8 +418,8 @@ def read_sts(path: str | os.PathLike[str], name: str | None = None, split: str |
                 raise DataError(f"{p}:{lineno}: score {row['score']!r} is not a number") from None
             if not math.isfinite(value):
                 raise DataError(f"{p}:{lineno}: score {row['score']!r} is not a finite number; fix or remove that pair")
-            s1.append(row["sentence1"])
-            s2.append(row["sentence2"])
+            s1.append(nonblank(row["sentence1"], "sentence1", p, lineno))
+            s2.append(nonblank(row["sentence2"], "sentence2", p, lineno))
             gold.append(value)
     if not gold:
         raise DataError(f"{p}: no sentence pairs" + (f" with split == {split!r}" if split else ""))
@@ -455,8 +466,8 @@ def read_stsb_release(path: str | os.PathLike[str], name: str | None = None, spl
                 raise DataError(f"{p}:{lineno}: score {cols[4]!r} is not a number") from None
             if not math.isfinite(value):
                 raise DataError(f"{p}:{lineno}: score {cols[4]!r} is not a finite number; fix or remove that pair")
-            s1.append(cols[5].strip())
-            s2.append(cols[6].strip())
+            s1.append(nonblank(cols[5].strip(), "sentence1", p, lineno))
+            s2.append(nonblank(cols[6].strip(), "sentence2", p, lineno))
             gold.append(value)
     if not gold:
         raise DataError(f"{p}: no sentence pairs")
@@ -483,9 +494,10 @@ def read_labelled(path: str | os.PathLike[str], name: str | None = None) -> Labe
     labels: list[str] = []
     for lineno, obj in read_jsonl(p):
         _require(obj, ("text", "label"), p, lineno)
-        texts.append(text_field(obj, "text", p, lineno))
+        texts.append(nonblank(text_field(obj, "text", p, lineno), "'text'", p, lineno))
         if obj["label"] is None:
             raise DataError(f"{p}:{lineno}: 'label' is null; give every text a label")
+        nonblank(str(obj["label"]), "'label'", p, lineno)
         labels.append(str(obj["label"]))
     if not texts:
         raise DataError(f"{p}: no labelled texts")

@@ -52,6 +52,7 @@ from bench.encode.batching import plan_batches
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
 from bench.encode.inputs import ModelInputs, model_inputs
 from bench.encode.pooling import POOLINGS, pool
+from bench.encode.model_check import check_loading_info, check_model_folder, check_tokenizer, safetensors_shapes
 from bench.runtime.errors import ConfigError, ModelLoadError
 
 if TYPE_CHECKING:  # torch is imported only when a model must run
@@ -176,6 +177,8 @@ def load_transformer(name: str, source: str | None = None) -> tuple[Any, Any, st
     """(model, tokenizer, resolved source) of a folder, 'minilm' or a hub id; every failure is a ModelLoadError
     that says what was tried. `source` skips name resolution (a folder made by the caller)."""
     source = source or resolve_model(name)
+    if Path(source).is_dir() and (Path(source) / "config.json").is_file():
+        check_model_folder(name, source)  # one line for a folder that would load but score garbage
     tokenizer = load_tokenizer(name, source)
     return load_weights(name, source), tokenizer, source
 
@@ -192,13 +195,19 @@ def load_weights(name: str, source: str) -> Any:
     register()  # lenbench's own model type (the bare embedding bag) loads like any transformers model
     options = load_options(name, source)  # safetensors unless --allow-pickle (see bench.encode.weights)
     try:
-        return AutoModel.from_pretrained(source, **options)
+        model, info = AutoModel.from_pretrained(source, output_loading_info=True, **options)
     except PICKLE_ERRORS as exc:
         if options.get("use_safetensors") is not False:
             raise
         raise refused_pickle(name, exc) from exc
     except (OSError, ValueError, KeyError) as exc:
         raise _load_error(name, source, exc) from exc
+    except RuntimeError as exc:  # transformers: weights of another shape than the config says
+        if "mismatch" not in str(exc) and "size" not in str(exc):
+            raise
+        raise _load_error(name, source, exc) from exc
+    check_loading_info(name, source, info)  # no embedding parameter left at its random initialisation
+    return model
 
 
 def load_tokenizer(name: str, source: str) -> Any:
@@ -210,9 +219,11 @@ def load_tokenizer(name: str, source: str) -> Any:
             "model folder (save one with bench.encode.encoder.save_encoder or transformers' save_pretrained)"
         )
     try:
-        return AutoTokenizer.from_pretrained(source)
-    except (OSError, ValueError, KeyError) as exc:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise _load_error(name, source, exc) from exc
+    check_tokenizer(name, source, tokenizer)  # a plain sentence must not come back as unknown tokens only
+    return tokenizer
 
 
 def _load_error(name: str, source: str, exc: Exception) -> ModelLoadError:
@@ -330,11 +341,11 @@ class Encoder:
                 load_tokenizer(name, source)  # raises the clear "not a transformers model folder" error
             from bench.encode.weights import load_options
 
-            if load_options(name, source).get("use_safetensors") is False:
+            options = load_options(name, source)  # refuses a pickle-only folder without --allow-pickle
+            check_model_folder(name, source)  # tokenizer, config and weights agree: before a run is recorded
+            if options.get("use_safetensors") is False:
                 # pickle weights: loaded (and refused, if they hold more than tensors) now, before a run is recorded
                 model = load_weights(name, source)
-            else:
-                check_safetensors(name, source)
             fingerprint = _folder_fingerprint(source)
             dim = _config_dim(config)
         else:
@@ -632,18 +643,7 @@ class Encoder:
 def check_safetensors(name: str, folder: str) -> None:
     """A lazily loaded folder's safetensors files are checked now (header parses, file as long as it says), so a
     truncated or corrupt file is one clear error before a run is recorded, not a failure mid-evaluation."""
-    for path in sorted(Path(folder).glob("*.safetensors")):
-        try:
-            with open(path, "rb") as fh:
-                size = int.from_bytes(fh.read(8), "little")
-                header = json.loads(fh.read(size))
-            end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
-            ok = path.stat().st_size >= 8 + size + end
-        except (OSError, ValueError, KeyError, TypeError, IndexError, MemoryError):
-            ok = False
-        if not ok:
-            raise ModelLoadError(f"cannot load model {name!r}: {path} is not a complete safetensors file (truncated or "
-                                 "corrupt); save the model again")  # fmt: skip
+    safetensors_shapes(name, Path(folder))
 
 
 def _config_dim(config: Path) -> int | None:

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass
 from bench.runtime.errors import ConfigError
 
 BUDGET_KINDS = ("steps", "examples", "tokens", "seconds")
+# Counts must fit SQLite's int64 exactly (a float above 2**53 is no longer a whole count); seconds: ten years.
+BUDGET_MAX = {"steps": 2**53, "examples": 2**53, "tokens": 2**53, "seconds": 10 * 365 * 86_400}
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class Budget:
             value = getattr(self, kind)
             if value is not None and not value > 0:
                 raise ConfigError(f"budget {kind}={value}: a budget limit must be positive")
+            if value is not None and not value <= BUDGET_MAX[kind]:  # NaN and inf too
+                raise ConfigError(f"budget {kind}={value}: at most {BUDGET_MAX[kind]:,}")
         if self.is_empty():
             raise ConfigError(f"a budget needs at least one limit: {', '.join(k + '=N' for k in BUDGET_KINDS)}")
 
@@ -52,6 +56,9 @@ class Budget:
                 raise ConfigError(f"budget {kind}={raw!r} is not a number") from None
             if not number > 0 or number != number or number == float("inf"):
                 raise ConfigError(f"budget {kind}={raw}: a budget limit must be a positive finite number")
+            if number > BUDGET_MAX[kind]:
+                raise ConfigError(f"budget {kind}={raw}: at most {BUDGET_MAX[kind]:,} (a larger limit cannot be stored "
+                                  f"exactly, and would never be reached); e.g. --budget {kind}=1000")  # fmt: skip
             if kind != "seconds":
                 if number != int(number):
                     raise ConfigError(f"budget {kind}={raw} must be a whole number")
