@@ -108,13 +108,15 @@ class NeedleSet:
 
 
 def unique_names(rng: random.Random, n: int, haystack: str) -> list[str]:
-    """n distinct made-up two-part names, no part used twice nor a word of `haystack` (so a name is in one document)."""
+    """n distinct made-up two-part names, no part inside another nor a word of `haystack` (so a name, and each of its
+    parts, is in one document only)."""
     forbidden = set(re.findall(r"\w+", haystack.lower()))
     names: list[str] = []
     parts: set[str] = set()
     while len(names) < n:
         first, last = made_up_word(rng, 2).capitalize(), made_up_word(rng, 3).capitalize()
-        if first == last or {first, last} & parts or first.lower() in forbidden or last.lower() in forbidden:
+        clash = any(a in b or b in a for a in (first, last) for b in parts)  # no name inside another's
+        if first == last or clash or first.lower() in forbidden or last.lower() in forbidden:
             continue
         parts |= {first, last}
         names.append(f"{first} {last}")
