@@ -145,5 +145,5 @@ def run(args: argparse.Namespace) -> int:
         merge_runtime(db, run_id, {"texts_encoded_per_rank": encoded})
     db.finish_run(run_id, data_fingerprint=fingerprint_files(ctx.files_read))
     print(f"run {run_id}  model={args.model}  suites={'+'.join(suite_args)}  ({time.time() - t0:.0f}s)")
-    print(comparison_report(db, {run_method: [run_id]}) if records else "(no scores)")
+    print(comparison_report(db, {run_method: [run_id]}, profile=True) if records else "(no scores)")
     return 0

@@ -294,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
     if db is None:
         return 0
     print()
-    print(comparison_report(db, results, reference))
+    print(comparison_report(db, results, reference, profile=True))
     print(f"\ntotal {time.time() - t_start:.0f}s; rows in {db.location.shown}")
     return 0
 

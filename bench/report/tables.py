@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bench.evaluate.attacks import CLEAN, describe_variant, order_variants
 from bench.evaluate.suites.metadata import items_word
 from bench.report.stats import DEFAULT_RESAMPLES, mean_ci, paired_bootstrap
 from results_db import ResultsDB
 
-CLEAN = "clean"
 FEW_CHANGED = 0.5  # an attacked variant that changed fewer texts than this is mostly the clean score
 # Training loss that never rises above this from step 1 on: the backbone already solves the method's task.
 SOLVED_LOSS = 1e-3
@@ -39,7 +39,8 @@ def dataset_label(dataset: str, info: Any) -> str:
 
 
 def _variant_order(variants: Sequence[str]) -> list[str]:
-    return [CLEAN] * (CLEAN in variants) + sorted(v for v in set(variants) if v != CLEAN)
+    """clean, then each attack family in registry order and each family's variants in their axis order."""
+    return order_variants(variants)
 
 
 def load_scores(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]) -> pd.DataFrame:
@@ -86,7 +87,7 @@ def scores_table(scores: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
             if len(methods) == 1 and CLEAN in per_run:  # one model (bench eval): the change of each variant
                 for v in present:
                     row[f"change({v})"] = _cell((per_run[v] - per_run[CLEAN]).dropna().tolist())
-            elif present:
+            elif present and CLEAN in per_run:  # without clean (needle's lengths) the variants are the scores
                 mean_attacked = per_run[present].mean(axis=1)
                 row["attacked(mean)"] = _cell(mean_attacked.dropna().tolist())
                 if CLEAN in per_run:
@@ -182,11 +183,13 @@ def attack_warnings(table: pd.DataFrame) -> list[str]:
     out = []
     for _, row in table[table["changed"] < FEW_CHANGED].iterrows():
         who = f" ({row['method']})" if "method" in row else ""
-        out.append(
-            f"warning: {row['variant']} changed only {100 * row['changed']:.0f}% of {row['dataset']}'s texts{who}: "
-            f"{100 * row['truncated(clean)']:.0f}% already fill max_len, and an elongation cut at max_len leaves "
-            "them as they are, so this 'attacked' score is mostly the clean one"
-        )
+        head = f"warning: {row['variant']} changed only {100 * row['changed']:.0f}% of {row['dataset']}'s texts{who}: "
+        if describe_variant(row["variant"]).family == "elong":
+            out.append(head + f"{100 * row['truncated(clean)']:.0f}% already fill max_len, and an elongation cut at "
+                       "max_len leaves them as they are, so this 'attacked' score is mostly the clean one")  # fmt: skip
+        else:
+            out.append(head + f"the others' model input is as it was ({100 * row['truncated(clean)']:.0f}% of the "
+                       "texts already fill max_len), so this 'attacked' score is mostly the clean one")  # fmt: skip
     return out
 
 
@@ -195,8 +198,11 @@ def _to_text(table: pd.DataFrame) -> str:
 
 
 def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]], reference: str | None = None,
-                      resamples: int = DEFAULT_RESAMPLES) -> str:  # fmt: skip
-    """The full text block: scores with n, differences against the reference with intervals, attack effects."""
+                      resamples: int = DEFAULT_RESAMPLES, profile: bool | None = None) -> str:  # fmt: skip
+    """The full text block: scores with n, differences against the reference with intervals, attack effects, and
+    the robustness profile (`bench.report.robustness`): always with `profile=True` (`bench eval`, `bench run`),
+    never with False, and with None (`bench results`) when a family other than elong was run, so tables of
+    elongation-only databases read as they always did."""
     methods = list(runs_by_method)
     scores = load_scores(db, runs_by_method)
     if scores.empty:
@@ -223,6 +229,12 @@ def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]
         parts += ["", "attacks (changed = texts whose model input the attack changed; truncated = clean texts "
                       "longer than max_len)", _to_text(shown)]  # fmt: skip
         parts += attack_warnings(attacks)
+    if profile is None:
+        profile = any(describe_variant(v).family not in (None, "elong") for v in scores["variant"].unique())
+    if profile:
+        from bench.report.robustness import profile_report
+
+        parts += profile_report(scores, lambda score_id: _items(db, score_id), resamples)
     return "\n".join(parts)
 
 
