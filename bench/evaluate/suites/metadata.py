@@ -27,6 +27,7 @@ SUITES: dict[str, SuiteMeta] = {
     "heldout": SuiteMeta("ndcg_at_10", "queries"),
     "knn": SuiteMeta("knn_acc_euclidean", "test texts"),
     "mteb": SuiteMeta("main_score", "task items"),
+    "needle": SuiteMeta("ndcg_at_1", "queries"),  # variants are context lengths (len-64 ...), no clean
     # pair_cos_shift is 0 on the clean variant by definition: the attacked variants are what it is read on.
     "diag": SuiteMeta("intra_sim_adj", "sentence pairs", ranked=False,
                       plot_metrics=("pair_cos_shift", "intra_sim_adj", "anisotropy", "positional_jsd")),
