@@ -130,7 +130,7 @@ BAD_ARGS = {
     "unknown model path": (["--model", "{tmp}/no-model"], r"model folder '.*no-model' does not exist"),
     "folder that is no model": (["--model", "{tmp}"], r"cannot load model '.*': the folder .* has no config\.json"),
     "unknown hub id (offline)": (["--model", "nobody/no-such-model"], r"cannot load model 'nobody/no-such-model'.*offline"),
-    "bad elongation": (["--elong", "1,2"], r"--elong '1,2': each variant is a whole number from 2 to 1000, or 'rand'"),
+    "bad elongation": (["--elong", "1,2"], r"elongation variant '1': use integers >= 2"),
     "max_len too small": (["--max-len", "2"], r"--max-len 2: must be >= 4"),
 }  # fmt: skip
 

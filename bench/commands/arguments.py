@@ -1,7 +1,7 @@
 """One validation of the numbers (and the device) given on the command line, for every subcommand.
 
 argparse checks that `--max-len 64` is an int; it does not check that it is sensible. A negative batch size, a
-seed numpy cannot take, a run id larger than SQLite's int64, `--lr nan`, an elongation of 10^9 copies or a
+seed numpy cannot take, a run id larger than SQLite's int64, `--lr nan` or a
 `--device` this torch cannot use fail later with a traceback, or worse, are recorded. `check_args` runs right
 after parsing, on every command, and refuses each such value with one line naming the option, the allowed range
 and an example. The ranges live in one table (`RANGES`), by argparse destination, so an option added later with
@@ -20,7 +20,6 @@ from bench.runtime.errors import ConfigError
 
 INT64_MAX = 2**63 - 1  # the largest integer SQLite stores
 SEED_MAX = 2**32 - 1  # numpy's and torch's seeds
-MAX_ELONG = 1000  # copies of a text in an elongation variant (max_len cuts them anyway; more only costs memory)
 
 
 @dataclass(frozen=True)
@@ -79,21 +78,9 @@ def check_args(args: argparse.Namespace) -> None:
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, (int, float)) and not isinstance(item, bool):
                 rule.check(option_name(dest), item)
-    elong = getattr(args, "elong", None)
-    if isinstance(elong, str):
-        check_elong(elong)
     device = getattr(args, "device", None)
     if isinstance(device, str):
         check_device(device)
-
-
-def check_elong(spec: str) -> None:
-    for item in (i.strip() for i in spec.split(",")):
-        if item == "rand":
-            continue
-        if not re.fullmatch(r"[0-9]{1,7}", item) or not 2 <= int(item) <= MAX_ELONG:
-            raise ConfigError(f"--elong {spec!r}: each variant is a whole number from 2 to {MAX_ELONG}, or 'rand' "
-                              "(e.g. --elong 2,4,8,rand)")  # fmt: skip
 
 
 DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:[0-9]{1,3})?")

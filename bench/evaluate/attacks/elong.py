@@ -92,6 +92,9 @@ def shuffle_words(text: str, rng: random.Random) -> str:
     return " ".join(words)
 
 
+MAX_COPIES = 1000  # copies of a text in one elongation variant (max_len cuts them anyway)
+
+
 def parse_elong_variants(spec: str | Sequence[str | int] | None) -> list[str]:
     """'2,4,8,rand' -> ['2', '4', '8', 'rand']; validates each entry (a bad one is a ConfigError, a ValueError)."""
     if spec is None:
@@ -102,8 +105,10 @@ def parse_elong_variants(spec: str | Sequence[str | int] | None) -> list[str]:
         if item == "rand":
             out.append(item)
             continue
-        if not item.isdigit() or int(item) < 2:
-            raise ConfigError(f"elongation variant {item!r}: use integers >= 2 or 'rand' (e.g. --elong 2,4,8,rand)")
+        # ASCII digits only ('²'.isdigit() is True, int('²') fails); more copies than MAX_COPIES only cost memory
+        if not (item.isascii() and item.isdigit()) or not 2 <= int(item) <= MAX_COPIES:
+            raise ConfigError(f"elongation variant {item!r}: use integers >= 2 (at most {MAX_COPIES}) or 'rand' "
+                              "(e.g. --elong 2,4,8,rand)")  # fmt: skip
         out.append(item)
     return out
 

@@ -21,11 +21,14 @@ class ContextLength(Attack):
         raise ConfigError("'len' variants name the needle suite's context lengths; they attack no texts")
 
 
+MAX_CONTEXT = 1_000_000  # tokens: far beyond any encoder's positions
+
+
 def make(param: str) -> ContextLength:
     if param == MEAN:
         return ContextLength(name=f"len-{MEAN}", family="len", param=MEAN, x=None, order=1e9)
-    if not param.isdigit() or int(param) < 1:
-        raise ConfigError(f"context length {param!r}: use a positive number of tokens")
+    if not (param.isascii() and param.isdigit()) or not 1 <= int(param) <= MAX_CONTEXT:
+        raise ConfigError(f"context length {param!r}: use a positive number of tokens, at most {MAX_CONTEXT:,}")
     return ContextLength(name=f"len-{param}", family="len", param=param, x=float(int(param)), order=int(param))
 
 

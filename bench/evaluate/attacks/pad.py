@@ -24,6 +24,7 @@ from bench.evaluate.attacks.base import (
     SPECIAL_TOKENS_BERT, Attack, AttackFamily, AttackInput, body_of, cut_at_budget, cut_each, token_counts,
     with_body, word_count,
 )  # fmt: skip
+from bench.evaluate.attacks.elong import MAX_COPIES
 from bench.runtime.errors import ConfigError
 
 POSITIONS = ("start", "middle", "end")
@@ -92,9 +93,9 @@ class PadAttack(Attack):
 def make(param: str) -> PadAttack:
     """'start-2' -> pad-start-2."""
     position, _, m = param.rpartition("-")
-    if position not in POSITIONS or not m.isdigit() or int(m) < 2:
+    if position not in POSITIONS or not (m.isascii() and m.isdigit()) or not 2 <= int(m) <= MAX_COPIES:
         raise ConfigError(f"padding variant {param!r}: use POSITION-M with POSITION in {', '.join(POSITIONS)} and an "
-                          "integer M >= 2 (e.g. --attack pad=start-2,end-4)")  # fmt: skip
+                          f"integer M from 2 to {MAX_COPIES} (e.g. --attack pad=start-2,end-4)")  # fmt: skip
     order = POSITIONS.index(position) * 1000 + int(m)
     return PadAttack(name=f"pad-{param}", family="pad", param=param, x=float(int(m)), order=order, needs_pool=True,
                      position=position, m=int(m))  # fmt: skip
