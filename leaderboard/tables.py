@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from bench.evaluate.attacks import CLEAN  # the one definition of the clean variant's name
 from bench.evaluate.suites.metadata import CQADUPSTACK_PARTS, SUITES, main_metric
 from bench.report import stats
 
-CLEAN = "clean"
 NONE_LABEL = "—"  # what an empty budget / corpus (an untrained `bench eval` run) shows as
 GROUP_KEYS = ["method", "backbone", "budget", "corpus"]
 AVERAGE = "average"
 
 NO_BEST_SUITES = {name for name, meta in SUITES.items() if not meta.ranked}  # geometry: no "best" to highlight
 DIAG_PLOT_METRICS = SUITES["diag"].plot_metrics
-VARIANT_ORDER = [CLEAN, "elong-2", "elong-4", "elong-8", "elong-rand"]
+VARIANT_ORDER = [CLEAN, "elong-2", "elong-4", "elong-8", "elong-rand"]  # kept for readers; order_variants asks the attack registry
 REFERENCE = "reference"
 TYPES = ("trained", "untrained", REFERENCE)
 # Size columns read from Run.model_info (the first key found; MTEB's ModelMeta names are accepted too).
@@ -94,8 +94,25 @@ def order_datasets(datasets: list[str]) -> list[str]:
 
 
 def order_variants(variants: list[str]) -> list[str]:
-    known = {v: i for i, v in enumerate(VARIANT_ORDER)}
-    return sorted(set(variants), key=lambda v: (known.get(v, len(known)), v))
+    """clean, then each attack family in the attack registry's order, each family's variants in their axis order
+    (bench.evaluate.attacks.order_variants; elong-2, elong-4, elong-8, elong-rand as always)."""
+    from bench.evaluate.attacks import order_variants as registry_order
+
+    return registry_order(variants)
+
+
+def variant_family(variant: str) -> str:
+    """The attack family a stored variant belongs to ("elong", "pad", "len" ...; "" for clean, "other" unknown)."""
+    from bench.evaluate.attacks import describe_variant
+
+    return "" if variant == CLEAN else (describe_variant(variant).family or "other")
+
+
+def family_axis(family: str) -> str:
+    """The x axis title of a family's robustness curve (from the attack registry)."""
+    from bench.evaluate.attacks import families
+
+    return next((f.axis for f in families() if f.name == family), "variant")
 
 
 def part_datasets(datasets: list[str]) -> set[str]:
@@ -596,8 +613,38 @@ def build_robustness(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | No
 
 
 def variant_m(variant: str) -> str:
-    """The x position of a variant on the robustness curve: "1 (clean)", "2", "4", "8", "rand"."""
-    return "1 (clean)" if variant == CLEAN else variant.removeprefix("elong-")
+    """The x position of a variant on the robustness curve: "1 (clean)", then the variant without its family prefix:
+    "2", "4", "8", "rand" (elong), "start-2" (pad), "64" (needle's context lengths), "shuffle"."""
+    if variant == CLEAN:
+        return "1 (clean)"
+    family = variant_family(variant)
+    return variant.removeprefix(f"{family}-") if family not in ("", "other") else variant
+
+
+def length_curve(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | None = None) -> pd.DataFrame:
+    """Score vs context length per group for variants without a clean score (the needle suite's len-N): the mean
+    over seeds (of the mean over datasets) with its 95% Student-t interval; columns as `robustness_curve`."""
+    from bench.report.stats import mean_ci
+
+    columns = [*GROUP_KEYS, "label", "variant", "m", "score", "low", "high", "seeds", "changed_frac"]
+    if dataset is not None:
+        scores = scores[scores["dataset"] == dataset]
+    per_seed, groups = latest_per_seed(scores[["run_id", "dataset", "variant", "value"]], runs, ["dataset", "variant"])
+    if per_seed.empty:
+        return pd.DataFrame(columns=columns)
+    per_seed = per_seed.groupby(["group", "seed", "variant"], sort=False)["value"].mean().reset_index()
+    rows = []
+    for (group, variant), values in per_seed.groupby(["group", "variant"], sort=False)["value"]:
+        ci = mean_ci(values.to_numpy(dtype=float))
+        rows.append({"group": group, "variant": variant, "score": ci.mean, "low": ci.low, "high": ci.high, "seeds": ci.n})
+    out = pd.DataFrame(rows).assign(changed_frac=np.nan)
+    out["m"] = out["variant"].map(variant_m)
+    present = np.unique(out["group"].to_numpy())
+    labels = pd.Series(group_label(groups.iloc[present]).to_numpy(), index=present)
+    out["label"] = labels.reindex(out["group"].to_numpy()).to_numpy()
+    out = _with_group_keys(out, groups)
+    order = {v: i for i, v in enumerate(order_variants(out["variant"].unique().tolist()))}
+    return out.sort_values(["label", "variant"], key=lambda c: c.map(order) if c.name == "variant" else c)[columns].reset_index(drop=True)
 
 
 def robustness_curve(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | None = None,

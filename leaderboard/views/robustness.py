@@ -1,4 +1,8 @@
-"""Robustness: how much each method loses when texts are elongated, and what the length diagnostics say."""
+"""Robustness: how much each method loses under each length attack (elongation, distractor padding, sentence shuffle,
+plug-ins), score against context length for the needle suite, and what the length diagnostics say.
+
+Variant order, families and axis titles come from the attack registry (`bench.evaluate.attacks`); the sidebar
+filters by attack family."""
 
 from __future__ import annotations
 
@@ -20,14 +24,31 @@ MAX_PLOT_GROUPS = 30  # groups drawn in a plot (the tables below them list every
 MIN_SPAN_FRACTION = 0.10  # the robustness axis spans at least this share of the metric's scale
 
 
+def family_variants(scores: pd.DataFrame, family: str | None) -> pd.DataFrame:
+    """The clean rows and those of one attack family (None: every family)."""
+    if family is None:
+        return scores
+    keep = [v for v in scores["variant"].unique() if v == tables.CLEAN or tables.variant_family(v) == family]
+    return scores[scores["variant"].isin(keep)]
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def robustness_for(location: str, version: tuple[int, ...], suite: str, metric: str, dataset: str | None,
-                   filters: tables.RunFilters) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
-    """(table, curve) of clean vs attacked scores for the runs the filters keep."""
+                   filters: tables.RunFilters, family: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
+    """(table, curve) of clean vs attacked scores (one attack family, or all) for the runs the filters keep. Variants
+    without a clean score (needle's context lengths): the curve alone, its table the scores per length."""
     limits = cache.score_limits(location, version, suite)
     runs = filters.apply(tables.mark_subsets(cache.runs(location, version), limits))
-    scores = cache.suite_scores(location, version, suite, (metric,), ())
+    scores = family_variants(cache.suite_scores(location, version, suite, (metric,), ()), family)
     rates = cache.attack_rates(location, version, suite)
+    if not (scores["variant"] == tables.CLEAN).any():
+        curve = tables.length_curve(scores, runs, dataset)
+        if curve.empty:
+            return pd.DataFrame(columns=[*tables.GROUP_KEYS, "seeds"]), curve
+        table = curve.pivot_table(index=[*tables.GROUP_KEYS, "label"], columns="variant", values="score", aggfunc="first")
+        table = table.reindex(columns=tables.order_variants(list(table.columns))).reset_index()
+        seeds = curve.groupby("label", sort=False)["seeds"].max()
+        return table.assign(seeds=table["label"].map(seeds)), curve
     table = tables.build_robustness(scores, runs, dataset, rates)
     curve = tables.robustness_curve(scores, runs, dataset, rates)
     # Subset runs are rows of their own ("subset" = "limit N"), never merged with a full-set row.
@@ -50,14 +71,20 @@ def show(state: DBState) -> None:
     suite = pick_suite(attacked, "rob")
     if suite is not None:
         metric = pick_metric(attacked, suite, "rob")
+        present = tables.order_variants(attacked.loc[attacked["suite"] == suite, "variant"].tolist())
+        family_names = list(dict.fromkeys(tables.variant_family(v) for v in present))
+        family = st.sidebar.selectbox("Attack family", family_names, key=f"rob_family_{suite}",
+                                      help="elong: copies of the text; pad: distractor sentences at the start, middle "
+                                      "or end; shuffle: sentence order; len: the needle suite's context lengths")  # fmt: skip
         datasets = list(cache.suite_datasets(state.location, state.version, suite, metric, None))
         dataset_choice = st.sidebar.selectbox("Dataset", [AVERAGE_CHOICE, *datasets], key=f"rob_dataset_{suite}")
         filters = run_filter_widgets(state, "rob")
         dataset = None if dataset_choice == AVERAGE_CHOICE else dataset_choice
-        table, curve = robustness_for(state.location, state.version, suite, metric, dataset, filters)
-        _attack_section(table, curve, suite, metric, dataset_choice)
+        table, curve = robustness_for(state.location, state.version, suite, metric, dataset, filters, family)
+        _attack_section(table, curve, suite, metric, dataset_choice, family)
     else:
-        st.info("No attacked scores yet: evaluate with an @elong suite, e.g. `bench eval --model minilm --suite sts@elong`.")
+        st.info("No attacked scores yet: evaluate an attacked suite, e.g. `bench eval --model minilm --suite "
+                "sts@elong,pad`, or the needle suite (`--suite needle`).")
     if "diag" in set(catalog["suite"]):
         if filters is None:
             filters = run_filter_widgets(state, "rob")
@@ -76,8 +103,12 @@ def y_domain(low: float, high: float) -> list[float]:
     return [max(0.0, top - 1.1 * span), top]
 
 
-def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric: str, dataset_choice: str) -> None:
-    st.subheader(f"Clean vs attacked: {literal(suite)} · {literal(metric)} · {literal(dataset_choice)}")
+def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric: str, dataset_choice: str,
+                    family: str | None = None) -> None:  # fmt: skip
+    clean_less = not curve.empty and not (curve["variant"] == tables.CLEAN).any()
+    title = "Score vs context length" if clean_less else "Clean vs attacked"
+    st.subheader(f"{title}: {literal(suite)} · {literal(metric)} · {literal(dataset_choice)}"
+                 + (f" · {literal(family)}" if family else ""))  # fmt: skip
     if table.empty:
         st.info("No run matches these filters with both clean and attacked scores.")
         return
@@ -95,20 +126,26 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
     low = np.nanmin(plotted[["score", "low"]].to_numpy(dtype=float))
     high = np.nanmax(plotted[["score", "high"]].to_numpy(dtype=float))
     y = alt.Y("score:Q", title=metric, scale=alt.Scale(domain=y_domain(low, high), clamp=True))
-    x = alt.X("x:N", sort=x_order, title="m (elongation factor; random m apart) and share of texts changed",
-              axis=alt.Axis(labelAngle=0, labelLimit=200))  # fmt: skip
+    axis_title = tables.family_axis(family) if family else "variant"
+    if not clean_less:
+        axis_title += " (1 = clean; random m apart) and share of texts changed"
+    x = alt.X("x:N", sort=x_order, title=axis_title, axis=alt.Axis(labelAngle=0, labelLimit=200))
     legend = alt.Legend(orient="bottom", columns=1, labelLimit=0, title=None)
     color = alt.Color("label:N", sort=order, legend=legend, scale=alt.Scale(scheme=CATEGORY_SCHEME))
     tooltip = ["label", "m", alt.Tooltip("score:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
                alt.Tooltip("high:Q", format=".2f"), "seeds", alt.Tooltip("changed_frac:Q", format=".0%")]  # fmt: skip
     base = alt.Chart(plotted).encode(x=x, color=color)
-    line = base.transform_filter(alt.datum.m != "rand").mark_line().encode(y=y)
+    # a line joins the points of one axis (m, context length); pad's positions and shuffle are separate points
+    joined = family in ("elong", "len") or (family and family not in ("pad", "shuffle") and plotted["m"].str.isdigit().all())
+    line = base.transform_filter((alt.datum.m != "rand") & (alt.datum.m != "mean")).mark_line().encode(y=y)
     points = base.mark_point(filled=True, size=70).encode(y=y, tooltip=tooltip)
     bars = base.mark_rule().encode(y=alt.Y("low:Q", scale=alt.Scale(domain=y_domain(low, high), clamp=True)), y2="high:Q")
-    st.altair_chart((line + bars + points).properties(height=360), width="stretch")
+    layers = (line + bars + points) if joined else (bars + points)
+    st.altair_chart(layers.properties(height=360), width="stretch")
     st.caption(
-        "Score vs elongation factor m (1 = clean) per method: mean over seeds with its 95% interval (Student t; "
-        "no bar from one seed). Random m is a separate point, not joined to the line. The axis spans at least "
+        "Score along the attack family's axis (elong: length factor m, 1 = clean; pad: position-m; needle: context "
+        "length in tokens) per method: mean over seeds with its 95% interval (Student t; no bar from one seed). "
+        "Random m and needle's mean over lengths are separate points, not joined to the line. The axis spans at least "
         f"{MIN_SPAN_FRACTION:.0%} of the metric's scale so sub-point differences do not look large. "
         "'% changed': the share of texts whose model input the attack changed (a text already longer than max_len "
         "is truncated to the clean input)."
