@@ -70,6 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = argv  # the command as given: `--nproc N` re-launches it under torchrun
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    from bench.runtime.terminal import SafeFormatter, SafeStream, safe
+
+    for handler in [h for h in logging.getLogger().handlers if type(h) is logging.StreamHandler]:  # names in warnings: shown, not interpreted
+        handler.setFormatter(SafeFormatter(handler.formatter._fmt if handler.formatter else None))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if getattr(args, "allow_pickle", False):  # only the commands that load models define it
         from bench.encode.weights import set_allow_pickle
@@ -90,10 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - a ConfigError; anything else is a bug shown with -v
         if args.verbose or not isinstance(exc, user_errors()):
             raise
-        print(f"bench: error: {exc}", file=sys.stderr)
+        print(f"bench: error: {safe(exc)}", file=sys.stderr)
         return 2
 
     clean = False
+    stdout = sys.stdout
+    sys.stdout = SafeStream(stdout)  # stored names (an imported model's, a sweep point's) are shown, not executed
     try:
         with graceful_stop():  # SIGTERM / SIGINT: checkpoint, run marked interrupted (bench.runtime.signals)
             code = int(args.func(args) or 0)
@@ -108,9 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - one clear line for expected errors, traceback with -v
         if args.verbose or not isinstance(exc, user_errors()):
             raise
-        print(f"bench: error: {exc}", file=sys.stderr)
+        print(f"bench: error: {safe(exc)}", file=sys.stderr)
         return 2
     finally:
+        sys.stdout = stdout
         progress.restore()
         if "torch.distributed" in sys.modules:  # a command that ran under torchrun
             from bench.runtime import distributed

@@ -19,7 +19,14 @@ _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029]+")
 
 
+# Streamlit's Markdown (remark-gfm) also turns bare URLs and e-mail addresses into links, and it does so on the text
+# after escapes are resolved, so escaping cannot stop it: a zero-width space after "http"/"https"/"www" and before
+# "@" breaks GFM's autolink patterns while the text shows the same.
+_AUTOLINK = re.compile(r"(?i)\b(https?|www|mailto|xmpp)(?=\\[:.])|(?=\\@)")  # on the escaped text: ':', '.', '@' are escaped
+ZERO_WIDTH = "\u200b"
+
+
 def literal(value: object) -> str:
-    """`value` as Markdown source that renders exactly as its text, on one line."""
+    """`value` as Markdown source that renders exactly as its text, on one line, with no link."""
     text = _LINE_BREAKS.sub(" ", "" if value is None else str(value))
-    return _PUNCTUATION.sub(r"\\\1", text)
+    return _AUTOLINK.sub(lambda m: (m.group(1) or "") + ZERO_WIDTH, _PUNCTUATION.sub(r"\\\1", text))

@@ -608,3 +608,27 @@ def test_a_bad_number_or_name_on_the_command_line_is_refused_before_anything_run
     assert main(make(world)) == 2
     _one_error_line(capsys, message)
     assert rows_digest(world.db) == before and len(ResultsDB(world.db).runs()) == 1  # no run recorded
+
+
+# ------------------------------------------------------------------------- stored text on a terminal
+EVIL_NAME = "m\x1b[2J\x1b]8;;http://evil\x07click\x1b]8;;\x07\u202eevil\x00"
+
+
+@pytest.mark.parametrize("argv", [["results"], ["results", "--runs-only"], ["results", "--format", "csv"], ["results", "--format", "json"]])
+def test_control_characters_in_stored_names_are_printed_as_escapes(argv, world, capsys):
+    db = ResultsDB(world.db)
+    run = db.create_run(kind="eval", model=EVIL_NAME, method=EVIL_NAME, status="running", suite="sts")
+    db.add_scores(run, [__import__("results_db").ScoreRecord("sts", "stsb", "spearman", 50.0, 40)])
+    db.finish_run(run)
+    capsys.readouterr()
+    assert main([*argv, "--db", str(world.db)]) == 0
+    out = capsys.readouterr().out
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f\u202e]", out), out  # nothing the terminal would interpret
+    assert ("\\x1b[2J" in out and "\\u202eevil" in out) or "\\u001b[2J" in out  # shown, as escapes (JSON's own)
+
+
+def test_control_characters_in_an_error_line_are_escaped(world, capsys):
+    capsys.readouterr()
+    assert main(["results", "--db", str(world.db), "--reference", "x\x1b[31m"]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "x\\x1b[31m" in err

@@ -89,8 +89,18 @@ def test_literal_escapes_every_markdown_construct():
     for text in (EVIL_METHOD, EVIL_MODEL, EVIL_ERROR, EVIL_CODE, "**bold** _em_ :red[x] www.evil.com <b>x</b> | a |"):
         rendered = RENDER.render(literal(text))
         assert "<a " not in rendered and "<img" not in rendered and "<strong>" not in rendered and "<b>" not in rendered
-        assert html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip() == text
+        assert html.unescape(re.sub(r"<[^>]+>", "", rendered)).strip().replace("\u200b", "") == text
     assert literal("two\nlines") == "two lines"
+
+
+# GFM's autolink literals (remark-gfm, as Streamlit renders Markdown) run on the text after escapes are resolved.
+GFM_AUTOLINK = re.compile(r"(?:^|[\s(*_~])(https?://|www\.)[-.\w]+|[-.\w+]+@[-\w]+(?:\.[-\w]+)+", re.I)
+
+
+def test_literal_leaves_no_bare_url_or_address_for_gfm_to_link():
+    for text in ("http://evil.com/x", "HTTPS://evil.com", "see www.evil.com now", "mail bob@evil.com", "(https://e.vil)"):
+        shown = html.unescape(re.sub(r"<[^>]+>", "", RENDER.render(literal(text)))).strip()
+        assert shown.replace("\u200b", "") == text and not GFM_AUTOLINK.search(shown), shown
 
 
 def test_stored_markdown_is_shown_literally_in_every_view(tmp_path, monkeypatch):
@@ -105,7 +115,8 @@ def test_stored_markdown_is_shown_literally_in_every_view(tmp_path, monkeypatch)
     at.number_input(key="run_id").set_value(7).run()
     assert not at.exception
     shown = assert_inert(at)
-    assert EVIL_METHOD in shown  # the title shows the name literally (escaped Markdown)
+    assert EVIL_METHOD in shown.replace("\u200b", "")  # the title shows the name literally (escaped Markdown)
+    assert not GFM_AUTOLINK.search(shown)  # and no bare URL in it for remark-gfm to turn into a link
     texts = literal_texts(at)
     for value in (EVIL_METHOD, EVIL_MODEL, EVIL_ERROR, EVIL_CODE):
         assert value in texts, value

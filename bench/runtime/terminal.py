@@ -10,6 +10,7 @@ import / results / sweep / cache, the comparison tables) goes through it.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -31,3 +32,30 @@ def safe(text: Any) -> str:
 def safe_lines(text: str) -> str:
     """Like `safe` for a multi-line block (a table): newlines and tabs are kept, everything else escaped."""
     return "\n".join(UNSAFE.sub(lambda m: m.group() if m.group() == "\t" else _escape(m), line) for line in text.split("\n"))
+
+
+class SafeStream:
+    """A text stream whose writes go through `safe_lines`: installed as sys.stdout by `bench` for the length of a
+    command, so no printer (tables, listings, summaries, one added later) can send a control sequence to the
+    terminal. JSON output is unchanged (json.dumps already escapes control characters)."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        self._inner.write(safe_lines(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding...: the real stream's
+        return getattr(self._inner, name)
+
+
+class SafeFormatter(logging.Formatter):
+    """Log records (warnings that quote stored or given names) with control characters escaped."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return safe_lines(super().format(record))
