@@ -149,7 +149,7 @@ def test_bare_bench_is_the_readme_main_job(monkeypatch):
 
 
 def test_default_suite_is_stsb_from_a_folder_or_the_package_and_never_a_silent_fallback(tmp_path, monkeypatch, capsys):
-    from bench.commands.run import default_suites
+    from bench.experiment.run_spec import default_suites
     from bench.data.catalog import Packaged, find
 
     monkeypatch.chdir(tmp_path)  # no ./data, no ../shared/data
@@ -209,14 +209,39 @@ def test_pooling_is_shared_by_every_evaluated_encoder(tiny_model_dir, tmp_path, 
 
 def test_reproduce_command_keeps_hyper_parameters_given_under_an_alias():
     from bench.cli import build_parser
-    from bench.commands.run import reproduce_command
+    from bench.experiment.run_spec import RunSpec
 
     args = build_parser().parse_args(["run", "--method", "laser3,simcse", "--hp", "laser3.m_mode=twice",
                                       "--hp", "simcse.temperature=0.1", "--suite", "sts:stsb"])
-    laser3 = reproduce_command(args, "laser3-self", True, ["sts:stsb"])
-    simcse = reproduce_command(args, "simcse", True, ["sts:stsb"])
+    spec = RunSpec.from_args(args)
+    laser3 = spec.reproduce_command("laser3-self", True)
+    simcse = spec.reproduce_command("simcse", True)
     assert "--hp laser3.m_mode=twice" in laser3 and "temperature" not in laser3
     assert "--hp simcse.temperature=0.1" in simcse and "m_mode" not in simcse
+
+
+def test_every_bench_run_option_is_a_run_spec_field_with_the_same_default():
+    """A sweep point builds its RunSpec without the parser: both must know the same options and defaults, and a
+    point's options typed by RunSpec give what the parser gives for the same command line."""
+    from dataclasses import fields
+
+    from bench.cli import build_parser
+    from bench.experiment.run_spec import RunSpec, option_argv
+
+    parser = build_parser()
+    parsed = vars(parser.parse_args(["run"]))
+    for name in ("func", "command", "verbose", "argv"):
+        parsed.pop(name, None)
+    assert parsed == {f.name: getattr(RunSpec(), f.name) for f in fields(RunSpec)}
+    options = {"method": "laser3", "seed": 2, "lr": "1e-4", "hp": ["laser3.m_mode=twice"], "suite": ["sts:stsb", "heldout"],
+               "limit": 7, "no_cache": True, "keep_checkpoints": False, "pooling": "cls", "corpus_limit": 50}
+    from_parser = RunSpec.from_args(parser.parse_args(["run", *option_argv(options)]))
+    assert RunSpec.from_options(options) == from_parser
+    assert from_parser.lr == 1e-4 and from_parser.limit == 7 and from_parser.no_cache and from_parser.suite == ["sts:stsb", "heldout"]
+    for bad, message in (({"limit": 0}, "argument --limit: 0 is not positive"), ({"pooling": "max"}, "invalid choice: 'max'"),
+                         ({"max_len": "long"}, "argument --max-len: invalid int value: 'long'"), ({"learning_rate": 1}, "not a `bench run` option")):
+        with pytest.raises(ValueError, match=message):
+            RunSpec.from_options(bad)
 
 
 def test_backbone_folder_without_a_model_is_one_clear_line(tmp_path, capsys):

@@ -185,7 +185,7 @@ def test_a_database_gone_while_recording_a_failure_is_one_line_not_a_traceback(t
     """The run's own error is what propagates; recording it may fail (file deleted under a running job)."""
     import sqlite3
 
-    from bench.commands.common import record_failure
+    from bench.experiment.record import record_failure
 
     class GoneDB:
         def finish_run(self, *args, **kwargs):

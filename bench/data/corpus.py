@@ -18,6 +18,11 @@ Sources, by `--corpus` value:
                              classifies): the "text" field of each line of knn/NAME_test.jsonl; labels are never read.
 A corpus of an evaluation set records which dataset it is (`TrainingCorpus.dataset`); a run that evaluates on that
 dataset marks it in-domain (`in_domain_datasets`).
+
+How many texts a corpus holds is part of a run's config (and so of its hash). Every load notes that count in
+`corpus-texts.json` in the lenbench cache folder, keyed by the file's path, size and modification time, so a sweep
+can compute a point's hash without reading the corpus (`known_text_count`); a corpus no run on this machine has
+loaded yet has no known count.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pathlib import Path
 from bench.data.catalog import CATALOG, TRAIN_CORPORA, locate
 from bench.data.errors import DataError
 from bench.data.readers import find_file, open_text, read_jsonl
+from bench.runtime.paths import cache_dir
 
 DEFAULT_CORPUS = "wiki-offline"
 HELDOUT_PERCENT = 5  # of wiki-offline articles, kept out of training for the `heldout` suite
@@ -206,6 +212,7 @@ def load_corpus(
         raise DataError(f"corpus limit must be a positive number of texts, got {limit}")
     if spec == DEFAULT_CORPUS:
         corpus = load_wiki_offline("train")
+        _note_text_count(spec, Path(corpus.files[0]), len(corpus.texts), complete=True)
     elif spec.partition(":")[0] in IN_DOMAIN_KINDS and spec.partition(":")[2]:
         corpus = load_dataset_corpus(spec, data_dir, limit, fetch)
     elif spec in TRAIN_CORPORA:
@@ -218,6 +225,81 @@ def load_corpus(
             known = ", ".join([DEFAULT_CORPUS, *TRAIN_CORPORA, "beir:NAME", "knn:NAME"])
             raise DataError(f"training corpus {spec!r} is neither a known corpus ({known}) nor an existing file or folder")
         corpus = load_file_corpus(path, limit)
+    if spec != DEFAULT_CORPUS:  # a file read up to `limit` texts: all of it only when it held fewer
+        _note_text_count(spec, Path(corpus.files[0]), len(corpus.texts), complete=limit is None or len(corpus.texts) < limit)
     if limit is not None:
         corpus.texts = corpus.texts[:limit]
     return corpus
+
+
+# ------------------------------------------------------------------------------ text counts
+COUNTS_FILE = "corpus-texts.json"
+
+
+def corpus_file(spec: str, data_dir: str | None = None) -> Path | None:
+    """The file a `--corpus` value reads, found without reading it (None when it is not on this machine)."""
+    from bench.data.catalog import find
+
+    prefix, _, name = spec.partition(":")
+    try:
+        if spec == DEFAULT_CORPUS:
+            return wiki_offline_file()
+        if prefix in IN_DOMAIN_KINDS and name:
+            path = find(name, data_dir, fetch=False, kind=IN_DOMAIN_KINDS[prefix]).path
+        else:
+            path = locate(spec, data_dir, False) if spec in TRAIN_CORPORA else Path(spec).expanduser()
+    except DataError:
+        return None
+    if path.is_dir():
+        path = find_file(path, "corpus.jsonl")
+    return path if path is not None and path.is_file() else None
+
+
+def _count_key(spec: str, path: Path) -> str:
+    stat = path.stat()
+    prefix = spec.partition(":")[0]
+    if spec == DEFAULT_CORPUS:
+        kind = f"{DEFAULT_CORPUS}-train-{HELDOUT_PERCENT}"
+    else:  # an evaluation set's file is read with its own extraction (title + text, or text only)
+        kind = f"{prefix}-set" if prefix in IN_DOMAIN_KINDS and ":" in spec else "file"
+    return f"{kind}|{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+
+
+def _read_counts() -> dict[str, dict]:
+    try:
+        return json.loads((cache_dir() / COUNTS_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _note_text_count(spec: str, path: Path, texts: int, complete: bool) -> None:
+    """Remember how many texts the corpus file holds (`complete`) or holds at least (read up to a limit)."""
+    try:
+        key = _count_key(spec, path)
+        counts = _read_counts()
+        old = counts.get(key, {})
+        if old.get("complete") or (not complete and old.get("texts", 0) >= texts):
+            return
+        counts[key] = {"texts": texts, "complete": complete}
+        target = cache_dir() / COUNTS_FILE
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{COUNTS_FILE}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(counts, indent=1, sort_keys=True))
+        os.replace(tmp, target)  # concurrent writers: one wins, a lost entry is counted again by the next load
+    except OSError:
+        pass  # a read-only cache folder: the count is simply not remembered
+
+
+def known_text_count(spec: str, data_dir: str | None = None, limit: int | None = None) -> int | None:
+    """How many texts `load_corpus(spec, data_dir=..., limit=...)` returns, from the counts earlier loads noted,
+    without reading the corpus; None when no load on this machine has counted this file (as it is now)."""
+    path = corpus_file(spec, data_dir)
+    if path is None:
+        return None
+    entry = _read_counts().get(_count_key(spec, path))
+    if not entry:
+        return None
+    texts = int(entry["texts"])
+    if entry.get("complete"):
+        return texts if limit is None else min(limit, texts)
+    return limit if limit is not None and limit <= texts else None

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from bench.runtime.paths import cache_dir
+
 # Bumped when the meaning of a key changes: a new file name, so old files (keyed by text) are never misread.
 KEY_VERSION = "ids-v1"
 SQLITE_VARS = 500  # bound parameters per statement (SQLite's historical limit is 999)
@@ -47,10 +49,7 @@ log = logging.getLogger(__name__)
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("LENBENCH_CACHE")
-    if env:
-        return Path(env).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lenbench" / "embeddings"
+    return cache_dir()
 
 
 def text_key(text: str) -> bytes:

@@ -1,9 +1,11 @@
-"""Expansion of a sweep spec into points: each point is exactly one `bench run` command and its config hash.
+"""Expansion of a sweep spec into points: each point is exactly one `bench run` (a `RunSpec`) and its config hash.
 
-The hash is computed by `bench run`'s own parser and `run_configs`, so it is the hash the run will record. It
-needs the training corpus's text count; a corpus that is not on this machine yet (wiki1m offline) leaves the
-hash unknown (the point is still matched by its sweep name and key, and `bench run --resume` matches the hash
-itself when the point runs).
+The hash is `RunSpec.configs`'s, the one the run will record. It needs the training corpus's text count, which a
+sweep never reads the corpus for: it takes the count an earlier load on this machine noted
+(`bench.data.corpus.known_text_count`). A corpus no run here has loaded yet (or not on this machine: wiki1m
+offline) leaves the hash unknown: the point is still matched by its sweep name and key, and `bench run --resume`
+matches the hash itself when the point runs. Points are compared for duplicates with the count left as a stand-in
+named by the corpus options, so that check needs no count.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.experiment.run_spec import RunSpec, option_argv
 from bench.runtime.errors import ConfigError
-from bench.sweep.spec import SweepSpec, run_option_names, run_parser
+from bench.sweep.spec import SweepSpec
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,13 @@ class Point:
     config_hash: str | None
     hash_note: str = ""  # why config_hash is None
     options: dict[str, Any] = field(default_factory=dict, compare=False)
-    run_args: dict[str, Any] = field(default_factory=dict, compare=False)  # the parsed budget, batch size, backbone...
+    spec: RunSpec = field(default_factory=RunSpec, compare=False)  # the run this point is (without the sweep's own options)
+    identity: str = field(default="", compare=False)  # config hash with a stand-in corpus count: equal for duplicates
+
+    @property
+    def run_args(self) -> dict[str, Any]:
+        """The run's budget, batch size, backbone... (what the cost estimate reads)."""
+        return {k: getattr(self.spec, k) for k in RUN_ARGS}
 
     @property
     def command(self) -> str:
@@ -45,29 +54,14 @@ class Point:
         return re.sub(r"[^A-Za-z0-9_.=-]+", "_", self.key.replace(" ", "__"))
 
 
-def _argv(options: dict[str, Any], known: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for dest, value in options.items():
-        flag = max(known[dest].option_strings, key=len)
-        if isinstance(value, bool):
-            if value:
-                out.append(flag)
-            continue
-        for v in value if isinstance(value, list) else [value]:
-            out += [flag, str(v)]
-    return out
-
-
 def _label(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def expand(spec: SweepSpec, compute_hash: bool = True) -> list[Point]:
     """Every point of the sweep, in grid order (variants outermost, then the grid's keys as the file lists them)."""
-    known = run_option_names()
     axes = list(spec.grid)
     variants = spec.variants or [None]
-    corpora: dict[tuple, tuple[int | None, str]] = {}
     points: list[Point] = []
     for variant in variants:
         for combo in itertools.product(*(spec.grid[a] for a in axes)):
@@ -78,21 +72,20 @@ def expand(spec: SweepSpec, compute_hash: bool = True) -> list[Point]:
                 labels["variant"] = variant.name
             labels.update({a: v for a, v in zip(axes, combo)})
             key = " ".join(f"{k}={_label(v)}" for k, v in labels.items()) or "all"
-            argv = _argv(options, known)
-            args = _parse(argv, spec, key)
-            chash, note = _hash(args, spec, key, corpora) if compute_hash else (None, "not computed")
+            run = _run_spec(options, spec, key)
+            chash, note, identity = _hash(run, spec, key) if compute_hash else (None, "not computed", "")
             points.append(Point(
-                sweep=spec.name, key=key, labels={**options, **labels}, argv=tuple(argv), method=_method(args.method, spec, key),
-                seed=int(args.seed), config_hash=chash, hash_note=note, options=options,
-                run_args={k: getattr(args, k) for k in RUN_ARGS},
+                sweep=spec.name, key=key, labels={**options, **labels}, argv=tuple(option_argv(options)),
+                method=_method(run.method, spec, key), seed=run.seed, config_hash=chash, hash_note=note, options=options,
+                spec=run, identity=identity,
             ))
     seen: dict[str, str] = {}
     for p in points:
-        if p.config_hash and p.config_hash in seen:
-            raise ConfigError(f"{spec.path}: points {seen[p.config_hash]!r} and {p.key!r} have the same config hash: "
+        if p.identity and p.identity in seen:
+            raise ConfigError(f"{spec.path}: points {seen[p.identity]!r} and {p.key!r} have the same config hash: "
                               "an axis that does not change the result (device, progress...) makes duplicates")
-        if p.config_hash:
-            seen[p.config_hash] = p.key
+        if p.identity:
+            seen[p.identity] = p.key
     return points
 
 
@@ -108,48 +101,33 @@ def _method(name: str, spec: SweepSpec, key: str) -> str:
         raise ConfigError(f"{spec.path}: point {key!r}: {exc.args[0]}") from None
 
 
-def _parse(argv: list[str], spec: SweepSpec, key: str):  # noqa: ANN202
-    """The point's options through `bench run`'s own parser (its defaults, its validation)."""
-
-    class _Refused(Exception):
-        pass
-
-    def _error(message: str):  # noqa: ANN202 - argparse would print usage and exit; say which point instead
-        raise _Refused(message)
-
-    parser = run_parser()
-    parser.error = _error  # type: ignore[method-assign]
+def _run_spec(options: dict[str, Any], spec: SweepSpec, key: str) -> RunSpec:
+    """The point's run: its options typed and checked as `bench run` would, `bench run`'s defaults for the rest."""
     try:
-        args = parser.parse_args([*argv, "--no-baseline"])
-    except _Refused as exc:
+        run = RunSpec.from_options({**options, "no_baseline": True})
+    except ValueError as exc:
         raise ConfigError(f"{spec.path}: point {key!r}: {exc}") from None
-    if "," in args.method.strip(","):
-        raise ConfigError(f"{spec.path}: point {key!r} names several methods ({args.method}); "
+    if "," in run.method.strip(","):
+        raise ConfigError(f"{spec.path}: point {key!r} names several methods ({run.method}); "
                           "put them in [grid] method = [...] so each point is one method")
-    return args
+    return run
 
 
-def _hash(args, spec: SweepSpec, key: str, corpora: dict) -> tuple[str | None, str]:  # noqa: ANN001
-    from bench.commands.run import parse_settings, run_configs
-    from bench.data.errors import DataError
+def _hash(run: RunSpec, spec: SweepSpec, key: str) -> tuple[str | None, str, str]:
+    """(config hash or None, why it is unknown, the hash with a stand-in corpus count)."""
+    from bench.data.corpus import known_text_count
     from bench.train.registry import get_method
 
     try:
-        settings = parse_settings(args)
+        method = run.settings.methods[0]
     except ConfigError as exc:
         raise ConfigError(f"{spec.path}: point {key!r}: {exc}") from None
-    method = settings.methods[0]
-    texts = 0
-    if get_method(method).trains:
-        ck = (args.corpus, args.corpus_limit, args.data_dir)
-        if ck not in corpora:
-            from bench.data.corpus import load_corpus
-
-            try:
-                corpora[ck] = (len(load_corpus(args.corpus, data_dir=args.data_dir, limit=args.corpus_limit).texts), "")
-            except (DataError, OSError):
-                corpora[ck] = (None, f"corpus {args.corpus} is not on this machine: its hash is known when the point runs")
-        texts, note = corpora[ck]
-        if texts is None:
-            return None, note
-    return run_configs(args, settings, texts).per_method[method][1], ""
+    trains = get_method(method).trains
+    stand_in = f"texts of {run.corpus} (limit {run.corpus_limit}, data {run.data_dir})" if trains else 0
+    identity = run.configs(stand_in).per_method[method][1]
+    if not trains:
+        return identity, "", identity
+    texts = known_text_count(run.corpus, run.data_dir, run.corpus_limit)
+    if texts is None:
+        return None, f"corpus {run.corpus} not counted on this machine yet: its hash is known when the point runs", identity
+    return run.configs(texts).per_method[method][1], "", identity

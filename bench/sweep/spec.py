@@ -61,20 +61,11 @@ class SweepSpec:
     published: list[Published] = field(default_factory=list)
 
 
-def run_parser():  # noqa: ANN201 - argparse.ArgumentParser
-    """`bench run`'s own parser (its options, defaults and validation)."""
-    import argparse
-
-    from bench.commands import run as run_command
-
-    sub = argparse.ArgumentParser(prog="bench").add_subparsers()
-    run_command.register(sub)
-    return sub.choices["run"]
-
-
 def run_option_names() -> dict[str, Any]:
-    """`bench run`'s options: dest -> argparse action."""
-    return {a.dest: a for a in run_parser()._actions if a.dest != "help"}
+    """`bench run`'s options: name -> its RunSpec field."""
+    from bench.experiment.run_spec import run_options
+
+    return run_options()
 
 
 def _option(name: str, where: str, known: dict[str, Any]) -> str:

@@ -1,0 +1,87 @@
+"""A run row's life while its work runs, the same for `bench run` (per method) and `bench eval`:
+
+    with Recording(db, run_id, files=lambda: ctx.files_read):
+        ...train, evaluate...
+
+A heartbeat shows the row's process is alive (`bench results` tells it from one whose process died); on success the
+row is finished with the data fingerprint of the files read; on any exception (SIGTERM and Ctrl-C included) it is
+marked failed or interrupted (`--resume` continues it) and the exception goes on. `db=None` (ranks other than 0)
+records nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from bench.runtime.heartbeat import Heartbeat
+
+
+class Recording:
+    def __init__(self, db: Any, run_id: int | None, files: Callable[[], Iterable[str]] = lambda: ()):
+        self.db, self.run_id, self.files = db, run_id, files
+        self.beat: Heartbeat | None = None
+
+    def __enter__(self) -> "Recording":
+        self.beat = Heartbeat(self.db, self.run_id).start()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        if exc is not None:
+            try:
+                record_failure(self.db, self.run_id, exc, list(self.files()))
+            finally:
+                self.beat.stop()
+            return False
+        self.beat.stop()
+        if self.db is not None and self.run_id is not None:
+            self.db.finish_run(self.run_id, data_fingerprint=fingerprint_files(self.files()))
+        return False
+
+
+def merge_runtime(db: Any, run_id: int, fields: dict[str, Any]) -> None:
+    """Run.runtime updated with `fields` (how the run executes; outside the config hash), keeping other keys."""
+    from results_db.models import Run
+
+    with db.session() as s:
+        run = s.get(Run, run_id)
+        if run is not None:
+            run.runtime = {**(run.runtime or {}), **fields}
+
+
+def record_failure(db: Any, run_id: int | None, exc: BaseException, files: Any) -> None:
+    """Mark a run row failed/interrupted after `exc`. A SIGTERM during the write is held until it is done: under
+    torchrun the launcher sends one to the survivors just as their collectives fail, and the row must not be
+    left 'running' half-way."""
+    from bench.runtime import signals
+
+    if db is None or run_id is None:
+        return
+    status = signals.run_status(exc)
+    signals.defer_stops(True)
+    try:
+        db.finish_run(run_id, status=status, error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files(files))
+    except Exception as db_exc:  # noqa: BLE001 - the run's own error matters more; say in one line why it is not recorded
+        print(f"bench: could not mark run {run_id} {status} in the database ({type(db_exc).__name__}: "
+              f"{str(db_exc).splitlines()[0] if str(db_exc) else ''}); was the database file moved or deleted?",
+              file=sys.stderr)  # fmt: skip
+    finally:
+        signals.defer_stops(False)
+
+
+def fingerprint_files(files: Any) -> dict:
+    """Data fingerprint of the files a run read; {} when one cannot be read any more (the run's error says why)."""
+    from bench.runtime.provenance import data_fingerprint
+
+    try:
+        return data_fingerprint(set(files))
+    except OSError:
+        return {}
+
+
+def command_line() -> str:
+    """The command as invoked (`bench ...`), quoted for a shell."""
+    import shlex
+
+    return " ".join(["bench"] + [shlex.quote(a) for a in sys.argv[1:]])

