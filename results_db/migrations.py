@@ -46,7 +46,10 @@ def add_columns(conn: Connection, columns: dict[str, tuple[str, ...]]) -> None:
 
 
 def create_missing_indexes(conn: Connection) -> None:
+    present = set(inspect(conn).get_table_names())
     for table in Base.metadata.sorted_tables:
+        if table.name not in present:  # a table a later step creates (with its indexes)
+            continue
         for index in table.indexes:
             index.create(conn, checkfirst=True)
 
@@ -63,8 +66,13 @@ def _to_2(conn: Connection) -> None:
     create_missing_indexes(conn)
 
 
+def _to_3(conn: Connection) -> None:
+    Base.metadata.tables["curve_points"].create(conn, checkfirst=True)  # its indexes come with it
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "runs: host, pid, heartbeat_at, runtime, model_info, sweep, sweep_point; scores: info", _to_2),
+    Migration(3, "curve_points: scores of encoders evaluated during training (bench run --eval-every)", _to_3),
 )
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration step"
 

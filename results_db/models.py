@@ -3,7 +3,7 @@
 One `Run` row per `bench eval` / `bench run` invocation (and per method of a comparison), with everything needed
 to reproduce it; `Score` rows per (suite, dataset, variant, metric); `ScoreItems` holds the per-item values a
 paired bootstrap needs (kept out of `Score` so listing thousands of runs never loads them); `TrainLog` holds
-the training curve.
+the training curve; `CurvePoint` the scores of an encoder evaluated during training (`bench run --eval-every`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def utcnow() -> dt.datetime:
@@ -123,6 +123,28 @@ class TrainLog(Base):
     lr: Mapped[float] = mapped_column(Float)
     examples_per_s: Mapped[float] = mapped_column(Float, default=0.0)
     extra: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class CurvePoint(Base):
+    """Schema 3. One score of a learning curve: the encoder of run `run_id` after `step` training steps, scored during
+    training (`bench run --eval-every N`). Kept apart from `Score`, which holds a run's final scores only, so no
+    reader of the final scores ever sees an intermediate one. `items` holds the per-item values (the `ScoreItems`
+    fields aggregate, item_ids, values, gold) for a bootstrap interval of the point, when the suite gives them."""
+
+    __tablename__ = "curve_points"
+    __table_args__ = (UniqueConstraint("run_id", "step", "suite", "dataset", "variant", "metric", name="uq_curve_point"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    step: Mapped[int] = mapped_column(Integer)
+    suite: Mapped[str] = mapped_column(String(64))
+    dataset: Mapped[str] = mapped_column(String(128))
+    variant: Mapped[str] = mapped_column(String(32), default="clean")
+    metric: Mapped[str] = mapped_column(String(64))
+    value: Mapped[float] = mapped_column(Float)
+    n: Mapped[int] = mapped_column(Integer, default=0)
+    info: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    items: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class Meta(Base):

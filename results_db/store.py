@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from results_db.errors import DatabaseMissingError, ResultsDBError, UndefinedMetricError
 from results_db.migrations import Migration, create_schema, read_version, upgrade
-from results_db.models import SCHEMA_VERSION, Base, Run, Score, ScoreItems, TrainLog, utcnow
+from results_db.models import SCHEMA_VERSION, Base, CurvePoint, Run, Score, ScoreItems, TrainLog, utcnow
 
 DEFAULT_DB = "lenbench.sqlite"
 
@@ -351,7 +351,38 @@ class ResultsDB:
                     )
                 )
 
+    def add_curve_points(self, run_id: int, step: int, records: Iterable[ScoreRecord]) -> None:
+        """Scores of the run's encoder after `step` training steps (a learning-curve point), in one transaction; a
+        point written again (a resumed run re-evaluating a step) replaces the old one. Non-finite values are skipped."""
+        records = [r for r in records if math.isfinite(float(r.value))]
+        with self.session() as s:
+            for rec in records:
+                s.execute(delete(CurvePoint).where(
+                    CurvePoint.run_id == run_id, CurvePoint.step == int(step), CurvePoint.suite == rec.suite,
+                    CurvePoint.dataset == rec.dataset, CurvePoint.variant == rec.variant, CurvePoint.metric == rec.metric,
+                ))  # fmt: skip
+                items = None
+                if rec.items is not None:
+                    items = {"aggregate": rec.items.aggregate, "item_ids": [str(i) for i in rec.items.item_ids],
+                             "values": [float(v) for v in rec.items.values],
+                             "gold": None if rec.items.gold is None else [float(v) for v in rec.items.gold]}  # fmt: skip
+                s.add(CurvePoint(run_id=run_id, step=int(step), suite=rec.suite, dataset=rec.dataset, variant=rec.variant,
+                                 metric=rec.metric, value=float(rec.value), n=int(rec.n), info=rec.info, items=items))  # fmt: skip
+
     # ------------------------------------------------------------------ reads
+    def curve_points(self, run_ids: Sequence[int] | None = None, with_items: bool = False) -> pd.DataFrame:
+        """Learning-curve points (run_id, step, suite, dataset, variant, metric, value, n, info[, items]) by run
+        and step. A database from before schema 3 has none (and the read-only leaderboard cannot add the table)."""
+        table = CurvePoint.__table__
+        with self.engine.connect() as conn:
+            if "curve_points" not in inspect(conn).get_table_names():
+                return pd.DataFrame(columns=[c.name for c in table.columns if with_items or c.name != "items"])
+            columns = [c for c in table.columns if with_items or c.name != "items"]
+            stmt = select(*columns).order_by(table.c.run_id, table.c.step, table.c.id)
+            if run_ids is not None:
+                stmt = stmt.where(table.c.run_id.in_([int(r) for r in run_ids]))
+            return pd.read_sql(stmt, conn)
+
     def get_run(self, run_id: int) -> dict[str, Any]:
         with self.session() as s:
             run = s.get(Run, run_id)

@@ -31,6 +31,7 @@ def make_schema_1(path):
         for column in columns:
             con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     con.execute("DROP INDEX ix_scores_board")
+    con.execute("DROP TABLE curve_points")  # schema 3
     con.execute("DELETE FROM meta")
     con.execute("INSERT INTO meta (key, value) VALUES ('schema_version', '1')")
     con.commit()
@@ -62,7 +63,7 @@ def test_schema_1_is_upgraded_in_place_keeping_its_rows(tmp_path):
     path = make_schema_1(tmp_path / "old.sqlite")
     assert "host" not in columns(path, "runs")
     db = ResultsDB(path)
-    assert [m.version for m in db.migrated] == [2]
+    assert [m.version for m in db.migrated] == [2, 3]
     for table, added in SCHEMA_2_COLUMNS.items():
         assert set(added) <= set(columns(path, table))
     assert meta(path)["schema_version"] == str(SCHEMA_VERSION) and meta(path)["application"] == "lenbench"
@@ -81,7 +82,43 @@ def test_bench_results_upgrades_an_old_database_and_says_so(tmp_path, capsys):
     path = make_schema_1(tmp_path / "old.sqlite")
     assert main(["results", "--db", str(path)]) == 0
     captured = capsys.readouterr()
-    assert f"upgraded {path} to schema 2" in captured.err and "81.50" in captured.out
+    assert f"upgraded {path} to schema {SCHEMA_VERSION}" in captured.err and "81.50" in captured.out
+
+
+def test_schema_2_gains_curve_points_in_place(tmp_path):
+    """A schema-2 database (no curve_points table) is upgraded in place: its rows stay, learning-curve points can be
+    written and read back with their step and per-item values, and deleting the run deletes its points."""
+    from results_db.store import ItemValues
+
+    path = tmp_path / "v2.sqlite"
+    db = ResultsDB(path)
+    run = db.create_run(model="m", method="crop", status="finished")
+    db.add_scores(run, [ScoreRecord("beir", "scifact", "ndcg@10", 20.5, 3)])
+    db.engine.dispose()
+    con = sqlite3.connect(path)
+    con.execute("DROP TABLE curve_points")
+    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    db = ResultsDB(path)
+    assert [m.version for m in db.migrated] == [3] and "curve_points" in tables(path)
+    assert db.scores()["value"].tolist() == [20.5]
+    items = ItemValues("mean", ["q1", "q2", "q3"], [0.1, 0.2, 0.3])
+    for step, value in ((100, 10.0), (200, 15.0)):
+        db.add_curve_points(run, step, [ScoreRecord("beir", "scifact", "ndcg@10", value, 3, items=items)])
+    db.add_curve_points(run, 200, [ScoreRecord("beir", "scifact", "ndcg@10", 16.0, 3)])  # re-written: replaced
+    points = db.curve_points([run], with_items=True)
+    assert points["step"].tolist() == [100, 200] and points["value"].tolist() == [10.0, 16.0]
+    assert points["items"].iloc[0]["values"] == [0.1, 0.2, 0.3] and points["items"].iloc[1] is None
+    assert db.scores()["value"].tolist() == [20.5]  # the final scores never see a curve point
+
+
+def tables(path):
+    con = sqlite3.connect(path)
+    try:
+        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        con.close()
 
 
 def test_a_newer_schema_is_refused_without_a_write(tmp_path):

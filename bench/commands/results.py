@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run", type=int, action="append", help="only these run ids (repeatable)")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--runs-only", action="store_true", help="list runs without their scores")
+    p.add_argument("--curves", action="store_true",
+                   help="learning curves (bench run --eval-every): score per run, dataset and metric at each training step")
     p.add_argument("--reference", default=None, metavar="METHOD",
                    help="row each method of a comparison is compared with (default: the untrained backbone, vanilla)")
     p.set_defaults(func=run)
@@ -50,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     if runs.empty:
         print("no runs in the database yet; start with e.g. `bench eval --model minilm --suite sts`", file=sys.stderr)
         return 0
+    if args.curves:
+        return print_curves(db, runs["id"].tolist(), args.format)
     if args.runs_only:
         frame = runs[RUN_COLUMNS]
     else:
@@ -66,6 +70,20 @@ def run(args: argparse.Namespace) -> int:
         print(frame.to_string(index=False))
     else:
         print_tables(db, runs, args.reference)
+    return 0
+
+
+def print_curves(db: ResultsDB, run_ids: list[int], fmt: str) -> int:
+    """`--curves`: one row per run, step, dataset, metric and variant (json/csv); a column per step (table)."""
+    from bench.report.curves import curve_frame, curves_text
+
+    frame = curve_frame(db, run_ids)
+    if fmt == "csv":
+        frame.to_csv(sys.stdout, index=False)
+    elif fmt == "json":
+        print(json.dumps(json.loads(frame.to_json(orient="records")), indent=2))
+    else:
+        print(curves_text(frame))
     return 0
 
 

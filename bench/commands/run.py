@@ -111,6 +111,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="evaluation inference backend (training is always torch); auto = onnx on CPU (default auto)")
     p.add_argument("--emb-dtype", choices=EMB_DTYPES, default=D.emb_dtype, help="evaluation embedding matrix precision")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--eval-every", type=int, default=None, metavar="N",
+                   help="learning curves: score each trained encoder after N, 2N, ... steps and at the end (on the "
+                        "--suite suites, or --curve-suite); `bench results --curves` and the leaderboard show them")
+    p.add_argument("--curve-suite", action="append", default=None, metavar="SUITE",
+                   help="suite(s) of the learning curves (default: the run's --suite), e.g. heldout or beir:scifact")
+    p.add_argument("--curve-limit", type=int, default=None, metavar="N",
+                   help="curve points on the first N items of each dataset (default: --limit)")
     # Set by `bench sweep` on each point it runs; recorded in Run.sweep / Run.sweep_point, outside the config hash.
     p.add_argument("--sweep", default="", help=argparse.SUPPRESS)
     p.add_argument("--sweep-point", default="", help=argparse.SUPPRESS)
@@ -163,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     configs = spec.configs(len(corpus.texts) if corpus else 0)
     comparison = configs.comparison
     mark_in_domain(configs, in_domain_datasets(corpus, located), say)
+    curves = curve_settings(args, suite_args, configs)
     stamp = distributed.broadcast_from_main(dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S"))
     out_root = Path(args.out) / f"{stamp}-{comparison[:8]}"
     if args.resume and main:  # rows the first attempt never reached join its folder: one comparison, one folder
@@ -199,7 +207,8 @@ def run(args: argparse.Namespace) -> int:
         ctx = evaluation.context()
         corpus_files = corpus.files if corpus and method_spec.trains else []  # the baseline row trained on nothing
         with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files]):
-            model_dir = _train_one(db, run_id, method, method_spec, args, corpus, budget, seed_cfg, method_cfg, out_dir)
+            hook = curve_hook(args, curves, db, run_id, method, say) if method_spec.trains else None
+            model_dir = _train_one(db, run_id, method, method_spec, args, corpus, budget, seed_cfg, method_cfg, out_dir, hook)
             encoder = evaluation.load(model_dir)
             if db is not None:
                 db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
@@ -214,6 +223,50 @@ def run(args: argparse.Namespace) -> int:
     print(comparison_report(db, results, reference, profile=True))
     print(f"\ntotal {time.time() - t_start:.0f}s; rows in {db.location.shown}")
     return 0
+
+
+def curve_settings(args: argparse.Namespace, suite_args: list[str], configs: "RunConfigs") -> dict[str, Any] | None:
+    """--eval-every/--curve-suite/--curve-limit checked and recorded in each trained row's config (`curves`), outside
+    the config hash: scoring during training leaves training unchanged (bench.train.trainer.EvalHook)."""
+    every = getattr(args, "eval_every", None)
+    if every is None:
+        if getattr(args, "curve_suite", None) or getattr(args, "curve_limit", None):
+            raise ConfigError("--curve-suite and --curve-limit need --eval-every N (steps between curve points)")
+        return None
+    if every < 1:
+        raise ConfigError(f"--eval-every {every}: give a positive number of steps, e.g. --eval-every 100")
+    from bench.evaluate.suites.registry import split_suite_args
+
+    limit = args.curve_limit if args.curve_limit is not None else args.limit
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--curve-limit {limit}: give a positive number of items")
+    curves = {"every": every, "suite": split_suite_args(args.curve_suite) if args.curve_suite else suite_args, "limit": limit}
+    from bench.evaluate.runner import locate_datasets
+    from bench.evaluate.suites import EvalContext, parse_suites
+    from bench.train.registry import get_method
+
+    locate_datasets(parse_suites(curves["suite"]), EvalContext(data_dir=args.data_dir, fetch=args.download))  # before any row
+
+    for (method, _seed), (config, _hash) in configs.per_run.items():
+        if get_method(method).trains:
+            config["curves"] = curves
+    return curves
+
+
+def curve_hook(args: argparse.Namespace, curves: dict[str, Any] | None, db: Any, run_id: int, method: str, say: Any) -> Any:
+    """The trainer's EvalHook for one run (None without --eval-every): the curve suites scored in memory."""
+    if curves is None:
+        return None
+    from bench.evaluate.attacks import parse_elong_variants
+    from bench.evaluate.curve import CurveEvaluator
+    from bench.evaluate.suites import EvalContext, parse_suites
+    from bench.train.trainer import EvalHook
+
+    ctx = EvalContext(data_dir=args.data_dir, max_len=args.eval_max_len, seed=args.seed, elong=parse_elong_variants(args.elong),
+                      limit=curves["limit"], fetch=args.download, batch_size=args.eval_batch_size)  # fmt: skip
+    evaluator = CurveEvaluator(parse_suites(curves["suite"]), ctx, pooling=args.pooling, max_len=args.eval_max_len,
+                               batch_size=args.eval_batch_size, name=method, db=db, run_id=run_id, say=say)  # fmt: skip
+    return EvalHook(curves["every"], evaluator)
 
 
 def mark_in_domain(configs: RunConfigs, datasets: list[str], say: Any) -> None:
@@ -287,7 +340,7 @@ def _find_or_create_run(db, spec: RunSpec, method: str, trains: bool, chash: str
     return run_id, out_dir, "running"
 
 
-def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir):  # noqa: ANN001, ANN202
+def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir, eval_hook=None):  # noqa: ANN001, ANN202
     """Train (or resume) one method; returns the folder to evaluate."""
     from bench.report.tables import loss_warning
     from bench.train.trainer import load_backbone, train_method
@@ -310,6 +363,7 @@ def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method
     result = train_method(
         method, backbone=args.backbone, texts=corpus.texts, budget=budget, config=train_cfg, out_dir=out_dir,
         db=db, run_id=run_id, resume=args.resume, method_config=method_cfg, backbone_cache_dir=Path(args.out) / "backbones",
+        eval_hook=eval_hook,
     )
     consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
     if result.resumed_from is not None:

@@ -93,6 +93,10 @@ class RunSpec:
     backend: str = _opt("auto", choices=BACKENDS)
     emb_dtype: str = _opt("fp32", choices=EMB_DTYPES)
     no_progress: bool = _opt(False, FLAG)
+    # Learning curves (bench.evaluate.curve): recorded in trained rows' configs outside the hash (training unchanged).
+    eval_every: int | None = _opt(None, int)
+    curve_suite: list[str] | None = _opt(None, many=True)
+    curve_limit: int | None = _opt(None, int)
     sweep: str = _opt("")  # set by `bench sweep` on each point it runs: Run.sweep / Run.sweep_point, outside the hash
     sweep_point: str = _opt("")
     nproc: int | None = _opt(None, int)

@@ -88,6 +88,47 @@ class TrainConfig:
 
 
 @dataclass
+class EvalHook:
+    """Evaluation during training (learning curves): `evaluate(model, tokenizer, step)` is called after steps every,
+    2 * every, ... and after the last step. The trainer knows nothing of what it does (the command builds it from
+    bench.evaluate); it runs it isolated, so training is exactly what it would be without it: in eval mode under
+    no_grad, with every RNG (python, numpy, torch, CUDA) saved before and restored after, train mode restored, and
+    its wall time left out of the run's consumed seconds (a seconds budget buys the same training). Under several
+    processes every rank calls it (the evaluation shards its encoding like the final one)."""
+
+    every: int
+    evaluate: Any  # callable(model, tokenizer, step) -> None
+
+    def __post_init__(self) -> None:
+        if self.every < 1:
+            raise ConfigError(f"--eval-every must be a positive number of steps, got {self.every}")
+
+
+def run_isolated(hook: EvalHook, model: torch.nn.Module, extra: Sequence[torch.nn.Module], tokenizer: Any, step: int,
+                 device: torch.device) -> float:  # fmt: skip
+    """Call the hook without disturbing training (see EvalHook); returns the seconds it took."""
+    import numpy as np
+
+    start = time.monotonic()
+    states = (random.getstate(), np.random.get_state(), torch.get_rng_state(),
+              torch.cuda.get_rng_state(device) if device.type == "cuda" else None)  # fmt: skip
+    modes = [m.training for m in (model, *extra)]
+    try:
+        model.eval()
+        with torch.no_grad():
+            hook.evaluate(model, tokenizer, step)
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
+        if states[3] is not None:
+            torch.cuda.set_rng_state(states[3], device)
+        for m, mode in zip((model, *extra), modes):
+            m.train(mode)
+    return time.monotonic() - start
+
+
+@dataclass
 class TrainResult:
     consumed: Consumption
     stopped_by: str  # a budget kind, or "schedule" (the horizon was reached)
@@ -219,8 +260,11 @@ def train(
     run_id: int | None = None,
     resume: bool = False,
     save_encoder_dir: str | Path | None = "encoder",
+    eval_hook: EvalHook | None = None,
 ) -> TrainResult:
     """Train `model` with `adapter` on `texts` until the budget (or the schedule horizon) stops it.
+
+    `eval_hook` scores the encoder during training (learning curves; see EvalHook).
 
     `save_encoder_dir` (relative to out_dir, or absolute; None: do not save) receives the trained encoder as a
     transformers + sentence-transformers folder without the adapter's training-only modules.
@@ -336,6 +380,7 @@ def train(
     )
     clock_start = time.monotonic() - consumed.seconds  # a resumed run keeps counting its seconds
     empty_batches = 0
+    evaluated_at = -1  # the step of the last curve point
     schedule = CheckpointSchedule(
         horizon=horizon, start_step=consumed.steps, start_seconds=consumed.seconds, every_steps=config.checkpoint_every,
         every_seconds=60 * config.checkpoint_minutes, budget_seconds=budget.seconds,
@@ -408,9 +453,15 @@ def train(
                     flush_logs()
             bar.update(1)
             bar.set_postfix(loss=f"{value:.3e}", ex_s=f"{n_examples / step_time:.1f}")
+            if eval_hook is not None and consumed.steps % eval_hook.every == 0:
+                clock_start += run_isolated(eval_hook, model, extra, tokenizer, consumed.steps, device)
+                evaluated_at = consumed.steps
             if schedule.due(consumed.steps, consumed.seconds):
                 flush_logs()
                 checkpoint()
+        if (eval_hook is not None and stopped_by != "interrupted" and not signals.stop_requested() and consumed.steps
+                and evaluated_at != consumed.steps):  # fmt: skip
+            run_isolated(eval_hook, model, extra, tokenizer, consumed.steps, device)  # the curve's last point
     finally:
         bar.close()
         signals.defer_stops(False)
@@ -509,6 +560,7 @@ def train_method(
     method_overrides: dict[str, Any] | None = None,
     method_config: Any = None,
     backbone_cache_dir: str | Path | None = None,
+    eval_hook: EvalHook | None = None,
 ) -> TrainResult:
     """Load the backbone, build the method's adapter with its config (`method_config`, else the paper defaults
     with `method_overrides`), train, save the encoder."""
@@ -527,4 +579,5 @@ def train_method(
         model, tokenizer, _ = load_backbone(backbone, cache_dir=backbone_cache_dir)
     torch.manual_seed(config.seed)
     adapter = spec.build(method_config, tokenizer=tokenizer, max_len=config.max_len, seed=config.seed)
-    return train(adapter, model, tokenizer, texts, budget, config, out_dir, db=db, run_id=run_id, resume=resume)
+    return train(adapter, model, tokenizer, texts, budget, config, out_dir, db=db, run_id=run_id, resume=resume,
+                 eval_hook=eval_hook)

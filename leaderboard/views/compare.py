@@ -12,6 +12,7 @@ from bench.report import stats
 from leaderboard import cache, tables
 from leaderboard.queries import DBState
 from leaderboard.text import literal
+from leaderboard.views import curves
 from leaderboard.views.common import csv_button, pick_metric, pick_suite
 from leaderboard.views.run import pick_run
 
@@ -78,6 +79,7 @@ def show(state: DBState) -> None:
          f"B: run {run_b}": [str(detail_b.get(f, "")) for f in SUMMARY_FIELDS]}
     )  # fmt: skip
     st.dataframe(side, hide_index=True, key="cmp_side", width="stretch")  # cells are stored text: no Markdown
+    curves.show(state, [run_a, run_b], key="cmp")
 
     scores_a = cache.run_scores(state.location, state.version, run_a)
     scores_b = cache.run_scores(state.location, state.version, run_b)

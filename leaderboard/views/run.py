@@ -12,6 +12,7 @@ import streamlit as st
 from leaderboard import cache, tables
 from leaderboard.queries import DBState
 from leaderboard.text import literal
+from leaderboard.views import curves
 from leaderboard.views.common import csv_button, show_table
 
 LONG_VALUE = 60  # characters: a summary value longer than this is also shown whole, wrapped
@@ -139,6 +140,8 @@ def show(state: DBState) -> None:
         )
         st.altair_chart(chart, width="stretch")
         csv_button(log, f"run-{run_id}-train-log", key="run_log_csv")
+
+    curves.show(state, [run_id], key="run")
 
     st.markdown("**Scores**")
     scores = cache.run_scores(state.location, state.version, run_id)

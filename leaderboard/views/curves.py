@@ -1,0 +1,48 @@
+"""Learning curves in the Run and Compare views: score vs training step (`bench run --eval-every N`) with a 95%
+percentile-bootstrap band over each point's items (bench.report.curves), one line per run."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from leaderboard import cache
+from leaderboard.queries import DBState
+from leaderboard.text import literal
+from leaderboard.views.common import csv_button
+
+
+@st.cache_data(show_spinner=False, max_entries=cache.MAX_ENTRIES)
+def curve_points(location: str, version: tuple[int, ...], run_ids: tuple[int, ...]) -> pd.DataFrame:
+    """The runs' curve points with a bootstrap interval each (low, high); items are dropped once used."""
+    from bench.report.curves import with_intervals
+
+    points = cache._open(location, version).curve_points(list(run_ids), with_items=True)
+    if points.empty:
+        return points
+    return with_intervals(points).drop(columns=["items", "info"], errors="ignore")
+
+
+def show(state: DBState, run_ids: list[int], key: str) -> None:
+    """A 'Learning curve' section for these runs (nothing when none of them has curve points)."""
+    points = curve_points(state.location, state.version, tuple(int(r) for r in run_ids))
+    st.markdown("**Learning curve**")
+    if points.empty:
+        st.caption("No learning-curve points: train with `bench run --eval-every N` to score the encoder during training.")
+        return
+    combos = points[["suite", "dataset", "metric", "variant"]].drop_duplicates()
+    labels = [f"{r.suite} · {r.dataset} · {r.metric} · {r.variant}" for r in combos.itertuples()]
+    choice = st.selectbox("Curve", range(len(labels)), format_func=lambda i: literal(labels[i]), key=f"{key}_curve")
+    chosen = combos.iloc[int(choice or 0)]
+    keep = (points[["suite", "dataset", "metric", "variant"]] == chosen.to_numpy()).all(axis=1)
+    frame = points[keep].copy()
+    frame["run"] = "run " + frame["run_id"].astype(str)
+    base = alt.Chart(frame).encode(x=alt.X("step:Q", title="training step"), color=alt.Color("run:N", title=None))
+    band = base.mark_area(opacity=0.2).encode(y=alt.Y("low:Q", title=f"{chosen['metric']} (95% CI)", scale=alt.Scale(zero=False)),
+                                              y2="high:Q")  # fmt: skip
+    line = base.mark_line(point=True).encode(y="value:Q", tooltip=["run", "step", "value", "low", "high", "n"])
+    st.altair_chart((band + line).properties(height=260), width="stretch")
+    st.caption("Each point: the encoder after that many training steps, scored on the curve suite; the band is a 95% "
+               "percentile bootstrap over the point's items (queries, pairs or test examples).")  # fmt: skip
+    csv_button(frame.drop(columns="run"), f"curves-{'-'.join(map(str, run_ids))}", key=f"{key}_curve_csv")
