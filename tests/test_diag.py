@@ -191,8 +191,11 @@ def test_diag_suite_on_a_bag_of_words_encoder(tok, data_dir):
     assert by[("clean", "pair_cos_mean")].info == {"truncated_frac": 0.0}
     assert by[("elong-2", "positional_jsd")].info == {"changed_frac": 1.0, "truncated_frac": 0.0}
     # what the model was shown for elong-2: each sentence twice, within max_len
-    assert "a man plays the guitar . a man plays the guitar ." in model.encoded
-    assert all(len(tok(t)["input_ids"]) <= model.max_len for t in model.encoded)
+    assert "a man plays the guitar . a man plays the guitar ." in model.token_calls[1]
+    shown = model.encoded + [t for call in model.token_calls for t in call]
+    assert all(len(tok(t)["input_ids"]) <= model.max_len for t in shown)
+    # one pass per distinct sentence: only the shuffled sentences 1 are encoded apart (never a sentence twice)
+    assert len(model.encoded) == 3 * len(PAIRS)
 
 
 def test_diag_shift_is_the_mean_change_of_pair_cosines(tok, data_dir):

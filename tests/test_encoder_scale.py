@@ -134,6 +134,23 @@ def test_onnx_backend_matches_torch(tiny_model_dir, tmp_path):
     assert reload._model is None  # the exported graph is reused: torch's model was never loaded
 
 
+def test_onnx_token_vectors_match_torch_and_pool_to_the_encoded_embedding(tiny_model_dir, tmp_path):
+    """diag's token pass on the ONNX backend: the token-level export gives torch's token vectors, padding removed,
+    and their mean is the pooled embedding `encode` returns."""
+    pytest.importorskip("onnxruntime")
+    texts = sentences(20, seed=7, lo=1, hi=30)
+    want = load(tiny_model_dir, tmp_path, use_cache=False).token_embeddings(texts)
+    onnx_enc = load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx", batch_size=6)
+    got = onnx_enc.token_embeddings(texts)
+    assert [g.shape for g in got] == [w.shape for w in want]  # one row per real token, specials kept
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-4)
+    pooled = np.stack([g.mean(0) for g in got])
+    pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+    assert np.einsum("ij,ij->i", pooled, onnx_enc.encode(texts)).min() >= 0.9999
+    assert len(list((tmp_path / "cache" / "onnx").glob("*-tokens-v*.onnx"))) == 1
+
+
 def test_onnx_export_is_fused_verified_and_checked_on_load(tiny_model_dir, tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime")
     import bench.encode.onnx_backend as ob

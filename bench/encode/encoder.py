@@ -300,6 +300,7 @@ class Encoder:
         self._tokenizer = tokenizer
         self._dim = dim
         self._onnx = None
+        self._onnx_tokens = None  # the token-level graph, for token_embeddings (loaded on first use)
         self.show_progress = show_progress
         self.chunk_size = CHUNK_TEXTS
         self.memmap_bytes = MEMMAP_BYTES
@@ -618,12 +619,15 @@ class Encoder:
             yield idx, {"input_ids": input_ids.to(self.device_name), "attention_mask": mask.to(self.device_name)}
 
     def token_embeddings(self, texts: Sequence[str], batch_size: int | None = None) -> list[np.ndarray]:
-        """Last-layer token embeddings of each text (padding removed, special tokens kept), float32; torch always."""
+        """Last-layer token embeddings of each text (padding removed, special tokens kept), float32; on the encoder's
+        backend (ONNX Runtime: the token-level export of bench.encode.onnx_backend; never cached)."""
+        if not len(texts):
+            return []
+        if self.backend == "onnx":
+            return self._onnx_token_embeddings(texts, batch_size or self.batch_size)
         import torch
 
         out: list[np.ndarray | None] = [None] * len(texts)
-        if not len(texts):
-            return []
         model = self.model
         was_training = model.training
         model.eval()  # no dropout, even when called on a model that is being trained
@@ -637,6 +641,27 @@ class Encoder:
                         out[i] = hidden[row][mask[row]].cpu().numpy()
         finally:
             model.train(was_training)
+        return out  # type: ignore[return-value]
+
+    def _onnx_token_embeddings(self, texts: Sequence[str], batch_size: int) -> list[np.ndarray]:
+        if self._onnx_tokens is None:
+            from bench.encode.onnx_backend import TOKENS, OnnxPooledModel
+
+            self._onnx_tokens = OnnxPooledModel.for_encoder(self, pooling=TOKENS)
+        ids = self.tokenize(texts).ids
+        pad_id = self._pad_id()
+        out: list[np.ndarray | None] = [None] * len(texts)
+        for members in plan_batches([len(x) for x in ids], batch_size, self.batch_tokens):
+            width = max(len(ids[i]) for i in members)
+            input_ids = np.full((len(members), width), pad_id, dtype=np.int64)
+            mask = np.zeros((len(members), width), dtype=np.int64)
+            for r, i in enumerate(members):
+                input_ids[r, : len(ids[i])] = ids[i]
+                mask[r, : len(ids[i])] = 1
+            self.forward_calls += 1
+            hidden = self._onnx_tokens.run({"input_ids": input_ids, "attention_mask": mask})
+            for r, i in enumerate(members):
+                out[int(i)] = hidden[r, : len(ids[i])].copy()
         return out  # type: ignore[return-value]
 
 

@@ -20,6 +20,11 @@ The graph maps (input_ids, attention_mask) -> pooled vectors (mean over the mask
    the file's metadata, and every load re-runs the probe (a few ms) without torch: a file that is corrupt, from
    an older format, or no longer gives that answer is exported again.
 
+The diagnostics (`diag`) need every token's vector, not one per text: `TOKENS` as the pooling exports the same
+model with the last hidden states as its output (`<fingerprint>-tokens-v<FORMAT>.onnx`), probed the same way on
+the mean over each row's real tokens. With it `Encoder.token_embeddings` runs on ONNX Runtime like `encode`
+(torch's eager forward was 5-8x slower per batch on a busy 2-core CPU).
+
 Stored as `<cache dir>/onnx/<fingerprint>-<pooling>-v<FORMAT>[-fused].onnx`: the weights' fingerprint names it, so a later
 run (or another process) loads the file without touching torch; FORMAT changes the name whenever the way graphs
 are made changes, so an older export is never reused. Files are written to a temporary name and renamed, so a
@@ -38,6 +43,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from bench.encode.pooling import pool
+
+TOKENS = "tokens"  # the pseudo-pooling of the token-level graph: (batch, length, dim) last hidden states
 from bench.runtime.errors import ModelLoadError
 
 
@@ -114,7 +121,7 @@ def export_pooled(model: Any, pooling: str, path: Path, fingerprint: str = "", f
     import onnx
 
     probe = probe_batch(model.config)
-    want = torch_pooled(model, pooling, probe)
+    want = probe_view(torch_pooled(model, pooling, probe), probe, pooling)
     plain = trace_graph(model, pooling)
     candidates: list[tuple[str, Any, dict[str, int]]] = []
     notes: list[str] = []
@@ -130,7 +137,7 @@ def export_pooled(model: Any, pooling: str, path: Path, fingerprint: str = "", f
     candidates.append(("plain", plain, {}))
     for kind, graph, stats in candidates:
         try:
-            got = OnnxPooledModel.session_output(graph.SerializeToString(), probe)
+            got = probe_view(OnnxPooledModel.session_output(graph.SerializeToString(), probe), probe, pooling)
         except Exception as exc:  # noqa: BLE001 - a graph onnxruntime cannot run is not used
             notes.append(f"{kind} graph does not run: {type(exc).__name__}: {exc}")
             continue
@@ -151,8 +158,18 @@ def export_pooled(model: Any, pooling: str, path: Path, fingerprint: str = "", f
     raise ModelLoadError(f"cannot export the model to ONNX for --backend onnx: {'; '.join(notes)}. Use --backend torch")
 
 
+def probe_view(output: np.ndarray, batch: dict[str, np.ndarray], pooling: str) -> np.ndarray:
+    """What the probe compares: pooled vectors as they are; token vectors (TOKENS) as their mean over real tokens
+    (padding rows of a token output are not defined the same way by every attention implementation)."""
+    if pooling != TOKENS:
+        return output
+    mask = np.asarray(batch["attention_mask"], dtype=np.float64)[..., None]
+    return ((np.asarray(output, dtype=np.float64) * mask).sum(1) / np.maximum(mask.sum(1), 1e-9)).astype(np.float32)
+
+
 def torch_pooled(model: Any, pooling: str, batch: dict[str, np.ndarray]) -> np.ndarray:
-    """The torch model's pooled output on `batch`, as the torch backend computes it (float32, on the CPU)."""
+    """The torch model's pooled output on `batch`, as the torch backend computes it (float32, on the CPU); the
+    last hidden states for TOKENS."""
     import torch
 
     was_training = model.training
@@ -162,6 +179,8 @@ def torch_pooled(model: Any, pooling: str, batch: dict[str, np.ndarray]) -> np.n
         with torch.inference_mode():
             tensors = {k: torch.from_numpy(v).to(device) for k, v in batch.items()}
             hidden = model(**tensors).last_hidden_state
+            if pooling == TOKENS:
+                return hidden.float().cpu().numpy()
             return pool(hidden, tensors["attention_mask"], pooling).float().cpu().numpy()
     finally:
         model.train(was_training)
@@ -181,7 +200,7 @@ def trace_graph(model: Any, pooling: str) -> Any:
 
         def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
             hidden = self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-            return pool(hidden, attention_mask, pooling)
+            return hidden if pooling == TOKENS else pool(hidden, attention_mask, pooling)
 
     was_training = model.training
     device = next(model.parameters()).device
@@ -203,7 +222,7 @@ def trace_graph(model: Any, pooling: str) -> Any:
                 input_names=["input_ids", "attention_mask"],
                 output_names=["pooled"],
                 dynamic_axes={"input_ids": {0: "batch", 1: "length"}, "attention_mask": {0: "batch", 1: "length"},
-                              "pooled": {0: "batch"}},  # fmt: skip
+                              "pooled": {0: "batch", 1: "length"} if pooling == TOKENS else {0: "batch"}},  # fmt: skip
                 opset_version=OPSET,
                 dynamo=False,
             )
@@ -271,33 +290,36 @@ class OnnxPooledModel:
         if (self.meta.get("fingerprint"), self.meta.get("pooling")) != (fingerprint, pooling):
             return f"it was exported from other weights or pooling ({self.meta.get('fingerprint')}, {self.meta.get('pooling')})"
         probe = {k: np.asarray(v, dtype=np.int64) for k, v in self.meta["probe"].items()}
-        cos, norm_error = agreement(self.run(probe), np.asarray(self.meta["expected"], dtype=np.float32))
+        got = probe_view(self.run(probe), probe, pooling)
+        cos, norm_error = agreement(got, np.asarray(self.meta["expected"], dtype=np.float32))
         if cos < MIN_COSINE or norm_error > MAX_NORM_ERROR:
             return f"its output disagrees with the torch output stored at export (min cosine {cos:.6f})"
         return None
 
     @classmethod
-    def for_encoder(cls, encoder: ExportSource) -> "OnnxPooledModel":
-        """Load the encoder's exported graph; export it (from its torch model) when there is none, or when the file
-        there is corrupt or fails its probe."""
+    def for_encoder(cls, encoder: ExportSource, pooling: str | None = None) -> "OnnxPooledModel":
+        """Load the encoder's exported graph (its pooling, or TOKENS); export it (from its torch model) when there is
+        none, or when the file there is corrupt or fails its probe."""
         from bench.runtime import progress
 
         say = progress.say if encoder.show_progress else (lambda _msg: None)
-        path = onnx_path(encoder.cache_dir, encoder.fingerprint, encoder.pooling, FUSE)
+        pooling = pooling or encoder.pooling
+        fuse = FUSE and pooling != TOKENS
+        path = onnx_path(encoder.cache_dir, encoder.fingerprint, pooling, fuse)
         if path.is_file():
             try:
                 loaded = cls(path)
-                problem = loaded.check(encoder.fingerprint, encoder.pooling)
+                problem = loaded.check(encoder.fingerprint, pooling)
             except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types for unreadable files
                 problem = f"it cannot be loaded ({type(exc).__name__})"
             if problem is None:
                 return loaded
             warnings.warn(f"ONNX export {path} is not usable ({problem}); exporting it again", stacklevel=2)
             path.unlink(missing_ok=True)
-        say(f"exporting {encoder.name} to ONNX once: {path}")
-        export_pooled(encoder.model, encoder.pooling, path, encoder.fingerprint, fuse=FUSE)
+        say(f"exporting {encoder.name} to ONNX once{' (token vectors)' if pooling == TOKENS else ''}: {path}")
+        export_pooled(encoder.model, pooling, path, encoder.fingerprint, fuse=fuse)
         loaded = cls(path)
-        problem = loaded.check(encoder.fingerprint, encoder.pooling)
+        problem = loaded.check(encoder.fingerprint, pooling)
         if problem is not None:
             raise ModelLoadError(f"the ONNX export {path} of {encoder.name!r} fails its check right after export "
                                  f"({problem}); use --backend torch")  # fmt: skip

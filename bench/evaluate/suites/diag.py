@@ -21,6 +21,10 @@ Metrics per variant (cosines in [-1, 1], not x100: they are geometry, not task s
                         i.e. the Jensen-Shannon *distance* (square root of the divergence) in bits, in [0, 1].
                         The paper does not state its bins or base; see the module constants.
 Texts for the token/sentence measures: the unique sentences of both sides of STS-B test.
+Each variant runs the model once per distinct sentence (`token_pass`: token vectors, and the sentence embedding
+pooled from them) plus once per shuffled sentence 1 (`encode`); on the ONNX backend the token vectors come from
+its token-level export. Before, a torch token pass came on top of two pooled encodes and diag took over 50x a
+clean STS-B evaluation (benchmarks/diag.py prints the ratio).
 `--limit N` uses the first N pairs. Random draws are seeded from ctx.seed.
 """
 
@@ -35,7 +39,7 @@ from scipy.spatial.distance import jensenshannon
 from bench.data.errors import DataError
 from bench.evaluate.attacks import shuffle_words
 from bench.evaluate.suites.base import CLEAN, EvalContext, SuiteError
-from bench.evaluate.suites.sts import load_sts, pair_cosines, sts_pool
+from bench.evaluate.suites.sts import load_sts, sts_pool
 from bench.evaluate.suites.variants import variant_loop
 from results_db import ItemValues, ScoreRecord
 
@@ -62,15 +66,23 @@ def positional_jsd(cos_as_is: np.ndarray, cos_shuffled: np.ndarray, bins: int = 
     return float(jensenshannon(p, q, base=JSD_BASE))
 
 
-def random_pair_cosine(emb: np.ndarray, n_pairs: int, rng: np.random.Generator) -> float:
-    """Mean cosine of random pairs of distinct rows (the anisotropy estimate)."""
-    n = len(emb)
+def random_pairs(n: int, n_pairs: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of n_pairs random pairs of distinct rows out of n."""
     if n < 2:
         raise DataError(f"anisotropy needs at least 2 texts, got {n}")
     i = rng.integers(0, n, n_pairs)
     j = (i + rng.integers(1, n, n_pairs)) % n  # j != i
+    return i, j
+
+
+def pairs_cosine(emb: np.ndarray, pairs: tuple[np.ndarray, np.ndarray]) -> float:
     e = _normalise(emb.astype(np.float64))
-    return float(np.einsum("ij,ij->i", e[i], e[j]).mean())
+    return float(np.einsum("ij,ij->i", e[pairs[0]], e[pairs[1]]).mean())
+
+
+def random_pair_cosine(emb: np.ndarray, n_pairs: int, rng: np.random.Generator) -> float:
+    """Mean cosine of random pairs of distinct rows (the anisotropy estimate)."""
+    return pairs_cosine(emb, random_pairs(len(emb), n_pairs, rng))
 
 
 def token_statistics(model: Any, texts: list[str], n_pairs: int, rng: np.random.Generator) -> tuple[float, float]:
@@ -79,17 +91,37 @@ def token_statistics(model: Any, texts: list[str], n_pairs: int, rng: np.random.
     Token pairs for the anisotropy are drawn from a reservoir of up to 64 tokens per text, always from two
     different texts, so the estimate is not dominated by within-text similarity.
     """
+    _, intra, aniso = token_pass(model, texts, n_pairs, rng)
+    return intra, aniso
+
+
+def token_pass(model: Any, texts: list[str], n_pairs: int, rng: np.random.Generator, pooling: str = "mean",
+               desc: str = "") -> tuple[np.ndarray, float, float]:  # fmt: skip
+    """One forward pass over the texts' tokens, chunk by chunk: (their pooled, normalised embeddings, intra-document
+    similarity, token anisotropy). The sentence embedding is pooled from the same token vectors (the mean over
+    real tokens, or the first token for CLS), so the diagnostics run the model once per text, not twice."""
+    from bench.runtime import progress
+
     intra: list[float] = []
     pool_tokens: list[np.ndarray] = []
     pool_doc: list[np.ndarray] = []
-    for start in range(0, len(texts), TOKEN_CHUNK):
-        for d, tokens in enumerate(model.token_embeddings(texts[start : start + TOKEN_CHUNK]), start):
-            tok = _normalise(tokens.astype(np.float64))
-            doc = _normalise(tokens.astype(np.float64).mean(axis=0))
-            intra.append(float((tok @ doc).mean()))
-            keep = rng.choice(len(tok), size=min(64, len(tok)), replace=False)
-            pool_tokens.append(tok[keep])
-            pool_doc.append(np.full(len(keep), d))
+    pooled: list[np.ndarray] = []
+    bar = progress.bar(total=len(texts), desc=desc or "diag tokens", unit="text", disable=len(texts) < 256)
+    try:
+        for start in range(0, len(texts), TOKEN_CHUNK):
+            for d, tokens in enumerate(model.token_embeddings(texts[start : start + TOKEN_CHUNK]), start):
+                raw = tokens.astype(np.float64)
+                tok = _normalise(raw)
+                mean = raw.mean(axis=0)
+                doc = _normalise(mean)
+                pooled.append(raw[0] if pooling == "cls" else mean)
+                intra.append(float((tok @ doc).mean()))
+                keep = rng.choice(len(tok), size=min(64, len(tok)), replace=False)
+                pool_tokens.append(tok[keep])
+                pool_doc.append(np.full(len(keep), d))
+            bar.update(min(TOKEN_CHUNK, len(texts) - start))
+    finally:
+        bar.close()
     tokens = np.concatenate(pool_tokens)
     owner = np.concatenate(pool_doc)
     if len(set(owner.tolist())) < 2:
@@ -98,7 +130,7 @@ def token_statistics(model: Any, texts: list[str], n_pairs: int, rng: np.random.
     j = rng.integers(0, len(tokens), n_pairs)
     other = owner[i] != owner[j]
     cos = np.einsum("ij,ij->i", tokens[i[other]], tokens[j[other]])
-    return float(np.mean(intra)), float(cos.mean())
+    return _normalise(np.stack(pooled)).astype(np.float32), float(np.mean(intra)), float(cos.mean())
 
 
 @dataclass
@@ -145,10 +177,19 @@ class DiagSuite:
             # the same seed draws the same m for each shuffled sentence as for its original
             s1_shuf = list(v.texts(s1_shuffled, salt=f"diag|{variant}|1"))
             info = v.info(s1 + s2)  # what the attack changed (Score.info)
-            cos = pair_cosines(model, s1, s2, desc=f"diag {variant}")
+            # One token pass over the distinct sentences gives their embeddings and the token measures; the random
+            # sentence pairs are drawn first, as when the embeddings came from a separate encode (same seeded draws).
+            texts = list(dict.fromkeys(list(s1) + list(s2)))
+            row = {t: k for k, t in enumerate(texts)}
+            rng = np.random.default_rng(ctx.rng(f"diag|{variant}|sample").getrandbits(32))
+            sentence_pairs = random_pairs(len(texts), SENTENCE_PAIRS, rng)
+            emb, intra, token_aniso = token_pass(model, texts, TOKEN_PAIRS, rng, getattr(model, "pooling", "mean"),
+                                                 desc=f"diag {variant}")  # fmt: skip
+            e1, e2 = emb[[row[t] for t in s1]], emb[[row[t] for t in s2]]
+            cos = np.einsum("ij,ij->i", e1, e2)
             if clean_cos is None:
                 clean_cos = cos
-            cos_shuffled = pair_cosines(model, s1_shuf, s2, desc=f"diag {variant} shuffled")
+            cos_shuffled = np.einsum("ij,ij->i", model.encode(s1_shuf, desc=f"diag {variant} shuffled"), e2)
             shift = cos - clean_cos
 
             add(variant, "pair_cos_mean", cos.mean(), ItemValues("mean", ids, cos.tolist()))
@@ -159,11 +200,7 @@ class DiagSuite:
             add(variant, "pair_cos_shift", shift.mean(), ItemValues("mean", ids, shift.tolist()))
             add(variant, "positional_jsd", positional_jsd(cos, cos_shuffled))
 
-            texts = list(dict.fromkeys(list(s1) + list(s2)))
-            rng = np.random.default_rng(ctx.rng(f"diag|{variant}|sample").getrandbits(32))
-            emb = model.encode(texts, desc=f"diag {variant} sentences")
-            add(variant, "anisotropy", random_pair_cosine(emb, SENTENCE_PAIRS, rng), count=len(texts))
-            intra, token_aniso = token_statistics(model, texts, TOKEN_PAIRS, rng)
+            add(variant, "anisotropy", pairs_cosine(emb, sentence_pairs), count=len(texts))
             add(variant, "intra_sim", intra, count=len(texts))
             add(variant, "token_anisotropy", token_aniso, count=len(texts))
             add(variant, "intra_sim_adj", intra - token_aniso, count=len(texts))
