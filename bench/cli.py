@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -10,6 +11,10 @@ import sys
 
 # Subcommand modules, in the order `bench --help` lists them.
 COMMANDS = ("run", "sweep", "eval", "results", "export", "import_", "push", "methods", "data", "cache", "leaderboard")
+
+
+# A disk that is full (or a file-size or quota limit): the same for the user, whichever file was being written.
+DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
 
 
 class CLIError(Exception):
@@ -112,6 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         print("bench: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - one clear line for expected errors, traceback with -v
+        if not args.verbose and isinstance(exc, OSError) and exc.errno in DISK_FULL:
+            where = f" writing {exc.filename}" if exc.filename else ""
+            print(f"bench: error: no space left{where} ({exc.strerror}); free space (or point the output elsewhere) "
+                  "and run the command again", file=sys.stderr)  # fmt: skip
+            return 2
         if args.verbose or not isinstance(exc, user_errors()):
             raise
         print(f"bench: error: {safe(exc)}", file=sys.stderr)

@@ -214,7 +214,7 @@ def _connection_settings(engine: Engine, read_only: bool) -> None:
     def _on_connect(dbapi_conn, _record):  # noqa: ANN001
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute(f"PRAGMA busy_timeout={busy_timeout_ms()}")
         if read_only:
             # mode=ro already refuses writes to the file; query_only also refuses them on attached/temp schemas.
             cur.execute("PRAGMA query_only=ON")
@@ -256,7 +256,7 @@ class ResultsDB:
         self._Session = sessionmaker(self.engine, expire_on_commit=False)
 
     def session(self) -> Session:
-        return _TxSession(self.engine)
+        return _TxSession(self.engine, self.location.shown)
 
     # ----------------------------------------------------------------- writes
     def create_run(self, **fields: Any) -> int:
@@ -507,11 +507,56 @@ def liveness_fields() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid(), "heartbeat_at": utcnow()}
 
 
-class _TxSession(Session):
-    """A session that commits on a clean exit and rolls back on an exception."""
+def busy_timeout_ms() -> int:
+    """How long a write waits for another process's lock before it fails ($LENBENCH_DB_BUSY_TIMEOUT seconds, 30)."""
+    try:
+        return max(0, int(float(os.environ.get("LENBENCH_DB_BUSY_TIMEOUT", "30")) * 1000))
+    except ValueError:
+        return 30_000
 
-    def __init__(self, engine: Engine):
+
+def describe_write_error(exc: BaseException, shown: str) -> str:
+    """One line for a fault of the database while lenbench reads or writes it: what happened, what was (not)
+    written, what to do. The transaction was rolled back, so the database holds everything written before it."""
+    orig = getattr(exc, "orig", None) or exc
+    said = " ".join(str(orig).split()) or type(orig).__name__
+    low = said.lower()
+    if "locked" in low or "busy" in low:
+        return (f"results database {shown} is locked by another process (waited {busy_timeout_ms() / 1000:g} s for it); "
+                "this write was rolled back, earlier results are kept; let the other writer finish, then run the command "
+                "again ($LENBENCH_DB_BUSY_TIMEOUT waits longer)")  # fmt: skip
+    if "full" in low or "no space" in low or "quota" in low:
+        return (f"results database {shown}: the disk is full ({said}); this write was rolled back, earlier results "
+                "are kept; free space (or give another --db), then run the command again")  # fmt: skip
+    if "disk i/o error" in low:
+        return (f"results database {shown}: disk I/O error while writing (a full disk, a file-size limit or a failing "
+                "device); this write was rolled back, earlier results are kept; free space (or give another --db), "
+                "then run the command again")  # fmt: skip
+    if "readonly" in low or "read-only" in low:
+        return f"results database {shown} became read-only ({said}); this write was rolled back; give a writable --db"
+    if "malformed" in low or "not a database" in low:
+        return f"results database {shown} is corrupt ({said}); restore it from a copy or give another --db"
+    return f"results database {shown}: {said}; this write was rolled back, earlier results are kept"
+
+
+def _is_database_fault(exc: BaseException) -> bool:
+    """Faults of the database or its disk (locked, full, read-only, I/O): not lenbench's bug, not the user's input."""
+    from sqlalchemy.exc import OperationalError
+
+    import sqlite3
+
+    return isinstance(exc, OperationalError) or isinstance(getattr(exc, "orig", None), sqlite3.OperationalError) or (
+        isinstance(exc, DBAPIError) and "disk" in str(exc).lower()
+    )
+
+
+class _TxSession(Session):
+    """A session that commits on a clean exit and rolls back on an exception. A fault of the database itself
+    (locked past the busy timeout, disk full, read-only, I/O error) becomes a `ResultsDBError` of one line."""
+
+    def __init__(self, engine: Engine, shown: str = ""):
         super().__init__(engine, expire_on_commit=False)
+        self.shown = shown or str(engine.url)
 
     def __exit__(self, exc_type, exc, tb):  # noqa: ANN001
         try:
@@ -519,9 +564,22 @@ class _TxSession(Session):
                 self.commit()
             else:
                 self.rollback()
+        except SQLAlchemyError as fault:
+            self._rollback_quietly()
+            if not _is_database_fault(fault):
+                raise
+            raise ResultsDBError(describe_write_error(fault, self.shown)) from None
         finally:
             self.close()
+        if exc is not None and _is_database_fault(exc):
+            raise ResultsDBError(describe_write_error(exc, self.shown)) from None
         return False
+
+    def _rollback_quietly(self) -> None:
+        try:
+            self.rollback()
+        except SQLAlchemyError:
+            pass
 
 
 def _row_dict(obj: Base) -> dict[str, Any]:

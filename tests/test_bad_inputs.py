@@ -632,3 +632,96 @@ def test_control_characters_in_an_error_line_are_escaped(world, capsys):
     assert main(["results", "--db", str(world.db), "--reference", "x\x1b[31m"]) == 2
     err = capsys.readouterr().err
     assert "\x1b" not in err and "x\\x1b[31m" in err
+
+
+# ------------------------------------------------------------------------ faults of the database's disk
+def test_a_database_locked_by_another_writer_mid_run_is_one_line_and_the_row_is_marked(world, capsys, monkeypatch):
+    """Another process holds the write lock when the run records its first scores: the run stops with one line
+    that says so, and its row is marked failed once the lock is released (not left 'running')."""
+    import threading
+
+    monkeypatch.setenv("LENBENCH_DB_BUSY_TIMEOUT", "0.3")
+    original = ResultsDB.add_scores
+    holder = sqlite3.connect(world.db, timeout=5, check_same_thread=False)
+
+    def add_scores_while_locked(self, run_id, records):  # noqa: ANN001
+        holder.execute("BEGIN IMMEDIATE")  # another writer takes the lock, and keeps it 1.2 s
+        threading.Timer(1.2, holder.rollback).start()
+        return original(self, run_id, records)
+
+    monkeypatch.setattr(ResultsDB, "add_scores", add_scores_while_locked)
+    before = rows_digest(world.db)
+    capsys.readouterr()
+    assert main(world.eval("sts:stsb")) == 2
+    _one_error_line(capsys, r"results database .*good\.sqlite is locked by another process \(waited 0\.3 s.*run the command again")
+    runs = ResultsDB(world.db).runs()
+    assert runs["status"].tolist() == ["finished", "failed"] and "locked by another process" in runs["error"].iloc[1]
+    assert ResultsDB(world.db).scores([int(runs["id"].iloc[1])]).empty and rows_digest(world.db, max_run=1) == before
+    holder.close()
+
+
+FILL_DISK = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing us
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+from bench.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _run_with_file_size_limit(limit: int, argv: list[str]):  # noqa: ANN202
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", FILL_DISK, str(limit), *argv], capture_output=True, text=True, timeout=300)
+
+
+def test_a_full_disk_under_the_results_database_is_one_line_and_keeps_earlier_results(world):
+    """RLIMIT_FSIZE stands in for a full disk: every file the process writes stops growing at the limit."""
+    import resource
+
+    if resource.getrlimit(resource.RLIMIT_FSIZE)[1] not in (resource.RLIM_INFINITY,) and resource.getrlimit(resource.RLIMIT_FSIZE)[1] < 10**7:
+        pytest.skip("this machine already limits file sizes")
+    before = rows_digest(world.db)
+    con = sqlite3.connect(world.db)
+    con.execute("VACUUM")  # no free page left: the new run's scores must grow the file
+    con.close()
+    size = world.db.stat().st_size
+    words = ["cat", "dog", "sun", "tree", "car", "boat", "bird", "fish"]
+    rows = [(f"{words[i % 8]} {words[i // 8 % 8]}", f"{words[i // 64 % 8]} {words[i % 5]}", float(i % 5)) for i in range(1500)]
+    write_sts(world.data / "sts" / "stsb-test.tsv", rows)  # 1,500 pairs: their per-pair values take tens of KB
+    done = _run_with_file_size_limit(size, [*world.eval("sts:stsb"), "--no-cache", "--backend", "torch"])
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
+    assert "Traceback" not in done.stderr and len(errors) == 1 and errors[0].startswith("bench: error: "), done.stderr
+    assert re.search(r"results database .*good\.sqlite: (the disk is full|disk I/O error while writing \(a full disk).*earlier results are kept", errors[0]), errors[0]
+    con = sqlite3.connect(world.db)
+    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    con.close()
+    assert rows_digest(world.db, max_run=1) == before
+
+
+def test_a_full_disk_under_the_embedding_cache_stops_its_writes_with_a_warning(tmp_path):
+    import subprocess
+    import sys
+
+    script = """
+import logging, resource, signal, sys
+import numpy as np
+from bench.encode.cache import EmbeddingCache
+logging.basicConfig(level=logging.WARNING)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+cache = EmbeddingCache(sys.argv[1], "fp|mean|64")
+cache.put([bytes([i]) * 16 for i in range(10)], np.ones((10, 384), dtype=np.float32))
+resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+for chunk in range(50):  # about 15 MB of vectors: far past the limit
+    keys = [chunk.to_bytes(2, "big") + i.to_bytes(14, "big") for i in range(200)]
+    cache.put(keys, np.ones((200, 384), dtype=np.float32))
+out = np.zeros((10, 384), dtype=np.float32)
+print("hits", int(cache.fill([bytes([i]) * 16 for i in range(10)], out).sum()), "writable", cache.writable)
+"""
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "hits 10 writable False" in done.stdout  # what was cached before stays readable
+    assert len(re.findall(r"cannot write \((the disk is full|disk I/O error)\); this run goes on without writing to the cache", done.stderr)) == 1, done.stderr

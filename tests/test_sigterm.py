@@ -194,4 +194,4 @@ def test_a_database_gone_while_recording_a_failure_is_one_line_not_a_traceback(t
     record_failure(GoneDB(), 7, KeyboardInterrupt(), files=[])
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "Traceback" not in err
-    assert err.startswith("bench: could not mark run 7 interrupted in the database (OperationalError: attempt to write")
+    assert err.startswith("bench: run 7 could not be marked interrupted (OperationalError: attempt to write")

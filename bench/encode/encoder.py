@@ -573,7 +573,14 @@ class Encoder:
         """One batch through the backend: (batch, dim) float32 pooled, not normalised."""
         self.forward_calls += 1
         if self.backend == "onnx":
-            return self._onnx_session().run(batch)
+            try:
+                session = self._onnx_session()
+            except OSError as exc:  # the export cannot be written (disk full, read-only cache): the same model in torch
+                log.warning("cannot write the ONNX export into %s (%s); encoding with torch instead",
+                            self._cache_dir / "onnx", exc.strerror or exc)  # fmt: skip
+                self.backend = "torch"
+            else:
+                return session.run(batch)
         import torch
 
         model = self.model

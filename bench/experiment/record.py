@@ -36,7 +36,11 @@ class Recording:
             return False
         self.beat.stop()
         if self.db is not None and self.run_id is not None:
-            self.db.finish_run(self.run_id, data_fingerprint=fingerprint_files(self.files()))
+            reason = mark_finished(self.db, self.run_id, "finished", "", fingerprint_files(self.files()))
+            if reason is not None:  # every score is recorded; only the row's final status could not be written
+                from results_db.errors import ResultsDBError
+
+                raise ResultsDBError(f"run {self.run_id}: its scores are recorded but it could not be marked finished ({reason})")
         return False
 
 
@@ -61,13 +65,42 @@ def record_failure(db: Any, run_id: int | None, exc: BaseException, files: Any) 
     status = signals.run_status(exc)
     signals.defer_stops(True)
     try:
-        db.finish_run(run_id, status=status, error=f"{type(exc).__name__}: {exc}", data_fingerprint=fingerprint_files(files))
-    except Exception as db_exc:  # noqa: BLE001 - the run's own error matters more; say in one line why it is not recorded
-        print(f"bench: could not mark run {run_id} {status} in the database ({type(db_exc).__name__}: "
-              f"{str(db_exc).splitlines()[0] if str(db_exc) else ''}); was the database file moved or deleted?",
-              file=sys.stderr)  # fmt: skip
+        reason = mark_finished(db, run_id, status, f"{type(exc).__name__}: {exc}", fingerprint_files(files))
     finally:
         signals.defer_stops(False)
+    if reason is not None:  # the run's own error (printed after this line) matters more; say why it is not recorded
+        print(f"bench: run {run_id} could not be marked {status} ({reason}); until it is, `bench results` shows it "
+              "'stale' once its heartbeat stops", file=sys.stderr)  # fmt: skip
+
+
+MARK_ATTEMPTS = 3  # a database locked by another writer is tried again (each attempt waits its busy timeout)
+
+
+def mark_finished(db: Any, run_id: int, status: str, error: str, fingerprint: dict) -> str | None:
+    """Write the run's final status, again while another process holds the lock; None when written, else why not
+    (one line: the store names a locked, full, read-only database)."""
+    import time
+
+    from results_db.errors import ResultsDBError
+
+    reason = ""
+    for attempt in range(MARK_ATTEMPTS):
+        try:
+            db.finish_run(run_id, status=status, error=error, data_fingerprint=fingerprint)
+            return None
+        except ResultsDBError as db_exc:
+            reason = str(db_exc)
+            if "locked" not in reason or attempt == MARK_ATTEMPTS - 1:
+                break
+            time.sleep(1.0)
+        except KeyError:
+            shown = getattr(getattr(db, "location", None), "shown", "the database")
+            reason = f"run {run_id} is no longer in {shown} (deleted by another process?)"
+            break
+        except Exception as db_exc:  # noqa: BLE001 - anything else: named, and the run's own error still shown
+            reason = f"{type(db_exc).__name__}: {' '.join(str(db_exc).split())[:200]}"
+            break
+    return reason
 
 
 def fingerprint_files(files: Any) -> dict:
