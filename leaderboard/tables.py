@@ -612,6 +612,11 @@ def build_robustness(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | No
     return out.sort_values(CLEAN, ascending=False, kind="stable").reset_index(drop=True)
 
 
+def variant_family(variant: str) -> str:
+    """The attack family of a variant name: "elong" for elong-2 ... elong-rand (the text before the first '-')."""
+    return variant.split("-", 1)[0]
+
+
 def variant_m(variant: str) -> str:
     """The x position of a variant on the robustness curve: "1 (clean)", then the variant without its family prefix:
     "2", "4", "8", "rand" (elong), "start-2" (pad), "64" (needle's context lengths), "shuffle"."""

