@@ -1,21 +1,40 @@
-"""SQLAlchemy-backed results database (SQLite by default, any SQLAlchemy URL works)."""
+"""SQLAlchemy-backed results database (SQLite by default, any SQLAlchemy URL works).
 
-from results_db.errors import DatabaseMissingError, ResultsDBError, UndefinedMetricError
-from results_db.models import Run, Score, ScoreItems, TrainLog
-from results_db.store import DEFAULT_DB, ItemValues, ResultsDB, ScoreRecord, default_db_url, to_url
+Names are loaded on first use, so `results_db.records` (the plain score records) and `results_db.errors` import
+without SQLAlchemy or pandas.
+"""
 
-__all__ = [
-    "DEFAULT_DB",
-    "DatabaseMissingError",
-    "ItemValues",
-    "ResultsDB",
-    "ResultsDBError",
-    "Run",
-    "Score",
-    "ScoreItems",
-    "ScoreRecord",
-    "TrainLog",
-    "UndefinedMetricError",
-    "default_db_url",
-    "to_url",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_HOMES = {
+    "DatabaseMissingError": "results_db.errors",
+    "ResultsDBError": "results_db.errors",
+    "UndefinedMetricError": "results_db.errors",
+    "ItemValues": "results_db.records",
+    "ScoreRecord": "results_db.records",
+    "Run": "results_db.models",
+    "Score": "results_db.models",
+    "ScoreItems": "results_db.models",
+    "TrainLog": "results_db.models",
+    "DEFAULT_DB": "results_db.store",
+    "ResultsDB": "results_db.store",
+    "default_db_url": "results_db.store",
+    "to_url": "results_db.store",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'results_db' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

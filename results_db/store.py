@@ -17,7 +17,7 @@ import os
 import socket
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -31,30 +31,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from results_db.errors import DatabaseMissingError, ResultsDBError, UndefinedMetricError
 from results_db.migrations import Migration, create_schema, read_version, upgrade
 from results_db.models import SCHEMA_VERSION, Base, CurvePoint, Run, Score, ScoreItems, TrainLog, utcnow
+from results_db.records import ItemValues, ScoreRecord
 
 DEFAULT_DB = "lenbench.sqlite"
-
-
-@dataclass
-class ItemValues:
-    """Per-item values of one score (see `ScoreItems`)."""
-
-    aggregate: str  # "mean" | "spearman"
-    item_ids: list[str]
-    values: list[float]
-    gold: list[float] | None = None
-
-
-@dataclass
-class ScoreRecord:
-    suite: str
-    dataset: str
-    metric: str
-    value: float
-    n: int = 0
-    variant: str = "clean"
-    items: ItemValues | None = field(default=None, repr=False)
-    info: dict[str, Any] | None = None  # see Score.info
 
 
 def default_db_url() -> str:

@@ -11,7 +11,8 @@ import pandas as pd
 from bench.runtime import distributed
 from bench.encode.sharded import shard_encoder
 from bench.evaluate.suites.base import CLEAN, EvalContext, Suite, SuiteError
-from results_db import ResultsDB, ScoreRecord
+from results_db import ResultsDB
+from results_db.records import ScoreRecord
 
 
 def is_embedding_model(model: Any) -> bool:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from bench.data.catalog import CATALOG, CQADUPSTACK_FORUMS
 from bench.runtime.errors import ConfigError
-from results_db import ScoreRecord
+from results_db.records import ScoreRecord
 
 REFERENCE_KIND = "reference"
 MTEB_ORG = "lenbench"

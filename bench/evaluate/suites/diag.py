@@ -41,7 +41,7 @@ from bench.evaluate.attacks import shuffle_words
 from bench.evaluate.suites.base import CLEAN, EvalContext, SuiteError
 from bench.evaluate.suites.sts import load_sts, sts_pool
 from bench.evaluate.suites.variants import variant_loop
-from results_db import ItemValues, ScoreRecord
+from results_db.records import ItemValues, ScoreRecord
 
 DATASET = "stsb"
 JSD_BINS = 50

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.evaluate.suites.base import EvalContext, SuiteError
-from results_db import ScoreRecord
+from results_db.records import ScoreRecord
 
 DATASET = "wiki-offline-heldout"
 

@@ -34,7 +34,7 @@ from bench.data.readers import LabelledData
 from bench.evaluate.attacks import Distractors
 from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop
-from results_db import ItemValues, ScoreRecord
+from results_db.records import ItemValues, ScoreRecord
 
 K = 10
 TEST_SIZE = 0.1

@@ -30,7 +30,7 @@ from bench.data.errors import DataError, DatasetMissingError
 from bench.evaluate.attacks import Attack, Distractors
 from bench.evaluate.suites.base import EvalContext, SuiteError
 from bench.evaluate.suites.variants import attack_with, variant_loop
-from results_db import ScoreRecord
+from results_db.records import ScoreRecord
 
 logger = logging.getLogger(__name__)
 

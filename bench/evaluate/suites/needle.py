@@ -33,7 +33,7 @@ import pytrec_eval
 from bench.evaluate.attacks import split_sentences
 from bench.evaluate.attacks.base import cut_each
 from bench.evaluate.suites.base import EvalContext, SuiteError
-from results_db import ItemValues, ScoreRecord
+from results_db.records import ItemValues, ScoreRecord
 
 DATASETS = ("passkey", "needle")
 LENGTHS = (64, 128, 256, 512, 1024)

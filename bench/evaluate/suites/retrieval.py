@@ -41,7 +41,7 @@ from bench.data.readers import RetrievalData
 from bench.evaluate.attacks import Distractors
 from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop
-from results_db import ItemValues, ScoreRecord
+from results_db.records import ItemValues, ScoreRecord
 
 TOP_K = 1000
 NDCG_K = 10

@@ -14,7 +14,7 @@ from bench.data.readers import check_gold_varies
 from bench.evaluate.attacks import Distractors
 from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop
-from results_db import ItemValues, ScoreRecord
+from results_db.records import ItemValues, ScoreRecord
 
 
 def spearman_x100(predicted: np.ndarray, gold: np.ndarray) -> float:
