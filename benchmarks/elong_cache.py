@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.evaluate.suites.retrieval import load_retrieval, score_retrieval
 
     elong = parse_elong_variants(args.elong)
-    ctx = EvalContext(data_dir=args.data_dir, attacked=True, elong=elong, limit=args.limit, max_len=args.max_len)
+    ctx = EvalContext(data_dir=args.data_dir, attacked=True, elong=elong, limit=args.limit)
     data = load_retrieval(args.dataset, ctx)
     cache_dir = tempfile.mkdtemp(prefix="elong-cache-")
     enc = Encoder.load(args.model, max_len=args.max_len, cache_dir=cache_dir, show_progress=not args.count_only)

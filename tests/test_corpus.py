@@ -48,7 +48,7 @@ def test_heldout_suite_scores_with_a_model(wiki, tiny_model_dir):
 
     (suite, attacked), = parse_suites("heldout@elong")
     model = Encoder.load(str(tiny_model_dir), max_len=64, use_cache=False, show_progress=False)
-    ctx = EvalContext(max_len=64, attacked=attacked, elong=["2"], limit=12)
+    ctx = EvalContext(attacked=attacked, elong=["2"], limit=12)
     records = suite.evaluate(model, suite.datasets()[0], ctx)
     by = {(r.variant, r.metric): r for r in records}
     # recall@100 is not reported: one relevant document among a few hundred is always in the top 100
@@ -63,7 +63,7 @@ def test_heldout_suite_scores_bm25_like_a_retrieval_suite(wiki):
     from bench.evaluate.suites import EvalContext, parse_suites
 
     (suite, attacked), = parse_suites("heldout@elong")
-    ctx = EvalContext(max_len=64, attacked=attacked, elong=["2"], limit=12)
+    ctx = EvalContext(attacked=attacked, elong=["2"], limit=12)
     by = {(r.variant, r.metric): r.value for r in suite.evaluate(BM25Model(max_len=64), suite.datasets()[0], ctx)}
     assert by[("clean", "ndcg_at_10")] > 50  # a last sentence shares words with the rest of its own article
 

@@ -30,7 +30,7 @@ def test_forward_is_the_mean_of_the_real_tokens_rows(bag):
     (computed by hand from the table), in the direction the encoder returns."""
     import torch
 
-    from bench.encode.encoder import pool
+    from bench.encode.pooling import pool
 
     model, tokenizer, _, _ = bag
     model.eval()

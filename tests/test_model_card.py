@@ -87,10 +87,10 @@ def test_model_info_is_read_from_the_model(finished_run, tiny_model_dir):
     expected = sum(t.numel() for t in load_file(str(tiny_model_dir / "model.safetensors")).values())
     baseline = db.get_run(int(runs.loc["vanilla", "id"]))["model_info"]
     assert baseline["parameters"] == expected and baseline["embedding_dim"] == 32
-    for method in ("simcse", "mlm"):  # the saved encoder: no MLM head, max_seq_length = the training max_len
+    for method in ("simcse", "mlm"):  # the saved encoder: no MLM head, max_seq_length = the evaluation max_len
         run = db.get_run(int(runs.loc[method, "id"]))
         saved = sum(t.numel() for t in load_file(str(Path(run["model"]) / "model.safetensors")).values())
-        assert run["model_info"] == {**baseline, "parameters": saved, "max_tokens": 32}
+        assert run["model_info"] == {**baseline, "parameters": saved, "max_tokens": 64}
         assert saved - expected in (0, 32 * 32 + 32)  # at most transformers' pooler layer added on load
 
 
@@ -106,6 +106,36 @@ def test_trained_folder_with_its_card_loads_in_sentence_transformers(finished_ru
     theirs = st.SentenceTransformer(folder, device="cpu").encode(texts, normalize_embeddings=True)
     ours = Encoder.load(folder, use_cache=False, show_progress=False).encode(texts)
     assert np.allclose(ours, theirs, atol=1e-5)
+
+
+def test_sentence_transformers_scores_what_the_model_card_says(finished_run):
+    """Trained with --max-len 32, scored with --eval-max-len 64: the folder declares 64 and the evaluation pooling,
+    so SentenceTransformer(folder) gives the card's clean STS score (to 1e-4) and lenbench's vectors for a text
+    longer than 32 tokens."""
+    st = pytest.importorskip("sentence_transformers")
+    import json
+
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    from bench.encode.encoder import Encoder
+
+    _, _, db = finished_run
+    run = db.get_run(int(db.runs().set_index("method").loc["simcse", "id"]))
+    folder = Path(run["model"])
+    assert json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"] == 64
+    model = st.SentenceTransformer(str(folder), device="cpu")
+    assert model.max_seq_length == 64
+    s1, s2, gold = zip(*STS_ROWS)
+    e1, e2 = (model.encode(list(s), normalize_embeddings=True) for s in (s1, s2))
+    theirs = float(spearmanr(np.sum(e1 * e2, axis=1), gold).statistic) * 100
+    score = float(db.scores([run["id"]]).set_index("variant").loc["clean", "value"])
+    assert abs(theirs - score) < 1e-4
+    assert f"{score:.2f}" in (folder / "README.md").read_text() and "| max_len / pooling (evaluation) | 64 / mean |" in (folder / "README.md").read_text()
+    long_text = " ".join(f"word{i} follows" for i in range(30))  # well over 32 tokens, under 64
+    ours = Encoder.load(str(folder), max_len=64, use_cache=False, show_progress=False, backend="torch")
+    assert len(ours.tokenize([long_text]).ids[0]) > 32
+    assert np.allclose(model.encode([long_text], normalize_embeddings=True), ours.encode([long_text]), atol=1e-5)
 
 
 def test_bench_eval_records_model_info(tiny_model_dir, tmp_path):

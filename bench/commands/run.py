@@ -131,6 +131,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from bench.data.corpus import in_domain_datasets, load_corpus
     from bench.encode.model_info import model_info
+    from bench.encode.st_config import declare_scoring
     from bench.evaluate.runner import evaluate, locate_datasets
     from bench.evaluate.suites import EvalContext, parse_suites
     from bench.report.tables import comparison_report
@@ -209,6 +210,8 @@ def run(args: argparse.Namespace) -> int:
         with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files]):
             hook = curve_hook(args, curves, db, run_id, method, say) if method_spec.trains else None
             model_dir = _train_one(db, run_id, method, method_spec, args, corpus, budget, seed_cfg, method_cfg, out_dir, hook)
+            if method_spec.trains and main:  # the folder says how it is scored (SentenceTransformer(folder) agrees)
+                declare_scoring(model_dir, pooling=evaluation.pooling, max_len=evaluation.max_len)
             encoder = evaluation.load(model_dir)
             if db is not None:
                 db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
@@ -262,7 +265,7 @@ def curve_hook(args: argparse.Namespace, curves: dict[str, Any] | None, db: Any,
     from bench.evaluate.suites import EvalContext, parse_suites
     from bench.train.trainer import EvalHook
 
-    ctx = EvalContext(data_dir=args.data_dir, max_len=args.eval_max_len, seed=args.seed, elong=parse_elong_variants(args.elong),
+    ctx = EvalContext(data_dir=args.data_dir, seed=args.seed, elong=parse_elong_variants(args.elong),
                       limit=curves["limit"], fetch=args.download, batch_size=args.eval_batch_size)  # fmt: skip
     evaluator = CurveEvaluator(parse_suites(curves["suite"]), ctx, pooling=args.pooling, max_len=args.eval_max_len,
                                batch_size=args.eval_batch_size, name=method, db=db, run_id=run_id, say=say)  # fmt: skip

@@ -51,8 +51,9 @@ import numpy as np
 from bench.encode.batching import plan_batches
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
 from bench.encode.inputs import ModelInputs, model_inputs
-from bench.encode.pooling import POOLINGS, pool
+from bench.encode.pooling import POOLINGS, eval_mode, pooled_output
 from bench.encode.model_check import check_loading_info, check_model_folder, check_tokenizer, safetensors_shapes
+from bench.encode.st_config import folder_pooling, write_st_config
 from bench.runtime.errors import ConfigError, ModelLoadError
 
 if TYPE_CHECKING:  # torch is imported only when a model must run
@@ -106,19 +107,6 @@ def resolve_model(name: str) -> str:
 def _looks_like_hub_id(name: str) -> bool:
     parts = name.split("/")
     return len(parts) == 2 and all(parts)
-
-
-def folder_pooling(model_dir: str | os.PathLike[str]) -> str | None:
-    """Pooling declared by a sentence-transformers folder (1_Pooling/config.json), if any."""
-    cfg = Path(model_dir) / "1_Pooling" / "config.json"
-    if not cfg.exists():
-        return None
-    data = json.loads(cfg.read_text())
-    if data.get("pooling_mode_cls_token"):
-        return "cls"
-    if data.get("pooling_mode_mean_tokens"):
-        return "mean"
-    return None
 
 
 def weights_fingerprint(model: "torch.nn.Module") -> str:
@@ -583,16 +571,9 @@ class Encoder:
                 return session.run(batch)
         import torch
 
-        model = self.model
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.inference_mode(), self._autocast():
-                tensors = {k: torch.from_numpy(v).to(self.device_name) for k, v in batch.items()}
-                hidden = model(**tensors).last_hidden_state
-                return pool(hidden, tensors["attention_mask"], self.pooling).float().cpu().numpy()
-        finally:
-            model.train(was_training)
+        with eval_mode(self.model) as model, torch.inference_mode(), self._autocast():
+            tensors = {k: torch.from_numpy(v).to(self.device_name) for k, v in batch.items()}
+            return pooled_output(model, tensors, self.pooling).float().cpu().numpy()
 
     def _onnx_session(self) -> Any:
         if self._onnx is None:
@@ -635,19 +616,13 @@ class Encoder:
         import torch
 
         out: list[np.ndarray | None] = [None] * len(texts)
-        model = self.model
-        was_training = model.training
-        model.eval()  # no dropout, even when called on a model that is being trained
-        try:
-            with torch.inference_mode(), self._autocast():
-                for idx, batch in self._batches(texts, batch_size or self.batch_size):
-                    self.forward_calls += 1
-                    hidden = model(**batch).last_hidden_state.float()
-                    mask = batch["attention_mask"].bool()
-                    for row, i in enumerate(idx):
-                        out[i] = hidden[row][mask[row]].cpu().numpy()
-        finally:
-            model.train(was_training)
+        with eval_mode(self.model) as model, torch.inference_mode(), self._autocast():
+            for idx, batch in self._batches(texts, batch_size or self.batch_size):
+                self.forward_calls += 1
+                hidden = model(**batch).last_hidden_state.float()
+                mask = batch["attention_mask"].bool()
+                for row, i in enumerate(idx):
+                    out[i] = hidden[row][mask[row]].cpu().numpy()
         return out  # type: ignore[return-value]
 
     def _onnx_token_embeddings(self, texts: Sequence[str], batch_size: int) -> list[np.ndarray]:
@@ -720,29 +695,5 @@ def save_encoder(
     if is_embedding_bag(model):  # sentence-transformers' StaticEmbedding reads this folder as it is
         write_sentence_transformers_files(out)
         return out
-    (out / "modules.json").write_text(
-        json.dumps(
-            [
-                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-                {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
-            ],
-            indent=2,
-        )
-    )
-    (out / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_len, "do_lower_case": False}))
-    (out / "1_Pooling").mkdir(exist_ok=True)
-    (out / "2_Normalize").mkdir(exist_ok=True)
-    (out / "1_Pooling" / "config.json").write_text(
-        json.dumps(
-            {
-                "word_embedding_dimension": int(model.config.hidden_size),
-                "pooling_mode_cls_token": pooling == "cls",
-                "pooling_mode_mean_tokens": pooling == "mean",
-                "pooling_mode_max_tokens": False,
-                "pooling_mode_mean_sqrt_len_tokens": False,
-            },
-            indent=2,
-        )
-    )
+    write_st_config(out, int(model.config.hidden_size), pooling, max_len)
     return out

@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bench.encode.pooling import pool
+from bench.encode.pooling import eval_mode, pool, pooled_output
 
 TOKENS = "tokens"  # the pseudo-pooling of the token-level graph: (batch, length, dim) last hidden states
 from bench.runtime.errors import ModelLoadError
@@ -172,18 +172,12 @@ def torch_pooled(model: Any, pooling: str, batch: dict[str, np.ndarray]) -> np.n
     last hidden states for TOKENS."""
     import torch
 
-    was_training = model.training
     device = next(model.parameters()).device
-    model.eval()
-    try:
-        with torch.inference_mode():
-            tensors = {k: torch.from_numpy(v).to(device) for k, v in batch.items()}
-            hidden = model(**tensors).last_hidden_state
-            if pooling == TOKENS:
-                return hidden.float().cpu().numpy()
-            return pool(hidden, tensors["attention_mask"], pooling).float().cpu().numpy()
-    finally:
-        model.train(was_training)
+    with eval_mode(model), torch.inference_mode():
+        tensors = {k: torch.from_numpy(v).to(device) for k, v in batch.items()}
+        if pooling == TOKENS:
+            return model(**tensors).last_hidden_state.float().cpu().numpy()
+        return pooled_output(model, tensors, pooling).float().cpu().numpy()
 
 
 def trace_graph(model: Any, pooling: str) -> Any:

@@ -27,7 +27,7 @@ class EvalSettings:
         """A fresh `EvalContext` for one evaluation (it collects the files read and where datasets came from)."""
         from bench.evaluate.suites import EvalContext
 
-        return EvalContext(data_dir=self.data_dir, max_len=self.max_len, seed=self.seed, elong=self.elong,
+        return EvalContext(data_dir=self.data_dir, seed=self.seed, elong=self.elong,
                            attack_params=self.attack_params, options=dict(self.options), limit=self.limit,
                            fetch=self.fetch, batch_size=self.batch_size)  # fmt: skip
 

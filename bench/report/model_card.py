@@ -82,7 +82,7 @@ below applied to the backbone under the budget below, then evaluated (clean and,
 | budget asked | {_budget(run.get('budget_asked') or {})} |
 | budget consumed | {_budget(run.get('budget_consumed') or {})} |
 | max_len / batch size / lr | {train.get('max_len', '-')} / {train.get('batch_size', '-')} / {train.get('lr', '-')} |
-| pooling (evaluation) | {(config.get('eval') or {}).get('pooling', '-')} |
+| max_len / pooling (evaluation) | {(config.get('eval') or {}).get('max_len', '-')} / {(config.get('eval') or {}).get('pooling', '-')} |
 | method hyper-parameters | `{json.dumps(config.get('method_config', {}), sort_keys=True)}` |
 | seed | {run.get('seed', '-')} |
 | size | {size} |
@@ -104,7 +104,9 @@ model = SentenceTransformer("path/to/this/folder")
 embeddings = model.encode(["A sentence.", "Another one."])
 ```
 
-`bench eval --model path/to/this/folder --suite sts@elong` evaluates it again.
+The folder declares how the scores above were computed (`sentence_bert_config.json`: max_seq_length = the
+evaluation max_len; `1_Pooling`: the evaluation pooling; then L2 normalisation), so these embeddings are the ones
+lenbench scored. `bench eval --model path/to/this/folder --suite sts@elong` evaluates it again.
 
 ## Reproduce
 

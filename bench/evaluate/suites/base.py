@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from bench.evaluate.attacks import CLEAN, Attack, attacks_for
-from results_db import ScoreRecord
+from results_db.records import ScoreRecord
 
 T = TypeVar("T")
 
@@ -27,8 +27,7 @@ def variant_name(elong: str) -> str:
 class EvalContext:
     """Everything a suite needs besides the model; one per `bench eval` / evaluation phase of `bench run`."""
 
-    data_dir: str | None = None
-    max_len: int = 256
+    data_dir: str | None = None  # (how many tokens a model reads is the model's own max_len, never the context's)
     seed: int = 0
     attacked: bool = False  # evaluate the attacked variants of `families` as well as clean
     elong: list[str] = field(default_factory=lambda: ["2", "4", "8", "rand"])  # the elong family's parameters
