@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.train.hparams import hp
-from bench.train.method import MethodSpec
+from bench.train.method import BaseAdapter, MethodSpec
 from methods.losses import token_mean
 from methods.pairs import TokenHelper, pad_rows
 
@@ -108,7 +108,7 @@ def mask_tokens(
     return corrupted, labels
 
 
-class MlmAdapter:
+class MlmAdapter(BaseAdapter):
     name = "mlm"
 
     def __init__(self, config: MlmConfig, *, tokenizer: Any, max_len: int, seed: int = 0):
@@ -154,14 +154,7 @@ class MlmAdapter:
         per_token = F.cross_entropy(logits.float(), labels[picked], reduction="sum") if n_picked else hidden.sum() * 0.0
         return token_mean(per_token, n_picked), {"masked_tokens": float(n_picked)}
 
-    def after_step(self, model: nn.Module) -> None:
-        return None
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}  # the head's weights are checkpointed by the trainer as an extra module
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        return None
+    # no state_dict: the head's weights are checkpointed by the trainer as an extra module
 
 
 SPEC = MethodSpec(

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from bench.encode.pooling import POOLINGS, pool
+from bench.train.method import BaseAdapter
 from methods.losses import info_nce
 
 Pair = tuple[list[int], list[int]]  # (anchor ids, positive ids), special tokens included
@@ -60,7 +61,7 @@ def embed(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, pooling
     return pool(model(input_ids=ids, attention_mask=mask).last_hidden_state, mask, pooling)
 
 
-class PairContrastiveAdapter:
+class PairContrastiveAdapter(BaseAdapter):
     """Base of the InfoNCE pair methods. Subclasses implement `make_pair(text, rng) -> Pair | None`."""
 
     name = "pair"
@@ -92,9 +93,6 @@ class PairContrastiveAdapter:
         return out
 
     # ------------------------------------------------------------- protocol
-    def setup(self, model: torch.nn.Module) -> list[torch.nn.Module]:
-        return []
-
     def make_batch(self, texts: list[str], rng: random.Random) -> dict[str, Any] | None:
         pairs = self.pairs(texts, rng)
         if len(pairs) < 2:  # InfoNCE needs at least one in-batch negative
@@ -126,14 +124,6 @@ class PairContrastiveAdapter:
         a, p = self.embed_pair(model, batch)
         return info_nce(a, p, self.config.temperature), {}
 
-    def after_step(self, model: torch.nn.Module) -> None:
-        return None
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        return None
 
 
 # ------------------------------------------------------------------------------- anchor choice

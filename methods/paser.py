@@ -43,7 +43,7 @@ from torch import nn
 from bench.encode.pooling import POOLINGS, pool
 from methods import eda
 from bench.train.hparams import hp
-from bench.train.method import MethodSpec
+from bench.train.method import BaseAdapter, MethodSpec
 from methods.losses import token_mean
 from methods.mlm import MlmHead, SharedEmbedding
 from methods.pairs import pad_rows
@@ -206,7 +206,7 @@ def resolve_synonyms_source(requested: str) -> str:
     return "none"
 
 
-class PaserAdapter:
+class PaserAdapter(BaseAdapter):
     name = "paser"
 
     def __init__(self, config: PaserConfig, *, tokenizer: Any, max_len: int, seed: int = 0):
@@ -365,16 +365,8 @@ class PaserAdapter:
         total = self.config.mlm_weight * mlm + self.config.generative_weight * gen
         return total, {"mlm_loss": float(mlm.detach()), "generative_loss": float(gen.detach())}
 
-    def after_step(self, model: torch.nn.Module) -> None:
-        return None
-
-    def state_dict(self) -> dict[str, Any]:
-        # The decoder and MLM head are the modules setup() returned: the shared trainer checkpoints and restores
-        # those itself (with their optimiser moments). PaSeR keeps no other state between steps.
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        return None
+    # No state_dict: the decoder and MLM head are the modules setup() returned, and the shared trainer checkpoints
+    # and restores those itself (with their optimiser moments). PaSeR keeps no other state between steps.
 
 
 SPEC = MethodSpec(

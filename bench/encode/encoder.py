@@ -42,7 +42,6 @@ import logging
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -224,17 +223,6 @@ def _load_error(name: str, source: str, exc: Exception) -> ModelLoadError:
         )
     cause = " ".join(str(exc).split())  # one line: the CLI prints errors as a single line
     return ModelLoadError(f"cannot load model {name!r}: {hint}. Cause: {type(exc).__name__}: {cause}")
-
-
-@dataclass
-class EncoderConfig:
-    model: str
-    pooling: str = "mean"
-    max_len: int = 256
-    batch_size: int = 64
-    device: str = "auto"
-    backend: str = "auto"
-    emb_dtype: str = "fp32"
 
 
 class Encoder:

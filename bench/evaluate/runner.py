@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from bench.runtime import distributed
 from bench.encode.sharded import shard_encoder
-from bench.evaluate.suites.base import CLEAN, EvalContext, Suite, SuiteError
-from results_db import ResultsDB
+from bench.evaluate.suites.base import EvalContext, Suite, SuiteError
 from results_db.records import ScoreRecord
+
+if TYPE_CHECKING:
+    from results_db import ResultsDB
 
 
 def is_embedding_model(model: Any) -> bool:
@@ -102,29 +102,3 @@ def evaluate(
             if on_dataset is not None:
                 on_dataset(dataset, recs)
     return records
-
-
-def score_frame(records: list[ScoreRecord] | pd.DataFrame) -> pd.DataFrame:
-    """Long scores -> one row per (suite, dataset, metric); columns clean, each attacked variant, and its change."""
-    if isinstance(records, pd.DataFrame):
-        df = records[["suite", "dataset", "metric", "variant", "value"]]
-    else:
-        df = pd.DataFrame(
-            [{"suite": r.suite, "dataset": r.dataset, "metric": r.metric, "variant": r.variant, "value": r.value} for r in records]
-        )
-    if df.empty:
-        return df
-    wide = df.pivot_table(index=["suite", "dataset", "metric"], columns="variant", values="value", aggfunc="first")
-    cols = [CLEAN] + sorted(c for c in wide.columns if c != CLEAN)
-    wide = wide[[c for c in cols if c in wide.columns]]
-    if CLEAN in wide.columns:
-        for col in [c for c in wide.columns if c.startswith("elong-")]:
-            wide[f"change({col})"] = wide[col] - wide[CLEAN]
-    return wide.reset_index()
-
-
-def format_table(records: list[ScoreRecord] | pd.DataFrame) -> str:
-    frame = score_frame(records)
-    if frame.empty:
-        return "(no scores)"
-    return frame.to_string(index=False, float_format=lambda v: f"{v:.2f}")

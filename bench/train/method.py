@@ -15,6 +15,8 @@ Lifecycle, as the trainer drives it:
         ...optimiser step...
         adapter.after_step(encoder_model)             # e.g. EMA update of a momentum encoder
     adapter.state_dict() / load_state_dict(...)       # extra state for --resume (queue, EMA weights...)
+
+`setup`, `after_step`, `state_dict` and `load_state_dict` have no-op defaults in `BaseAdapter`.
 """
 
 from __future__ import annotations
@@ -49,6 +51,23 @@ class MethodAdapter(Protocol):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         ...
+
+
+class BaseAdapter:
+    """The protocol's optional hooks as no-ops: an adapter that trains no extra module, does nothing after a step and
+    keeps no state between steps subclasses this and writes `make_batch` and `loss` only."""
+
+    def setup(self, model: torch.nn.Module) -> list[torch.nn.Module]:
+        return []
+
+    def after_step(self, model: torch.nn.Module) -> None:
+        return None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        return None
 
 
 @dataclass(frozen=True)
