@@ -15,5 +15,7 @@ the order):
     bench.commands   the `bench` subcommands: argument parsing and wiring, nothing else
 
 `results_db` (the results database) sits below all of them; `leaderboard` (the Streamlit app) above `report`;
-`methods` (the built-in adapters) reach `bench` only through `bench.train.method` and the entry-point group.
+`methods` (the built-in adapters) above `train` and `evaluate`: they build on the method protocol
+(`bench.train.method`), pooling, sentence splitting and the attacks, and `bench` reaches them only through the
+`lenbench.methods` entry-point group. No import cycles, functions included (tests/test_dependencies.py).
 """
