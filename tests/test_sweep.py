@@ -206,7 +206,7 @@ def test_every_shipped_sweep_file_expands_offline(capsys, monkeypatch):
             matching = [p for p in points if all(str({**p.labels, "method": p.method}.get(k)) == str(v) for k, v in pub.cell.items())]
             assert matching, f"{path.name}: published cell {pub.cell} matches no point"
             assert {p.cell for p in matching} <= cells
-        if path.stem != "smoke":
+        if path.stem not in ("smoke", "crop-scratch-cpu"):  # CPU-scale runs show a direction, not a paper's number
             assert spec.published, f"{path.name} carries no published number"
     assert main(["sweep", str(REPO / "sweeps" / "laser3-table2.toml"), "--dry-run"]) == 0
     out = capsys.readouterr().out

@@ -32,6 +32,7 @@ RANDOM_BERT_SIZES = {
     "tiny": RandomBertSize(32, 2, 2, 64),  # unit tests: a forward pass in milliseconds
     "mini": RandomBertSize(128, 4, 2, 512),
     "small": RandomBertSize(384, 6, 12, 1536),  # MiniLM-L6's shape
+    "base": RandomBertSize(768, 12, 12, 3072),  # bert-base: the crop-SSL paper's from-scratch model (Table 1 col. 9)
 }
 
 
