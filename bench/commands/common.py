@@ -26,7 +26,11 @@ def add_db(p: argparse.ArgumentParser, writes: bool = False) -> None:
 
 def add_data_dir(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", default=None, help="folder with sts/, beir/, knn/ (default $LENBENCH_DATA, ./data, ../shared/data)")
-    p.add_argument("--download", action="store_true", help="download missing BEIR datasets from their source (needs network)")
+    from bench.data.download import download_default
+
+    p.add_argument("--download", action="store_true", default=download_default(),
+                   help="download missing BEIR datasets (and --corpus wiki1m/msmarco) from their source, md5-checked "
+                   "(needs network; default on when LENBENCH_DOWNLOAD=1)")  # fmt: skip
 
 
 def add_encoder_options(p: argparse.ArgumentParser) -> None:

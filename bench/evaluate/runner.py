@@ -38,12 +38,16 @@ def check_model(model: Any, suites: list[tuple[Suite, tuple[str, ...]]]) -> None
 def locate_datasets(suites: list[tuple[Suite, tuple[str, ...]]], ctx: EvalContext) -> list[Any]:
     """Find every dataset the suites read (a `bench.data.Located` each) before anything is recorded, so a missing
     or unknown dataset is one clear error and no run row. Suites without a `data_kind` (mteb, heldout) find
-    their own data. A BEIR set that `--download` may still fetch is left to the suite."""
+    their own data. A BEIR set that `--download` may still fetch is left to the suite, once its host is known to be
+    reachable. Every missing dataset of every suite is named in one error (not the first one only)."""
     from bench.data import find
-    from bench.data.catalog import CQADUPSTACK_FORUMS
+    from bench.data.catalog import BEIR_URL, CQADUPSTACK_FORUMS
+    from bench.data.download import check_reachable
     from bench.data.errors import DatasetMissingError
 
     found = []
+    missing: list[tuple[str, str, DatasetMissingError]] = []
+    to_fetch: list[str] = []
     for suite, _ in suites:
         kind = getattr(suite, "data_kind", None)
         if kind is None:
@@ -53,10 +57,44 @@ def locate_datasets(suites: list[tuple[Suite, tuple[str, ...]]], ctx: EvalContex
             for name in names:
                 try:
                     found.append(find(name, ctx.data_dir, kind=kind))
-                except DatasetMissingError:
-                    if not (ctx.fetch and kind == "beir"):
-                        raise
+                except DatasetMissingError as exc:
+                    if ctx.fetch and kind == "beir":
+                        to_fetch.append(name)
+                    elif name not in {m[0] for m in missing}:
+                        missing.append((name, kind, exc))
+    if missing:
+        raise missing_datasets_error(missing, ctx)
+    if to_fetch:  # offline: one line now, not one timeout per dataset later
+        try:
+            check_reachable(BEIR_URL.format(name="scifact"))
+        except DatasetMissingError as exc:
+            raise DatasetMissingError(f"{len(to_fetch)} BEIR dataset(s) to download ({', '.join(to_fetch)}), but {exc}"
+                                      ) from None  # fmt: skip
     return found
+
+
+def missing_datasets_error(missing: list[tuple[str, str, Exception]], ctx: EvalContext) -> Exception:
+    """One error for every missing dataset: their names, where they were looked for, and what gets them."""
+    from bench.data.catalog import search_dirs
+    from bench.data.errors import DatasetMissingError
+
+    fetchable = any(kind in ("beir", "corpus") for _, kind, _ in missing)
+    hint = ("`bench data list` shows each dataset's expected files and source"
+            + ("; --download (or LENBENCH_DOWNLOAD=1) fetches the missing BEIR sets from BEIR's URLs" if fetchable
+               else ""))  # fmt: skip
+    if len(missing) == 1:
+        return DatasetMissingError(f"{missing[0][2]} {hint[0].upper()}{hint[1:]}.")
+    try:
+        searched = ", ".join(str(d) for d in search_dirs(ctx.data_dir))
+    except Exception:  # noqa: BLE001 - the folder list is a courtesy; the names matter
+        searched = "(the data folders)"
+    listed = [name for name, _, _ in missing]
+    forums = [n for n in listed if n.startswith("cqadupstack-")]
+    if len(forums) > 1:  # one BEIR set of 12 forums: named once
+        listed = [n for n in listed if not n.startswith("cqadupstack-")] + [f"cqadupstack ({len(forums)} forums)"]
+    names = ", ".join(listed)
+    return DatasetMissingError(f"{len(listed)} datasets not found: {names}. Searched: {searched}. {hint[0].upper()}"
+                               f"{hint[1:]}; or point --data-dir (or LENBENCH_DATA) at a folder holding them.")  # fmt: skip
 
 
 def suite_variants(suite: Suite, ctx: EvalContext) -> list[str]:
