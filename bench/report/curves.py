@@ -13,33 +13,16 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from bench.report.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, RESAMPLE_CHUNK, mean_ci, score_rows
+from bench.report.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, mean_ci, score_interval
 
 CURVE_COLUMNS = ["run_id", "method", "seed", "step", "suite", "dataset", "variant", "metric", "value", "n"]
 
 
 def bootstrap_interval(items: dict | None, resamples: int = DEFAULT_RESAMPLES, level: float = DEFAULT_LEVEL,
                        seed: int = 0) -> tuple[float, float]:  # fmt: skip
-    """Percentile interval of one score from its items ({"aggregate", "values", "gold"}); (nan, nan) without them."""
-    if not isinstance(items, dict) or not items.get("values"):
-        return np.nan, np.nan
-    values = np.asarray(items["values"], dtype=np.float64)
-    gold = None if items.get("gold") is None else np.asarray(items["gold"], dtype=np.float64)
-    n = len(values)
-    if n < (3 if items.get("aggregate") == "spearman" else 2):
-        return np.nan, np.nan
-    rng = np.random.default_rng(seed)
-    scores = np.empty(resamples)
-    for start in range(0, resamples, RESAMPLE_CHUNK):
-        size = min(RESAMPLE_CHUNK, resamples - start)
-        idx = rng.integers(0, n, size=(size, n))
-        scores[start : start + size] = score_rows(items["aggregate"], values[idx], None if gold is None else gold[idx])
-    scores = scores[~np.isnan(scores)]
-    if not len(scores):
-        return np.nan, np.nan
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(scores, [alpha, 1.0 - alpha])
-    return float(low), float(high)
+    """Percentile interval of one score from its items ({"aggregate", "values", "gold"}); (nan, nan) without them.
+    The one computation of `bench.report.stats` (`score_interval`)."""
+    return score_interval(items, resamples=resamples, level=level, seed=seed)
 
 
 def curve_frame(db, run_ids: Sequence[int] | None = None, with_items: bool = False) -> pd.DataFrame:  # noqa: ANN001

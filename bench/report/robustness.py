@@ -21,28 +21,16 @@ import numpy as np
 import pandas as pd
 
 from bench.evaluate.attacks import CLEAN, describe_variant, order_variants
-from bench.report.stats import DEFAULT_LEVEL, mean_ci, paired_bootstrap, score_rows
+from bench.report import stats
+from bench.report.stats import DEFAULT_LEVEL, mean_ci, paired_bootstrap
 
 NOT_PROFILED = {"diag"}
 
 
 def score_interval(items: dict | None, resamples: int = 1000, level: float = DEFAULT_LEVEL, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of one score from its per-item values (nan, nan without them)."""
-    if not items or not items.get("values"):
-        return np.nan, np.nan
-    values = np.asarray(items["values"], dtype=np.float64)
-    gold = None if items.get("gold") is None else np.asarray(items["gold"], dtype=np.float64)
-    n = len(values)
-    if n < (3 if items["aggregate"] == "spearman" else 1):
-        return np.nan, np.nan
-    idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
-    scores = score_rows(items["aggregate"], values[idx], None if gold is None else gold[idx])
-    scores = scores[~np.isnan(scores)]
-    if not len(scores):
-        return np.nan, np.nan
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(scores, [alpha, 1.0 - alpha])
-    return float(low), float(high)
+    """Percentile bootstrap interval of one score from its per-item values (nan, nan without them): the one
+    computation of `bench.report.stats` (`score_interval`)."""
+    return stats.score_interval(items, resamples=resamples, level=level, seed=seed)
 
 
 def _interval(low: float, high: float) -> str:

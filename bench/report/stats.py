@@ -194,6 +194,26 @@ def resampled(item: dict, common: tuple[str, ...], key: Hashable | None = None, 
     return result
 
 
+def score_interval(item: dict | None, key: Hashable | None = None, resamples: int = DEFAULT_RESAMPLES,
+                   level: float = DEFAULT_LEVEL, seed: int = SEED) -> tuple[float, float]:  # fmt: skip
+    """Percentile interval of one score from its items, on the resamples every difference involving it uses
+    (`resampled` over its own item set); (nan, nan) without items or with too few. Items without ids (curve
+    points) are taken in their stored order."""
+    if not isinstance(item, dict) or not item.get("values"):
+        return np.nan, np.nan
+    n = len(item["values"])
+    if n < MIN_ITEMS.get(item.get("aggregate"), 1):
+        return np.nan, np.nan
+    ids = item.get("item_ids") or [f"{i:012d}" for i in range(n)]  # zero-padded: sorted = stored order
+    _, boot = resampled({**item, "item_ids": ids}, tuple(sorted(ids)), key, resamples, seed)
+    boot = boot[~np.isnan(boot)]
+    if not len(boot):
+        return np.nan, np.nan
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(boot, [alpha, 1.0 - alpha])
+    return float(low), float(high)
+
+
 def difference_ci(a: tuple[float, np.ndarray], b: tuple[float, np.ndarray], n_items: int,
                   level: float = DEFAULT_LEVEL) -> BootstrapCI:  # fmt: skip
     """The percentile CI of B - A from both scores' (value, resamples) on the same item set and resamples."""
