@@ -22,6 +22,12 @@ def _forum_ndcg(i: int) -> float:
     return 30.0 + i
 
 
+def _forum_queries(forum: str) -> int:
+    """MTEB's number of test queries of a CQADupStack forum (an export checks the scores rest on as many)."""
+    task = mteb.get_task(f"CQADupstack{forum.capitalize()}Retrieval")
+    return int(task.metadata.descriptive_stats["test"]["num_queries"])
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """A database with an evaluated hub model and a trained run, exported to DIR/results."""
@@ -36,7 +42,8 @@ def exported(tmp_path_factory):
     db.add_scores(ev, [ScoreRecord("sts", "sickr-test", "spearman", 70.0, n=4906)])  # SentEval split: not MTEB's
     db.add_scores(ev, [ScoreRecord("beir", "scifact", m, v, n=300)
                        for m, v in (("ndcg_at_10", 64.51), ("recall_at_100", 92.5), ("mrr_at_10", 60.12))])
-    db.add_scores(ev, [ScoreRecord("beir", f"cqadupstack-{f}", "ndcg_at_10", _forum_ndcg(i), n=10) for i, f in enumerate(FORUMS)])
+    db.add_scores(ev, [ScoreRecord("beir", f"cqadupstack-{f}", "ndcg_at_10", _forum_ndcg(i), n=_forum_queries(f))
+                       for i, f in enumerate(FORUMS)])  # fmt: skip
     db.add_scores(ev, [ScoreRecord("knn", "agnews", "accuracy", 88.0, n=100)])  # no MTEB task
     db.add_scores(ev, [ScoreRecord("sts", "sts13", "spearman", 55.0, n=10, info={"limit": 10})])  # a subset
     db.finish_run(ev)
@@ -145,3 +152,29 @@ def test_bad_export_and_import_input_is_one_clear_line(exported, tmp_path, capsy
     (tmp_path / "empty").mkdir()
     assert main(["import", str(tmp_path / "empty"), "--db", str(tmp_path / "x.sqlite")]) == 2
     assert "no readable MTEB result files" in capsys.readouterr().err and not (tmp_path / "x.sqlite").exists()
+
+
+def test_scores_on_data_that_is_not_the_tasks_are_not_exported_as_mteb_results(tmp_path, capsys, tiny_model_dir):
+    """A 200-pair local stsb-test.tsv and a 244-document SciFact would be written with the task's official dataset
+    revision: refused with the reason. The untrained backbone gets its weights' fingerprint as revision."""
+    from bench.encode.encoder import _folder_fingerprint
+
+    corpus = tmp_path / "data" / "beir" / "scifact" / "corpus.jsonl"
+    corpus.parent.mkdir(parents=True)
+    corpus.write_text("".join(json.dumps({"_id": str(i), "title": "", "text": f"doc {i}"}) + "\n" for i in range(244)))
+    db = ResultsDB(tmp_path / "r.sqlite")
+    local = db.create_run(kind="eval", model=str(tiny_model_dir), method="vanilla", backbone=str(tiny_model_dir),
+                          config_hash="a" * 64, config={}, status="running")  # fmt: skip
+    db.add_scores(local, [ScoreRecord("sts", "stsb", "spearman", 50.0, n=200)])
+    db.add_scores(local, [ScoreRecord("beir", "scifact", "ndcg_at_10", 40.0, n=300)])
+    db.add_scores(local, [ScoreRecord("sts", "sts12", "spearman", 60.0, n=3108)])  # the task's size: exported
+    db.finish_run(local, data_fingerprint={str(corpus): "x"})
+    out = tmp_path / "results"
+    assert main(["export", "--format", "mteb", str(out), "--db", str(tmp_path / "r.sqlite")]) == 0
+    printed = capsys.readouterr().out
+    assert f"run {local} stsb: 200 pairs, MTEB's STSBenchmark test has 1379" in printed
+    assert f"run {local} scifact: a corpus of 244 documents, MTEB's SciFact test has 5183" in printed
+    revision = _folder_fingerprint(str(tiny_model_dir))[:12]
+    folder = out / f"lenbench__{tiny_model_dir.name}" / revision
+    assert sorted(p.name for p in folder.iterdir()) == ["STS12.json", "model_meta.json"]
+    assert json.loads((folder / "model_meta.json").read_text())["release_date"] is None

@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     except (FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError) as exc:
         raise ConfigError(f"bench export DIR {args.dir}: cannot write {exc.filename} ({exc.strerror}); "
                           "give an empty or new folder") from None  # fmt: skip
+    for reason in summary.refused:  # said even when nothing else was written
+        print(f"not exported (not MTEB's data: official-looking files would be wrong): {reason}")
     if not summary.files:
         raise ConfigError(f"runs {', '.join(map(str, run_ids))} have no clean whole-dataset scores on datasets that map to "
                           "MTEB tasks (STS12-16, STSBenchmark, SICK-R, BEIR sets, mteb:TASK); subsets (--limit) are not exported")

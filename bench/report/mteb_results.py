@@ -77,12 +77,57 @@ def model_identity(run: dict[str, Any]) -> tuple[str, str]:
         backbone = Path(str(run.get("backbone", "")).rstrip("/")).name or "backbone"
         return f"{MTEB_ORG}/{run['method']}-{backbone}", str(run.get("config_hash", ""))[:12] or f"run-{run['id']}"
     model = str(run.get("model", ""))
-    revision = str(config.get("model_fingerprint") or "")[:12] or "no_revision_available"
+    revision = str(config.get("model_fingerprint") or "")[:12] or _weights_fingerprint(model) or "no_revision_available"
     if model.lower() in ("minilm", "all-minilm-l6-v2"):
         return PACKAGED_MINILM, revision
     if len(model.split("/")) == 2 and not Path(model).exists():
         return model, revision  # a hub id
     return f"{MTEB_ORG}/{Path(model.rstrip('/')).name or model}", revision
+
+
+def _weights_fingerprint(model: str) -> str:
+    """The weights' fingerprint of a model folder (or 'minilm'), as the encoder computes it: the revision of an
+    evaluation row that did not record one (the untrained backbone of `bench run`). '' when it cannot be read."""
+    try:
+        from bench.encode.encoder import _folder_fingerprint, resolve_model
+
+        source = resolve_model(model)
+        return _folder_fingerprint(source)[:12] if Path(source).is_dir() else ""
+    except Exception:  # noqa: BLE001 - a folder moved or deleted since the run: no fingerprint, said by the fallback
+        return ""
+
+
+def official_size_problem(task: Any, split: str, rows: pd.DataFrame, run: dict[str, Any], dataset: str) -> str | None:
+    """Why these scores do not stand for MTEB's task (None when they do): an STS file with another number of pairs,
+    a retrieval set with other queries or another corpus size than MTEB's descriptive statistics of the split
+    (a local subset such as a 200-pair stsb-test.tsv or a 244-document SciFact). Exported files would carry the
+    task's official dataset revision, so such scores are not exported."""
+    stats = (getattr(task.metadata, "descriptive_stats", None) or {}).get(split) or {}
+    n = int(rows["n"].max()) if "n" in rows and len(rows) else None
+    queries = stats.get("num_queries")
+    expected = queries if queries is not None else stats.get("num_samples")
+    if expected is not None and n is not None and n != int(expected):
+        unit = "queries" if queries is not None else "pairs"
+        return f"{n} {unit}, MTEB's {task.metadata.name} {split} has {int(expected)}"
+    documents = stats.get("num_documents")
+    if documents is not None:
+        counted = _corpus_size(run, dataset)
+        if counted is not None and counted != int(documents):
+            return f"a corpus of {counted} documents, MTEB's {task.metadata.name} {split} has {int(documents)}"
+    return None
+
+
+def _corpus_size(run: dict[str, Any], dataset: str) -> int | None:
+    """Lines of the corpus.jsonl[.gz] the run read for `dataset` (its data fingerprint names the files), or None."""
+    import gzip
+
+    for path in (run.get("data_fingerprint") or {}):
+        p = Path(path)
+        if p.name.startswith("corpus.jsonl") and dataset.replace("cqadupstack-", "") in p.parts and p.is_file():
+            opener = gzip.open if p.suffix == ".gz" else open
+            with opener(p, "rb") as fh:
+                return sum(1 for line in fh if line.strip())
+    return None
 
 
 def _evaluation_times(scores: pd.DataFrame, started: dt.datetime | None) -> dict[str, float | None]:
@@ -111,9 +156,10 @@ def subset_limit(run: dict[str, Any], info: Any = None) -> int | None:
     return int(limit) if limit else None
 
 
-def task_results(run: dict[str, Any], scores: pd.DataFrame) -> list[Any]:
+def task_results(run: dict[str, Any], scores: pd.DataFrame, refused: list[str] | None = None) -> list[Any]:
     """mteb TaskResults for the clean scores of one run that map to an MTEB task. Scores of a subset (--limit)
-    are left out: an MTEB result stands for the whole evaluation split."""
+    are left out: an MTEB result stands for the whole evaluation split; so are scores on a local file whose size is
+    not the task's (`official_size_problem`; why goes into `refused`)."""
     from mteb.results import TaskResult
 
     clean = scores[scores["variant"] == "clean"].copy()
@@ -136,6 +182,11 @@ def task_results(run: dict[str, Any], scores: pd.DataFrame) -> list[Any]:
         if main not in values:
             continue
         split = EXPORT_SPLIT if EXPORT_SPLIT in task.metadata.eval_splits else task.metadata.eval_splits[0]
+        problem = official_size_problem(task, split, rows, run, str(dataset))
+        if problem is not None:
+            if refused is not None:
+                refused.append(f"run {run.get('id')} {dataset}: {problem}")
+            continue
         result = TaskResult.from_task_results(
             task,
             {split: {"default": {**values, "main_score": values[main]}}},
@@ -156,7 +207,7 @@ def model_meta(run: dict[str, Any], name: str, revision: str) -> dict[str, Any]:
         loader=None,
         name=name,
         revision=revision,
-        release_date=(run.get("finished_at") or run.get("started_at") or dt.datetime.now()).strftime("%Y-%m-%d"),
+        release_date=None,  # unknown: the run's date is not the model's release (mteb leaves it empty too)
         languages=["eng-Latn"],
         n_parameters=info.get("parameters"),
         memory_usage_mb=round(info["parameters"] * 4 / 2**20, 1) if info.get("parameters") else None,
@@ -179,6 +230,7 @@ def model_meta(run: dict[str, Any], name: str, revision: str) -> dict[str, Any]:
 class ExportSummary:
     files: list[Path] = field(default_factory=list)
     skipped_runs: list[int] = field(default_factory=list)  # runs with nothing MTEB-shaped
+    refused: list[str] = field(default_factory=list)  # scores on data that is not the task's split, and why
 
 
 def export_runs(db: Any, run_ids: list[int], out_dir: str | Path) -> ExportSummary:
@@ -186,7 +238,7 @@ def export_runs(db: Any, run_ids: list[int], out_dir: str | Path) -> ExportSumma
     summary = ExportSummary()
     for run_id in run_ids:
         run = db.get_run(run_id)
-        results = task_results(run, db.scores([run_id]))
+        results = task_results(run, db.scores([run_id]), summary.refused)
         if not results:
             summary.skipped_runs.append(run_id)
             continue
