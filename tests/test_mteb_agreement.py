@@ -162,5 +162,21 @@ def test_task_names_and_offline_errors():
         build_task("Banking77Classification", EvalContext())
     with pytest.raises(ValueError, match="unknown task 'NoSuchTask'"):
         build_task("NoSuchTask", EvalContext())
+
+
+def test_an_unreachable_hub_is_one_line_at_once(monkeypatch):
+    """Without HF_HUB_OFFLINE but with no network: one quick connection check, not mteb's retries."""
+    from bench.data import DataError
+    from bench.evaluate.suites import mteb_suite
+
+    def unreachable(address, timeout=None):
+        assert timeout is not None and timeout <= 2  # never a long wait
+        raise OSError("Network is unreachable")
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.setattr("socket.create_connection", unreachable)
+    with pytest.raises(DataError, match=r"'Banking77Classification' has no local copy .* offline \(cannot reach huggingface\.co"):
+        mteb_suite.build_task("Banking77Classification", EvalContext())
     with pytest.raises(ValueError, match="name the tasks"):
         parse_suites("mteb")

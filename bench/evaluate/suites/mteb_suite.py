@@ -198,13 +198,32 @@ def hub_task(task: str) -> Any:
         t = mteb.get_task(task)
     except (KeyError, ValueError) as exc:
         raise SuiteError(f"mteb: unknown task {task!r} ({exc})") from None
-    if _offline():
+    why = "HF_HUB_OFFLINE/HF_DATASETS_OFFLINE set" if _offline() else _hub_unreachable()
+    if why:
         raise DataError(
             f"mteb task {task!r} has no local copy in this harness's data catalog, and the Hugging Face hub is "
-            "offline (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE set), so mteb cannot download it. Run it online, or use a "
+            f"offline ({why}), so mteb cannot download it. Run it online, or use a "
             f"task with local data ({', '.join(sorted({i.mteb_task for i in CATALOG.values() if i.mteb_task}))})."
         )
     return t
+
+
+HUB_CONNECT_SECONDS = 2.0
+
+
+def _hub_unreachable() -> str:
+    """'' when the hub's host accepts a connection within HUB_CONNECT_SECONDS, else why not: one quick check instead
+    of mteb's and huggingface_hub's retries (25 s of warnings) before the same failure."""
+    import socket
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = parts.hostname or "huggingface.co", parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=HUB_CONNECT_SECONDS):
+            return ""
+    except OSError as exc:
+        return f"cannot reach {host}: {type(exc).__name__}"
 
 
 # --------------------------------------------------------------------------- suite
