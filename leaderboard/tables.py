@@ -657,10 +657,11 @@ def robustness_curve(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | No
                      rates: pd.DataFrame | None = None) -> pd.DataFrame:  # fmt: skip
     """Score vs m per group: one row per (group, variant incl. clean) with the mean over seeds and its 95%
     Student-t interval (`bench.report.stats.mean_ci`; no interval from one seed), the seed count and the fraction of
-    texts the attack changed. Columns: GROUP_KEYS, label, variant, m, score, low, high, seeds, changed_frac."""
+    texts the attack changed. Columns: GROUP_KEYS, label, variant, m, score, low, high, seeds, changed_frac, and
+    row (the group's code, as `coded_groups` numbers `runs`)."""
     from bench.report.stats import mean_ci
 
-    columns = [*GROUP_KEYS, "label", "variant", "m", "score", "low", "high", "seeds", "changed_frac"]
+    columns = [*GROUP_KEYS, "label", "variant", "m", "score", "low", "high", "seeds", "changed_frac", "row"]
     per_variant, groups = _paired_per_seed(scores, runs, dataset)
     if per_variant.empty:
         return pd.DataFrame(columns=columns)
@@ -678,6 +679,7 @@ def robustness_curve(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | No
     present = np.unique(out["group"].to_numpy())
     labels = pd.Series(group_label(groups.iloc[present]).to_numpy(), index=present)
     out["label"] = labels.reindex(out["group"].to_numpy()).to_numpy()
+    out["row"] = out["group"].to_numpy()
     out = _with_group_keys(out, groups)
     order = {v: i for i, v in enumerate(order_variants(out["variant"].unique().tolist()))}
     return out.sort_values(["label", "variant"], key=lambda c: c.map(order) if c.name == "variant" else c)[columns].reset_index(drop=True)

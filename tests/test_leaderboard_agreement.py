@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 pytest.importorskip("streamlit")
@@ -135,3 +136,23 @@ def test_downloads_and_csv_info_are_json(main_job, monkeypatch, capsys):
     assert rows["vanilla"]["difference vs vanilla"] == "reference"
     assert rows["simcse"]["stsb"] == pytest.approx(table.loc["simcse", "stsb"]) and rows["simcse"]["rank"] >= 1
     assert rows["laser3-self"]["stsb · elong-rand"] > rows["vanilla"]["stsb · elong-rand"]
+
+
+def test_robustness_points_of_one_run_carry_the_bootstrap_interval_of_their_score(main_job, monkeypatch):
+    from bench.report import stats
+    from results_db import ResultsDB
+
+    at = open_app(main_job, monkeypatch)
+    at.radio(key="view").set_value("Robustness").run()
+    assert not at.exception, at.exception
+    chart = at.get("vega_lite_chart")[0].proto
+    data = [r for d in chart.datasets for r in pa.ipc.open_stream(d.data.data).read_all().to_pylist()]
+    if chart.data.data:
+        data += pa.ipc.open_stream(chart.data.data).read_all().to_pylist()
+    point = next(p for p in data if str(p.get("label", "")).startswith("laser3-self") and p.get("variant") == "elong-rand")
+    db = ResultsDB(main_job, read_only=True)
+    scores = db.scores([2])
+    score_id = int(scores[(scores["variant"] == "elong-rand")]["id"].iloc[0])
+    items = db.score_items(score_id)
+    low, high = stats.score_interval({"aggregate": items.aggregate, "item_ids": items.item_ids, "values": items.values, "gold": items.gold})
+    assert (point["low"], point["high"]) == pytest.approx((low, high)) and low < point["score"] < high

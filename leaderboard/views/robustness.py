@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from leaderboard import cache, tables
+from bench.report import stats
+from leaderboard import cache, significance, tables
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views.common import (
@@ -51,8 +52,36 @@ def robustness_for(location: str, version: tuple[int, ...], suite: str, metric: 
         return table.assign(seeds=table["label"].map(seeds)), curve
     table = tables.build_robustness(scores, runs, dataset, rates)
     curve = tables.robustness_curve(scores, runs, dataset, rates)
+    curve = _one_run_intervals(location, version, suite, metric, dataset, scores, runs, curve)
     # Subset runs are rows of their own ("subset" = "limit N"), never merged with a full-set row.
     return table, curve
+
+
+def _one_run_intervals(location: str, version: tuple[int, ...], suite: str, metric: str, dataset: str | None,
+                       scores: pd.DataFrame, runs: pd.DataFrame, curve: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
+    """Points of one seed get the bootstrap interval of their score over its items (`bench.report.stats`, the
+    resamples every difference involving that score uses); only on one dataset (an average has no items)."""
+    datasets = scores["dataset"].unique().tolist()
+    dataset = dataset if dataset is not None else (datasets[0] if len(datasets) == 1 else None)
+    if dataset is None or curve.empty or "seeds" not in curve:
+        return curve
+    one = (curve["seeds"] == 1) & curve["low"].isna()
+    if not one.any():
+        return curve
+    runs = runs.reset_index(drop=True)
+    curve = curve.copy()
+    for variant in curve.loc[one, "variant"].unique():
+        with_items = cache.item_scores(location, version, suite, metric, variant)
+        wanted = set(curve.loc[one & (curve["variant"] == variant), "row"].astype(int).tolist()[:MAX_PLOT_GROUPS])
+        reps = significance.representatives(with_items, runs, wanted, [dataset]).get(dataset, {})
+        items = cache.items_for_scores(location, version, tuple(sorted(reps.values())))
+        for g, score_id in reps.items():
+            if score_id not in items:
+                continue
+            low, high = stats.score_interval(items[score_id], cache.score_key(location, version, score_id))
+            at = (one & (curve["variant"] == variant) & (curve["row"] == g)).to_numpy()
+            curve.loc[at, "low"], curve.loc[at, "high"] = low, high
+    return curve
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -144,7 +173,8 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
     st.altair_chart(layers.properties(height=360), width="stretch")
     st.caption(
         "Score along the attack family's axis (elong: length factor m, 1 = clean; pad: position-m; needle: context "
-        "length in tokens) per method: mean over seeds with its 95% interval (Student t; no bar from one seed). "
+        "length in tokens) per method: mean over seeds with its 95% interval (Student t over seeds; one seed on one dataset: the bootstrap interval "
+        "of its score over its items, the resamples the leaderboard's differences use). "
         "Random m and needle's mean over lengths are separate points, not joined to the line. The axis spans at least "
         f"{MIN_SPAN_FRACTION:.0%} of the metric's scale so sub-point differences do not look large. "
         "'% changed': the share of texts whose model input the attack changed (a text already longer than max_len "
