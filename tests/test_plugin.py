@@ -112,6 +112,12 @@ def test_bench_run_trains_and_evaluates_a_plugin_method(plugin_target, tiny_mode
     run = rdb.get_run(int(runs["id"].iloc[0]))
     assert run["budget_consumed"]["steps"] == 3 and run["config"]["method_config"]["nan_at_step"] == 0
     assert "--method demo-shuffle" in run["command"]
+    # the plug-in's own source is in the provenance (the checkout's commit does not name it)
+    import hashlib
+
+    source = run["runtime"]["method_source"]
+    assert source["module"] == "lenbench_demo_method" and source["distribution"] == "lenbench-demo-method 0.1.0"
+    assert source["sha256"] == hashlib.sha256((PLUGIN_SRC / "lenbench_demo_method" / "__init__.py").read_bytes()).hexdigest()
     scores = rdb.scores([run["id"]])
     assert set(scores["variant"]) == {"clean", "elong-2"} and set(scores["dataset"]) == {"stsb"}
 

@@ -200,6 +200,10 @@ def run(args: argparse.Namespace) -> int:
             found = _find_or_create_run(db, spec, method, method_spec.trains, chash, config, corpus, out_root,
                                         seed=seed, multi_seed=len(seeds) > 1)  # fmt: skip
             merge_runtime(db, found[0], runtime if method_spec.trains else {k: v for k, v in runtime.items() if k != "per_rank_batch"})
+            # the method's own code (a plug-in lives outside the checkout that code_version names)
+            from bench.runtime.provenance import module_source
+
+            merge_runtime(db, found[0], {"method_source": module_source(method_spec.config_cls)})
         run_id, out_dir, status = distributed.broadcast_from_main(found)
         results.setdefault(method, []).append(run_id)
         if status == "finished":

@@ -64,6 +64,28 @@ def code_version() -> str:
             return "unknown"
 
 
+def module_source(obj: Any) -> dict[str, str]:
+    """Where the code defining `obj` (a method's config class, say) comes from: its module, file, the sha256 of the
+    file's source, and the installed distribution that ships it with its version. A plug-in method lives outside
+    lenbench's checkout, so the checkout's commit (code_version) does not identify it; this does."""
+    import inspect
+
+    module = inspect.getmodule(obj)
+    out = {"module": getattr(module, "__name__", "") or ""}
+    path = getattr(module, "__file__", None)
+    if path:
+        out["file"] = str(path)
+        try:
+            out["sha256"] = file_sha256(path)
+        except OSError:
+            pass
+    top = out["module"].split(".")[0]
+    dists = metadata.packages_distributions().get(top, []) if top else []
+    if dists:
+        out["distribution"] = f"{dists[0]} {metadata.version(dists[0])}"
+    return out
+
+
 @lru_cache(maxsize=1)
 def package_versions() -> dict[str, str]:
     versions = {"python": sys.version.split()[0]}
