@@ -42,6 +42,7 @@ from bench.commands.common import (
     open_db,
     start_processes,
 )
+from bench.experiment.presets import PRESETS, apply_preset
 from bench.experiment.record import Recording, command_line, merge_runtime
 from bench.experiment.run_spec import (
     BACKENDS,
@@ -111,6 +112,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="evaluation inference backend (training is always torch); auto = onnx on CPU (default auto)")
     p.add_argument("--emb-dtype", choices=EMB_DTYPES, default=D.emb_dtype, help="evaluation embedding matrix precision")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                   help="a named job: scratch = crop and simcse train a random embedding layer on wiki-offline, 3 seeds, "
+                        "scored on heldout and STS-B with learning curves (~10 min on 2 CPU cores); options given win")
     p.add_argument("--eval-every", type=int, default=None, metavar="N",
                    help="learning curves: score each trained encoder after N, 2N, ... steps and at the end (on the "
                         "--suite suites, or --curve-suite); `bench results --curves` and the leaderboard show them")
@@ -139,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
     from bench.train.trainer import per_rank_batch
 
     t_start = time.time()
+    preset_options = apply_preset(args, D)
     spec = RunSpec.from_args(args)
     settings = spec.settings
     budget, methods, overrides, suite_args, train_cfg = (
@@ -158,6 +163,9 @@ def run(args: argparse.Namespace) -> int:
     evaluation = replace(spec.eval_settings(), device=args.device)  # this rank's device (start_processes sets it)
     main = distributed.is_main()
     say = print if main else (lambda *a, **k: None)  # noqa: E731 - output from rank 0 only
+    if preset_options:
+        say(f"preset {args.preset}: " + ", ".join(f"--{k.replace('_', '-')} {v if not isinstance(v, list) else '+'.join(v)}"
+                                                  for k, v in ((k, getattr(args, k)) for k in preset_options)))
     runtime = {**distributed.describe(per_rank_batch=rank_batch), "device": args.device or _default_device()}
     trained = [m for m in methods if get_method(m).trains]
     rows = settings.rows

@@ -94,6 +94,7 @@ class RunSpec:
     emb_dtype: str = _opt("fp32", choices=EMB_DTYPES)
     no_progress: bool = _opt(False, FLAG)
     # Learning curves (bench.evaluate.curve): recorded in trained rows' configs outside the hash (training unchanged).
+    preset: str | None = _opt(None, choices=("scratch",))  # bench.experiment.presets: options filled in by name
     eval_every: int | None = _opt(None, int)
     curve_suite: list[str] | None = _opt(None, many=True)
     curve_limit: int | None = _opt(None, int)
