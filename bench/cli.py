@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # bars on a terminal, a few lines in a log, nothing with --no-progress; inherited by the processes it starts
     progress.configure(quiet=bool(getattr(args, "no_progress", False)))
-    from bench.commands.arguments import check_args
+    from bench.experiment.option_ranges import check_args
     from bench.runtime.signals import StopRequested, graceful_stop
 
     try:

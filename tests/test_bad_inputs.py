@@ -725,3 +725,135 @@ print("hits", int(cache.fill([bytes([i]) * 16 for i in range(10)], out).sum()), 
     assert done.returncode == 0, done.stderr
     assert "hits 10 writable False" in done.stdout  # what was cached before stays readable
     assert len(re.findall(r"cannot write \((the disk is full|disk I/O error)\); this run goes on without writing to the cache", done.stderr)) == 1, done.stderr
+
+
+# ---------------------------------------------------------------------------------------- sweep files
+SWEEP_HEAD = '[sweep]\nname = "s"\n'
+BAD_SWEEPS: dict[str, tuple[str, str]] = {
+    "grid is a number": ("grid = 5\n", r"grid must be a table \(\[grid\] with key = value lines\), not a number"),
+    "[variant] instead of [[variant]]": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\n[variant]\nname = "a"\n', r"variant must be an array of tables; write \[\[variant\]\]"),
+    "[[published]] instead of a list": ('published = 3\n[grid]\nmethod = ["simcse"]\n', r"published must be an array of tables"),
+    "nested list in the grid": (SWEEP_HEAD + '[grid]\nmethod = [["simcse", "mlm"]]\n', r"method takes one value per point, not a list of lists"),
+    "list for a single option in [fixed]": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\n[fixed]\nbatch_size = [8, 16]\n', r"batch_size takes one value per point, not a list"),
+    "table as a value": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\n[fixed]\nbudget = { steps = 2 }\n', r"budget is a table; give a string, number or boolean"),
+    "non-numeric published value": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\n[[published]]\nsuite = "sts"\nmetric = "spearman"\nvalue = "76.3"\n', r"value '76\.3' is not a number"),
+    "boolean published value": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\n[[published]]\nsuite = "sts"\nmetric = "spearman"\nvalue = true\n', r"value True is not a number"),
+    "published cell not a table": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\n[[published]]\nsuite = "sts"\nmetric = "m"\nvalue = 1\ncell = "simcse"\n', r"cell must be a table"),
+    "NUL in a method name": (SWEEP_HEAD + '[grid]\nmethod = ["sim\\u0000cse"]\n', r"holds a control character \(NUL, newline, escape\.\.\.\)"),
+    "escape sequence in a variant name": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\n[[variant]]\nname = "a\\u001b[2J"\n', r"holds a control character"),
+    "absolute sweep name": ('[sweep]\nname = "/tmp/elsewhere"\n[grid]\nmethod = ["simcse"]\n', r"\[sweep\] name '/tmp/elsewhere' must be one word"),
+    "sweep name climbing out": ('[sweep]\nname = "../../x"\n[grid]\nmethod = ["simcse"]\n', r"\[sweep\] name '\.\./\.\./x' must be one word"),
+    "sweep name ..": ('[sweep]\nname = ".."\n[grid]\nmethod = ["simcse"]\n', r"\[sweep\] name '\.\.' must be one word"),
+    "sweep name a number": ('[sweep]\nname = 5\n[grid]\nmethod = ["simcse"]\n', r"\[sweep\] name 5 must be one word"),
+    "budget of 1e30 steps in a point": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\n[fixed]\nbudget = "steps=1e30"\n', r"budget steps=1e30: at most"),
+    "negative batch size in a point": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\nbatch_size = [8, -1]\n', r"--batch-size -1: must be >= 1"),
+    "the same --hp twice in a point": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\n[fixed]\nhp = ["simcse.temperature=0.1", "simcse.temperature=0.2"]\n', r"simcse\.temperature is given twice"),
+    "not UTF-8": ("[sweep]\nname = \"caf\xe9\"\n", r"is not UTF-8 text|not valid TOML"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BAD_SWEEPS))
+def test_a_bad_sweep_file_is_refused_before_any_point_runs(case, world, capsys, monkeypatch):
+    import bench.sweep.executors
+
+    monkeypatch.setattr(bench.sweep.executors, "run_points", lambda *a, **k: pytest.fail("a point ran"), raising=False)
+    text, message = BAD_SWEEPS[case]
+    path = world.root / "bad.toml"
+    path.write_bytes(text.encode("latin-1") if case == "not UTF-8" else text.encode())
+    before = rows_digest(world.db)
+    capsys.readouterr()
+    assert main(["sweep", str(path), "--db", str(world.db)]) == 2
+    _one_error_line(capsys, message)
+    assert rows_digest(world.db) == before and len(ResultsDB(world.db).runs()) == 1
+    assert not (world.root / "runs").exists() and not any(world.root.parent.glob("elsewhere"))  # nothing written anywhere
+
+
+def test_a_repeated_hp_key_on_the_command_line_is_refused(world, capsys):
+    capsys.readouterr()
+    assert main(_run(world, "--hp", "simcse.temperature=0.1", "--hp", "simcse.temperature=0.2")) == 2
+    _one_error_line(capsys, r"--hp 'simcse\.temperature=0\.2': simcse\.temperature is given twice \(simcse\.temperature=0\.1 before\)")
+
+
+# ------------------------------------------------------------------------------ a run that died, re-run
+def _score_ids(db: Path, run_id: int) -> dict[tuple[str, str], int]:
+    scores = ResultsDB(db).scores([run_id])
+    return {(s, d): int(i) for s, d, i in zip(scores["suite"], scores["dataset"], scores["id"])}
+
+
+@pytest.mark.parametrize("how", ["failed", "killed"])
+def test_an_eval_that_died_is_resumed_by_running_it_again_and_skips_what_it_finished(how, world, capsys):
+    corpus = world.data / "beir" / "scifact" / "corpus.jsonl"
+    good = corpus.read_text()
+    corpus.write_text(good + '{"_id": "dx", "text": null}\n')  # the second dataset fails after the first is scored
+    argv = world.eval("sts:stsb+beir:scifact")
+    assert main(argv) == 2
+    first = ResultsDB(world.db).runs()
+    run_id = int(first["id"].iloc[-1])
+    assert first["status"].tolist() == ["finished", "failed"] and set(_score_ids(world.db, run_id)) == {("sts", "stsb")}
+    if how == "killed":  # as if SIGKILLed: still 'running', held by a process that no longer exists
+        con = sqlite3.connect(world.db)
+        con.execute("UPDATE runs SET status = 'running', error = '', pid = 2147483646 WHERE id = ?", (run_id,))
+        con.commit()
+        con.close()
+    sts_before = _score_ids(world.db, run_id)[("sts", "stsb")]
+    corpus.write_text(good)
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert f"resuming run {run_id} ({'failed' if how == 'failed' else 'stale'})" in capsys.readouterr().out
+    runs = ResultsDB(world.db).runs()
+    assert runs["status"].tolist() == ["finished", "finished"]  # the same row, finished: no second row
+    ids = _score_ids(world.db, run_id)
+    assert ("beir", "scifact") in ids and ids[("sts", "stsb")] == sts_before  # STS kept as it was, not scored again
+
+
+def test_a_finished_eval_run_again_is_a_new_run(world):
+    assert main(world.eval("sts:stsb+beir:scifact")) == 0  # the template's finished run, exactly
+    assert ResultsDB(world.db).runs()["status"].tolist() == ["finished", "finished"]
+
+
+CHILD_THAT_WONT_STOP = """
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # deaf to the first Ctrl-C the sweep passes on
+from results_db import ResultsDB
+ResultsDB(sys.argv[1]).create_run(kind="train", model="m", method="simcse", status="running", sweep="s",
+                                  sweep_point=sys.argv[3])
+open(sys.argv[2], "w").write("started")
+time.sleep(600)
+"""
+
+
+def test_a_double_ctrl_c_on_a_sweep_leaves_no_row_running_and_lists_every_point(world, monkeypatch, tmp_path):
+    import _thread
+    import sys
+    import threading
+    import time
+
+    import bench.sweep.worker
+    from bench.sweep.executors import run_local
+    from bench.sweep.points import Point
+    from bench.sweep.worker import WorkerSettings
+
+    marker = tmp_path / "started"
+    monkeypatch.setattr(bench.sweep.worker, "point_command",
+                        lambda point, settings: [sys.executable, "-c", CHILD_THAT_WONT_STOP, settings.db, str(marker), point.key])
+    points = [Point("s", f"method=simcse seed={i}", {}, (), "simcse", i, None) for i in range(3)]
+    settings = WorkerSettings(db=str(world.db), out=str(tmp_path / "runs"), log_dir=str(tmp_path / "logs"), retries=0)
+
+    def press_ctrl_c_twice() -> None:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        _thread.interrupt_main()  # the first Ctrl-C: children are asked to stop (this one ignores it)
+        time.sleep(1.2)
+        _thread.interrupt_main()  # the second: stop waiting, kill
+
+    threading.Thread(target=press_ctrl_c_twice, daemon=True).start()
+    lines: list[str] = []
+    results, interrupted = run_local(points, settings, jobs=1, echo=lines.append)
+    assert interrupted
+    assert sorted(r.key for r in results) == sorted(p.key for p in points), lines  # every point in the summary
+    assert {r.key: r.status for r in results}["method=simcse seed=0"] == "interrupted"
+    runs = ResultsDB(world.db).runs()
+    assert "running" not in runs["status"].tolist() and runs["status"].iloc[-1] == "interrupted", lines
+    assert any("marked run(s) 2 interrupted" in line for line in lines), lines

@@ -15,7 +15,7 @@ from bench.commands.common import (
     start_processes,
 )
 from bench.experiment.eval_spec import EvalSpec
-from bench.experiment.record import Recording, command_line, merge_runtime
+from bench.experiment.record import Recording, command_line, merge_runtime, resume_row
 from bench.runtime import distributed
 
 
@@ -69,7 +69,14 @@ def run(args: argparse.Namespace) -> int:
     # run over cached texts still loads no model
     loaded = getattr(model, "model", None) if getattr(model, "model_loaded", False) else None
     info = {} if spec.model.lower() in LEXICAL_MODELS else model_info(resolve_model(spec.model), loaded)
-    run_id = None if db is None else db.create_run(
+    runtime = {**distributed.describe(), "device": describe.get("device"),  # "backend" there: gloo/nccl
+               **({"encoder_backend": describe["backend"], "emb_dtype": describe["emb_dtype"]} if "emb_dtype" in describe else {})}
+    # A run of this exact evaluation that died (killed, failed, interrupted) is continued: its scores are kept and
+    # the datasets it finished are skipped (bench.evaluate.runner), instead of a second row scoring them again.
+    resumed = None if db is None else resume_row(db, "eval", spec.config_hash(describe), command=command_line(), runtime=runtime)
+    if resumed is not None:
+        print(f"resuming run {int(resumed['id'])} ({resumed['status']}): the datasets it finished are kept and skipped")
+    run_id = None if db is None else int(resumed["id"]) if resumed is not None else db.create_run(
         kind="eval",
         model=spec.model,
         method=spec.method,
@@ -83,8 +90,7 @@ def run(args: argparse.Namespace) -> int:
         command=command_line(),
         status="running",
         model_info=info,
-        runtime={**distributed.describe(), "device": describe.get("device"),  # "backend" there: gloo/nccl
-                 **({"encoder_backend": describe["backend"], "emb_dtype": describe["emb_dtype"]} if "emb_dtype" in describe else {})},
+        runtime=runtime,
     )
     t0 = time.time()
     with Recording(db, run_id, files=lambda: ctx.files_read):

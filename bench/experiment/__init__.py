@@ -8,6 +8,8 @@ share, and the life of a run row in the results database.
     EvalSettings how encoders are loaded and scored, shared by both (settings.py)
     Recording    heartbeat while a run works, its row finished (with the data fingerprint) or marked failed after
                  (record.py)
+    ranges       the allowed range of every numeric option, and the device check, for the CLI and sweep points
+                 alike (option_ranges.py)
 
 Owns: what defines a result (and so its hash). Never: parses argv, prints tables, trains or scores by itself.
 """

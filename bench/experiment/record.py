@@ -44,6 +44,27 @@ class Recording:
         return False
 
 
+RESUMABLE = ("failed", "interrupted", "stale")  # rows whose process is gone before they finished
+
+
+def resume_row(db: Any, kind: str, config_hash: str, **fields: Any) -> dict[str, Any] | None:
+    """The newest row of `kind` with this config hash that did not finish and whose process is gone (failed,
+    interrupted, or 'running' with a dead process), taken over by this process: status running again, its pid and a
+    fresh heartbeat, `fields` updated. Its scores stay, so the work it finished is skipped. None: no such row."""
+    from results_db.liveness import with_liveness
+    from results_db.store import liveness_fields
+
+    runs = with_liveness(db.runs())
+    if runs.empty:
+        return None
+    same = runs[(runs["kind"] == kind) & (runs["config_hash"] == config_hash) & runs["status"].isin(RESUMABLE)]
+    if same.empty:
+        return None
+    row = same.sort_values("id").iloc[-1].to_dict()
+    db.update_run(int(row["id"]), status="running", error="", finished_at=None, **liveness_fields(), **fields)
+    return row
+
+
 def merge_runtime(db: Any, run_id: int, fields: dict[str, Any]) -> None:
     """Run.runtime updated with `fields` (how the run executes; outside the config hash), keeping other keys."""
     from results_db.models import Run

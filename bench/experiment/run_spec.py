@@ -126,6 +126,8 @@ class RunSpec:
             if meta["convert"] is FLAG:
                 values[name] = bool(value)
                 continue
+            if isinstance(value, list) and not meta["many"]:  # never "the last one wins": that trains another run
+                raise ValueError(f"argument {flag}: one value expected, got a list {value!r}")
             items = []
             for item in value if isinstance(value, list) else [value]:
                 try:
@@ -137,7 +139,10 @@ class RunSpec:
                     allowed = ", ".join(map(repr, meta["choices"]))
                     raise ValueError(f"argument {flag}: invalid choice: {item!r} (choose from {allowed})")
                 items.append(item)
-            values[name] = items if meta["many"] else items[-1]  # a repeated single option: the last one wins
+            values[name] = items if meta["many"] else items[-1]
+        from bench.experiment.option_ranges import check_numbers
+
+        check_numbers(values)  # the ranges `bench run` checks on its command line (a ConfigError, a ValueError)
         return cls(**values)
 
     # ---------------------------------------------------------------------- settings
@@ -320,6 +325,9 @@ def parse_overrides(items: list[str], methods: list[str]) -> dict[str, dict[str,
             value = json.loads(raw)
         except json.JSONDecodeError:
             value = raw
+        if name in out.get(canonical, {}):  # as the budget parser: a value given twice is a mistake, not "the last wins"
+            raise ConfigError(f"--hp {item!r}: {canonical}.{name} is given twice ({canonical}.{name}="
+                              f"{json.dumps(out[canonical][name])} before); give each hyper-parameter once")  # fmt: skip
         out.setdefault(canonical, {})[name] = value
     for canonical, overrides in out.items():
         try:
@@ -337,8 +345,8 @@ def parse_seeds(text: str | None, default: int) -> list[int]:
         seeds = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"--seeds {text!r}: give whole numbers separated by commas, e.g. --seeds 0,1,2") from None
-    if not seeds or any(x < 0 for x in seeds):
-        raise ConfigError(f"--seeds {text!r}: give one or more seeds >= 0, e.g. --seeds 0,1,2")
+    if not seeds or any(x < 0 or x > 2**32 - 1 for x in seeds):  # numpy's and torch's seeds are 32-bit
+        raise ConfigError(f"--seeds {text!r}: give one or more seeds from 0 to 4294967295, e.g. --seeds 0,1,2")
     return list(dict.fromkeys(seeds))
 
 

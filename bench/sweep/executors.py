@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bench.runtime.errors import ConfigError
 from bench.sweep.points import Point
-from bench.sweep.worker import ChildRegistry, PointResult, WorkerSettings, run_point, run_point_job
+from bench.sweep.worker import ChildRegistry, PointResult, WorkerSettings, mark_killed, run_point, run_point_job
 
 INTERRUPT_GRACE_S = 120  # how long Ctrl-C waits for children to record their state before killing them
 
@@ -70,11 +70,30 @@ def run_local(points: list[Point], settings: WorkerSettings, jobs: int, echo=pri
             try:
                 done, pending = wait(pending, timeout=0.5)
             except KeyboardInterrupt:  # a second Ctrl-C: stop waiting
+                echo("second interrupt: killing the running points now")
                 break
             results.extend(f.result() for f in done)
-        registry.kill_all()
+        killed = registry.kill_all()
+        if killed:  # they had no chance to mark their rows: the sweep does, so none stays 'running'
+            try:
+                marked = mark_killed(settings.db, killed, "KeyboardInterrupt: killed by a second Ctrl-C on bench sweep")
+            except Exception as exc:  # noqa: BLE001 - the database unreachable: say so, the rows show as stale
+                echo(f"could not mark the killed points' runs interrupted ({type(exc).__name__}: {exc}); they show as stale")
+            else:
+                if marked:
+                    echo(f"marked run(s) {', '.join(map(str, marked))} interrupted; the same command resumes them")
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+    # Every point is in the summary: the ones stopped mid-way, and the ones never started.
+    for fut in pending:
+        point = futures[fut]
+        if fut.cancelled() or not fut.done():
+            results.append(PointResult(point.key, "not started", 0, None, str(Path(settings.log_dir) / f"{point.slug}.log"), 0.0))
+        else:
+            try:
+                results.append(fut.result())
+            except Exception as exc:  # noqa: BLE001
+                results.append(PointResult(point.key, "interrupted", 1, None, "", 0.0, f"{type(exc).__name__}: {exc}"))
     return results, interrupted
 
 

@@ -14,12 +14,15 @@ Option names are `bench run`'s, with dashes or underscores (`max_len`, `eval-max
 
 from __future__ import annotations
 
+import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench.runtime.errors import ConfigError
+from bench.runtime.terminal import safe
 
 # Plural spellings the issue and the papers' files use, mapped to `bench run`'s option names.
 PLURALS = {"methods": "method", "seeds": "seed", "backbones": "backbone", "budgets": "budget", "corpora": "corpus",
@@ -89,27 +92,101 @@ def _average_of(value: Any, where: str) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
+# A sweep's name is a folder under runs/sweeps/ and a label in the database: one plain path component.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+SCALARS = (str, int, float, bool)
+CONTROL = re.compile("[\x00-\x1f\x7f]")
+TABLE_SHAPES = {"sweep": "table", "grid": "table", "fixed": "table", "variant": "array", "published": "array"}
+
+
+def _check_strings(value: Any, where: str) -> None:
+    """No control character (a NUL, an escape sequence, a newline) in any name or value of the file: each ends up in
+    a command line, a folder name or a table."""
+    if isinstance(value, str):
+        if CONTROL.search(value):
+            raise ConfigError(f"{where}: {safe(repr(value))} holds a control character (NUL, newline, escape...); remove it")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_strings(key, where)
+            _check_strings(item, f"{where} {key}")
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item, where)
+
+
+def _check_shapes(data: dict[str, Any], p: Path) -> None:
+    """Each table of the file has the shape the schema (module docstring) gives it, before anything reads it."""
+    unknown = set(data) - set(TABLE_SHAPES)
+    if unknown:
+        raise ConfigError(f"{p}: unknown table(s) {sorted(unknown)}; known: sweep, grid, fixed, variant, published")
+    for name, shape in TABLE_SHAPES.items():
+        if name not in data:
+            continue
+        value = data[name]
+        if shape == "table" and not isinstance(value, dict):
+            raise ConfigError(f"{p}: {name} must be a table ([{name}] with key = value lines), not a {_kind(value)}")
+        if shape == "array" and not (isinstance(value, list) and all(isinstance(t, dict) for t in value)):
+            hint = f"write [[{name}]] (double brackets) for each one" if isinstance(value, dict) else f"use [[{name}]] tables"
+            raise ConfigError(f"{p}: {name} must be an array of tables; {hint}")
+
+
+def _kind(value: Any) -> str:
+    return {dict: "table", list: "list", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), type(value).__name__)
+
+
+def _check_value(value: Any, dest: str, where: str, known: dict[str, Any], in_grid: bool = False) -> None:
+    """One option value: a scalar, or (for an option that repeats, such as suite or hp) a list of scalars."""
+    many = known[dest].metadata.get("many", False)
+    if isinstance(value, SCALARS):
+        return
+    if isinstance(value, list) and many and all(isinstance(v, SCALARS) for v in value):
+        return
+    if isinstance(value, list):
+        shape = "a list of lists" if in_grid else "a list"
+        raise ConfigError(f"{where}: {dest} = {safe(repr(value))}: {dest} takes one value per point, not {shape}"
+                          + (f"; list its values once: {dest} = [\"a\", \"b\"]" if in_grid else ""))  # fmt: skip
+    raise ConfigError(f"{where}: {dest} is a {_kind(value)}; give a string, number or boolean")
+
+
+def _published_value(table: dict[str, Any], where: str) -> float:
+    value = table.get("value")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where}: value {safe(repr(value))} is not a number; give the paper's score, e.g. value = 76.3")
+    if not math.isfinite(value):
+        raise ConfigError(f"{where}: value {value} is not a finite number")
+    return float(value)
+
+
 def load_spec(path: str | Path) -> SweepSpec:
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text())
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"sweep file {p} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"sweep file {p} is a folder; give the .toml file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"sweep file {p} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"sweep file {p} is not valid TOML: {exc}") from None
-    unknown = set(data) - {"sweep", "grid", "fixed", "variant", "published"}
-    if unknown:
-        raise ConfigError(f"{p}: unknown table(s) {sorted(unknown)}; known: sweep, grid, fixed, variant, published")
+    _check_shapes(data, p)
+    _check_strings(data, str(p))
     known = run_option_names()
     head = data.get("sweep", {})
-    spec = SweepSpec(name=str(head.get("name", p.stem)), path=p, description=str(head.get("description", "")))
-    if not spec.name or any(c.isspace() for c in spec.name):
-        raise ConfigError(f"{p}: [sweep] name {spec.name!r} must be a non-empty word")
+    name = head.get("name", p.stem)
+    if not isinstance(name, str) or not NAME.fullmatch(name) or name in (".", ".."):
+        raise ConfigError(f"{p}: [sweep] name {safe(repr(name))} must be one word of letters, digits, '.', '_' or '-' (it names "
+                          "the folder runs/sweeps/NAME); set [sweep] name = \"my-sweep\"")  # fmt: skip
+    if not isinstance(head.get("description", ""), str):
+        raise ConfigError(f"{p}: [sweep] description must be a string")
+    spec = SweepSpec(name=name, path=p, description=str(head.get("description", "")))
     for key, values in data.get("grid", {}).items():
         dest = _option(key, f"{p} [grid]", known)
         values = values if isinstance(values, list) else [values]
         if not values:
             raise ConfigError(f"{p} [grid]: {key!r} is an empty list; give at least one value")
+        for value in values:
+            _check_value(value, dest, f"{p} [grid]", known, in_grid=True)
         if len(set(map(repr, values))) != len(values):
             raise ConfigError(f"{p} [grid]: {key!r} repeats a value")
         spec.grid[dest] = values
@@ -117,26 +194,38 @@ def load_spec(path: str | Path) -> SweepSpec:
         dest = _option(key, f"{p} [fixed]", known)
         if dest in spec.grid:
             raise ConfigError(f"{p}: {key!r} is both in [grid] and [fixed]; keep one")
+        _check_value(value, dest, f"{p} [fixed]", known)
         spec.fixed[dest] = value
     names = set()
     for i, table in enumerate(data.get("variant", [])):
-        name = str(table.get("name", ""))
-        if not name or name in names:
-            raise ConfigError(f"{p} [[variant]] #{i + 1}: needs a unique name")
+        name = table.get("name", "")
+        if not isinstance(name, str) or not name.strip() or name in names:
+            raise ConfigError(f"{p} [[variant]] #{i + 1}: needs a unique name (a string)")
         names.add(name)
         opts = {_option(k, f"{p} variant {name!r}", known): v for k, v in table.items() if k != "name"}
+        for dest, value in opts.items():
+            _check_value(value, dest, f"{p} variant {name!r}", known)
         spec.variants.append(Variant(name, opts))
     for i, table in enumerate(data.get("published", [])):
         where = f"{p} [[published]] #{i + 1}"
-        try:
-            cell = {("variant" if k == "variant" else _option(k, where, known)): v for k, v in table.get("cell", {}).items()}
-            spec.published.append(Published(
-                cell=cell, suite=str(table["suite"]), metric=str(table["metric"]), value=float(table["value"]),
-                dataset=str(table.get("dataset", "average")), average_of=_average_of(table.get("average_of", ()), where),
-                variant=str(table.get("score_variant", "clean")), source=str(table.get("source", "")),
-            ))
-        except KeyError as exc:
-            raise ConfigError(f"{where}: missing {exc.args[0]!r} (needs suite, metric, value)") from None
+        missing = [k for k in ("suite", "metric", "value") if k not in table]
+        if missing:
+            raise ConfigError(f"{where}: missing {missing[0]!r} (needs suite, metric, value)")
+        cell = table.get("cell", {})
+        if not isinstance(cell, dict):
+            raise ConfigError(f"{where}: cell must be a table (cell = {{ method = \"simcse\" }}), not a {_kind(cell)}")
+        for key in ("suite", "metric", "dataset", "source", "score_variant"):
+            if key in table and not isinstance(table[key], str):
+                raise ConfigError(f"{where}: {key} must be a string, not a {_kind(table[key])}")
+        average_of = table.get("average_of", ())
+        if not isinstance(average_of, (str, list, tuple)) or isinstance(average_of, list) and not all(isinstance(d, str) for d in average_of):
+            raise ConfigError(f"{where}: average_of must be a list of dataset names or 'beir14' / 'sts7'")
+        cell = {("variant" if k == "variant" else _option(k, where, known)): v for k, v in cell.items()}
+        spec.published.append(Published(
+            cell=cell, suite=table["suite"], metric=table["metric"], value=_published_value(table, where),
+            dataset=table.get("dataset", "average"), average_of=_average_of(average_of, where),
+            variant=table.get("score_variant", "clean"), source=table.get("source", ""),
+        ))  # fmt: skip
     if "method" not in spec.grid and "method" not in spec.fixed and not any("method" in v.options for v in spec.variants):
         raise ConfigError(f"{p}: no method given; add e.g. [grid] method = [\"simcse\", \"laser3-self\"]")
     return spec

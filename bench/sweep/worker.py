@@ -56,11 +56,42 @@ class ChildRegistry:
                 if child.poll() is None:
                     child.send_signal(signal.SIGINT)
 
-    def kill_all(self) -> None:
+    def kill_all(self) -> list[int]:
+        """SIGKILL every child still running; returns their pids (their rows cannot mark themselves)."""
+        killed = []
         with self.lock:
             for child in self.children:
                 if child.poll() is None:
                     child.kill()
+                    killed.append(child.pid)
+        for pid in killed:  # reaped, so that their pids are gone when the rows are checked
+            for child in list(self.children):
+                if child.pid == pid:
+                    try:
+                        child.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        pass
+        return killed
+
+
+def mark_killed(db: str, pids: list[int], reason: str) -> list[int]:
+    """Rows still 'running' on this host under one of `pids` (children killed before they could record their
+    state) marked interrupted, so none is left 'running'; the same `bench sweep` resumes them. Returns their ids."""
+    import socket
+
+    from results_db import ResultsDB
+
+    if not pids:
+        return []
+    writer = ResultsDB(db, create=False)
+    try:
+        runs = writer.runs()
+        held = runs[(runs["status"] == "running") & (runs["host"] == socket.gethostname()) & runs["pid"].isin(pids)]
+        for run_id in held["id"].astype(int):
+            writer.finish_run(int(run_id), status="interrupted", error=reason)
+        return [int(i) for i in held["id"]]
+    finally:
+        writer.engine.dispose()
 
 
 def point_command(point: Point, settings: WorkerSettings) -> list[str]:

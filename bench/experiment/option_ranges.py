@@ -73,14 +73,20 @@ def option_name(dest: str) -> str:
 
 def check_args(args: argparse.Namespace) -> None:
     """Refuse an out-of-range number or an unusable device (see the module docstring); run before anything else."""
-    for dest, rule in RANGES.items():
-        value = getattr(args, dest, None)
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, (int, float)) and not isinstance(item, bool):
-                rule.check(option_name(dest), item)
+    check_numbers(vars(args))
     device = getattr(args, "device", None)
     if isinstance(device, str):
         check_device(device)
+
+
+def check_numbers(options: dict[str, Any]) -> None:
+    """The numeric options among `options` (option name -> value) within their ranges (a sweep's points too; their
+    device is checked where they run, which may be another machine)."""
+    for dest, rule in RANGES.items():
+        value = options.get(dest)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, (int, float)) and not isinstance(item, bool):
+                rule.check(option_name(dest), item)
 
 
 DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:[0-9]{1,3})?")
