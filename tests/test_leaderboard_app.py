@@ -358,7 +358,7 @@ def _assert_first_run_help(at: AppTest, reason: str) -> None:
     assert not at.exception
     shown = texts(at)
     assert reason in shown
-    assert "bench eval --model minilm --suite sts --db" in shown  # how to add the first run
+    assert "bench eval --model minilm --suite sts:stsb --db" in shown  # how to add the first run
     assert not at.dataframe
 
 

@@ -160,11 +160,11 @@ class LineProgress:
         parts = [f"{self.desc}: {count} {unit}"]
         if self.total and not final:
             parts[0] += f" ({100 * self.n / self.total:.0f}%)"
-        parts.append(f"{_duration(elapsed)}")
+        parts.append(f"{duration(elapsed)}")
         if rate > 0:
             parts.append(f"{rate:,.1f} {unit}/s")
         if not final and self.total and rate > 0:
-            parts.append(f"ETA {_duration((self.total - self.n) / rate)}")
+            parts.append(f"ETA {duration((self.total - self.n) / rate)}")
         if self._postfix:
             parts.append(self._postfix)
         return ", ".join(parts) + (" (done)" if final and self._finished() else "")
@@ -173,7 +173,7 @@ class LineProgress:
         print(line, file=self._stream or sys.stderr, flush=True)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     seconds = max(0.0, seconds)
     if seconds < 60:
         return f"{seconds:.1f} s"

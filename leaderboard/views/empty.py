@@ -6,7 +6,9 @@ import streamlit as st
 
 from leaderboard.queries import DBState
 
-FIRST_RUN = "bench eval --model minilm --suite sts"
+# Commands that work on a fresh machine after ./setup.sh: STS-B ships with a package (the other STS sets need a
+# data folder, `bench data list`), and minilm is the packaged all-MiniLM-L6-v2.
+FIRST_RUN = "bench eval --model minilm --suite sts:stsb"
 
 
 def show(state: DBState, reason: str) -> None:
@@ -15,6 +17,7 @@ def show(state: DBState, reason: str) -> None:
     db_option = f" --db {state.location}" if state.is_file else f" --db '{state.location}'"
     st.code(FIRST_RUN + db_option, language="bash")
     st.markdown(
-        "Then try `bench eval --model minilm --suite sts@elong` (clean and elongation-attacked scores) or "
-        "`bench run --method simcse,laser3-self --suite sts` (train under a shared budget, then evaluate)."
+        "Then try `bench eval --model minilm --suite sts:stsb@elong` (clean and elongation-attacked scores) or "
+        "`bench run --method simcse,laser3-self --suite sts:stsb` (train under a shared budget, then evaluate). "
+        "`bench data list` shows which other datasets are present and where the missing ones come from."
     )

@@ -113,7 +113,7 @@ def show(state: DBState) -> None:
         _attack_section(table, curve, suite, metric, dataset_choice, family)
     else:
         st.info("No attacked scores yet: evaluate an attacked suite, e.g. `bench eval --model minilm --suite "
-                "sts@elong,pad`, or the needle suite (`--suite needle`).")
+                "sts:stsb@elong,pad`, or the needle suite (`--suite needle`).")
     if "diag" in set(catalog["suite"]):
         if filters is None:
             filters = run_filter_widgets(state, "rob")
