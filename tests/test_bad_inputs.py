@@ -857,3 +857,15 @@ def test_a_double_ctrl_c_on_a_sweep_leaves_no_row_running_and_lists_every_point(
     runs = ResultsDB(world.db).runs()
     assert "running" not in runs["status"].tolist() and runs["status"].iloc[-1] == "interrupted", lines
     assert any("marked run(s) 2 interrupted" in line for line in lines), lines
+
+
+def test_bench_run_refuses_a_backbone_folder_without_a_tokenizer_before_any_row(world, capsys):
+    folder = shutil.copytree(world.model, world.root / "backbone")
+    _no_tokenizer(folder)
+    argv = _run(world)
+    argv[argv.index("--backbone") + 1] = str(folder)
+    before = rows_digest(world.db)
+    capsys.readouterr()
+    assert main(argv) == 2
+    _one_error_line(capsys, r"backbone.*has no tokenizer files")
+    assert rows_digest(world.db) == before and len(ResultsDB(world.db).runs()) == 1

@@ -505,6 +505,11 @@ def check_backbone_methods(backbone: str, methods: Sequence[str]) -> None:
     """Refuse, before anything runs, a method whose task the backbone cannot learn (mlm/paser on the embedding bag)."""
     from bench.train.registry import get_method
 
+    folder = Path(backbone).expanduser()
+    if (folder / "config.json").is_file():  # a model folder: usable (tokenizer, config = weights) before any row
+        from bench.encode.model_check import check_model_folder
+
+        check_model_folder(backbone, folder)
     if not (backbone == EMBEDDING_BAG_PREFIX or backbone.startswith(EMBEDDING_BAG_PREFIX + "-")):
         return
     from bench.encode.embedding_bag import parse_backbone
