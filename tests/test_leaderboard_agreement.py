@@ -156,3 +156,17 @@ def test_robustness_points_of_one_run_carry_the_bootstrap_interval_of_their_scor
     items = db.score_items(score_id)
     low, high = stats.score_interval({"aggregate": items.aggregate, "item_ids": items.item_ids, "values": items.values, "gold": items.gold})
     assert (point["low"], point["high"]) == pytest.approx((low, high)) and low < point["score"] < high
+
+
+def test_main_view_charts_use_distinct_colours_and_whole_legends(main_job, monkeypatch):
+    at = open_app(main_job, monkeypatch)
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    assert len(specs) == 2  # per-dataset bars with CIs, model size vs score
+    for spec in specs:
+        text = json.dumps(spec)
+        assert '"scheme": "tableau10"' in text  # ten distinct hues, not shades of one
+        assert '"labelLimit": 0' in text  # legend labels never cut
+    bars = json.dumps(specs[0])
+    assert '"y2"' in bars and '"xOffset"' in bars  # a bar per row and dataset, with its CI
+    size = json.dumps(specs[1])
+    assert '"type": "log"' in size and "params (M)" in size
