@@ -170,8 +170,9 @@ def downloads(location: str, version: tuple[int, ...], suite: str, metric: str, 
 
 def _display(table: MainTable, part: tables.Leaderboard, variant: str, rows: int) -> tuple[pd.DataFrame, list[str], dict]:
     """The frame one table shows, its score columns and the full text of shortened labels (for the headers' help)."""
-    cells = part.cells.head(rows)
-    info = part.info.head(rows)
+    part = part.rows(np.arange(len(part)) < rows)  # SeedMean cells for the rows shown only
+    cells = part.cells
+    info = part.info
     full: dict[str, list[str]] = {}
     for column in ("method", "backbone", "budget", "corpus"):
         values = info[column].astype(str)
@@ -289,7 +290,8 @@ def show(state: DBState) -> None:
         csv_button(csv, f"leaderboard-{suite}-{metric}-{variant}", key="main_csv")
     with right:
         json_button(json_bytes, f"leaderboard-{suite}-{metric}-{variant}", key="main_json")
-    _charts(table, metric)
+    _charts(chart_specs(state.location, state.version, suite, metric, variant, filters, include_parts, reference),
+            metric, table.headline)
 
 
 def _nonce() -> int:
@@ -346,50 +348,46 @@ def _notes(table: MainTable, highlight: bool, variant: str) -> None:
                "record them).")  # fmt: skip
 
 
-def _charts(table: MainTable, metric: str) -> None:
-    """Per-dataset scores with their CIs, and model size vs score (the full-set rows)."""
+@st.cache_data(show_spinner=False, max_entries=16)
+def chart_specs(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
+                filters: tables.RunFilters, include_parts: bool, reference: str | None) -> tuple[dict | None, dict | None]:  # fmt: skip
+    """The two charts' Vega-Lite specs, built once per choice (Altair's build and validation cost more than the
+    table itself on every rerun)."""
+    table = main_table(location, version, suite, metric, variant, filters, include_parts, reference)
     full = [part for label, part in table.board.partitions() if not label]
     if not full:
-        return
+        return None, None
     part = full[0]
     labels = tables.group_label(part.info)
-    left, right = st.columns(2)
-    with left:
-        st.markdown(f"**Per dataset ({literal(metric)}), 95% CI**")
-        rows = []
-        for i, g in enumerate(part.groups[:MAX_BARS]):
-            for d in part.datasets:
-                value = float(part.mean[d].iloc[i])
-                if np.isnan(value):
-                    continue
-                lo, hi = table.bar_ci.get(int(g), {}).get(d, (np.nan, np.nan))
-                rows.append({"row": labels.iloc[i], "dataset": d, "score": value, "low": lo, "high": hi})
-        frame = pd.DataFrame(rows)
-        if frame.empty:
-            st.caption("No scores to draw.")
-        else:
-            order = labels.head(MAX_BARS).tolist()
-            color = alt.Color("row:N", sort=order, scale=alt.Scale(scheme=CATEGORY_SCHEME),
-                              legend=alt.Legend(orient="bottom", columns=1, labelLimit=0, title=None))  # fmt: skip
-            x = alt.X("dataset:N", sort=tables.order_datasets(frame["dataset"].unique().tolist()), title=None,
-                      axis=alt.Axis(labelAngle=0))  # fmt: skip
-            base = alt.Chart(frame).encode(x=x, xOffset=alt.XOffset("row:N", sort=order), color=color)
-            bars = base.mark_bar().encode(y=alt.Y("score:Q", title=metric), tooltip=["row", "dataset", alt.Tooltip("score:Q", format=".2f"),
-                                          alt.Tooltip("low:Q", format=".2f"), alt.Tooltip("high:Q", format=".2f")])  # fmt: skip
-            rules = base.mark_rule(color="black").encode(y="low:Q", y2="high:Q")
-            st.altair_chart((bars + rules).properties(height=260), width="stretch")
-            st.caption("CI: over seeds (Student t) for several seeds, else the bootstrap interval of the score over its items.")
-    with right:
-        st.markdown(f"**Model size vs {literal(table.headline)}**")
-        size = part.info["params (M)"].to_numpy(dtype=float) if "params (M)" in part.info else np.array([])
-        score = part.mean[table.headline].to_numpy(dtype=float)
-        ok = ~np.isnan(size) & ~np.isnan(score) if len(size) else np.array([], dtype=bool)
-        if not ok.any():
-            st.caption("No run recorded its model size (Run.model_info).")
-            return
+    rows = []
+    for i, g in enumerate(part.groups[:MAX_BARS]):
+        for d in part.datasets:
+            value = float(part.mean[d].iloc[i])
+            if np.isnan(value):
+                continue
+            lo, hi = table.bar_ci.get(int(g), {}).get(d, (np.nan, np.nan))
+            rows.append({"row": labels.iloc[i], "dataset": d, "score": value, "low": lo, "high": hi})
+    frame = pd.DataFrame(rows)
+    bars_spec = None
+    if not frame.empty:
+        order = labels.head(MAX_BARS).tolist()
+        color = alt.Color("row:N", sort=order, scale=alt.Scale(scheme=CATEGORY_SCHEME),
+                          legend=alt.Legend(orient="bottom", columns=1, labelLimit=0, title=None))  # fmt: skip
+        x = alt.X("dataset:N", sort=tables.order_datasets(frame["dataset"].unique().tolist()), title=None,
+                  axis=alt.Axis(labelAngle=0))  # fmt: skip
+        base = alt.Chart(frame).encode(x=x, xOffset=alt.XOffset("row:N", sort=order), color=color)
+        bars = base.mark_bar().encode(y=alt.Y("score:Q", title=metric), tooltip=["row", "dataset", alt.Tooltip("score:Q", format=".2f"),
+                                      alt.Tooltip("low:Q", format=".2f"), alt.Tooltip("high:Q", format=".2f")])  # fmt: skip
+        rules = base.mark_rule(color="black").encode(y="low:Q", y2="high:Q")
+        bars_spec = (bars + rules).properties(height=260).to_dict()
+    size = part.info["params (M)"].to_numpy(dtype=float) if "params (M)" in part.info else np.array([])
+    score = part.mean[table.headline].to_numpy(dtype=float)
+    ok = ~np.isnan(size) & ~np.isnan(score) if len(size) else np.array([], dtype=bool)
+    size_spec = None
+    if ok.any():
         frame = pd.DataFrame({"row": labels.to_numpy()[ok], "params (M)": size[ok], "score": score[ok],
                               "method": part.info["method"].to_numpy()[ok]}).head(MAX_SCATTER)  # fmt: skip
-        chart = (
+        size_spec = (
             alt.Chart(frame)
             .mark_point(filled=True, size=80)
             .encode(
@@ -400,5 +398,25 @@ def _charts(table: MainTable, metric: str) -> None:
                 tooltip=["row", alt.Tooltip("params (M):Q", format=".1f"), alt.Tooltip("score:Q", format=".2f")],
             )
             .properties(height=260)
+            .to_dict()
         )  # fmt: skip
-        st.altair_chart(chart, width="stretch")
+    return bars_spec, size_spec
+
+
+def _charts(specs: tuple[dict | None, dict | None], metric: str, headline: str) -> None:
+    """Per-dataset scores with their CIs, and model size vs score (the full-set rows)."""
+    bars_spec, size_spec = specs
+    left, right = st.columns(2)
+    with left:
+        st.markdown(f"**Per dataset ({literal(metric)}), 95% CI**")
+        if bars_spec is None:
+            st.caption("No scores to draw.")
+        else:
+            st.vega_lite_chart(spec=bars_spec, width="stretch")
+            st.caption("CI: over seeds (Student t) for several seeds, else the bootstrap interval of the score over its items.")
+    with right:
+        st.markdown(f"**Model size vs {literal(headline)}**")
+        if size_spec is None:
+            st.caption("No run recorded its model size (Run.model_info).")
+        else:
+            st.vega_lite_chart(spec=size_spec, width="stretch")
