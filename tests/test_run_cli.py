@@ -278,7 +278,7 @@ def test_seeds_train_each_method_once_per_seed_and_report_mean_and_interval(tiny
 
 @pytest.mark.parametrize("extra, message", [
     (["--seeds", "0,x"], "--seeds '0,x': give whole numbers"),
-    (["--seeds", "-1"], "give one or more seeds >= 0"),
+    (["--seeds", "-1"], "give one or more seeds from 0 to 4294967295"),
     (["--reference", "esimcse"], "--reference 'esimcse' is not among the compared rows (vanilla, laser3-self, simcse)"),
 ])  # fmt: skip
 def test_bad_seeds_or_reference_is_one_clear_line(extra, message, tmp_path, capsys):

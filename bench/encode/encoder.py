@@ -51,7 +51,14 @@ from bench.encode.batching import plan_batches
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
 from bench.encode.inputs import ModelInputs, model_inputs
 from bench.encode.pooling import POOLINGS, eval_mode, pooled_output
-from bench.encode.model_check import check_loading_info, check_model_folder, check_tokenizer, safetensors_shapes
+from bench.encode.model_check import (
+    check_loading_info,
+    check_max_len,
+    check_model_folder,
+    check_tokenizer,
+    read_config,
+    safetensors_shapes,
+)
 from bench.encode.st_config import folder_pooling, write_st_config
 from bench.runtime.errors import ConfigError, ModelLoadError
 
@@ -320,6 +327,7 @@ class Encoder:
 
             options = load_options(name, source)  # refuses a pickle-only folder without --allow-pickle
             check_model_folder(name, source)  # tokenizer, config and weights agree: before a run is recorded
+            check_max_len(name, read_config(name, Path(source)), max_len)
             if options.get("use_safetensors") is False:
                 # pickle weights: loaded (and refused, if they hold more than tensors) now, before a run is recorded
                 model = load_weights(name, source)
@@ -327,6 +335,7 @@ class Encoder:
             dim = _config_dim(config)
         else:
             model, tokenizer, source = load_transformer(name)
+            check_max_len(name, model.config.to_dict(), max_len)
         if pooling is None:
             pooling = (folder_pooling(source) if is_folder else None) or "mean"
         return cls(

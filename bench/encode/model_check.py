@@ -195,3 +195,25 @@ def check_loading_info(name: str, source: str, info: dict[str, Any]) -> None:
                 else f"{len(mismatched)} weight(s) of another shape than config.json says (e.g. {mismatched[0][0]})")  # fmt: skip
         raise ModelLoadError(f"model {name!r} ({source}): {what}, so they would be random; use the config.json and "
                              "weights saved together")  # fmt: skip
+
+
+# Position tables of these model types start after the padding index (RoBERTa's 514 rows hold 512 positions).
+OFFSET_POSITIONS = {"roberta": 2, "xlm-roberta": 2, "xlm-roberta-xl": 2, "camembert": 2, "mpnet": 2, "longformer": 2}
+
+
+def positions_limit(config: dict[str, Any]) -> int | None:
+    """The most tokens a model reads (its position table), None when it has no such limit or does not say."""
+    n = _int(config, ("max_position_embeddings", "n_positions", "max_seq_len"))
+    if n is None or n <= 0:
+        return None
+    return n - OFFSET_POSITIONS.get(str(config.get("model_type", "")), 0)
+
+
+def check_max_len(name: str, config: dict[str, Any], max_len: int, option: str = "--max-len") -> None:
+    """A max_len beyond the model's positions fails mid-run (an elongated text reaches it): refused up front."""
+    limit = positions_limit(config)
+    if limit is not None and max_len > limit:
+        from bench.runtime.errors import ConfigError
+
+        raise ConfigError(f"{option} {max_len}: model {name!r} reads at most {limit} tokens (its position table); "
+                          f"give {option} {limit} or less")  # fmt: skip

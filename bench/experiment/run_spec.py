@@ -153,11 +153,12 @@ class RunSpec:
         from bench.evaluate.suites.registry import split_suite_args
         from bench.train import Budget, TrainConfig
 
-        from bench.train.trainer import check_backbone_methods
+        from bench.train.trainer import check_backbone_lengths, check_backbone_methods
 
         budget = Budget.parse(self.budget)
         methods = parse_methods(self.method)
         check_backbone_methods(self.backbone, methods)
+        check_backbone_lengths(self.backbone, {"--max-len": self.max_len, "--eval-max-len": self.eval_max_len})
         overrides = parse_overrides(self.hp, methods)
         suite_args = split_suite_args(self.suite) if self.suite else default_suites(self.data_dir)
         elong, attack_params = attack_settings(self.elong, self.attack)

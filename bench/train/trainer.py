@@ -527,6 +527,25 @@ def check_backbone_methods(backbone: str, methods: Sequence[str]) -> None:
         )
 
 
+def check_backbone_lengths(backbone: str, lengths: dict[str, int]) -> None:
+    """Each max_len option (--max-len, --eval-max-len) within the backbone's positions, refused before any row
+    rather than failing mid-run when an elongated text reaches it."""
+    from bench.encode.encoder import REFERENCE_ALIASES, reference_model_dir
+    from bench.encode.model_check import check_max_len, read_config
+
+    folder = Path(backbone).expanduser()
+    if not (folder / "config.json").is_file() and backbone.lower() in REFERENCE_ALIASES:
+        folder = reference_model_dir() or folder
+    if (folder / "config.json").is_file():
+        config = read_config(backbone, folder)
+    elif backbone.startswith(RANDOM_BACKBONE_PREFIX):
+        config = {"max_position_embeddings": 512, "model_type": "bert"}  # bench.encode.backbones.make_random_bert's
+    else:
+        return  # a hub id (checked once loaded) or the embedding bag (no positions)
+    for option, value in lengths.items():
+        check_max_len(backbone, config, value, option)
+
+
 def load_backbone(name: str, cache_dir: str | Path | None = None) -> tuple[torch.nn.Module, Any, str]:
     """(model, tokenizer, resolved source). Names: a folder, 'minilm' (packaged all-MiniLM-L6-v2), a hub id,
     'random-bert-tiny|mini|small' (random BERT on the packaged vocab) or 'embedding-bag[-DIM]' (a random token-
