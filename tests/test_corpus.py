@@ -107,6 +107,7 @@ def test_bad_corpus_specs_are_clear_errors(tmp_path):
 ])
 def test_public_training_corpora_missing_offline_name_their_source(name, url, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no ./data or ../shared/data holding them
+    (tmp_path / "data").mkdir()  # a data folder that exists but lacks the corpus (a missing folder is its own error)
     with pytest.raises(DatasetMissingError) as err:
         load_corpus(name, data_dir=str(tmp_path / "data"))
     assert url in str(err.value) and name in str(err.value)

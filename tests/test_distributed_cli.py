@@ -177,7 +177,10 @@ def test_two_process_run_trains_and_scores_as_one_process(tiny_model_dir, data_d
     weights = [load_file(next((tmp_path / out).glob("*/laser3-self/encoder/model.safetensors"))) for out in ("runs-one", "runs-two")]
     for name, w in weights[0].items():
         if not name.startswith("pooler."):  # BERT's pooler is unused by training and randomly initialised at load
-            assert (weights[1][name] - w).abs().max() < 1e-5, name
+            # Adam divides by sqrt(v): a parameter whose gradient is near zero turns the all-reduce's float rounding
+            # (another summation order than one process's) into updates that differ by ~1e-5 at lr 1e-3 (seen on a
+            # loaded machine); 1e-4 is still 30x below one step's largest update (lr)
+            assert (weights[1][name] - w).abs().max() < 1e-4, name
     trained = runs.iloc[1]
     assert trained["runtime"]["world_size"] == 2 and trained["runtime"]["per_rank_batch"] == 2
     assert trained["budget_consumed"]["examples"] == db_one.runs().iloc[1]["budget_consumed"]["examples"] == 12
