@@ -15,6 +15,8 @@ COMMANDS = ("run", "sweep", "eval", "results", "export", "import_", "push", "met
 
 # A disk that is full (or a file-size or quota limit): the same for the user, whichever file was being written.
 DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+# The file system refusing a path (a file where a folder should be, no permission): the user's environment, not a bug.
+PLACE_ERRORS = (NotADirectoryError, IsADirectoryError, PermissionError, FileExistsError)
 
 
 class CLIError(Exception):
@@ -121,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
             where = f" writing {exc.filename}" if exc.filename else ""
             print(f"bench: error: no space left{where} ({exc.strerror}); free space (or point the output elsewhere) "
                   "and run the command again", file=sys.stderr)  # fmt: skip
+            return 2
+        if not args.verbose and isinstance(exc, PLACE_ERRORS) and exc.filename:  # a path the machine refuses
+            print(f"bench: error: cannot use {safe(exc.filename)}: {exc.strerror}; give another path (or fix its "
+                  "folder's permissions)", file=sys.stderr)  # fmt: skip
             return 2
         if args.verbose or not isinstance(exc, user_errors()):
             raise

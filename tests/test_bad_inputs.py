@@ -575,6 +575,8 @@ BAD_ARGUMENTS: dict[str, tuple[Callable[[World], list[str]], str]] = {
     "eval --max-len 0": (lambda w: w.eval("sts:stsb", None, "--max-len", "0"), r"--max-len 0: must be >= 4 and <= 100,000"),
     "eval --max-len beyond the model's positions": (lambda w: w.eval("sts:stsb@elong", None, "--max-len", "2000"), r"--max-len 2000: model .* reads at most 512 tokens"),
     "run --eval-max-len beyond the backbone's positions": (lambda w: _run(w, "--eval-max-len", "1000"), r"--eval-max-len 1000: model .* reads at most 512 tokens"),
+    "run --out under a file": (lambda w: _run(w, "--out", str(w.db / "runs")), r"--out .*good\.sqlite is a file, so the folder cannot be created there"),
+    "sweep --folder that is a file": (lambda w: ["sweep", str(w.root / "s.toml"), "--db", str(w.db), "--folder", str(w.db)], r"--folder .*good\.sqlite is an existing file, not a folder"),
     "eval --batch-size -3": (lambda w: w.eval("sts:stsb", None, "--batch-size", "-3"), r"--batch-size -3: must be >= 1"),
     "eval --seed -1": (lambda w: w.eval("sts:stsb", None, "--seed", "-1"), r"--seed -1: must be >= 0"),
     "eval --seed 2**32": (lambda w: w.eval("sts:stsb", None, "--seed", str(2**32)), r"--seed 4,294,967,296: must be >= 0 and <= 4,294,967,295"),

@@ -126,21 +126,3 @@ def open_db(args: Any) -> ResultsDB:
 def env_flag(name: str) -> bool:
     return os.environ.get(name, "").lower() in ("1", "true", "yes")
 
-
-def check_output_dir(path: str | os.PathLike[str], option: str) -> None:
-    """A folder a command will create or write into: refused now, with one line, when it is a file, sits under a
-    file, or cannot be written (nothing is created here)."""
-    from pathlib import Path
-
-    from bench.runtime.errors import ConfigError
-
-    target = Path(path).expanduser()
-    if target.exists() and not target.is_dir():
-        raise ConfigError(f"{option} {path} is an existing file, not a folder; give a folder (it is created when missing)")
-    probe = target
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir():
-        raise ConfigError(f"{option} {path}: {probe} is a file, so the folder cannot be created there; give another folder")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(f"{option} {path}: {probe} is not writable; give another folder")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from bench.commands.common import add_db, check_output_dir
+from bench.commands.common import add_db
+from bench.experiment.option_ranges import check_output_dir
 from bench.runtime.errors import ConfigError
 
 FORMATS = ("mteb",)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,9 @@ RANGES: dict[str, Range] = {
 }
 
 
+OUTPUT_FOLDERS = {"out": "--out", "folder": "--folder"}  # by argparse destination (bench run, bench sweep)
+
+
 def option_name(dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
@@ -74,6 +78,9 @@ def option_name(dest: str) -> str:
 def check_args(args: argparse.Namespace) -> None:
     """Refuse an out-of-range number or an unusable device (see the module docstring); run before anything else."""
     check_numbers(vars(args))
+    for dest, option in OUTPUT_FOLDERS.items():  # folders a command creates: never a file, or under one
+        if isinstance(getattr(args, dest, None), str):
+            check_output_dir(getattr(args, dest), option)
     device = getattr(args, "device", None)
     if isinstance(device, str):
         check_device(device)
@@ -114,3 +121,20 @@ def check_device(name: str) -> None:
     backend = getattr(torch.backends, kind, None) if kind == "mps" else getattr(torch, kind, None)
     if backend is None or not backend.is_available():
         raise ConfigError(f"--device {name!r}: this torch ({torch.__version__}) cannot use {kind} here; use --device cpu")
+
+
+def check_output_dir(path: str | os.PathLike[str], option: str) -> None:
+    """A folder a command will create or write into: refused now, with one line, when it is a file, sits under a
+    file, or cannot be written (nothing is created here)."""
+    from pathlib import Path
+
+    target = Path(path).expanduser()
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"{option} {path} is an existing file, not a folder; give a folder (it is created when missing)")
+    probe = target
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(f"{option} {path}: {probe} is a file, so the folder cannot be created there; give another folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {path}: {probe} is not writable; give another folder")
