@@ -336,12 +336,12 @@ def read_mteb_results(directory: str | Path) -> tuple[list[ReferenceModel], list
     for path in sorted(root.rglob("*.json")):
         if path.name != "model_meta.json":
             grouped[path.parent].append(path)
-    from tqdm.auto import tqdm
+    from bench.runtime import progress
 
     problems: list[str] = []
     models = []
     n_files = sum(len(p) for p in grouped.values())
-    bar = tqdm(total=n_files, desc="reading MTEB results", unit="file", disable=n_files < 200)
+    bar = progress.bar(total=n_files, desc="reading MTEB results", unit="file", disable=n_files < 200)
     for folder, paths in grouped.items():
         name, revision, meta = _identity(folder)
         records: list[ScoreRecord] = []
