@@ -873,3 +873,21 @@ def test_bench_run_refuses_a_backbone_folder_without_a_tokenizer_before_any_row(
     assert main(argv) == 2
     _one_error_line(capsys, r"backbone.*has no tokenizer files")
     assert rows_digest(world.db) == before and len(ResultsDB(world.db).runs()) == 1
+
+
+@pytest.mark.parametrize("damage", ["truncated weights", "state.json not JSON"])
+def test_a_damaged_checkpoint_is_one_line_naming_it(damage, tmp_path):
+    import torch
+
+    from bench.runtime.errors import TrainingError
+    from bench.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+
+    save_checkpoint(tmp_path, 3, {"w": torch.ones(64, 64)}, {"step": 3, "rng": torch.zeros(4)})
+    folder = latest_checkpoint(tmp_path)
+    if damage == "truncated weights":
+        data = (folder / "model.safetensors").read_bytes()
+        (folder / "model.safetensors").write_bytes(data[: len(data) // 2])
+    else:
+        (folder / "state.json").write_text("{")
+    with pytest.raises(TrainingError, match=r"checkpoint .*step-00000003 cannot be read .*move that folder away"):
+        load_checkpoint(folder)

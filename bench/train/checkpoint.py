@@ -113,10 +113,20 @@ def save_checkpoint(
 
 
 def load_checkpoint(folder: str | os.PathLike[str]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """(model state, training state) of a checkpoint; a damaged one (truncated, overwritten) is one clear
+    TrainingError naming it, never a traceback: checkpoints are written atomically, so only outside damage does it."""
+    from safetensors import SafetensorError
+
+    from bench.runtime.errors import TrainingError
+
     folder = Path(folder)
-    model_state = load_file(str(folder / "model.safetensors"))
-    tensors = load_file(str(folder / "state.safetensors"))
-    state = unflatten_state(json.loads((folder / "state.json").read_text()), tensors)
+    try:
+        model_state = load_file(str(folder / "model.safetensors"))
+        tensors = load_file(str(folder / "state.safetensors"))
+        state = unflatten_state(json.loads((folder / "state.json").read_text()), tensors)
+    except (SafetensorError, OSError, ValueError, KeyError, TypeError) as exc:
+        raise TrainingError(f"checkpoint {folder} cannot be read ({type(exc).__name__}: {' '.join(str(exc).split())[:160]}); "
+                            "move that folder away and run again (--resume then starts this run's training over)") from None  # fmt: skip
     return model_state, state
 
 
