@@ -808,6 +808,9 @@ def test_an_eval_that_died_is_resumed_by_running_it_again_and_skips_what_it_fini
     assert runs["status"].tolist() == ["finished", "finished"]  # the same row, finished: no second row
     ids = _score_ids(world.db, run_id)
     assert ("beir", "scifact") in ids and ids[("sts", "stsb")] == sts_before  # STS kept as it was, not scored again
+    read = ResultsDB(world.db).get_run(run_id)["data_fingerprint"]
+    if how == "failed":  # the first attempt's files stay in the row's fingerprint, with the ones read now
+        assert any(p.endswith("stsb-test.tsv") for p in read) and any(p.endswith("corpus.jsonl") for p in read), read
 
 
 def test_a_finished_eval_run_again_is_a_new_run(world):

@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         runtime=runtime,
     )
     t0 = time.time()
-    with Recording(db, run_id, files=lambda: ctx.files_read):
+    with Recording(db, run_id, files=lambda: ctx.files_read,
+                   earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None):
         records = evaluate(model, suites, ctx, db=db, run_id=run_id)
         encoded = distributed.all_gather_object(getattr(model, "texts_encoded", None))
         if db is not None and encoded[0] is not None:

@@ -19,8 +19,11 @@ from bench.runtime.heartbeat import Heartbeat
 
 
 class Recording:
-    def __init__(self, db: Any, run_id: int | None, files: Callable[[], Iterable[str]] = lambda: ()):
+    def __init__(self, db: Any, run_id: int | None, files: Callable[[], Iterable[str]] = lambda: (),
+                 earlier_fingerprint: dict[str, str] | None = None):  # fmt: skip
         self.db, self.run_id, self.files = db, run_id, files
+        # A resumed row: the files its first attempt read (datasets it scored are skipped now, so not read again).
+        self.earlier = earlier_fingerprint if isinstance(earlier_fingerprint, dict) else {}
         self.beat: Heartbeat | None = None
 
     def __enter__(self) -> "Recording":
@@ -36,7 +39,7 @@ class Recording:
             return False
         self.beat.stop()
         if self.db is not None and self.run_id is not None:
-            reason = mark_finished(self.db, self.run_id, "finished", "", fingerprint_files(self.files()))
+            reason = mark_finished(self.db, self.run_id, "finished", "", {**self.earlier, **fingerprint_files(self.files())})
             if reason is not None:  # every score is recorded; only the row's final status could not be written
                 from results_db.errors import ResultsDBError
 
