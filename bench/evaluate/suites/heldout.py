@@ -7,7 +7,8 @@ subject and make the task trivial (all-MiniLM-L6-v2: nDCG@10 95.6, recall@100 10
 does (nDCG@10 84.7). Scored as the BEIR suites (bench.evaluate.suites.retrieval: exact cosine search or BM25, through
 pytrec_eval, x100) on nDCG@10 (main) and MRR@10; recall@100 is not reported, since one relevant document among
 448 sits in every top 100 (99.6). `@elong` elongates the documents (m in the run's variants, within max_len), as
-the retrieval suites do. It is not a published benchmark: results are labelled `heldout` and must not be
+the retrieval suites do; `@pad` pads them with sentences of the articles that are not held out (every held-out
+document is some query's answer). It is not a published benchmark: results are labelled `heldout` and must not be
 compared with BEIR figures.
 """
 
@@ -44,6 +45,15 @@ def known_item_pairs(limit: int | None = None) -> tuple[list[str], list[str], li
     return ids, queries, docs
 
 
+def training_article_pool(seed: int):  # noqa: ANN201 - a Distractors
+    """`@pad`'s distractors: every held-out document is some query's answer, so padding draws from the wiki-offline
+    articles that are not held out (the training part) instead."""
+    from bench.data.corpus import is_heldout, wiki_offline_articles
+    from bench.evaluate.attacks import Distractors
+
+    return Distractors.build([a.text for a in wiki_offline_articles() if not is_heldout(a.title)], seed)
+
+
 @dataclass
 class HeldoutSuite:
     name: str = "heldout"
@@ -71,7 +81,7 @@ class HeldoutSuite:
             qrels={q: {d: 1} for q, d in zip(ids, doc_ids)},
             files=files,
         )
-        return score_retrieval(model, data, dataset, ctx, self.name, metrics=METRICS)
+        return score_retrieval(model, data, dataset, ctx, self.name, metrics=METRICS, pool=training_article_pool)
 
 
 def make_suite(arg: str | None) -> HeldoutSuite:

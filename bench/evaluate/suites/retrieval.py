@@ -260,8 +260,9 @@ def retrieval_pool(data: RetrievalData, docs: Sequence):  # noqa: ANN201 - a poo
 
 # ------------------------------------------------------------------------------ suite
 def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalContext, suite: str,
-                    metrics: tuple[str, ...] = METRICS) -> list[ScoreRecord]:  # fmt: skip
-    """All variants of one retrieval dataset: records for `metrics` (default all three), with per-query values."""
+                    metrics: tuple[str, ...] = METRICS, pool: Any = None) -> list[ScoreRecord]:  # fmt: skip
+    """All variants of one retrieval dataset: records for `metrics` (default all three), with per-query values.
+    `pool(seed)`: the distractor sentences of `@pad` (default: the documents no query judges relevant)."""
     query_ids = list(data.qrels)
     queries = [data.queries[q] for q in query_ids]
     doc_ids = list(data.corpus)
@@ -271,7 +272,7 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
     q_emb = None if is_lexical(model) else model.encode(queries, desc=f"{dataset} queries")  # once: never attacked
     records = []
     # documents are what an attack changes (queries stay clean); BM25 reads whole texts (no tokenizer, no cut)
-    loop = variant_loop(model, ctx, measured=clean_docs, pool=retrieval_pool(data, clean_docs), dataset=dataset)
+    loop = variant_loop(model, ctx, measured=clean_docs, pool=pool or retrieval_pool(data, clean_docs), dataset=dataset)
     for v in loop:
         variant = v.name
         docs = v.texts(clean_docs, salt=f"{dataset}|{variant}|docs")
