@@ -5,7 +5,7 @@ Built-in families (elong, pad, shuffle, and `len`, the needle suite's context le
 plug-in: an entry point in that group (lenbench's own are in pyproject.toml) names an `AttackFamily` or a
 zero-argument callable returning one or a list. A new attack is one module defining its family plus one entry point.
 Entry points are read from installed package metadata; a checkout whose metadata predates this group (installed
-before it existed) still gets the built-ins, with a warning to reinstall (`pip install -e .`).
+before it existed) still gets the built-ins, registered directly (a debug log line says to reinstall).
 
 Reports and the leaderboard read variant order and labels from here (`describe_variant`, `order_variants`): a
 stored variant name is looked up in every family; names no family knows sort after the known ones, alphabetically.
@@ -65,10 +65,10 @@ def _load() -> None:
         except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the harness down
             log.warning("attack plugin %s (%s) failed to load: %s", ep.name, ep.value, exc)
     missing = [name for name in BUILTIN if name not in _REGISTRY]
-    if missing:
-        log.warning("lenbench's own `%s` entry points are not installed (%s): registering them directly; reinstall "
-                    "the checkout (`pip install -e .`) so plug-ins and built-ins load alike", ENTRY_POINT_GROUP,
-                    ", ".join(missing))  # fmt: skip
+    if missing:  # an install older than the group: the same objects, registered directly (quietly: stderr stays one line)
+        log.debug("lenbench's own `%s` entry points are not installed (%s): registering them directly; reinstall "
+                  "the checkout (`pip install -e .`) so plug-ins and built-ins load alike", ENTRY_POINT_GROUP,
+                  ", ".join(missing))  # fmt: skip
         for name in missing:
             module, _, attr = BUILTIN[name].partition(":")
             register(getattr(importlib.import_module(module), attr))
