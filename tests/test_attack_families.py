@@ -248,3 +248,32 @@ def test_leaderboard_robustness_filters_by_family_and_plots_needle_against_lengt
     curve = tables.length_curve(needle, runs).set_index("variant")
     assert list(curve.index) == ["len-64", "len-512", "len-mean"] and curve.loc["len-64", "score"] == 95
     assert curve.loc["len-512", "m"] == "512" and curve.loc["len-64", "seeds"] == 2 and np.isnan(curve.loc["len-64", "changed_frac"])
+
+
+# ---------------------------------------------------------------------------------------- the variant loop
+def test_the_variant_loop_keeps_each_suites_seed_salt(tok):
+    """elong-rand texts equal the pre-loop code's: attack_texts seeded by ctx.rng(salt) with the suite's own salt."""
+    from bench.evaluate.attacks import attack_texts
+    from bench.evaluate.suites import EvalContext
+    from bench.evaluate.suites.diag import DiagSuite
+    from bench.evaluate.suites.variants import variant_loop
+
+    class Model:  # what the loop reads of an encoder
+        tokenizer, max_len = tok, 32
+
+        def encode(self, texts):  # noqa: ANN001, ANN201
+            raise AssertionError("the loop never encodes")
+
+    texts = [OWN, *OTHERS]
+    ctx = EvalContext(attacked=True, elong=["rand"], seed=3)
+    loop = variant_loop(Model(), ctx, measured=texts)
+    assert loop.names == ["clean", "elong-rand"]
+    (clean, rand) = list(loop)
+    assert clean.texts(texts, salt="x") is texts and clean.info() == {"truncated_frac": 0.0}
+    for salt in ("stsb|elong-rand|1", "scifact|elong-rand|docs", "agnews|elong-rand", "diag|elong-rand|2"):
+        want = attack_texts(texts, "rand", tok, 32, seed=ctx.rng(salt).getrandbits(32))
+        assert rand.texts(texts, salt=salt) == want
+    # diag always runs elong (its --elong), then the families of its suffix
+    diag_ctx = EvalContext(attacked=True, families=("pad",), elong=["2"], attack_params={"pad": ["end-2"]})
+    assert DiagSuite().variants(diag_ctx) == ["clean", "elong-2", "pad-end-2"]
+    assert DiagSuite().variants(EvalContext(elong=["8"])) == ["clean", "elong-8"]
