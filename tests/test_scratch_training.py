@@ -82,7 +82,7 @@ def test_scratch_preset_fills_what_was_not_given():
     args.lr = 0.5  # given by the user
     set_here = apply_preset(args, RunSpec())
     assert args.lr == 0.5 and "lr" not in set_here
-    assert args.backbone == "embedding-bag" and args.seeds == "0,1,2" and args.suite == ["heldout", "sts:stsb"]
+    assert args.backbone == "embedding-bag-32" and args.seeds == "0,1,2" and args.suite == ["heldout", "sts:stsb"]
     assert RunSpec.from_args(args).settings.methods == ["crop", "simcse"]
     plain = argparse.Namespace(backbone="minilm", preset=None)
     assert apply_preset(plain, RunSpec()) == [] and plain.backbone == "minilm"

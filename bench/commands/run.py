@@ -115,7 +115,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="a named job: scratch = crop and simcse train a random embedding layer on wiki-offline, 3 seeds, "
-                        "scored on heldout and STS-B with learning curves (~10 min on 2 CPU cores); options given win")
+                        "scored on heldout and STS-B with learning curves (minutes on 2 CPU cores); options given win")
     p.add_argument("--eval-every", type=int, default=None, metavar="N",
                    help="learning curves: score each trained encoder after N, 2N, ... steps and at the end (on the "
                         "--suite suites, or --curve-suite); `bench results --curves` and the leaderboard show them")
