@@ -9,8 +9,7 @@ Entry points are read from installed package metadata, so a source checkout must
 from __future__ import annotations
 
 import logging
-from importlib import metadata
-
+from bench.runtime.plugins import load_entry_points
 from bench.train.method import MethodSpec
 
 log = logging.getLogger(__name__)
@@ -37,26 +36,12 @@ def register(spec: MethodSpec) -> MethodSpec:
     return spec
 
 
-def _specs_of(obj: object) -> list[MethodSpec]:
-    specs = obj if isinstance(obj, MethodSpec) else obj()  # type: ignore[operator]
-    specs = list(specs) if isinstance(specs, (list, tuple)) else [specs]
-    bad = [s for s in specs if not isinstance(s, MethodSpec)]
-    if bad:
-        raise TypeError(f"expected MethodSpec, got {type(bad[0]).__name__}")
-    return specs
-
-
 def _load() -> None:
     global _loaded
     if _loaded:
         return
     _loaded = True
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            for spec in _specs_of(ep.load()):
-                register(spec)
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the harness down
-            log.warning("method plugin %s (%s) failed to load: %s", ep.name, ep.value, exc)
+    load_entry_points(ENTRY_POINT_GROUP, MethodSpec, register, "method", log)
 
 
 def get_method(name: str) -> MethodSpec:

@@ -17,10 +17,10 @@ import importlib
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 
 from bench.evaluate.attacks.base import CLEAN, Attack, AttackFamily
 from bench.runtime.errors import ConfigError
+from bench.runtime.plugins import load_entry_points
 
 log = logging.getLogger(__name__)
 
@@ -44,26 +44,12 @@ def register(family: AttackFamily) -> AttackFamily:
     return family
 
 
-def _families_of(obj: object) -> list[AttackFamily]:
-    made = obj if isinstance(obj, AttackFamily) else obj()  # type: ignore[operator]
-    made = list(made) if isinstance(made, (list, tuple)) else [made]
-    bad = [f for f in made if not isinstance(f, AttackFamily)]
-    if bad:
-        raise TypeError(f"expected AttackFamily, got {type(bad[0]).__name__}")
-    return made
-
-
 def _load() -> None:
     global _loaded
     if _loaded:
         return
     _loaded = True
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            for family in _families_of(ep.load()):
-                register(family)
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the harness down
-            log.warning("attack plugin %s (%s) failed to load: %s", ep.name, ep.value, exc)
+    load_entry_points(ENTRY_POINT_GROUP, AttackFamily, register, "attack", log)
     missing = [name for name in BUILTIN if name not in _REGISTRY]
     if missing:  # an install older than the group: the same objects, registered directly (quietly: stderr stays one line)
         log.debug("lenbench's own `%s` entry points are not installed (%s): registering them directly; reinstall "
