@@ -9,6 +9,7 @@ proves mteb was handed exactly the texts our suites encoded (title + " " + text 
 
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -162,6 +163,25 @@ def test_task_names_and_offline_errors():
         build_task("Banking77Classification", EvalContext())
     with pytest.raises(ValueError, match="unknown task 'NoSuchTask'"):
         build_task("NoSuchTask", EvalContext())
+
+
+def test_the_offline_error_offers_only_tasks_whose_data_is_here(tmp_path, monkeypatch):
+    """The tasks it suggests instead run now: STS-B (a package ships it), SciFact only once its files are in the
+    data folder, ArguAna (absent) never."""
+    from bench.data import DataError
+    from bench.evaluate.suites.mteb_suite import build_task
+    from tests.test_eval_cli import write_beir
+
+    monkeypatch.chdir(tmp_path)  # no ./data, no ../shared/data
+    with pytest.raises(DataError) as empty:
+        build_task("Banking77Classification", EvalContext())
+    offered = str(empty.value).split("data folder now (")[1]
+    assert "STSBenchmark" in offered and "SciFact" not in offered and "ArguAna" not in offered
+    write_beir(tmp_path / "data" / "beir" / "scifact")
+    with pytest.raises(DataError) as with_scifact:
+        build_task("Banking77Classification", EvalContext(data_dir=str(tmp_path / "data")))
+    offered = str(with_scifact.value).split("data folder now (")[1]
+    assert "SciFact" in offered and "ArguAna" not in offered
 
 
 def test_an_unreachable_hub_is_one_line_at_once(monkeypatch):

@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--data-dir, $LENBENCH_DATA, ./data, ../shared/data.",
     )
     p.add_argument("action", choices=["list"], nargs="?", default="list")
-    p.add_argument("--data-dir", default=None)
+    p.add_argument("--data-dir", default=None,
+                   help="a data folder to search first (then $LENBENCH_DATA, ./data, ../shared/data)")
     p.set_defaults(func=run)
 
 

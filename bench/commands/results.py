@@ -13,7 +13,6 @@ import sys
 
 from bench.commands.common import add_db
 from bench.runtime.errors import ConfigError
-from bench.report.tables import comparison_report
 from results_db import ResultsDB
 from results_db.liveness import with_liveness
 
@@ -113,5 +112,7 @@ def print_tables(db: ResultsDB, runs, reference: str | None) -> None:  # noqa: A
             listing = ", ".join(f"{r['method']} #{r['id']} [{r['status']}]" for r in group)
             print(f"comparison {comparison}: {listing}")
         ref = reference if reference in by_method else None
+        from bench.report.tables import comparison_report  # (scipy: imported when a table is printed)
+
         print(comparison_report(db, by_method, ref))
         print()

@@ -83,7 +83,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-len", type=int, default=D.max_len, help="training max tokens per text (default 64; paper 256)")
     p.add_argument("--batch-size", type=int, default=D.batch_size, help="training batch size (default 16; paper 64)")
     p.add_argument("--lr", type=float, default=D.lr, help="AdamW learning rate (default 3e-5)")
-    p.add_argument("--warmup-steps", type=int, default=D.warmup_steps)
+    p.add_argument("--warmup-steps", type=int, default=D.warmup_steps,
+                   help="steps of linear learning-rate warm-up from 0 before the linear decay to 0 (default 0)")
     p.add_argument("--seed", type=int, default=D.seed, help="evaluation seed, and training seed without --seeds (default 0)")
     p.add_argument("--seeds", default=None, metavar="S,S,...",
                    help="train each method once per seed (e.g. 0,1,2) under the same budget; the table shows mean ± 95%% "
@@ -101,9 +102,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-baseline", action="store_true", help="do not evaluate the untrained backbone")
     p.add_argument("--out", default=D.out, help="folder for checkpoints and trained encoders (default ./runs)")
     p.add_argument("--pooling", choices=POOLINGS, default=D.pooling,
-                   help="pooling of every evaluated encoder, the same for all methods (SPEC §1; default mean)")
+                   help="pooling of every evaluated encoder, the same for all methods ; methods train with it too; default mean)")
     p.add_argument("--eval-max-len", type=int, default=D.eval_max_len, help="evaluation max tokens (default 256: elongated texts fit)")
-    p.add_argument("--eval-batch-size", type=int, default=D.eval_batch_size)
+    p.add_argument("--eval-batch-size", type=int, default=D.eval_batch_size,
+                   help=f"texts per encoding batch when scoring (default {D.eval_batch_size}; on the CPU also capped by token slots)")
     add_attack_options(p, DEFAULT_ELONG, "; 2,4,8,rand is the full set, about twice the evaluation time")
     add_limit(p)
     p.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")

@@ -110,6 +110,24 @@ def resolve_model(name: str) -> str:
     return name
 
 
+def check_hub_model(name: str, option: str = "--model") -> None:
+    """A name that resolves to a hub id must be loadable now: in the local hub cache, or the hub reachable. Offline
+    it fails here within a couple of seconds (bench.runtime.hub), instead of after transformers' retries, and before
+    any run row is written. Local folders, the packaged model and its aliases pass untouched."""
+    from bench.runtime.hub import hub_cached, hub_offline
+
+    source = resolve_model(name)
+    if Path(source).is_dir() or hub_cached(source):
+        return
+    why = hub_offline()
+    if why:
+        raise ModelLoadError(
+            f"{option} {name!r} is not a local folder, so it would be downloaded from the Hugging Face hub, which is "
+            f"offline here ({why}). Give a local transformers folder (or 'minilm', the packaged all-MiniLM-L6-v2), or "
+            "run online once so the hub cache holds it"
+        )
+
+
 def _looks_like_hub_id(name: str) -> bool:
     parts = name.split("/")
     return len(parts) == 2 and all(parts)
@@ -170,6 +188,8 @@ def default_batch_tokens(backend: str, device: str) -> int | None:
 def load_transformer(name: str, source: str | None = None) -> tuple[Any, Any, str]:
     """(model, tokenizer, resolved source) of a folder, 'minilm' or a hub id; every failure is a ModelLoadError
     that says what was tried. `source` skips name resolution (a folder made by the caller)."""
+    if source is None:
+        check_hub_model(name)  # offline: one line now, not a minute of retries
     source = source or resolve_model(name)
     if Path(source).is_dir() and (Path(source) / "config.json").is_file():
         check_model_folder(name, source)  # one line for a folder that would load but score garbage

@@ -15,9 +15,10 @@ import math
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from bench.runtime.errors import ConfigError
+from bench.runtime.errors import ConfigError, ModelLoadError
 
 INT64_MAX = 2**63 - 1  # the largest integer SQLite stores
 SEED_MAX = 2**32 - 1  # numpy's and torch's seeds
@@ -84,6 +85,29 @@ def check_args(args: argparse.Namespace) -> None:
     device = getattr(args, "device", None)
     if isinstance(device, str):
         check_device(device)
+    check_model_names(args)
+
+
+MODEL_OPTIONS = {"backbone": "--backbone", "model": "--model"}  # by argparse destination (bench run, bench eval)
+
+
+def check_model_names(args: argparse.Namespace) -> None:
+    """A hub id given offline: one line within seconds, before any row (bench.encode.encoder.check_hub_model)."""
+    from bench.encode.encoder import check_hub_model, resolve_model
+    from bench.encode.names import is_generated_backbone
+    from bench.evaluate.models import LEXICAL_MODELS
+
+    for dest, option in MODEL_OPTIONS.items():
+        name = getattr(args, dest, None)
+        if not isinstance(name, str) or not name or name.lower() in LEXICAL_MODELS:
+            continue
+        try:
+            if Path(resolve_model(name)).is_dir():
+                continue  # a folder or the packaged model: nothing to download
+        except ModelLoadError:
+            continue  # a missing folder: refused where it is loaded, with its own message
+        if not is_generated_backbone(name):
+            check_hub_model(name, option)
 
 
 def check_numbers(options: dict[str, Any]) -> None:

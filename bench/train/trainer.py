@@ -452,7 +452,7 @@ def train(
                 if len(pending_logs) >= 20:
                     flush_logs()
             bar.update(1)
-            bar.set_postfix(loss=f"{value:.3e}", ex_s=f"{n_examples / step_time:.1f}")
+            bar.set_postfix({"loss": f"{value:.3e}", "examples/s": f"{n_examples / step_time:.1f}"})  # this step's loss and rate
             if eval_hook is not None and consumed.steps % eval_hook.every == 0:
                 clock_start += run_isolated(eval_hook, model, extra, tokenizer, consumed.steps, device)
                 evaluated_at = consumed.steps
@@ -492,13 +492,7 @@ def train(
 
 
 # --------------------------------------------------------------------------- backbone + method
-RANDOM_BACKBONE_PREFIX = "random-bert-"
-EMBEDDING_BAG_PREFIX = "embedding-bag"
-
-
-def is_generated_backbone(name: str) -> bool:
-    """Backbones lenbench writes itself (seed 0, once under a cache folder): random-bert-SIZE, embedding-bag[-DIM]."""
-    return name.startswith(RANDOM_BACKBONE_PREFIX) or name == EMBEDDING_BAG_PREFIX or name.startswith(EMBEDDING_BAG_PREFIX + "-")
+from bench.encode.names import EMBEDDING_BAG_PREFIX, RANDOM_BACKBONE_PREFIX, is_generated_backbone  # noqa: E402,F401
 
 
 def check_backbone_methods(backbone: str, methods: Sequence[str]) -> None:

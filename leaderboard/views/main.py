@@ -233,7 +233,7 @@ def show(state: DBState) -> None:
     variants = tables.order_variants(here["variant"].tolist())
     variant = st.sidebar.selectbox(
         "Rank and compare on", variants, key=f"main_variant_{suite}",
-        help="The variant the rank and the difference vs the reference use (elong-m: texts elongated m times, SPEC §3). "
+        help="The variant the rank and the difference vs the reference use (elong-m: each text copied and concatenated m times). "
         "Every variant's score is shown either way.",
     )  # fmt: skip
     filters = run_filter_widgets(state, "main")

@@ -19,7 +19,6 @@ hands over no relevance judgements there, so unlike the `beir` suite it cannot k
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +29,7 @@ from bench.data.errors import DataError, DatasetMissingError
 from bench.evaluate.attacks import Attack, Distractors
 from bench.evaluate.suites.base import EvalContext, SuiteError
 from bench.evaluate.suites.variants import attack_with, variant_loop
+from bench.runtime.hub import hub_offline, offline_variable
 from results_db.records import ScoreRecord
 
 logger = logging.getLogger(__name__)
@@ -183,14 +183,30 @@ def build_task(task: str, ctx: EvalContext) -> Any:
             if _offline():
                 raise
             logger.info("no local copy of %s; letting mteb download it", task)
-    return hub_task(task)
+    return hub_task(task, ctx)
 
 
 def _offline() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    return bool(offline_variable(("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")))
 
 
-def hub_task(task: str) -> Any:
+def runnable_local_tasks(ctx: EvalContext | None) -> list[str]:
+    """MTEB task names of the catalog datasets whose files are found now (the ones that run offline)."""
+    from bench.data.catalog import find
+
+    names = set()
+    for info in CATALOG.values():
+        if not info.mteb_task or info.kind not in ("sts", "beir"):
+            continue
+        try:
+            find(info.name, ctx.data_dir if ctx else None, kind=info.kind)
+        except DataError:
+            continue
+        names.add(info.mteb_task)
+    return sorted(names)
+
+
+def hub_task(task: str, ctx: EvalContext | None = None) -> Any:
     """A real MTEB task, its data fetched by mteb (needs network)."""
     import mteb
 
@@ -198,32 +214,16 @@ def hub_task(task: str) -> Any:
         t = mteb.get_task(task)
     except (KeyError, ValueError) as exc:
         raise SuiteError(f"mteb: unknown task {task!r} ({exc})") from None
-    why = "HF_HUB_OFFLINE/HF_DATASETS_OFFLINE set" if _offline() else _hub_unreachable()
+    why = hub_offline(("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
     if why:
+        local = runnable_local_tasks(ctx)
+        instead = (f"or use a task whose data is in the data folder now ({', '.join(local)})" if local else
+                   "or put a catalog dataset in a data folder (`bench data list` names them) and run its task")
         raise DataError(
             f"mteb task {task!r} has no local copy in this harness's data catalog, and the Hugging Face hub is "
-            f"offline ({why}), so mteb cannot download it. Run it online, or use a "
-            f"task with local data ({', '.join(sorted({i.mteb_task for i in CATALOG.values() if i.mteb_task}))})."
+            f"offline ({why}), so mteb cannot download it. Run it online, {instead}."
         )
     return t
-
-
-HUB_CONNECT_SECONDS = 2.0
-
-
-def _hub_unreachable() -> str:
-    """'' when the hub's host accepts a connection within HUB_CONNECT_SECONDS, else why not: one quick check instead
-    of mteb's and huggingface_hub's retries (25 s of warnings) before the same failure."""
-    import socket
-    import urllib.parse
-
-    parts = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    host, port = parts.hostname or "huggingface.co", parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        with socket.create_connection((host, port), timeout=HUB_CONNECT_SECONDS):
-            return ""
-    except OSError as exc:
-        return f"cannot reach {host}: {type(exc).__name__}"
 
 
 # --------------------------------------------------------------------------- suite
