@@ -22,6 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 from leaderboard import auth, cache, queries  # noqa: E402
 from leaderboard.text import literal  # noqa: E402
 from leaderboard.views import compare, empty, main, robustness, run  # noqa: E402
+from results_db.redact import redact  # noqa: E402
 
 VIEWS = {
     "Leaderboard": main.show,
@@ -52,18 +53,18 @@ def render() -> None:
         return
     state = queries.db_state(db_argument(sys.argv[1:]))
     st.sidebar.title("lenbench")
-    st.sidebar.caption(f"database (read-only): {literal(state.location)}")
+    st.sidebar.caption(f"database (read-only): {literal(state.shown)}")
     if state.is_file and not state.exists:
-        empty.show(state, f"There is no results database at {literal(state.location)} yet.")
+        empty.show(state, f"There is no results database at {literal(state.shown)} yet.")
         return
     try:
         if not cache.has_results(state.location, state.version):
-            empty.show(state, f"{literal(state.location)} is not a lenbench results database yet (no runs table).")
+            empty.show(state, f"{literal(state.shown)} is not a lenbench results database yet (no runs table).")
             return
         runs = cache.runs(state.location, state.version)
     except SQLAlchemyError as exc:
         reason = f"{type(exc).__name__}: {exc.orig if hasattr(exc, 'orig') else exc}"
-        st.error(f"Cannot read the results database {literal(state.location)}: {literal(reason)}")
+        st.error(f"Cannot read the results database {literal(state.shown)}: {literal(redact(reason))}")
         return
     if runs.empty:
         empty.show(state, "The results database has no runs yet.")

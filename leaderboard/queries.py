@@ -23,6 +23,9 @@ from sqlalchemy import func, inspect, literal_column, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from results_db.migrations import REDACTED_COLUMNS
+from results_db.redact import redact
+
 from results_db import ResultsDB, default_db_url
 from results_db.models import Run, Score, ScoreItems, TrainLog
 
@@ -47,6 +50,11 @@ class DBState:
     is_file: bool
     exists: bool
     version: tuple[int, ...]  # (mtime_ns, size) of the file and its -wal / -journal companions, then its inode
+
+    @property
+    def shown(self) -> str:
+        """The location as the page may show it: a URL's password hidden."""
+        return redact(self.location)
 
 
 def resolve_location(db: str | os.PathLike[str] | None = None) -> str:
@@ -267,9 +275,11 @@ def item_scores(db: ResultsDB, suite: str, metric: str, variant: str) -> pd.Data
 
 def run_detail(db: ResultsDB, run_id: int) -> dict[str, Any] | None:
     try:
-        return db.get_run(int(run_id))
+        run = db.get_run(int(run_id))
     except KeyError:
         return None
+    # A database not yet migrated (the page opens it read-only) may still hold a password in these.
+    return {k: redact(v) if k in REDACTED_COLUMNS and isinstance(v, str) else v for k, v in run.items()}
 
 
 def run_scores(db: ResultsDB, run_id: int) -> pd.DataFrame:

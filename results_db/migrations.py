@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import inspect, select
+from sqlalchemy import inspect, or_, select
 from sqlalchemy.engine import Connection
 
-from results_db.models import SCHEMA_VERSION, Base, Meta, utcnow
+from results_db.models import SCHEMA_VERSION, Base, Meta, Run, utcnow
+from results_db.redact import redact
 
 APPLICATION = "lenbench"
 VERSION_KEY = "schema_version"
@@ -70,9 +71,24 @@ def _to_3(conn: Connection) -> None:
     Base.metadata.tables["curve_points"].create(conn, checkfirst=True)  # its indexes come with it
 
 
+REDACTED_COLUMNS = ("command", "error", "model", "output_dir")
+
+
+def _to_4(conn: Connection) -> None:
+    """Rows written before passwords were redacted: every database URL in them loses its password."""
+    runs = Run.__table__
+    columns = [runs.c[name] for name in REDACTED_COLUMNS]
+    rows = conn.execute(select(runs.c.id, *columns).where(or_(*(c.contains("://") for c in columns)))).all()
+    for run_id, *values in rows:
+        changed = {name: redact(v) for name, v in zip(REDACTED_COLUMNS, values) if v and redact(v) != v}
+        if changed:
+            conn.execute(runs.update().where(runs.c.id == run_id).values(**changed))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "runs: host, pid, heartbeat_at, runtime, model_info, sweep, sweep_point; scores: info", _to_2),
     Migration(3, "curve_points: scores of encoders evaluated during training (bench run --eval-every)", _to_3),
+    Migration(4, "runs: database passwords removed from stored commands and errors", _to_4),
 )
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration step"
 

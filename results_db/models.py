@@ -12,9 +12,11 @@ import datetime as dt
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, validates
 
-SCHEMA_VERSION = 3
+from results_db.redact import redact
+
+SCHEMA_VERSION = 4
 
 
 def utcnow() -> dt.datetime:
@@ -65,6 +67,11 @@ class Run(Base):
     sweep_point: Mapped[str] = mapped_column(Text, default="")
 
     scores: Mapped[list["Score"]] = relationship(back_populates="run", cascade="all, delete-orphan")
+
+    @validates("command", "error", "model", "output_dir")
+    def _no_password(self, _key: str, value: str | None) -> str | None:
+        """A database URL's password never reaches a row, whichever command or message carries it."""
+        return redact(value) if isinstance(value, str) else value
 
 
 class Score(Base):

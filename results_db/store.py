@@ -250,7 +250,7 @@ class ResultsDB:
         with self.session() as s:
             run = s.get(Run, run_id)
             if run is None:
-                raise KeyError(f"no run {run_id} in {self.url}")
+                raise KeyError(f"no run {run_id} in {self.location.shown}")
             for key, value in fields.items():
                 setattr(run, key, value)
 
@@ -366,7 +366,7 @@ class ResultsDB:
         with self.session() as s:
             run = s.get(Run, run_id)
             if run is None:
-                raise KeyError(f"no run {run_id} in {self.url}")
+                raise KeyError(f"no run {run_id} in {self.location.shown}")
             return _row_dict(run)
 
     def runs(self) -> pd.DataFrame:

@@ -37,13 +37,13 @@ def run(args: argparse.Namespace) -> int:
         known = set(runs["id"].astype(int)) if not runs.empty else set()
         missing = [r for r in args.run if r not in known]
         if missing:
-            raise ConfigError(f"--run {', '.join(map(str, missing))}: no such run in {db.url}; `bench results --runs-only` lists them")
+            raise ConfigError(f"--run {', '.join(map(str, missing))}: no such run in {db.location.shown}; `bench results --runs-only` lists them")
         run_ids = list(dict.fromkeys(args.run))
     else:
         chosen = runs[(runs["status"] == "finished") & (runs["kind"] != REFERENCE_KIND)] if not runs.empty else runs
         run_ids = [int(i) for i in chosen["id"]]
     if not run_ids:
-        raise ConfigError(f"no finished runs in {db.url} to export")
+        raise ConfigError(f"no finished runs in {db.location.shown} to export")
     try:
         summary = export_runs(db, run_ids, args.dir)
     except (FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError) as exc:

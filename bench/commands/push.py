@@ -39,7 +39,7 @@ def encoder_folder(target: str, db_arg: str | None) -> tuple[Path, str]:
     try:
         run = db.get_run(int(target))
     except KeyError:
-        raise ConfigError(f"bench push: no run {target} in {db.url}; `bench results --runs-only` lists them") from None
+        raise ConfigError(f"bench push: no run {target} in {db.location.shown}; `bench results --runs-only` lists them") from None
     if run["kind"] != "train" or run["status"] != "finished":
         raise ConfigError(f"bench push: run {target} is a {run['status']} {run['kind']} run; only finished trained runs have an encoder to push")
     folder = Path(run["model"])

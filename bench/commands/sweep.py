@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bench.commands.common import add_db
 from bench.runtime.errors import ConfigError
+from results_db.redact import redact
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -167,6 +168,6 @@ def _run_slurm(points, settings, args, name: str, folder: Path) -> int:  # noqa:
     for job, point in zip(jobs, points):
         print(f"  {job.job_id}  {point.key}")
     if not args.wait:
-        print(f"progress: bench sweep {shlex.quote(args.file)} --status" + (f" --db {shlex.quote(args.db)}" if args.db else ""))
+        print(f"progress: bench sweep {shlex.quote(args.file)} --status" + (f" --db {shlex.quote(redact(args.db))}" if args.db else ""))
         return 0
     return _summary(wait_jobs(jobs, points), name, args.file)

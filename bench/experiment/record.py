@@ -141,4 +141,6 @@ def command_line() -> str:
     """The command as invoked (`bench ...`), quoted for a shell."""
     import shlex
 
-    return " ".join(["bench"] + [shlex.quote(a) for a in sys.argv[1:]])
+    from results_db.redact import redact_args
+
+    return " ".join(["bench"] + [shlex.quote(a) for a in redact_args(sys.argv[1:])])

@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from results_db.redact import redact
+
 CARD_NAME = "README.md"
 
 
@@ -46,7 +48,7 @@ def render_model_card(run: dict[str, Any], scores: pd.DataFrame, paper: str = ""
     config = run.get("config") or {}
     train = config.get("train") or {}
     info = model_info if model_info is not None else (run.get("model_info") or {})
-    command = str(run.get("command", "")).split("   # from:", 1)[0].strip()
+    command = redact(str(run.get("command", "")).split("   # from:", 1)[0].strip())
     front = [
         "---",
         "library_name: sentence-transformers",

@@ -30,6 +30,7 @@ import pandas as pd
 from bench.data.catalog import CATALOG, CQADUPSTACK_FORUMS
 from bench.runtime.errors import ConfigError
 from results_db.records import ScoreRecord
+from results_db.redact import redact
 
 REFERENCE_KIND = "reference"
 MTEB_ORG = "lenbench"
@@ -215,7 +216,7 @@ def model_meta(run: dict[str, Any], name: str, revision: str) -> dict[str, Any]:
         embed_dim=info.get("embedding_dim"),
         license=None,
         open_weights=True,
-        public_training_code=run.get("command") if trained else None,
+        public_training_code=redact(run.get("command") or "") or None if trained else None,
         public_training_data=run.get("train_corpus") or None if trained else None,
         framework=["Sentence Transformers", "PyTorch"],
         similarity_fn_name="cosine",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.sweep.points import Point
+from results_db.redact import redact_args
 
 
 @dataclass
@@ -126,7 +127,7 @@ def run_point(point: Point, settings: WorkerSettings, registry: ChildRegistry | 
             return PointResult(point.key, status, attempt - 1, rc, str(log), time.time() - t0)
         with open(log, "a") as fh:
             stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-            fh.write(f"\n=== {stamp} attempt {attempt}/{settings.retries + 1}: {' '.join(cmd)}\n")
+            fh.write(f"\n=== {stamp} attempt {attempt}/{settings.retries + 1}: {' '.join(redact_args(cmd))}\n")
             fh.flush()
             # A new session: Ctrl-C in the terminal reaches the sweep only, which interrupts each child exactly
             # once (bench run then marks its row failed and exits; --resume continues it later).

@@ -14,7 +14,7 @@ FIRST_RUN = "bench eval --model minilm --suite sts:stsb"
 def show(state: DBState, reason: str) -> None:
     st.header("lenbench leaderboard")
     st.info(f"{reason} Add the first run, then reload this page:")
-    db_option = f" --db {state.location}" if state.is_file else f" --db '{state.location}'"
+    db_option = f" --db {state.shown}" if state.is_file else f" --db '{state.shown}'"
     st.code(FIRST_RUN + db_option, language="bash")
     st.markdown(
         "Then try `bench eval --model minilm --suite sts:stsb@elong` (clean and elongation-attacked scores) or "
