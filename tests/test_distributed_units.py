@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.runtime.distributed import shard_batch, shard_bounds, strip_option
+from bench.runtime.distributed import shard_bounds
+from bench.runtime.launch import strip_option
+from bench.train.sharding import shard_batch
 from bench.runtime.errors import TrainingError
 from bench.encode.sharded import _share
 

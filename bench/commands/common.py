@@ -103,15 +103,15 @@ def add_nproc(p: argparse.ArgumentParser) -> None:
 def start_processes(args: Any) -> int | None:
     """`--nproc N` outside torchrun: re-launch under torchrun and return its exit code. Inside torchrun: join
     the process group (None: go on in this process)."""
-    from bench.runtime import distributed
+    from bench.runtime import distributed, launch
     from bench.runtime.errors import ConfigError
 
     nproc = getattr(args, "nproc", None)
     if nproc is not None and nproc < 1:
         raise ConfigError(f"--nproc must be at least 1, got {nproc}")
     if nproc and nproc > 1 and distributed.env_world_size() == 1 and "LOCAL_RANK" not in os.environ:
-        argv = distributed.strip_option(getattr(args, "argv", None) or sys.argv[1:], "--nproc")
-        return distributed.relaunch(argv, nproc)
+        argv = launch.strip_option(getattr(args, "argv", None) or sys.argv[1:], "--nproc")
+        return launch.relaunch(argv, nproc)
     distributed.init_from_env(getattr(args, "device", None))
     if getattr(args, "device", None) and str(args.device).startswith("cuda") and distributed.active():
         args.device = distributed.local_device(args.device)

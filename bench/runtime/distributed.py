@@ -10,11 +10,11 @@ One recipe for one device and many (nanoGPT's pattern): nothing here does anythi
 * `all_gather_with_grad()`: rows of every rank, concatenated in rank order, with gradient flowing back to
   the rank that produced them (torch.distributed.nn's all_gather, as sentence-transformers'
   `gather_across_devices=True`); ranks may hold different numbers of rows.
-* `shard_bounds()` / `shard_batch()`: the contiguous share of a global batch that one rank trains on.
+* `shard_bounds()`: the contiguous share of n items that one rank takes (`bench.train.sharding.shard_batch` cuts
+  a training batch with it).
 * `average_gradients()`, `mean_over_ranks()`, `broadcast_from_main()`: what keeps every rank's weights,
   loss and stop decision identical (rank 0's clock decides the wall-clock budget).
-* `relaunch()`: `bench run --nproc N` re-runs the same command under torch.distributed.run, as torchtune's
-  `tune run --nproc_per_node` does.
+* re-launching a command on N processes lives in `bench.runtime.launch`.
 
 A collective that fails (a rank died, or the timeout passed) raises `DistributedError`, a one-line user error
 that says to continue with `--resume`.
@@ -426,85 +426,3 @@ def shard_bounds(n: int, rank_: int | None = None, world: int | None = None) -> 
     r = rank() if rank_ is None else rank_
     w = world_size() if world is None else world
     return n * r // w, n * (r + 1) // w
-
-
-def shard_batch(
-    batch: dict[str, Any], rank_: int | None = None, world: int | None = None, trim: Sequence[str] = ()
-) -> dict[str, Any]:
-    """This rank's rows of a global batch: every tensor whose first dimension is the batch's example count is
-    sliced; counts ('n_examples', 'n_tokens') stay global (budgets count global examples and tokens).
-
-    `trim`: key prefixes (e.g. "anchor_") whose `<prefix>attention_mask` marks padding: the 2-D tensors of that
-    prefix lose the padding columns no row of this shard uses (the batch was padded to its longest row of all
-    ranks). A method declares them (its `shard_trim` attribute) when nothing else in its batch is aligned to them.
-    """
-    import torch
-    w = world_size() if world is None else world
-    if w <= 1:
-        return batch
-    n = int(batch["n_examples"])
-    start, end = shard_bounds(n, rank_, w)
-    out: dict[str, Any] = {}
-    for key, value in batch.items():
-        if torch.is_tensor(value) and value.ndim >= 1:
-            if value.shape[0] != n:
-                raise TrainingError(
-                    f"cannot shard batch field {key!r}: its first dimension is {value.shape[0]}, not the batch's "
-                    f"{n} examples (a method's batch must hold one row per example to train on several processes)"
-                )
-            out[key] = value[start:end]
-        else:
-            out[key] = value
-    out["n_local_examples"] = end - start
-    for prefix in trim:
-        mask = out.get(f"{prefix}attention_mask")
-        if not torch.is_tensor(mask) or mask.ndim != 2 or mask.shape[0] == 0:
-            continue
-        used = mask.any(dim=0).nonzero()
-        width = int(used.max()) + 1 if used.numel() else 1
-        for key, value in out.items():
-            if key.startswith(prefix) and torch.is_tensor(value) and value.ndim == 2 and value.shape[1] == mask.shape[1]:
-                out[key] = value[:, :width]
-    return out
-
-
-# --------------------------------------------------------------------------------------- launching
-def relaunch(argv: Sequence[str], nproc: int) -> int:
-    """Run `python -m bench ARGV` on `nproc` local processes under torch.distributed.run (torchrun); its exit code.
-
-    torchrun's own errors (a rank that failed, with its exit code or signal) are printed by torchrun itself.
-    """
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.run import get_args_parser, run
-
-    launch = get_args_parser().parse_args(
-        ["--standalone", f"--nproc_per_node={nproc}", "--module", "bench", *argv]
-    )
-    try:
-        run(launch)
-    except ChildFailedError as exc:
-        failures = "; ".join(
-            f"rank {f.local_rank}: exit code {f.exitcode}" + (f" ({f.signal_name()})" if f.exitcode < 0 else "")
-            for f in exc.failures.values()
-        )
-        print(f"bench: error: {nproc}-process run failed ({failures}); see the messages above; "
-              "continue with --resume", file=sys.stderr)
-        return 1
-    return 0
-
-
-def strip_option(argv: Sequence[str], option: str) -> list[str]:
-    """argv without `option VALUE` / `option=VALUE` (the re-launched command must not re-launch again)."""
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg == option:
-            skip = True
-            continue
-        if arg.startswith(option + "="):
-            continue
-        out.append(arg)
-    return out

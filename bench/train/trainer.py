@@ -39,6 +39,7 @@ from bench.runtime.errors import ConfigError, TrainingError
 from bench.runtime.provenance import config_hash
 from bench.train.budget import Budget, Consumption
 from bench.runtime import signals
+from bench.train.sharding import shard_batch
 from bench.train.checkpoint import CheckpointSchedule, latest_checkpoint, load_checkpoint, save_checkpoint
 
 log = logging.getLogger(__name__)
@@ -411,7 +412,7 @@ def train(
             lr = config.lr * linear_schedule(consumed.steps, config.warmup_steps, horizon)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            local_batch = distributed.shard_batch(batch, trim=getattr(adapter, "shard_trim", ()))
+            local_batch = shard_batch(batch, trim=getattr(adapter, "shard_trim", ()))
             with autocast():
                 loss, extras = adapter.loss(model, local_batch)
             # Under several processes the global loss is the mean over ranks (losses normalise for it).
