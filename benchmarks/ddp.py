@@ -48,7 +48,7 @@ def train_job(args: argparse.Namespace, model_dir: str, out: str) -> dict:
     from bench.runtime import distributed
     from bench.train.registry import get_method
     from bench.train import Budget, TrainConfig, train
-    from bench.train.trainer import load_backbone
+    from bench.train.backbone import load_backbone
 
     model, tok, _ = load_backbone(model_dir)
     cfg = TrainConfig(max_len=args.max_len, batch_size=args.batch_size, progress=False, checkpoint_every=0, seed=0,
@@ -92,7 +92,7 @@ def main() -> int:
     import torch
     import torch.multiprocessing as mp
 
-    from bench.train.trainer import load_backbone
+    from bench.train.backbone import load_backbone
 
     with tempfile.TemporaryDirectory() as tmp:
         # Resolve once (a random backbone is written to disk here) so both runs load the same folder.

@@ -192,6 +192,24 @@ def test_attacks_and_score_records_import_without_the_database_layer():
     assert not {m for m in imported if m.split(".")[0] in ("sqlalchemy", "pandas")}
 
 
+def test_checking_backbone_options_loads_no_torch():
+    """The option checks a command runs before anything else (model folder, max_len within the positions, methods
+    the backbone can learn) come from `bench.train.backbone`, which loads neither torch nor transformers."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from bench.train.backbone import check_backbone_lengths, check_backbone_methods, is_generated_backbone\n"
+            "for name in ('random-bert-mini', 'minilm', 'org/some-model'):\n"
+            "    check_backbone_methods(name, ['simcse', 'mlm'])\n"
+            "    check_backbone_lengths(name, {'--max-len': 64, '--eval-max-len': 128})\n"
+            "assert is_generated_backbone('random-bert-mini') and not is_generated_backbone('minilm')\n"
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
 def optional_imports(path: Path) -> set[str]:
     """Modules imported under `try:` with an `except ImportError` (used when present, never required)."""
     names: set[str] = set()

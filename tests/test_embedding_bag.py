@@ -14,7 +14,7 @@ TEXTS = ["The cat sat on the mat.", "A dog ran through the park this morning, fa
 
 @pytest.fixture(scope="module")
 def bag(tmp_path_factory):
-    from bench.train.trainer import load_backbone
+    from bench.train.backbone import load_backbone
 
     root = tmp_path_factory.mktemp("bag")
     from bench.encode.encoder import reference_model_dir

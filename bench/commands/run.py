@@ -374,11 +374,12 @@ def _find_or_create_run(db, spec: RunSpec, method: str, trains: bool, chash: str
 def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir, eval_hook=None):  # noqa: ANN001, ANN202
     """Train (or resume) one method; returns the folder to evaluate."""
     from bench.report.tables import loss_warning
-    from bench.train.trainer import load_backbone, train_method
+    from bench.encode.names import is_generated_backbone
+    from bench.train.backbone import load_backbone
+    from bench.train.trainer import train_method
 
     if not spec.trains:  # the backbone itself (a random BERT is written once under --out/backbones)
         from bench.encode.encoder import resolve_model
-        from bench.train.trainer import is_generated_backbone
 
         if not is_generated_backbone(args.backbone):
             return resolve_model(args.backbone)

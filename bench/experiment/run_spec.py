@@ -153,7 +153,7 @@ class RunSpec:
         from bench.evaluate.suites.registry import split_suite_args
         from bench.train import Budget, TrainConfig
 
-        from bench.train.trainer import check_backbone_lengths, check_backbone_methods
+        from bench.train.backbone import check_backbone_lengths, check_backbone_methods
 
         budget = Budget.parse(self.budget)
         methods = parse_methods(self.method)
