@@ -19,10 +19,10 @@ _HOMES = {
     "Score": "results_db.models",
     "ScoreItems": "results_db.models",
     "TrainLog": "results_db.models",
-    "DEFAULT_DB": "results_db.store",
+    "DEFAULT_DB": "results_db.location",
     "ResultsDB": "results_db.store",
-    "default_db_url": "results_db.store",
-    "to_url": "results_db.store",
+    "default_db_url": "results_db.location",
+    "to_url": "results_db.location",
 }
 
 __all__ = sorted(_HOMES)

@@ -1,4 +1,6 @@
-"""The results database: open it safely, write runs and scores transactionally, read them back as DataFrames.
+"""The results database API (`ResultsDB`): open it safely, write runs and scores transactionally, read them back as
+DataFrames. Where it is and how it is opened: `results_db.location`; its schema and the wording of faults:
+`results_db.schema`.
 
 Opening refuses, with one line (`results_db.errors`), what would otherwise fail later or silently: a folder, a
 missing file for a read, a corrupt or truncated SQLite file, an unknown URL scheme, another application's
@@ -15,189 +17,32 @@ from __future__ import annotations
 import math
 import os
 import socket
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import Any
-from urllib.parse import quote
 
 import pandas as pd
-from sqlalchemy import create_engine, delete, event, inspect, select
-from sqlalchemy.engine import URL, Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy import delete, inspect, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from results_db.errors import DatabaseMissingError, ResultsDBError, UndefinedMetricError
-from results_db.migrations import Migration, create_schema, read_version, upgrade
-from results_db.models import SCHEMA_VERSION, Base, CurvePoint, Run, Score, ScoreItems, TrainLog, utcnow
+from results_db.errors import ResultsDBError, UndefinedMetricError
+from results_db.location import (
+    DEFAULT_DB,
+    check_sqlite_file,
+    connection_settings,
+    default_db_url,
+    is_in_memory_text,
+    locate,
+    open_engine,
+    to_url,
+)
+from results_db.migrations import Migration
+from results_db.models import Base, CurvePoint, Run, Score, ScoreItems, TrainLog, utcnow
 from results_db.records import ItemValues, ScoreRecord
+from results_db.schema import describe_write_error, is_database_fault, prepare_schema
 
-DEFAULT_DB = "lenbench.sqlite"
-
-
-def default_db_url() -> str:
-    return os.environ.get("LENBENCH_DB", DEFAULT_DB)
-
-
-# ------------------------------------------------------------------------------------- where
-@dataclass(frozen=True)
-class Location:
-    """Where a database is: the URL to connect with, the SQLite file (None for a server or in-memory database)
-    and the name errors give it (a URL's password hidden)."""
-
-    url: str
-    path: Path | None
-    shown: str
-
-
-def locate(db: str | os.PathLike[str], read_only: bool = False) -> Location:
-    """A file path or an `sqlite:///PATH` URL becomes an SQLite file location (read-only: SQLite's mode=ro URI);
-    any other SQLAlchemy URL is taken as it is."""
-    text = str(db)
-    if "://" not in text:
-        return _sqlite_location(Path(text).expanduser().resolve(), read_only)
-    try:
-        url = make_url(text)
-    except ArgumentError:
-        raise ResultsDBError(
-            f"--db {text!r} is neither a file path nor a database URL; give e.g. results.sqlite, "
-            "sqlite:////abs/path.sqlite or postgresql://USER@HOST/DB"
-        ) from None
-    if url.get_backend_name() == "sqlite" and not is_in_memory(url) and not url.query.get("uri"):
-        return _sqlite_location(Path(url.database).expanduser().resolve(), read_only)
-    return Location(text, None, url.render_as_string(hide_password=True))
-
-
-def is_in_memory(url: URL) -> bool:
-    """An SQLite URL whose database lives only as long as the connection (`sqlite://`, `:memory:`, mode=memory)."""
-    if url.get_backend_name() != "sqlite":
-        return False
-    database = url.database or ""
-    return database in ("", ":memory:") or database.startswith("file::memory:") or url.query.get("mode") == "memory"
-
-
-def _in_memory_text(url: str) -> bool:
-    try:
-        return is_in_memory(make_url(url))
-    except ArgumentError:
-        return False
-
-
-def sqlite_file_uri(path: str | os.PathLike[str], **params: str) -> str:
-    """SQLite's own `file:` URI for a file path, every URI-special character escaped (`%`, `?`, `#`, spaces):
-    the one way lenbench turns a database or cache path into an SQLite URI."""
-    uri = "file:" + quote(str(path), safe="/")
-    return uri + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
-
-
-def sqlite_url(path: Path, read_only: bool = False) -> URL:
-    """The SQLAlchemy URL of an SQLite file, built from its parts (never parsed from a string, so a `%41` or a `?`
-    in the path stays in the file name); read-only through SQLite's mode=ro URI."""
-    if read_only:
-        return URL.create("sqlite", database=sqlite_file_uri(path), query={"mode": "ro", "uri": "true"})
-    return URL.create("sqlite", database=str(path))
-
-
-def _sqlite_location(path: Path, read_only: bool) -> Location:
-    # SQLite's read-only mode for read_only: no statement run through this engine can write.
-    return Location(sqlite_url(path, read_only).render_as_string(hide_password=False), path, str(path))
-
-
-def to_url(db: str | os.PathLike[str], read_only: bool = False) -> str:
-    """The SQLAlchemy URL `ResultsDB` connects to for `db` (a file path or a URL); `make_url` of it names the same file."""
-    return locate(db, read_only).url
-
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-def check_sqlite_file(path: Path, *, must_exist: bool, writable: bool, content: bool = True) -> None:
-    """Refuse, with one line, what SQLite would fail on later with a traceback: a folder, a missing file (reads
-    never create one), an unwritable place, and (`content`) a file that is no SQLite database or was cut short."""
-    if path.is_dir():
-        raise ResultsDBError(f"--db {path} is a folder; give a file path such as {path / DEFAULT_DB}")
-    if not path.exists():
-        if must_exist:
-            raise DatabaseMissingError(
-                f"results database {path} does not exist (reading never creates one); check the path, "
-                "or record a run there first (bench eval / bench run)"
-            )
-        parent = path.parent
-        if not parent.exists():
-            raise ResultsDBError(f"cannot create results database {path}: folder {parent} does not exist; create it (mkdir -p) or give another --db")
-        if not parent.is_dir():
-            raise ResultsDBError(f"cannot create results database {path}: {parent} is a file, not a folder; give another --db")
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise ResultsDBError(f"cannot create results database {path}: folder {parent} is not writable; give another --db")
-        return
-    if not os.access(path, os.R_OK):
-        raise ResultsDBError(f"results database {path} is not readable (permissions); give another --db")
-    if writable and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)):
-        raise ResultsDBError(f"results database {path} (or its folder) is read-only; copy it somewhere writable or give another --db")
-    size = path.stat().st_size
-    if size == 0 or not content:
-        return  # size 0: SQLite's empty database
-    with open(path, "rb") as fh:
-        header = fh.read(100)
-    if not header.startswith(SQLITE_MAGIC):
-        raise ResultsDBError(f"{path} is not an SQLite database (another kind of file, or corrupt); give another --db")
-    if len(header) < 100:
-        raise ResultsDBError(f"results database {path} is truncated ({size} bytes, less than its header); restore it from a copy or give another --db")
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
-    if header[24:28] == header[92:96] and pages and size < pages * page_size:  # the header's page count is valid
-        raise ResultsDBError(
-            f"results database {path} is truncated ({size} bytes of {pages * page_size}); restore it from a copy or give another --db"
-        )
-
-
-def _create_engine(location: Location) -> Engine:
-    try:
-        return create_engine(location.url, future=True)
-    except NoSuchModuleError:
-        scheme = location.url.split("://", 1)[0]
-        raise ResultsDBError(
-            f"--db {location.shown!r}: unknown database URL scheme {scheme!r}; give a file path, "
-            "sqlite:////abs/path.sqlite or postgresql://USER@HOST/DB"
-        ) from None
-    except ModuleNotFoundError as exc:
-        raise ResultsDBError(f"--db {location.shown!r} needs the database driver module {exc.name!r}, which is not installed") from None
-    except ArgumentError as exc:
-        raise ResultsDBError(f"--db {location.shown!r} is not a usable database URL: {exc}") from None
-
-
-def describe_db_error(exc: DBAPIError | SQLAlchemyError, shown: str) -> str:
-    """One line for a database error at open: what SQLite / the server said, and what to do."""
-    orig = getattr(exc, "orig", None) or exc
-    said = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
-    if "not a database" in said or "malformed" in said:
-        return f"results database {shown} is corrupt ({said}); restore it from a copy or give another --db"
-    if "unable to open" in said:
-        return f"cannot open results database {shown}: {said}; check that its folder is writable, or give another --db"
-    return f"cannot open results database {shown}: {said}"
-
-
-def _connection_settings(engine: Engine, read_only: bool) -> None:
-    if engine.dialect.name != "sqlite":
-        if read_only:  # PostgreSQL, MySQL...: every transaction of this engine is read-only
-
-            @event.listens_for(engine, "begin")
-            def _read_only_tx(conn):  # noqa: ANN001
-                conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-
-        return
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn, _record):  # noqa: ANN001
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute(f"PRAGMA busy_timeout={busy_timeout_ms()}")
-        if read_only:
-            # mode=ro already refuses writes to the file; query_only also refuses them on attached/temp schemas.
-            cur.execute("PRAGMA query_only=ON")
-        cur.close()
+__all__ = ["DEFAULT_DB", "ResultsDB", "default_db_url", "liveness_fields", "to_url"]
 
 
 class ResultsDB:
@@ -215,7 +60,7 @@ class ResultsDB:
         allow_in_memory: bool = False,
     ):
         self.location = locate(db if db is not None else default_db_url(), read_only=read_only)
-        if not allow_in_memory and self.location.path is None and _in_memory_text(self.location.url):
+        if not allow_in_memory and self.location.path is None and is_in_memory_text(self.location.url):
             raise ResultsDBError(
                 f"--db {self.location.shown!r} is an in-memory database: nothing recorded there is kept after the "
                 "command ends (and there is nothing to read); give a file path such as results.sqlite"
@@ -227,8 +72,8 @@ class ResultsDB:
             check_sqlite_file(
                 self.location.path, must_exist=read_only or not create, writable=not read_only and create, content=not read_only
             )
-        self.engine = _create_engine(self.location)
-        _connection_settings(self.engine, read_only)
+        self.engine = open_engine(self.location)
+        connection_settings(self.engine, read_only)
         self.migrated: list[Migration] = []
         if not read_only:
             self.migrated = prepare_schema(self.engine, self.location.shown, create=create, init_foreign=init_foreign)
@@ -401,132 +246,9 @@ class ResultsDB:
         return {tuple(r) for r in rows}
 
 
-# ------------------------------------------------------------------------------------ schema
-LENBENCH_TABLES = frozenset(t.name for t in Base.metadata.sorted_tables)
-SCHEMA_LOCK_ID = 0x6C656E62  # "lenb": the PostgreSQL advisory lock that serialises schema creation
-
-
-def _user_tables(conn: Connection) -> set[str]:
-    return {t for t in inspect(conn).get_table_names() if not t.startswith("sqlite_")}
-
-
-def _check_schema_state(tables: set[str], version: int | None, shown: str, *, create: bool, init_foreign: bool) -> None:
-    if version is not None:
-        if version > SCHEMA_VERSION:
-            raise ResultsDBError(
-                f"results database {shown} has schema version {version}, newer than this lenbench knows "
-                f"({SCHEMA_VERSION}); upgrade lenbench to use it (nothing was written)"
-            )
-        return
-    if not tables:
-        if not create:
-            raise DatabaseMissingError(
-                f"{shown} holds no lenbench results (an empty database; reading never creates one); "
-                "record a run there first (bench eval / bench run) or check the path"
-            )
-        return
-    listed = ", ".join(sorted(tables)[:6]) + (", ..." if len(tables) > 6 else "")
-    if not create:
-        raise ResultsDBError(f"{shown} is not a lenbench results database (it holds other tables: {listed}); check --db")
-    if not init_foreign:
-        raise ResultsDBError(
-            f"{shown} is not a lenbench results database (it holds other tables: {listed}); lenbench will not write "
-            "into another application's database: give another --db, or pass --db-init-foreign to add lenbench's "
-            "tables beside them"
-        )
-    clash = sorted(tables & LENBENCH_TABLES)
-    if clash:
-        raise ResultsDBError(
-            f"{shown} already has table(s) {', '.join(clash)} of another application; lenbench cannot share them "
-            "(even with --db-init-foreign): give another --db"
-        )
-
-
-@contextmanager
-def _schema_lock(engine: Engine) -> Iterator[Connection]:
-    """A transaction that holds the database's write lock from its first statement: concurrent creators wait
-    (SQLite busy_timeout) and then find the schema made."""
-    with engine.connect() as conn:
-        if engine.dialect.name == "sqlite":
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-        elif engine.dialect.name == "postgresql":
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({SCHEMA_LOCK_ID})")
-        try:
-            yield conn
-        except BaseException:
-            conn.rollback()
-            raise
-        conn.commit()
-
-
-def prepare_schema(engine: Engine, shown: str, *, create: bool = True, init_foreign: bool = False) -> list[Migration]:
-    """Create the schema of a new database, upgrade an older one, refuse a foreign or newer one.
-
-    Returns the migration steps applied ([] when the database was current or new)."""
-    try:
-        with engine.connect() as conn:
-            tables, version = _user_tables(conn), read_version(conn)
-        if version == SCHEMA_VERSION:
-            return []  # the common case: no lock, no write
-        _check_schema_state(tables, version, shown, create=create, init_foreign=init_foreign)
-        with _schema_lock(engine) as conn:
-            # Again under the lock: another process may have created or upgraded it meanwhile.
-            tables, version = _user_tables(conn), read_version(conn)
-            _check_schema_state(tables, version, shown, create=create, init_foreign=init_foreign)
-            if version is None:
-                create_schema(conn)
-                return []
-            return upgrade(conn, version)
-    except SQLAlchemyError as exc:
-        raise ResultsDBError(describe_db_error(exc, shown)) from None
-
-
 def liveness_fields() -> dict[str, Any]:
     """Which process holds a running row, stamped now (see results_db.liveness)."""
     return {"host": socket.gethostname(), "pid": os.getpid(), "heartbeat_at": utcnow()}
-
-
-def busy_timeout_ms() -> int:
-    """How long a write waits for another process's lock before it fails ($LENBENCH_DB_BUSY_TIMEOUT seconds, 30)."""
-    try:
-        return max(0, int(float(os.environ.get("LENBENCH_DB_BUSY_TIMEOUT", "30")) * 1000))
-    except ValueError:
-        return 30_000
-
-
-def describe_write_error(exc: BaseException, shown: str) -> str:
-    """One line for a fault of the database while lenbench reads or writes it: what happened, what was (not)
-    written, what to do. The transaction was rolled back, so the database holds everything written before it."""
-    orig = getattr(exc, "orig", None) or exc
-    said = " ".join(str(orig).split()) or type(orig).__name__
-    low = said.lower()
-    if "locked" in low or "busy" in low:
-        return (f"results database {shown} is locked by another process (waited {busy_timeout_ms() / 1000:g} s for it); "
-                "this write was rolled back, earlier results are kept; let the other writer finish, then run the command "
-                "again ($LENBENCH_DB_BUSY_TIMEOUT waits longer)")  # fmt: skip
-    if "full" in low or "no space" in low or "quota" in low:
-        return (f"results database {shown}: the disk is full ({said}); this write was rolled back, earlier results "
-                "are kept; free space (or give another --db), then run the command again")  # fmt: skip
-    if "disk i/o error" in low:
-        return (f"results database {shown}: disk I/O error while writing (a full disk, a file-size limit or a failing "
-                "device); this write was rolled back, earlier results are kept; free space (or give another --db), "
-                "then run the command again")  # fmt: skip
-    if "readonly" in low or "read-only" in low:
-        return f"results database {shown} became read-only ({said}); this write was rolled back; give a writable --db"
-    if "malformed" in low or "not a database" in low:
-        return f"results database {shown} is corrupt ({said}); restore it from a copy or give another --db"
-    return f"results database {shown}: {said}; this write was rolled back, earlier results are kept"
-
-
-def _is_database_fault(exc: BaseException) -> bool:
-    """Faults of the database or its disk (locked, full, read-only, I/O): not lenbench's bug, not the user's input."""
-    from sqlalchemy.exc import OperationalError
-
-    import sqlite3
-
-    return isinstance(exc, OperationalError) or isinstance(getattr(exc, "orig", None), sqlite3.OperationalError) or (
-        isinstance(exc, DBAPIError) and "disk" in str(exc).lower()
-    )
 
 
 class _TxSession(Session):
@@ -545,12 +267,12 @@ class _TxSession(Session):
                 self.rollback()
         except SQLAlchemyError as fault:
             self._rollback_quietly()
-            if not _is_database_fault(fault):
+            if not is_database_fault(fault):
                 raise
             raise ResultsDBError(describe_write_error(fault, self.shown)) from None
         finally:
             self.close()
-        if exc is not None and _is_database_fault(exc):
+        if exc is not None and is_database_fault(exc):
             raise ResultsDBError(describe_write_error(exc, self.shown)) from None
         return False
 

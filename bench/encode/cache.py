@@ -113,7 +113,7 @@ def inspect_cache_file(path: Path) -> CacheFileInfo:
     token-id keys, alias; the same CREATE statements) and that carries the format marker, or, for files written
     before the marker, whose name is the one lenbench derives from the namespace it stores. Anything else (a
     results database, another program's file, an unreadable file) is not one."""
-    from results_db.store import sqlite_file_uri
+    from results_db.location import sqlite_file_uri
 
     try:
         with open(path, "rb") as fh:
