@@ -42,7 +42,7 @@ def test_download_offline_is_one_line_within_seconds(tmp_path, capsys, monkeypat
                str(tmp_path / "empty"), "--db", str(tmp_path / "r.sqlite")])  # fmt: skip
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1, err
-    assert "2 BEIR dataset(s) to download (scifact, nfcorpus)" in err and "cannot reach" in err
+    assert "2 BEIR dataset(s) to download (scifact, nfcorpus)" in err and "cannot be reached" in err
 
 
 def _zip(folder: str, files: dict[str, str]) -> bytes:

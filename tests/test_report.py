@@ -7,6 +7,7 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from bench.evaluate.attacks import AttackMeter, attack_effect, attack_texts
@@ -99,6 +100,20 @@ def test_subsets_are_flagged_and_weak_attacks_warned(tmp_path):
     attacks = text[text.index("attacks ("):].splitlines()
     assert attacks[2].split() == ["stsb[40]", "elong-2", "30%", "25%"]  # one row: both methods saw the same attack
     assert attacks[3].startswith("warning: elong-2 changed only 30% of stsb[40]'s texts")
+
+
+@pytest.mark.parametrize("variant,changed,truncated", [("elong-rand", 0.44, 0.01), ("elong-2", 0.27, 0.73), ("elong-rand", 0.0, 0.73)])
+def test_the_elong_warning_reasons_add_up_to_the_share_unchanged(variant, changed, truncated):
+    """Every text an elongation left as it was is counted under one reason: the shares sum to 100% - changed."""
+    import re
+
+    from bench.report.tables import attack_warnings
+
+    table = pd.DataFrame([{"dataset": "stsb", "variant": variant, "changed": changed, "truncated(clean)": truncated}])
+    (line,) = attack_warnings(table)
+    unchanged, *parts = [int(p) for p in re.findall(r"(\d+)% (?:left|already|drew|were)", line)]
+    assert unchanged == round(100 * (1 - changed)) and sum(parts) == unchanged, line
+    assert ("drew m = 1" in line) == (variant == "elong-rand" and round(100 * (1 - changed)) > round(100 * truncated))
 
 
 # ------------------------------------------------------------------------------------------------ attack effect

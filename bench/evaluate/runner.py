@@ -59,18 +59,41 @@ def locate_datasets(suites: list[tuple[Suite, tuple[str, ...]]], ctx: EvalContex
                     found.append(find(name, ctx.data_dir, kind=kind))
                 except DatasetMissingError as exc:
                     if ctx.fetch and kind == "beir":
-                        to_fetch.append(name)
+                        if dataset not in to_fetch:  # cqadupstack is one download (one zip of its 12 forums)
+                            to_fetch.append(dataset)
                     elif name not in {m[0] for m in missing}:
                         missing.append((name, kind, exc))
+    paper = paper_sweep_hint(suites)
     if missing:
-        raise missing_datasets_error(missing, ctx)
+        error = missing_datasets_error(missing, ctx)
+        raise type(error)(f"{error}{paper}")
     if to_fetch:  # offline: one line now, not one timeout per dataset later
         try:
-            check_reachable(BEIR_URL.format(name="scifact"))
-        except DatasetMissingError as exc:
-            raise DatasetMissingError(f"{len(to_fetch)} BEIR dataset(s) to download ({', '.join(to_fetch)}), but {exc}"
-                                      ) from None  # fmt: skip
+            check_reachable(BEIR_URL.format(name=to_fetch[0]))
+        except DatasetMissingError:
+            from urllib.parse import urlsplit
+
+            host = urlsplit(BEIR_URL.format(name=to_fetch[0])).hostname
+            to_fetch.sort(key=lambda n: n == "cqadupstack")  # listed last, as in the offline error without --download
+            names = ", ".join(f"cqadupstack ({len(CQADUPSTACK_FORUMS)} forums)" if n == "cqadupstack" else n for n in to_fetch)
+            raise DatasetMissingError(
+                f"{len(to_fetch)} BEIR dataset(s) to download ({names}), but {host} cannot be reached (offline?). "
+                f"Download them elsewhere and put them in a data folder (`bench data list` shows where).{paper}"
+            ) from None
     return found
+
+
+PAPER_SWEEP = "sweeps/laser3-table2.toml"  # the LA(SER)^3 paper's BEIR-14 experiment with its training settings
+
+
+def paper_sweep_hint(suites: list[tuple[Suite, tuple[str, ...]]]) -> str:
+    """For a suite of the 14 BEIR sets: where the paper's own BEIR experiment is ('' otherwise)."""
+    from bench.data.catalog import BEIR14
+
+    if not any(tuple(getattr(suite, "datasets", lambda: ())()) == tuple(BEIR14) for suite, _ in suites):
+        return ""
+    return (f" The paper's BEIR-14 experiment (its backbone, corpora and training settings) is the sweep "
+            f"`bench sweep {PAPER_SWEEP}`.")
 
 
 def missing_datasets_error(missing: list[tuple[str, str, Exception]], ctx: EvalContext) -> Exception:

@@ -185,12 +185,26 @@ def attack_warnings(table: pd.DataFrame) -> list[str]:
         who = f" ({row['method']})" if "method" in row else ""
         head = f"warning: {row['variant']} changed only {100 * row['changed']:.0f}% of {row['dataset']}'s texts{who}: "
         if describe_variant(row["variant"]).family == "elong":
-            out.append(head + f"{100 * row['truncated(clean)']:.0f}% already fill max_len, and an elongation cut at "
-                       "max_len leaves them as they are, so this 'attacked' score is mostly the clean one")  # fmt: skip
+            out.append(head + elong_unchanged(row["variant"], row["changed"], row["truncated(clean)"])
+                       + ", so this 'attacked' score is mostly the clean one")  # fmt: skip
         else:
             out.append(head + f"the others' model input is as it was ({100 * row['truncated(clean)']:.0f}% of the "
                        "texts already fill max_len), so this 'attacked' score is mostly the clean one")  # fmt: skip
     return out
+
+
+def elong_unchanged(variant: str, changed: float, truncated: float) -> str:
+    """Why an elongation left texts as they were, in shares that add up to the share unchanged. A text already cut at
+    max_len is always unchanged (its copies are cut off again); every other unchanged text got m = 1, which only
+    random m draws (from 1 to the copies that fit; a text over half of max_len fits one)."""
+    unchanged = round(100 * (1 - changed))
+    full = min(round(100 * (truncated if truncated == truncated else 0.0)), unchanged)  # NaN: not recorded
+    parts = [f"{full}% already fill max_len (an elongation cut at max_len leaves them as they are)"]
+    if unchanged - full:
+        why = ("drew m = 1 (random m is drawn from 1 to the copies that fit; a text over half of max_len fits one)"
+               if variant.endswith("rand") else "were left as they were for another reason (e.g. empty texts)")
+        parts.append(f"{unchanged - full}% {why}")
+    return f"of the {unchanged}% left as they were, " + " and ".join(parts)
 
 
 def _to_text(table: pd.DataFrame) -> str:
