@@ -122,13 +122,13 @@ def existing(path: Path) -> dict[str, int]:
 
 
 def time_query_build(path: Path) -> tuple[float, int]:
-    from leaderboard import queries, tables
+    from leaderboard import grouping, main_board, queries
 
     t0 = time.perf_counter()
     db = queries.open_readonly(str(path))
-    runs = tables.RunFilters().apply(tables.group_runs(queries.run_list(db)))
+    runs = grouping.RunFilters().apply(grouping.group_runs(queries.run_list(db)))
     scores = queries.suite_scores(db, "sts", ["spearman"], ["clean"])
-    board = tables.build_leaderboard(scores, runs)
+    board = main_board.build_leaderboard(scores, runs)
     _ = board.cells  # the display frame the table gets
     elapsed = time.perf_counter() - t0
     db.engine.dispose()

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from bench.report import stats
-from leaderboard import queries, tables
+from leaderboard import grouping, queries
 from leaderboard.queries import DBState
 
 MAX_ENTRIES = 64
@@ -43,14 +43,14 @@ def has_results(location: str, version: tuple[int, ...]) -> bool:
 
 @st.cache_resource(show_spinner=False, max_entries=MAX_ENTRIES)
 def runs(location: str, version: tuple[int, ...]) -> pd.DataFrame:
-    return tables.group_runs(queries.run_list(_open(location, version)))
+    return grouping.group_runs(queries.run_list(_open(location, version)))
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
 def suite_datasets(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str | None) -> tuple[str, ...]:
     """The datasets a suite has scores of, for one metric (and variant; None: any)."""
     scores = suite_scores(location, version, suite, (metric,), () if variant is None else (variant,))
-    return tuple(tables.order_datasets(scores["dataset"].unique().tolist()))
+    return tuple(grouping.order_datasets(scores["dataset"].unique().tolist()))
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from bench.report import stats
-from leaderboard import ranking, tables
+from leaderboard import grouping, ranking
 
 
 def representatives(with_items: pd.DataFrame, runs: pd.DataFrame, groups: set[int], datasets: list[str]
@@ -26,7 +26,7 @@ def representatives(with_items: pd.DataFrame, runs: pd.DataFrame, groups: set[in
     """score id of each wanted group's latest run with per-item values, per dataset: {dataset: {group: score_id}}.
     with_items: (score_id, run_id, dataset) of one suite, metric and variant (`queries.item_scores`)."""
     runs = runs.reset_index(drop=True)
-    codes, _ = tables.coded_groups(runs)
+    codes, _ = grouping.coded_groups(runs)
     position = pd.Index(runs["id"]).get_indexer(with_items["run_id"])
     mine = with_items[position >= 0].assign(group=codes[position[position >= 0]])
     mine = mine[mine["group"].isin(groups) & mine["dataset"].isin(datasets)]
@@ -51,7 +51,7 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
                           bootstrap_rows: set[int]) -> dict[int, str]:  # fmt: skip
     """Per row (group code): its difference from the reference row with a 95% CI, as text ("+2.01 [1.44, 2.62]*").
 
-    long: per (group, seed, dataset) value (`tables.latest_per_seed`); datasets: the datasets the difference is
+    long: per (group, seed, dataset) value (`grouping.latest_per_seed`); datasets: the datasets the difference is
     taken on (one: that dataset's CI; several: the mean difference over them and how many of them exclude 0);
     bootstrap_rows: the rows whose one-run differences are bootstrapped (each costs a re-scoring). Vectorised over
     rows: 1,000 rows of several seeds take milliseconds.

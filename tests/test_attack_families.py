@@ -227,25 +227,26 @@ def test_a_plugin_attack_registers_through_the_entry_point_group(plugin_target, 
 def test_leaderboard_robustness_filters_by_family_and_plots_needle_against_length():
     import numpy as np
 
-    from leaderboard import tables
+    from bench.evaluate.attacks import order_variants
+    from leaderboard import attack_curves
     from leaderboard.views.robustness import family_variants
     from tests.test_leaderboard_tables import runs_frame, scores_frame
 
-    assert tables.order_variants(["pad-end-2", "elong-rand", "clean", "pad-start-4", "elong-2"]) == [
+    assert order_variants(["pad-end-2", "elong-rand", "clean", "pad-start-4", "elong-2"]) == [
         "clean", "elong-2", "elong-rand", "pad-start-4", "pad-end-2"]
-    assert [tables.variant_m(v) for v in ("clean", "elong-8", "pad-middle-2", "len-512", "shuffle")] == [
+    assert [attack_curves.variant_m(v) for v in ("clean", "elong-8", "pad-middle-2", "len-512", "shuffle")] == [
         "1 (clean)", "8", "middle-2", "512", "shuffle"]
-    assert tables.family_axis("len") == "context length (tokens)"
+    assert attack_curves.family_axis("len") == "context length (tokens)"
     runs = runs_frame([(1, "a", "b", "", "", 0), (2, "a", "b", "", "", 1)])
     scores = scores_frame([(1, "scifact", 60, "clean"), (1, "scifact", 59, "elong-2"), (1, "scifact", 40, "pad-start-2"),
                            (2, "scifact", 62, "clean"), (2, "scifact", 61, "elong-2"), (2, "scifact", 44, "pad-start-2")])
     pad_only = family_variants(scores, "pad")
     assert set(pad_only["variant"]) == {"clean", "pad-start-2"}
-    table = tables.build_robustness(pad_only, runs).set_index("method")
+    table = attack_curves.build_robustness(pad_only, runs).set_index("method")
     assert table.loc["a", "change pad-start-2"] == -19 and "elong-2" not in table
     needle = scores_frame([(1, "passkey", 100, "len-64"), (1, "passkey", 40, "len-512"), (2, "passkey", 90, "len-64"),
                            (2, "passkey", 50, "len-512"), (1, "passkey", 70, "len-mean"), (2, "passkey", 70, "len-mean")])
-    curve = tables.length_curve(needle, runs).set_index("variant")
+    curve = attack_curves.length_curve(needle, runs).set_index("variant")
     assert list(curve.index) == ["len-64", "len-512", "len-mean"] and curve.loc["len-64", "score"] == 95
     assert curve.loc["len-512", "m"] == "512" and curve.loc["len-64", "seeds"] == 2 and np.isnan(curve.loc["len-64", "changed_frac"])
 

@@ -18,7 +18,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from bench.cli import main  # noqa: E402
-from leaderboard import queries, tables  # noqa: E402
+from leaderboard import grouping, queries  # noqa: E402
 from tests.test_leaderboard_fixtures import MAIN_JOB, fill_main_job  # noqa: E402
 
 APP = Path(__file__).resolve().parent.parent / "leaderboard" / "app.py"
@@ -57,7 +57,7 @@ def test_rank_compare_and_bench_results_agree_on_every_pair(main_job, capsys):
     run_of = {m: i + 1 for i, m in enumerate(METHODS)}  # runs 1-3, in MAIN_JOB order
     checked = 0
     for variant in VARIANTS:
-        table = main_view.main_table(state.location, state.version, "sts", "spearman", variant, tables.RunFilters(),
+        table = main_view.main_table(state.location, state.version, "sts", "spearman", variant, grouping.RunFilters(),
                                      False, "vanilla")  # fmt: skip
         method_of = dict(zip(table.board.groups.tolist(), table.board.info["method"]))
         rank_better = {(method_of[h], method_of[g]) for h, g in table.better["stsb"]}
@@ -129,7 +129,7 @@ def test_downloads_and_csv_info_are_json(main_job, monkeypatch, capsys):
     from leaderboard.views import main as main_view
 
     state = queries.db_state(str(main_job))
-    csv, text = main_view.downloads(state.location, state.version, "sts", "spearman", "clean", tables.RunFilters(), False, "vanilla")
+    csv, text = main_view.downloads(state.location, state.version, "sts", "spearman", "clean", grouping.RunFilters(), False, "vanilla")
     rows = {r["method"]: r for r in json.loads(text)}
     table = pd.read_csv(io.StringIO(csv.decode("utf-8"))).set_index("method")
     assert set(rows) == set(METHODS) == set(table.index)

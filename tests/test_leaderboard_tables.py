@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
+from bench.evaluate.suites.metadata import CQADUPSTACK_PARTS
 from bench.report import stats
-from leaderboard import tables
+from leaderboard import attack_curves, grouping, main_board
 
 
 def runs_frame(rows: list[tuple]) -> pd.DataFrame:
@@ -21,7 +22,7 @@ def runs_frame(rows: list[tuple]) -> pd.DataFrame:
         status = r[6] if len(r) > 6 else "finished"
         out.append(dict(id=rid, kind="train", model="m", method=method, backbone=backbone, suite="sts",
                         train_corpus=corpus, budget_label=budget, seed=seed, status=status))  # fmt: skip
-    return tables.group_runs(pd.DataFrame(out))
+    return grouping.group_runs(pd.DataFrame(out))
 
 
 def scores_frame(rows: list[tuple]) -> pd.DataFrame:
@@ -44,7 +45,7 @@ def test_seeds_average_and_rerun_replaces_earlier():
         (3, "sts12", 74), (3, "stsb", 84),
         (4, "sts12", 90), (4, "stsb", 60),
     ])  # fmt: skip
-    board = tables.build_leaderboard(scores, runs)
+    board = main_board.build_leaderboard(scores, runs)
     frame = board.numeric().set_index("method")
     assert list(frame.index) == ["simcse", "laser"]  # average 77 > 75
     assert frame.loc["simcse", "sts12"] == 72 and frame.loc["simcse", "average"] == 77
@@ -68,14 +69,14 @@ def test_average_only_over_complete_rows_and_parts_hidden():
         (2, "sts12", 99),  # no stsb: no average
         (1, "cqadupstack", 30), (1, "cqadupstack-android", 10), (2, "cqadupstack", 31),
     ])  # fmt: skip
-    board = tables.build_leaderboard(scores, runs)
+    board = main_board.build_leaderboard(scores, runs)
     assert "cqadupstack-android" not in board.score_columns
     assert not board.complete_average
     frame = board.numeric()
     assert list(frame["method"]) == ["a", "z"]  # the incomplete row goes last
     assert np.isnan(frame.loc[1, "average"])
-    assert frame.loc[0, "budget"] == tables.NONE_LABEL and frame.loc[0, "corpus"] == tables.NONE_LABEL
-    with_parts = tables.build_leaderboard(scores, runs, include_parts=True)
+    assert frame.loc[0, "budget"] == grouping.NONE_LABEL and frame.loc[0, "corpus"] == grouping.NONE_LABEL
+    with_parts = main_board.build_leaderboard(scores, runs, include_parts=True)
     assert "cqadupstack-android" in with_parts.score_columns
 
 
@@ -83,12 +84,12 @@ def test_filters():
     runs = runs_frame([
         (1, "a", "b1", "s1", "c1", 0), (2, "a", "b2", "s1", "c1", 1), (3, "b", "b1", "s2", "c2", 0, "failed"),
     ])  # fmt: skip
-    assert tables.RunFilters().apply(runs)["id"].tolist() == [1, 2]
-    assert tables.RunFilters(finished_only=False).apply(runs)["id"].tolist() == [1, 2, 3]
-    assert tables.RunFilters(backbones=["b2"]).apply(runs)["id"].tolist() == [2]
-    assert tables.RunFilters(seeds=[0], finished_only=False).apply(runs)["id"].tolist() == [1, 3]
-    assert tables.RunFilters(methods=["a"], budgets=["s2"]).apply(runs).empty
-    assert tables.build_leaderboard(scores_frame([(9, "x", 1.0)]), runs).empty
+    assert grouping.RunFilters().apply(runs)["id"].tolist() == [1, 2]
+    assert grouping.RunFilters(finished_only=False).apply(runs)["id"].tolist() == [1, 2, 3]
+    assert grouping.RunFilters(backbones=["b2"]).apply(runs)["id"].tolist() == [2]
+    assert grouping.RunFilters(seeds=[0], finished_only=False).apply(runs)["id"].tolist() == [1, 3]
+    assert grouping.RunFilters(methods=["a"], budgets=["s2"]).apply(runs).empty
+    assert main_board.build_leaderboard(scores_frame([(9, "x", 1.0)]), runs).empty
 
 
 def test_robustness_change_is_per_seed_attacked_minus_clean():
@@ -98,17 +99,17 @@ def test_robustness_change_is_per_seed_attacked_minus_clean():
         (2, "stsb", 84, "clean"), (2, "stsb", 78, "elong-2"),
         (3, "stsb", 50, "clean"), (3, "stsb", 49, "elong-2"), (3, "stsb", 40, "elong-4"),
     ])  # fmt: skip
-    table = tables.build_robustness(scores, runs).set_index("method")
+    table = attack_curves.build_robustness(scores, runs).set_index("method")
     assert table.loc["a", "clean"] == 82 and table.loc["a", "elong-2"] == 74 and table.loc["a", "change elong-2"] == -8
     assert table.loc["a", "seeds"] == 2 and np.isnan(table.loc["a", "elong-4"])
     assert table.loc["z", "change elong-4"] == -10
     assert list(table.index) == ["a", "z"]
-    long = tables.robustness_long(table.reset_index())
+    long = attack_curves.robustness_long(table.reset_index())
     assert set(long["variant"]) == {"clean", "elong-2", "elong-4"}
 
 
 def test_seed_mean_survives_pickling():
-    cell = tables.SeedMean(1.5, 0.25, 3)
+    cell = main_board.SeedMean(1.5, 0.25, 3)
     back = pickle.loads(pickle.dumps(cell))
     assert float(back) == 1.5 and back.half == 0.25 and back.seeds == 3 and back.label() == "1.50 ± 0.25 (n=3)"
 
@@ -161,27 +162,27 @@ def test_t_half_width_matches_mean_ci_for_several_seed_counts():
 
 
 def test_paper_averages_and_cqadupstack_from_forums():
-    sts = list(tables.SUITE_STANDARDS["sts"][1])
+    sts = list(main_board.SUITE_STANDARDS["sts"][1])
     runs = runs_frame([(1, "a", "b", "", "", 0), (2, "z", "b", "", "", 0)])
     scores = scores_frame([(1, d, 70 + k) for k, d in enumerate(sts)] + [(1, "sts-extra", 10.0)]
                           + [(2, d, 60.0) for d in sts[:3]])  # fmt: skip
-    board = tables.build_leaderboard(scores, runs, suite="sts")
-    name = tables.SUITE_STANDARDS["sts"][0]
+    board = main_board.build_leaderboard(scores, runs, suite="sts")
+    name = main_board.SUITE_STANDARDS["sts"][0]
     assert name == "STS avg (7)" and name in board.score_columns and "average" in board.score_columns
     frame = board.numeric().set_index("method")
     assert frame.loc["a", name] == pytest.approx(np.mean([70 + k for k in range(7)]))  # without sts-extra
     assert frame.loc["a", "average"] == pytest.approx(np.mean([70 + k for k in range(7)] + [10.0]))
     assert np.isnan(frame.loc["z", name])  # 3 of the 7 sets: no STS average
-    exactly = tables.build_leaderboard(scores[scores["dataset"] != "sts-extra"], runs, suite="sts")
+    exactly = main_board.build_leaderboard(scores[scores["dataset"] != "sts-extra"], runs, suite="sts")
     assert exactly.score_columns[-1] == name and "average" not in exactly.score_columns  # one average, named
 
-    beir = list(tables.SUITE_STANDARDS["beir"][1])
-    forums = list(tables.CQADUPSTACK_PARTS)
+    beir = list(main_board.SUITE_STANDARDS["beir"][1])
+    forums = list(CQADUPSTACK_PARTS)
     assert len(beir) == 14 and len(forums) == 12
     rows = [(1, d, 40.0) for d in beir if d != "cqadupstack"] + [(1, f, float(k)) for k, f in enumerate(forums)]
     rows += [(2, d, 40.0) for d in beir]  # run 2 has its own cqadupstack mean row (30 below)
     rows = [r if r[:2] != (2, "cqadupstack") else (2, "cqadupstack", 30.0) for r in rows]
-    board = tables.build_leaderboard(scores_frame(rows), runs, suite="beir")
+    board = main_board.build_leaderboard(scores_frame(rows), runs, suite="beir")
     frame = board.numeric().set_index("method")
     assert frame.loc["a", "cqadupstack"] == pytest.approx(np.mean(range(12)))  # the mean of the 12 forums
     assert frame.loc["z", "cqadupstack"] == 30.0
@@ -200,23 +201,23 @@ def test_types_sizes_subsets_and_sweeps():
         dict(id=3, kind="eval", model="minilm", method="vanilla", backbone="minilm", suite="sts", train_corpus="",
              budget_label="", seed=0, status="finished", sweep="", config_limit=300.0, model_info={}),
     ]  # fmt: skip
-    runs = tables.group_runs(pd.DataFrame(out))
+    runs = grouping.group_runs(pd.DataFrame(out))
     assert list(runs["type"]) == ["trained", "reference", "untrained"]
     assert runs.loc[1, "method"] == "org/ref-model" and list(runs["subset"]) == ["", "", "limit 300"]
     scores = scores_frame([(1, "stsb", 80), (2, "stsb", 85), (3, "stsb", 70)])
-    board = tables.build_leaderboard(scores, tables.RunFilters().apply(runs))
+    board = main_board.build_leaderboard(scores, grouping.RunFilters().apply(runs))
     frame = board.numeric().set_index("method")
     assert list(frame.index) == ["org/ref-model", "simcse"]  # the subset run is hidden by default
     assert frame.loc["simcse", "params (M)"] == pytest.approx(22.7) and frame.loc["simcse", "dim"] == 384
     assert frame.loc["org/ref-model", "dim"] == 768 and np.isnan(frame.loc["org/ref-model", "max tokens"])
     assert frame.loc["org/ref-model", "type"] == "reference"
-    shown = tables.RunFilters(include_subsets=True).apply(runs)
+    shown = grouping.RunFilters(include_subsets=True).apply(runs)
     limits = pd.DataFrame({"run_id": [3], "dataset": ["stsb"], "limit": [300]})
-    frame = tables.build_leaderboard(scores, shown, limits=limits).numeric().set_index("method")
+    frame = main_board.build_leaderboard(scores, shown, limits=limits).numeric().set_index("method")
     assert frame.loc["vanilla", "subset"] == "stsb[300]" and frame.loc["simcse", "subset"] == ""
-    assert list(tables.RunFilters(sweeps=["grid"]).apply(runs)["id"]) == [1]
-    assert list(tables.RunFilters(include_references=False, include_subsets=True).apply(runs)["id"]) == [1, 3]
-    marked = tables.mark_subsets(runs.assign(config_limit=np.nan, subset=""), limits)
+    assert list(grouping.RunFilters(sweeps=["grid"]).apply(runs)["id"]) == [1]
+    assert list(grouping.RunFilters(include_references=False, include_subsets=True).apply(runs)["id"]) == [1, 3]
+    marked = grouping.mark_subsets(runs.assign(config_limit=np.nan, subset=""), limits)
     assert list(marked["subset"]) == ["", "", "limit 300"]
 
 
@@ -228,7 +229,7 @@ def test_robustness_curve_mean_ci_over_seeds_and_attack_rates():
         (3, "stsb", 50, "clean"), (3, "stsb", 49, "elong-2"),
     ])  # fmt: skip
     rates = pd.DataFrame({"run_id": [1, 2, 3], "dataset": ["stsb"] * 3, "variant": ["elong-2"] * 3, "changed_frac": [0.4, 0.6, 0.9]})
-    curve = tables.robustness_curve(scores, runs, rates=rates).set_index(["method", "variant"])
+    curve = attack_curves.robustness_curve(scores, runs, rates=rates).set_index(["method", "variant"])
     ci = stats.mean_ci([70.0, 78.0])
     row = curve.loc[("a", "elong-2")]
     assert (row["score"], row["low"], row["high"], row["seeds"]) == pytest.approx((ci.mean, ci.low, ci.high, 2))
@@ -236,7 +237,7 @@ def test_robustness_curve_mean_ci_over_seeds_and_attack_rates():
     assert curve.loc[("a", "clean"), "m"] == "1 (clean)" and curve.loc[("a", "clean"), "score"] == 82
     assert curve.loc[("a", "elong-rand"), "m"] == "rand" and np.isnan(curve.loc[("a", "elong-rand"), "changed_frac"])
     assert np.isnan(curve.loc[("z", "elong-2"), "low"])  # one seed: no interval
-    table = tables.build_robustness(scores, runs, rates=rates).set_index("method")
+    table = attack_curves.build_robustness(scores, runs, rates=rates).set_index("method")
     assert table.loc["a", "changed elong-2"] == pytest.approx(0.5) and table.loc["z", "changed elong-2"] == pytest.approx(0.9)
 
 
@@ -260,9 +261,9 @@ def test_runs_differing_in_hyper_parameters_are_rows_of_their_own_not_seeds_of_o
         method = "laser3-self" if rid < 4 else "simcse"
         out.append(dict(id=rid, kind="train", model="m", method=method, backbone="b", suite="sts", train_corpus="c",
                         budget_label="steps=1", seed=seed, status="finished", method_config=config))  # fmt: skip
-    runs = tables.group_runs(pd.DataFrame(out))
+    runs = grouping.group_runs(pd.DataFrame(out))
     assert list(runs["method"]) == ["laser3-self (m_mode=random)"] * 2 + ["laser3-self (m_mode=twice)", "simcse"]
-    board = tables.build_leaderboard(scores_frame([(1, "stsb", 80), (2, "stsb", 82), (3, "stsb", 70), (4, "stsb", 75)]), runs)
+    board = main_board.build_leaderboard(scores_frame([(1, "stsb", 80), (2, "stsb", 82), (3, "stsb", 70), (4, "stsb", 75)]), runs)
     frame = board.numeric().set_index("method")
     assert frame.loc["laser3-self (m_mode=random)", "stsb"] == 81 and frame.loc["laser3-self (m_mode=random)", "seeds"] == 2
     assert frame.loc["laser3-self (m_mode=twice)", "stsb"] == 70 and frame.loc["laser3-self (m_mode=twice)", "seeds"] == 1

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from leaderboard import cache, tables
-from leaderboard.tables import RunFilters
+from bench.evaluate.suites.metadata import main_metric
+from leaderboard import cache, grouping, main_board
+from leaderboard.grouping import RunFilters
 
 BEST_STYLE = "background-color: rgba(33, 195, 84, 0.25); font-weight: 700"
 # Colours of categories (methods, rows) in every chart: ten clearly distinct hues (Tableau 10), not shades of one.
@@ -31,7 +32,7 @@ def filter_options(location: str, version: tuple[int, ...]) -> dict[str, list]:
     runs = cache.runs(location, version)
     out = {column: options(runs[column]) for column, _ in FILTER_COLUMNS}
     out["sweep"] = options(runs.loc[runs["sweep"] != "", "sweep"]) if "sweep" in runs else []
-    out["has_references"] = bool("type" in runs and (runs["type"] == tables.REFERENCE).any())
+    out["has_references"] = bool("type" in runs and (runs["type"] == grouping.REFERENCE).any())
     return out
 
 
@@ -109,7 +110,7 @@ def pick_metric(catalog: pd.DataFrame, suite: str, prefix: str, where=st.sidebar
     metrics = options(catalog.loc[catalog["suite"] == suite, "metric"])
     if not metrics:
         return None
-    default = metrics.index(tables.primary_metric(suite, metrics))
+    default = metrics.index(main_metric(suite, metrics))
     # The key carries the suite: switching suite starts from that suite's primary metric.
     return where.selectbox("Metric", metrics, index=default, key=f"{prefix}_metric_{suite}")
 
@@ -134,9 +135,9 @@ def shorten_settings(frame: pd.DataFrame, width: int = 24) -> pd.DataFrame:
     """The setting columns (method, backbone, budget, corpus) cut to `width` characters, so the scores stay in view;
     the full text is in the Run view and the downloads."""
     out = frame.copy()
-    for column in tables.GROUP_KEYS:
+    for column in grouping.GROUP_KEYS:
         if column in out:
-            out[column] = out[column].astype(str).map(lambda t: tables.shorten(t, width))
+            out[column] = out[column].astype(str).map(lambda t: grouping.shorten(t, width))
     return out
 
 
@@ -175,12 +176,12 @@ def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, k
             config[col] = st.column_config.Column(help=text)
     # a click on any cell (or the row's tick box) selects its row
     select = {"on_select": "rerun", "selection_mode": ["single-row", "single-cell"]} if selectable else {}
-    seed_cells = any(isinstance(v, tables.SeedMean) for col in score_columns for v in frame[col].head(1000))
+    seed_cells = any(isinstance(v, main_board.SeedMean) for col in score_columns for v in frame[col].head(1000))
     if not highlight and not seed_cells:
         config.update({col: st.column_config.NumberColumn(format=fmt, width="small") for col, fmt in formats.items()})
         config.update({col: st.column_config.NumberColumn(format=f"%.{digits}f", help=help_text.get(col)) for col in score_columns})
         return st.dataframe(frame, hide_index=True, key=key, width="stretch", column_config=config, **select)
-    styler = frame.style.format(lambda v: tables.format_cell(v, digits), subset=score_columns, na_rep="")
+    styler = frame.style.format(lambda v: main_board.format_cell(v, digits), subset=score_columns, na_rep="")
     for col, fmt in formats.items():
         styler = styler.format(lambda v, fmt=fmt: "" if pd.isna(v) else fmt % v, subset=[col])
     if highlight and score_columns and best is not None:

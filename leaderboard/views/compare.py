@@ -8,8 +8,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from bench.evaluate.attacks import order_variants
 from bench.report import stats
-from leaderboard import cache, tables
+from leaderboard import cache, grouping
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views import curves
@@ -47,7 +48,7 @@ def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataF
     out["CI high"] = highs
     out["items"] = n_items
     out["note"] = notes
-    order = out["dataset"].map(lambda d: tables.DATASET_ORDER.get(d, len(tables.DATASET_ORDER)))
+    order = out["dataset"].map(lambda d: grouping.DATASET_ORDER.get(d, len(grouping.DATASET_ORDER)))
     return out.assign(_o=order).sort_values(["suite", "metric", "variant", "_o", "dataset"]).drop(columns="_o").reset_index(drop=True)
 
 
@@ -89,7 +90,7 @@ def show(state: DBState) -> None:
         return
     suite = pick_suite(common, "cmp")
     metric = pick_metric(common, suite, "cmp")
-    variants = tables.order_variants(common.loc[(common["suite"] == suite) & (common["metric"] == metric), "variant"].tolist())
+    variants = order_variants(common.loc[(common["suite"] == suite) & (common["metric"] == metric), "variant"].tolist())
     chosen = st.sidebar.multiselect("Variants", variants, default=variants[:1], key=f"cmp_variants_{suite}_{metric}")
 
     def pick(frame: pd.DataFrame) -> pd.DataFrame:

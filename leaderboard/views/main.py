@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from bench.evaluate.attacks import CLEAN, order_variants
 from bench.report import stats
-from leaderboard import cache, ranking, significance, tables
+from leaderboard import attack_curves, cache, grouping, main_board, ranking, significance
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views.common import (
@@ -37,7 +38,7 @@ DEFAULT_REFERENCE = "vanilla"
 class MainTable:
     """What the main view shows for one choice of suite, metric, variant, filters and reference."""
 
-    board: tables.Leaderboard  # ranked variant; rows of every partition (full sets first)
+    board: main_board.Leaderboard  # ranked variant; rows of every partition (full sets first)
     headline: str  # the score column the variant columns and the difference are taken on
     variants: list[str]
     variant_mean: dict[str, np.ndarray]  # per variant: the headline score of each row (row-aligned with board)
@@ -50,27 +51,27 @@ class MainTable:
     better: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # dataset -> (h, g): h significantly better
 
 
-def _headline(board: tables.Leaderboard) -> str:
+def _headline(board: main_board.Leaderboard) -> str:
     return board.datasets[0] if len(board.datasets) == 1 else board.score_columns[len(board.datasets)]
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def main_table(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
-               filters: tables.RunFilters, include_parts: bool, reference: str | None) -> MainTable:  # fmt: skip
+               filters: grouping.RunFilters, include_parts: bool, reference: str | None) -> MainTable:  # fmt: skip
     limits = cache.score_limits(location, version, suite)
-    runs = filters.apply(tables.mark_subsets(cache.runs(location, version), limits)).reset_index(drop=True)
+    runs = filters.apply(grouping.mark_subsets(cache.runs(location, version), limits)).reset_index(drop=True)
     catalog = cache.score_catalog(location, version)
     here = catalog[(catalog["suite"] == suite) & (catalog["metric"] == metric)]
-    variants = tables.order_variants(here["variant"].tolist())
+    variants = order_variants(here["variant"].tolist())
     scores = cache.suite_scores(location, version, suite, (metric,), (variant,))
-    board = tables.build_leaderboard(scores, runs, include_parts=include_parts, limits=limits, suite=suite)
+    board = main_board.build_leaderboard(scores, runs, include_parts=include_parts, limits=limits, suite=suite)
     if board.empty:
         return MainTable(board, "", variants, {}, {}, {}, [], reference)
     headline = _headline(board)
     position = pd.Index(board.groups)
     means, halves, counts = {}, {}, {}
     for v in variants:
-        other = board if v == variant else tables.build_leaderboard(
+        other = board if v == variant else main_board.build_leaderboard(
             cache.suite_scores(location, version, suite, (metric,), (v,)), runs, include_parts=include_parts,
             limits=limits, suite=suite)  # fmt: skip
         if other.empty or headline not in other.score_columns:
@@ -106,7 +107,7 @@ def main_table(location: str, version: tuple[int, ...], suite: str, metric: str,
     ranked = int(mean_rank.notna().sum())
     board = board.with_ranks(mean_rank, low, high)
 
-    long, _ = tables.latest_per_seed(scores[["run_id", "dataset", "value"]], runs, ["dataset"])
+    long, _ = grouping.latest_per_seed(scores[["run_id", "dataset", "value"]], runs, ["dataset"])
     delta = [""] * len(board)
     diff_datasets = [headline] if headline in board.datasets else list(board.datasets)
     for backbone, ref_code in reference_codes.items():
@@ -120,7 +121,7 @@ def main_table(location: str, version: tuple[int, ...], suite: str, metric: str,
     return MainTable(board, headline, variants, means, halves, counts, delta, reference, ranked, bar_ci, better)
 
 
-def _reference_codes(board: tables.Leaderboard, reference: str | None) -> dict[str, int]:
+def _reference_codes(board: main_board.Leaderboard, reference: str | None) -> dict[str, int]:
     """Per backbone: the group code of its full-set reference row (the best-scoring one when there are several)."""
     if not reference:
         return {}
@@ -131,7 +132,7 @@ def _reference_codes(board: tables.Leaderboard, reference: str | None) -> dict[s
     return out
 
 
-def _score_cis(board: tables.Leaderboard, reps: dict[str, dict[int, int]], items: dict[int, dict], key) -> dict:  # noqa: ANN001
+def _score_cis(board: main_board.Leaderboard, reps: dict[str, dict[int, int]], items: dict[int, dict], key) -> dict:  # noqa: ANN001
     """95% CI of each of the first rows' score per dataset: over seeds (Student t) when it has several, else the
     bootstrap percentile interval of the score itself (the same resamples as every difference)."""
     out: dict[int, dict[str, tuple[float, float]]] = {}
@@ -156,7 +157,7 @@ def _score_cis(board: tables.Leaderboard, reps: dict[str, dict[int, int]], items
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def downloads(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
-              filters: tables.RunFilters, include_parts: bool, reference: str | None) -> tuple[bytes, bytes]:  # fmt: skip
+              filters: grouping.RunFilters, include_parts: bool, reference: str | None) -> tuple[bytes, bytes]:  # fmt: skip
     """The whole table (every row, mean / CI / std / seeds columns, ranks, difference) as CSV and as JSON."""
     table = main_table(location, version, suite, metric, variant, filters, include_parts, reference)
     frame = table.board.csv_frame()
@@ -168,7 +169,7 @@ def downloads(location: str, version: tuple[int, ...], suite: str, metric: str, 
     return csv, json_text.encode("utf-8")
 
 
-def _display(table: MainTable, part: tables.Leaderboard, variant: str, rows: int) -> tuple[pd.DataFrame, list[str], dict]:
+def _display(table: MainTable, part: main_board.Leaderboard, variant: str, rows: int) -> tuple[pd.DataFrame, list[str], dict]:
     """The frame one table shows, its score columns and the full text of shortened labels (for the headers' help)."""
     part = part.rows(np.arange(len(part)) < rows)  # SeedMean cells for the rows shown only
     cells = part.cells
@@ -176,7 +177,7 @@ def _display(table: MainTable, part: tables.Leaderboard, variant: str, rows: int
     full: dict[str, list[str]] = {}
     for column in ("method", "backbone", "budget", "corpus"):
         values = info[column].astype(str)
-        short = values.map(lambda t: tables.shorten(t, LABEL_WIDTH))
+        short = values.map(lambda t: grouping.shorten(t, LABEL_WIDTH))
         changed = sorted(set(values[values != short]))
         if changed:
             full[column] = changed
@@ -185,16 +186,16 @@ def _display(table: MainTable, part: tables.Leaderboard, variant: str, rows: int
     rows_of = pd.Index(table.board.groups).get_indexer(part.groups[:rows])
     variant_columns = []
     present = [v for v in table.variants if v in table.variant_mean]
-    attacked = [v for v in present if v != tables.CLEAN]
+    attacked = [v for v in present if v != CLEAN]
     by_family = len(attacked) > MAX_VARIANT_COLUMNS
-    for v in present if not by_family else [v for v in present if v == tables.CLEAN or v == variant]:
+    for v in present if not by_family else [v for v in present if v == CLEAN or v == variant]:
         mean, half, count = (getattr(table, f"variant_{k}")[v][rows_of] for k in ("mean", "half", "count"))
-        cells[v] = pd.Series([np.nan if np.isnan(m) else tables.SeedMean(m, h, int(c)) for m, h, c in zip(mean, half, count)],
+        cells[v] = pd.Series([np.nan if np.isnan(m) else main_board.SeedMean(m, h, int(c)) for m, h, c in zip(mean, half, count)],
                              index=cells.index, dtype=object)  # fmt: skip
         variant_columns.append(v)
     if by_family:  # too many to show one by one: the mean over each family's variants (elong-2 ... elong-rand)
-        for family in dict.fromkeys(tables.variant_family(v) for v in attacked):
-            members = [v for v in attacked if tables.variant_family(v) == family]
+        for family in dict.fromkeys(attack_curves.variant_family(v) for v in attacked):
+            members = [v for v in attacked if attack_curves.variant_family(v) == family]
             with np.errstate(all="ignore"):
                 cells[f"{family} (mean)"] = np.nanmean(np.stack([table.variant_mean[v][rows_of] for v in members]), axis=0)
             variant_columns.append(f"{family} (mean)")
@@ -213,7 +214,7 @@ def _display(table: MainTable, part: tables.Leaderboard, variant: str, rows: int
     shown = shown.drop(columns=empty)
     variant_columns = [c for c in variant_columns if c not in empty]
     datasets = [c for c in datasets if c not in empty]
-    if (shown.get("type", pd.Series(dtype=str)) != tables.REFERENCE).all():
+    if (shown.get("type", pd.Series(dtype=str)) != grouping.REFERENCE).all():
         shown = shown.drop(columns="type", errors="ignore")
     if not shown["subset"].astype(bool).any():
         shown = shown.drop(columns="subset")
@@ -230,7 +231,7 @@ def show(state: DBState) -> None:
         return
     metric = pick_metric(catalog, suite, "main")
     here = catalog[(catalog["suite"] == suite) & (catalog["metric"] == metric)]
-    variants = tables.order_variants(here["variant"].tolist())
+    variants = order_variants(here["variant"].tolist())
     variant = st.sidebar.selectbox(
         "Rank and compare on", variants, key=f"main_variant_{suite}",
         help="The variant the rank and the difference vs the reference use (elong-m: each text copied and concatenated m times). "
@@ -247,7 +248,7 @@ def show(state: DBState) -> None:
         help="Each row's difference from this method's full-set row with the same backbone (the untrained backbone "
         "by default, as `bench results`).",
     )  # fmt: skip
-    has_parts = bool(tables.part_datasets(list(cache.suite_datasets(state.location, state.version, suite, metric, variant))))
+    has_parts = bool(grouping.part_datasets(list(cache.suite_datasets(state.location, state.version, suite, metric, variant))))
     include_parts = has_parts and st.sidebar.checkbox("Show the parts of averaged datasets (cqadupstack forums)", key="main_parts")
 
     with st.spinner("Ranking (paired bootstrap)…"):
@@ -260,7 +261,7 @@ def show(state: DBState) -> None:
     headline = table.headline
     st.caption(f"suite **{literal(suite)}** · metric **{literal(metric)}** · score columns: **{literal(headline)}** per "
                f"variant · rank and Δ on **{literal(variant)}** · click a row to open its run")  # fmt: skip
-    highlight = suite not in tables.NO_BEST_SUITES
+    highlight = suite not in main_board.NO_BEST_SUITES
     rows = ROWS_SHOWN[0]
     if len(board) > ROWS_SHOWN[0]:
         choices = [n for n in ROWS_SHOWN if n < len(board)] + [len(board)]
@@ -350,7 +351,7 @@ def _notes(table: MainTable, highlight: bool, variant: str) -> None:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def chart_specs(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
-                filters: tables.RunFilters, include_parts: bool, reference: str | None) -> tuple[dict | None, dict | None]:  # fmt: skip
+                filters: grouping.RunFilters, include_parts: bool, reference: str | None) -> tuple[dict | None, dict | None]:  # fmt: skip
     """The two charts' Vega-Lite specs, built once per choice (Altair's build and validation cost more than the
     table itself on every rerun)."""
     table = main_table(location, version, suite, metric, variant, filters, include_parts, reference)
@@ -358,7 +359,7 @@ def chart_specs(location: str, version: tuple[int, ...], suite: str, metric: str
     if not full:
         return None, None
     part = full[0]
-    labels = tables.group_label(part.info)
+    labels = grouping.group_label(part.info)
     rows = []
     for i, g in enumerate(part.groups[:MAX_BARS]):
         for d in part.datasets:
@@ -373,7 +374,7 @@ def chart_specs(location: str, version: tuple[int, ...], suite: str, metric: str
         order = labels.head(MAX_BARS).tolist()
         color = alt.Color("row:N", sort=order, scale=alt.Scale(scheme=CATEGORY_SCHEME),
                           legend=alt.Legend(orient="bottom", columns=1, labelLimit=0, title=None))  # fmt: skip
-        x = alt.X("dataset:N", sort=tables.order_datasets(frame["dataset"].unique().tolist()), title=None,
+        x = alt.X("dataset:N", sort=grouping.order_datasets(frame["dataset"].unique().tolist()), title=None,
                   axis=alt.Axis(labelAngle=0))  # fmt: skip
         base = alt.Chart(frame).encode(x=x, xOffset=alt.XOffset("row:N", sort=order), color=color)
         bars = base.mark_bar().encode(y=alt.Y("score:Q", title=metric), tooltip=["row", "dataset", alt.Tooltip("score:Q", format=".2f"),

@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from bench.evaluate.attacks import CLEAN, order_variants
 from bench.report import stats
-from leaderboard import cache, significance, tables
+from leaderboard import attack_curves, cache, diag_table, grouping, significance
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views.common import (
@@ -29,29 +30,29 @@ def family_variants(scores: pd.DataFrame, family: str | None) -> pd.DataFrame:
     """The clean rows and those of one attack family (None: every family)."""
     if family is None:
         return scores
-    keep = [v for v in scores["variant"].unique() if v == tables.CLEAN or tables.variant_family(v) == family]
+    keep = [v for v in scores["variant"].unique() if v == CLEAN or attack_curves.variant_family(v) == family]
     return scores[scores["variant"].isin(keep)]
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def robustness_for(location: str, version: tuple[int, ...], suite: str, metric: str, dataset: str | None,
-                   filters: tables.RunFilters, family: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
+                   filters: grouping.RunFilters, family: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:  # fmt: skip
     """(table, curve) of clean vs attacked scores (one attack family, or all) for the runs the filters keep. Variants
     without a clean score (needle's context lengths): the curve alone, its table the scores per length."""
     limits = cache.score_limits(location, version, suite)
-    runs = filters.apply(tables.mark_subsets(cache.runs(location, version), limits))
+    runs = filters.apply(grouping.mark_subsets(cache.runs(location, version), limits))
     scores = family_variants(cache.suite_scores(location, version, suite, (metric,), ()), family)
     rates = cache.attack_rates(location, version, suite)
-    if not (scores["variant"] == tables.CLEAN).any():
-        curve = tables.length_curve(scores, runs, dataset)
+    if not (scores["variant"] == CLEAN).any():
+        curve = attack_curves.length_curve(scores, runs, dataset)
         if curve.empty:
-            return pd.DataFrame(columns=[*tables.GROUP_KEYS, "seeds"]), curve
-        table = curve.pivot_table(index=[*tables.GROUP_KEYS, "label"], columns="variant", values="score", aggfunc="first")
-        table = table.reindex(columns=tables.order_variants(list(table.columns))).reset_index()
+            return pd.DataFrame(columns=[*grouping.GROUP_KEYS, "seeds"]), curve
+        table = curve.pivot_table(index=[*grouping.GROUP_KEYS, "label"], columns="variant", values="score", aggfunc="first")
+        table = table.reindex(columns=order_variants(list(table.columns))).reset_index()
         seeds = curve.groupby("label", sort=False)["seeds"].max()
         return table.assign(seeds=table["label"].map(seeds)), curve
-    table = tables.build_robustness(scores, runs, dataset, rates)
-    curve = tables.robustness_curve(scores, runs, dataset, rates)
+    table = attack_curves.build_robustness(scores, runs, dataset, rates)
+    curve = attack_curves.robustness_curve(scores, runs, dataset, rates)
     curve = _one_run_intervals(location, version, suite, metric, dataset, scores, runs, curve)
     # Subset runs are rows of their own ("subset" = "limit N"), never merged with a full-set row.
     return table, curve
@@ -85,23 +86,23 @@ def _one_run_intervals(location: str, version: tuple[int, ...], suite: str, metr
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def diag_for(location: str, version: tuple[int, ...], filters: tables.RunFilters) -> pd.DataFrame:
+def diag_for(location: str, version: tuple[int, ...], filters: grouping.RunFilters) -> pd.DataFrame:
     runs = filters.apply(cache.runs(location, version))
-    scores = cache.suite_scores(location, version, "diag", tables.DIAG_PLOT_METRICS, ())
-    return tables.build_diag(scores, runs)
+    scores = cache.suite_scores(location, version, "diag", diag_table.DIAG_PLOT_METRICS, ())
+    return diag_table.build_diag(scores, runs)
 
 
 def show(state: DBState) -> None:
     st.header("Robustness to elongation")
     catalog = cache.score_catalog(state.location, state.version)
     runs = cache.runs(state.location, state.version)
-    attacked = catalog[(catalog["variant"] != tables.CLEAN) & (catalog["suite"] != "diag")]
+    attacked = catalog[(catalog["variant"] != CLEAN) & (catalog["suite"] != "diag")]
     filters = None
     suite = pick_suite(attacked, "rob")
     if suite is not None:
         metric = pick_metric(attacked, suite, "rob")
-        present = tables.order_variants(attacked.loc[attacked["suite"] == suite, "variant"].tolist())
-        family_names = list(dict.fromkeys(tables.variant_family(v) for v in present))
+        present = order_variants(attacked.loc[attacked["suite"] == suite, "variant"].tolist())
+        family_names = list(dict.fromkeys(attack_curves.variant_family(v) for v in present))
         family = st.sidebar.selectbox("Attack family", family_names, key=f"rob_family_{suite}",
                                       help="elong: copies of the text; pad: distractor sentences at the start, middle "
                                       "or end; shuffle: sentence order; len: the needle suite's context lengths")  # fmt: skip
@@ -134,28 +135,28 @@ def y_domain(low: float, high: float) -> list[float]:
 
 def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric: str, dataset_choice: str,
                     family: str | None = None) -> None:  # fmt: skip
-    clean_less = not curve.empty and not (curve["variant"] == tables.CLEAN).any()
+    clean_less = not curve.empty and not (curve["variant"] == CLEAN).any()
     title = "Score vs context length" if clean_less else "Clean vs attacked"
     st.subheader(f"{title}: {literal(suite)} · {literal(metric)} · {literal(dataset_choice)}"
                  + (f" · {literal(family)}" if family else ""))  # fmt: skip
     if table.empty:
         st.info("No run matches these filters with both clean and attacked scores.")
         return
-    order = table["label"].tolist() if "label" in table else tables.group_label(table).tolist()
+    order = table["label"].tolist() if "label" in table else grouping.group_label(table).tolist()
     if len(order) > MAX_PLOT_GROUPS:
         st.caption(f"The plot shows the {MAX_PLOT_GROUPS} best of {len(order)} groups by clean score; filter to see others.")
         order = order[:MAX_PLOT_GROUPS]
     plotted = curve[curve["label"].isin(order)].copy()
     # The x axis: m = 1 (clean), 2, 4, 8, then random m apart; under each m, the share of texts it changed.
     rates = plotted.groupby("m", sort=False)["changed_frac"].mean()
-    m_order = [tables.variant_m(v) for v in tables.order_variants(plotted["variant"].unique().tolist())]
+    m_order = [attack_curves.variant_m(v) for v in order_variants(plotted["variant"].unique().tolist())]
     axis_label = {m: (m if np.isnan(rates.get(m, np.nan)) else f"{m} ({rates[m]:.0%} changed)") for m in m_order}
     plotted["x"] = plotted["m"].map(axis_label)
     x_order = [axis_label[m] for m in m_order]
     low = np.nanmin(plotted[["score", "low"]].to_numpy(dtype=float))
     high = np.nanmax(plotted[["score", "high"]].to_numpy(dtype=float))
     y = alt.Y("score:Q", title=metric, scale=alt.Scale(domain=y_domain(low, high), clamp=True))
-    axis_title = tables.family_axis(family) if family else "variant"
+    axis_title = attack_curves.family_axis(family) if family else "variant"
     if not clean_less:
         axis_title += " (1 = clean; random m apart) and share of texts changed"
     x = alt.X("x:N", sort=x_order, title=axis_title, axis=alt.Axis(labelAngle=0, labelLimit=200))
@@ -180,7 +181,7 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
         "'% changed': the share of texts whose model input the attack changed (a text already longer than max_len "
         "is truncated to the clean input)."
     )
-    score_columns = [c for c in table.columns if c not in (*tables.GROUP_KEYS, "seeds", "label", "subset") and not c.startswith("changed ")]
+    score_columns = [c for c in table.columns if c not in (*grouping.GROUP_KEYS, "seeds", "label", "subset") and not c.startswith("changed ")]
     if "subset" in table and table["subset"].astype(bool).any():
         st.warning("Rows with a 'subset' entry were scored on a subset (--limit): rows of their own, not comparable "
                    "with full-set rows.")  # fmt: skip
@@ -195,13 +196,13 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
     csv_button(table, f"robustness-{suite}-{metric}-{dataset_choice}", key="rob_csv")
 
 
-def _diag_section(state: DBState, filters: tables.RunFilters, runs: pd.DataFrame) -> None:
+def _diag_section(state: DBState, filters: grouping.RunFilters, runs: pd.DataFrame) -> None:
     st.subheader("Length diagnostics (diag, STS-B test)")
     diag = diag_for(state.location, state.version, filters)
     if diag.empty:
         st.info("No diag scores for runs matching these filters.")
         return
-    variant_order = tables.order_variants(diag["variant"].unique().tolist())
+    variant_order = order_variants(diag["variant"].unique().tolist())
     plotted = diag
     labels = diag["label"].unique().tolist()
     if len(labels) > MAX_PLOT_GROUPS:
@@ -220,7 +221,7 @@ def _diag_section(state: DBState, filters: tables.RunFilters, runs: pd.DataFrame
             tooltip=["label", "metric", "variant", alt.Tooltip("value:Q", format=".4f"), "seeds"],
         )
         .properties(width=300, height=170)
-        .facet(facet=alt.Facet("metric:N", title=None, sort=list(tables.DIAG_PLOT_METRICS)), columns=2)
+        .facet(facet=alt.Facet("metric:N", title=None, sort=list(diag_table.DIAG_PLOT_METRICS)), columns=2)
         .resolve_scale(y="independent")
     )
     st.altair_chart(chart)
@@ -229,14 +230,14 @@ def _diag_section(state: DBState, filters: tables.RunFilters, runs: pd.DataFrame
         "similarity minus token anisotropy; anisotropy: mean cosine of random sentence pairs; positional_jsd: "
         "Jensen-Shannon distance between pair-cosine histograms with and without shuffled words (bench/evaluate/suites/diag.py)."
     )
-    wide = diag.pivot_table(index=[*tables.GROUP_KEYS, "metric"], columns="variant", values="value", aggfunc="first")
+    wide = diag.pivot_table(index=[*grouping.GROUP_KEYS, "metric"], columns="variant", values="value", aggfunc="first")
     wide = wide.reindex(columns=variant_order).reset_index()
     show_table(wide, variant_order, highlight=False, key="diag_table", digits=4)
     csv_button(wide, "diag-measures", key="diag_csv")
     _pair_cosine_distribution(state, filters, runs)
 
 
-def _pair_cosine_distribution(state: DBState, filters: tables.RunFilters, runs: pd.DataFrame) -> None:
+def _pair_cosine_distribution(state: DBState, filters: grouping.RunFilters, runs: pd.DataFrame) -> None:
     diag_runs = cache.suite_scores(state.location, state.version, "diag", ("pair_cos_mean",), ())["run_id"].unique()
     chosen_runs = filters.apply(runs)
     candidates = chosen_runs[chosen_runs["id"].isin(diag_runs)].sort_values("id", ascending=False).head(MAX_DIAG_RUNS)
@@ -263,7 +264,7 @@ def _pair_cosine_distribution(state: DBState, filters: tables.RunFilters, runs: 
         .encode(
             x=alt.X("cosine:Q", title="cosine of an STS-B pair"),
             y=alt.Y("density:Q"),
-            color=alt.Color("variant:N", sort=tables.order_variants(frame["variant"].unique().tolist()),
+            color=alt.Color("variant:N", sort=order_variants(frame["variant"].unique().tolist()),
                             legend=alt.Legend(orient="bottom", title=None)),
         )
         .properties(height=240)

@@ -9,7 +9,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from leaderboard import cache, tables
+from bench.evaluate.attacks import CLEAN, order_variants
+from leaderboard import cache, grouping
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views import curves
@@ -28,16 +29,16 @@ def score_table(scores: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         limit = pd.to_numeric(scores["limit"], errors="coerce")
         scores["dataset"] = [d if pd.isna(x) or x <= 0 else f"{d}[{int(x)}]" for d, x in zip(scores["dataset"], limit)]
     wide = scores.pivot_table(index=["suite", "dataset", "metric", "n"], columns="variant", values="value", aggfunc="first")
-    variants = tables.order_variants(list(wide.columns))
+    variants = order_variants(list(wide.columns))
     wide = wide[variants]
     value_columns = list(variants)
-    if tables.CLEAN in wide.columns:
+    if CLEAN in wide.columns:
         for variant in variants:
-            if variant != tables.CLEAN:
-                wide[f"change {variant}"] = wide[variant] - wide[tables.CLEAN]
+            if variant != CLEAN:
+                wide[f"change {variant}"] = wide[variant] - wide[CLEAN]
                 value_columns.append(f"change {variant}")
     wide = wide.reset_index()
-    wide["_order"] = wide["dataset"].map(lambda d: tables.DATASET_ORDER.get(d.split("[", 1)[0], len(tables.DATASET_ORDER)))
+    wide["_order"] = wide["dataset"].map(lambda d: grouping.DATASET_ORDER.get(d.split("[", 1)[0], len(grouping.DATASET_ORDER)))
     wide = wide.sort_values(["suite", "_order", "dataset", "metric"]).drop(columns="_order").reset_index(drop=True)
     return wide, value_columns
 
@@ -81,7 +82,7 @@ def show(state: DBState) -> None:
         st.warning(f"Run {run_id} is gone from the database.")
         return
     # Everything below that came from the database is shown literally (leaderboard.text).
-    st.subheader(f"run {run_id} · {literal(run['method'] or tables.NONE_LABEL)} · {literal(run['backbone'] or run['model'])}", anchor=False)
+    st.subheader(f"run {run_id} · {literal(run['method'] or grouping.NONE_LABEL)} · {literal(run['backbone'] or run['model'])}", anchor=False)
     status = run["status"]
     (st.error if status == "failed" else st.info if status == "running" else st.success)(f"status: {literal(status)}")
     if run.get("error"):
@@ -89,8 +90,8 @@ def show(state: DBState) -> None:
     summary = pd.DataFrame(
         [
             ("kind", run["kind"]), ("model", run["model"]), ("method", run["method"]), ("backbone", run["backbone"]),
-            ("suite", run["suite"]), ("training corpus", run["train_corpus"] or tables.NONE_LABEL),
-            ("budget", run["budget_label"] or tables.NONE_LABEL), ("seed", str(run["seed"])),
+            ("suite", run["suite"]), ("training corpus", run["train_corpus"] or grouping.NONE_LABEL),
+            ("budget", run["budget_label"] or grouping.NONE_LABEL), ("seed", str(run["seed"])),
             ("config hash", run["config_hash"]), ("output dir", run["output_dir"]),
             ("started", str(run["started_at"])), ("finished", str(run["finished_at"] or "")),
             ("sweep", run.get("sweep") or ""), ("sweep point", run.get("sweep_point") or ""),

@@ -1,7 +1,7 @@
 """What each suite declares about its scores, in one place: the metric it is ranked by, the averages its papers
 report, the items a score rests on (what a paired bootstrap resamples) and whether a higher value is better.
 
-Read by the CLI report (`bench.report.tables`) and the leaderboard (`leaderboard.tables`); kept free of the suites'
+Read by the CLI report (`bench.report.tables`) and the leaderboard (`leaderboard.main_board`); kept free of the suites'
 own imports (models, data readers) so both can read it cheaply.
 """
 

@@ -1,0 +1,238 @@
+"""Run grouping for the leaderboard's tables (pandas, no streamlit): which runs form one row, how a row is named,
+which runs the filters keep, and each seed's latest score per group.
+
+One row per (method, backbone, budget, corpus) and, when known, the subset its runs were scored on; a reference
+row (Run.kind "reference", e.g. imported MTEB results) is named by its model. Within a group each seed counts once:
+when several runs share a group and a seed (a re-run), the latest run's score (highest run id) is the one kept, per
+dataset.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+NONE_LABEL = "—"  # what an empty budget / corpus (an untrained `bench eval` run) shows as
+
+GROUP_KEYS = ["method", "backbone", "budget", "corpus"]
+
+REFERENCE = "reference"
+
+TYPES = ("trained", "untrained", REFERENCE)
+
+# Size columns read from Run.model_info (the first key found; MTEB's ModelMeta names are accepted too).
+SIZE_COLUMNS = {
+    "params (M)": ("parameters", "n_parameters", "params"),
+    "dim": ("embedding_dim", "embed_dim", "dim"),
+    "max tokens": ("max_tokens", "max_seq_length", "max_len"),
+}
+
+
+
+def _catalog_order() -> list[str]:
+    try:
+        from bench.data.catalog import CATALOG, STS_SUITE
+
+        return list(STS_SUITE) + [n for n in CATALOG if n not in STS_SUITE]
+    except Exception:  # noqa: BLE001 - the leaderboard still works (alphabetical order) without the catalog
+        return []
+
+
+
+DATASET_ORDER = {name: i for i, name in enumerate(_catalog_order())}
+
+
+
+def order_datasets(datasets: list[str]) -> list[str]:
+    return sorted(set(datasets), key=lambda d: (DATASET_ORDER.get(d, len(DATASET_ORDER)), d))
+
+
+
+def part_datasets(datasets: list[str]) -> set[str]:
+    """Datasets that are parts of another one present (cqadupstack-android of cqadupstack): not own columns."""
+    names = set(datasets)
+    return {d for d in names if "-" in d and d.split("-", 1)[0] in names}
+
+
+
+def group_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Runs with the group columns as the tables show them (empty budget / corpus -> NONE_LABEL), their type
+    (trained, untrained, reference), the subset their config asked for ("limit N", "" for the full sets: part of a
+    row's identity, so a subset run never joins, replaces or is ranked with a full-set row), and their size columns."""
+    out = runs.copy()
+    kind = out["kind"] if "kind" in out else pd.Series("", index=out.index)
+    reference = (kind == REFERENCE).to_numpy()
+    if "model" in out and reference.any():
+        named = reference & (out["model"] != "").to_numpy()
+        out.loc[named, "method"] = out.loc[named, "model"]  # a reference is known by its model's name
+    out["type"] = np.where(reference, REFERENCE, np.where(out["budget_label"] != "", "trained", "untrained"))
+    limit = out["config_limit"] if "config_limit" in out else pd.Series(np.nan, index=out.index)
+    limit = pd.to_numeric(limit, errors="coerce").fillna(0).to_numpy()
+    out["subset"] = [f"limit {int(x)}" if x > 0 else "" for x in limit]
+    infos = out["model_info"] if "model_info" in out else pd.Series([{}] * len(out), index=out.index)
+    for column, keys in SIZE_COLUMNS.items():
+        out[column] = [_size(info, keys, column) for info in infos]
+    out["budget"] = out["budget_label"].replace("", NONE_LABEL)
+    out["corpus"] = out["train_corpus"].replace("", NONE_LABEL)
+    if "in_domain" in out:  # trained on the texts of a dataset it is scored on (`--corpus beir:NAME`, `knn:NAME`)
+        marked = out["in_domain"].fillna("").astype(str) != ""
+        out.loc[marked, "corpus"] = "in-domain: " + out.loc[marked, "corpus"]
+    out["backbone"] = out["backbone"].replace("", NONE_LABEL)
+    out["method"] = out["method"].replace("", NONE_LABEL)
+    out["method"] = hyperparameter_labels(out)
+    return out
+
+
+
+def hyperparameter_labels(runs: pd.DataFrame) -> pd.Series:
+    """Method names, with the hyper-parameters (`bench run --hp`) that tell runs of one (method, backbone, budget,
+    corpus) apart: "laser3-self (m_mode=twice)" and "laser3-self (m_mode=random)" are two rows, not two seeds of one.
+    Only the keys whose values differ inside a group are named, so a group of identical configs keeps its name."""
+    if "method_config" not in runs or not len(runs):
+        return runs["method"]
+    configs = [c if isinstance(c, dict) else {} for c in runs["method_config"]]
+    if all(not c for c in configs):
+        return runs["method"]
+    labels = runs["method"].to_numpy(dtype=object).copy()
+    keys = [tuple(row) for row in runs[GROUP_KEYS].astype(str).itertuples(index=False)]
+    positions: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        positions.setdefault(key, []).append(i)
+    for rows in positions.values():
+        if len(rows) < 2:
+            continue
+        seen = [{k: json.dumps(v, sort_keys=True) for k, v in configs[i].items()} for i in rows]
+        varying = sorted(k for k in set().union(*seen) if len({s.get(k) for s in seen}) > 1)
+        for i in rows if varying else ():
+            shown = [f"{k}={_hp_value(configs[i][k]) if k in configs[i] else NONE_LABEL}" for k in varying]
+            labels[i] = f"{labels[i]} ({', '.join(shown)})"
+    return pd.Series(labels, index=runs.index, name="method")
+
+
+
+def _hp_value(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+
+def _size(info: object, keys: tuple[str, ...], column: str) -> float:
+    if not isinstance(info, dict):
+        return np.nan
+    for key in keys:
+        value = info.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value) / 1e6 if column == "params (M)" else float(value)
+    return np.nan
+
+
+
+@dataclass
+class RunFilters:
+    """The main view's filters on runs; an empty list means no restriction."""
+
+    methods: list[str] = field(default_factory=list)
+    backbones: list[str] = field(default_factory=list)
+    budgets: list[str] = field(default_factory=list)
+    corpora: list[str] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
+    finished_only: bool = True
+    sweeps: list[str] = field(default_factory=list)  # runs of these sweeps only (Run.sweep)
+    include_subsets: bool = False  # runs scored on a `--limit` subset are left out of rankings unless asked for
+    include_references: bool = True
+
+    def apply(self, runs: pd.DataFrame) -> pd.DataFrame:
+        keep = pd.Series(True, index=runs.index)
+        for column, chosen in (
+            ("method", self.methods),
+            ("backbone", self.backbones),
+            ("budget", self.budgets),
+            ("corpus", self.corpora),
+            ("seed", self.seeds),
+            ("sweep", self.sweeps),
+        ):
+            if chosen and column in runs:
+                keep &= runs[column].isin(list(chosen))
+        if self.finished_only:
+            keep &= runs["status"] == "finished"
+        if not self.include_subsets and "subset" in runs:
+            keep &= ~runs["subset"].astype(bool)
+        if not self.include_references and "type" in runs:
+            keep &= runs["type"] != REFERENCE
+        return runs[keep]
+
+
+
+def mark_subsets(runs: pd.DataFrame, limits: pd.DataFrame) -> pd.DataFrame:
+    """runs with "subset" also set ("limit N", N the largest subset of its scores) for runs that have a subset
+    score (Score.info limit) in `limits` but no limit in their config."""
+    if limits.empty:
+        return runs
+    out = runs.copy()
+    largest = limits.groupby("run_id")["limit"].max()
+    found = out["id"].map(largest)
+    unlabelled = (out["subset"].astype(str) == "").to_numpy() & found.notna().to_numpy()
+    out.loc[unlabelled, "subset"] = [f"limit {int(x)}" for x in found[unlabelled]]
+    return out
+
+
+
+def row_keys(runs: pd.DataFrame) -> list[str]:
+    """What makes a row: the group columns and, when known, the subset its runs were scored on."""
+    return [*GROUP_KEYS, "subset"] if "subset" in runs else list(GROUP_KEYS)
+
+
+
+def coded_groups(runs: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame]:
+    """Each run's group code (0..G-1, first-seen order) and the groups' key columns (row g = code g)."""
+    runs = runs.reset_index(drop=True)
+    keys = row_keys(runs)
+    codes = runs.groupby(keys, sort=False).ngroup().to_numpy()
+    groups = runs[keys].drop_duplicates().reset_index(drop=True)
+    return codes, groups
+
+
+
+def latest_per_seed(scores: pd.DataFrame, runs: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Scores of the given runs with their integer group code and seed, keeping per (group, seed, *keys) the
+    latest run's value (a re-run replaces the earlier run). Returns (scores with "group" and "seed", groups)."""
+    runs = runs.reset_index(drop=True)
+    codes, groups = coded_groups(runs)
+    position = pd.Index(runs["id"]).get_indexer(scores["run_id"])
+    mine = position >= 0
+    out = scores[mine].copy()
+    out["group"] = codes[position[mine]]
+    out["seed"] = runs["seed"].to_numpy()[position[mine]]
+    out = out.sort_values("run_id", kind="stable").drop_duplicates(["group", "seed", *keys], keep="last")
+    return out.reset_index(drop=True), groups
+
+
+
+def shorten(text: str, width: int = 28) -> str:
+    """A label cut to `width` characters with an ellipsis (the full text goes in the Run view and the downloads)."""
+    text = str(text)
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+
+def group_label(frame: pd.DataFrame) -> pd.Series:
+    """'method · backbone · budget · corpus', dropping the parts that are the same for every row, each part
+    shortened; a subset row says its subset ('… · limit 100')."""
+    varying = [k for k in GROUP_KEYS if frame[k].nunique() > 1] or ["method"]
+    labels = frame[varying[0]].astype(str).map(shorten)
+    for k in varying[1:]:
+        labels = labels + " · " + frame[k].astype(str).map(shorten)
+    if "subset" in frame:
+        subset = frame["subset"].fillna("").astype(str)
+        labels = labels + np.where(subset != "", " · " + subset, "")
+    return labels
+
+
+
+def with_group_keys(frame: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
+    """Replace the integer "group" column by the group's key columns (first)."""
+    keys = groups.iloc[frame["group"].to_numpy()].reset_index(drop=True)
+    return pd.concat([keys, frame.drop(columns="group").reset_index(drop=True)], axis=1)
+
