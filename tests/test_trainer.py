@@ -198,3 +198,21 @@ def test_train_config_validation():
                     ({"precision": "fp8"}, "precision")]:
         with pytest.raises(ConfigError, match=msg):
             TrainConfig(**kw)
+
+
+def test_train_state_round_trips_and_a_checkpoint_missing_a_field_is_one_error(tmp_path):
+    from bench.runtime.errors import TrainingError
+    from bench.train.checkpoint import TrainState, load_train_state, save_checkpoint
+
+    state = TrainState(fingerprint="abc", consumed={"steps": 4, "examples": 32}, stream={"epoch": 0, "index": 4},
+                       rng={"python": (3, (1, 2), None), "torch": torch.arange(3, dtype=torch.uint8)},
+                       optimizer={"state": {0: {"exp_avg": torch.ones(2)}}}, adapter={}, extra=[{"w": torch.zeros(1)}])  # fmt: skip
+    folder = save_checkpoint(tmp_path, 4, {"w": torch.ones(2)}, state)
+    _, back = load_train_state(folder)
+    assert back.fingerprint == "abc" and back.consumed == {"steps": 4, "examples": 32} and back.rng["python"] == (3, (1, 2), None)
+    assert torch.equal(back.optimizer["state"][0]["exp_avg"], torch.ones(2)) and torch.equal(back.rng["torch"], state.rng["torch"])
+    partial = state.as_dict()
+    del partial["stream"]
+    folder = save_checkpoint(tmp_path, 5, {"w": torch.ones(2)}, partial)
+    with pytest.raises(TrainingError, match="lacks stream"):
+        load_train_state(folder)

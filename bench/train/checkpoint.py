@@ -21,6 +21,7 @@ import json
 import math
 import os
 import shutil
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,41 @@ import torch
 from safetensors.torch import load_file, save_file
 
 LATEST = "LATEST"
+
+
+@dataclass
+class TrainState:
+    """What a checkpoint holds besides the encoder weights: everything `--resume` restores, in one place.
+
+    fingerprint: the config hash the run was started with (a resume with other settings is refused);
+    consumed: the budget used so far (`bench.train.budget.Consumption` as a dict: steps, examples, tokens, seconds);
+    stream: the position in the shuffled corpus; rng: the python / torch (/ cuda) RNG states;
+    optimizer, adapter, extra: the state dicts of AdamW, the method adapter and its extra modules.
+    """
+
+    fingerprint: str
+    consumed: dict[str, Any]
+    stream: dict[str, Any]
+    rng: dict[str, Any]
+    optimizer: dict[str, Any]
+    adapter: dict[str, Any]
+    extra: list[dict[str, Any]]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields by name (no copies: the tensors are copied once, when the checkpoint is written)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, state: dict[str, Any], folder: str | os.PathLike[str] = "") -> "TrainState":
+        """The state a checkpoint's state.json + state.safetensors hold; one that lacks a field is a TrainingError
+        naming the checkpoint."""
+        missing = [f.name for f in fields(cls) if f.name not in state]
+        if missing:
+            from bench.runtime.errors import TrainingError
+
+            raise TrainingError(f"checkpoint {folder} lacks {', '.join(missing)} (not written by this trainer); move that "
+                                "folder away and run again (--resume then starts this run's training over)")  # fmt: skip
+        return cls(**{f.name: state[f.name] for f in fields(cls)})
 
 
 # ------------------------------------------------------------------ nested state <-> tensors + JSON
@@ -85,8 +121,11 @@ def latest_checkpoint(out_dir: str | os.PathLike[str]) -> Path | None:
 
 
 def save_checkpoint(
-    out_dir: str | os.PathLike[str], step: int, model_state: dict[str, torch.Tensor], state: dict[str, Any], keep: int = 1
+    out_dir: str | os.PathLike[str], step: int, model_state: dict[str, torch.Tensor], state: TrainState | dict[str, Any],
+    keep: int = 1,
 ) -> Path:
+    if isinstance(state, TrainState):
+        state = state.as_dict()
     root = checkpoint_root(out_dir)
     root.mkdir(parents=True, exist_ok=True)
     name = f"step-{step:08d}"
@@ -128,6 +167,12 @@ def load_checkpoint(folder: str | os.PathLike[str]) -> tuple[dict[str, torch.Ten
         raise TrainingError(f"checkpoint {folder} cannot be read ({type(exc).__name__}: {' '.join(str(exc).split())[:160]}); "
                             "move that folder away and run again (--resume then starts this run's training over)") from None  # fmt: skip
     return model_state, state
+
+
+def load_train_state(folder: str | os.PathLike[str]) -> tuple[dict[str, torch.Tensor], TrainState]:
+    """(model state, TrainState) of a checkpoint the trainer wrote (`load_checkpoint`'s errors, plus a missing field)."""
+    model_state, state = load_checkpoint(folder)
+    return model_state, TrainState.from_dict(state, folder)
 
 
 # ------------------------------------------------------------------------------------- when to save

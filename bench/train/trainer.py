@@ -41,7 +41,7 @@ from bench.train.budget import Budget, Consumption
 from bench.runtime import signals
 from bench.train.backbone import check_backbone_methods, load_backbone
 from bench.train.sharding import shard_batch
-from bench.train.checkpoint import CheckpointSchedule, latest_checkpoint, load_checkpoint, save_checkpoint
+from bench.train.checkpoint import CheckpointSchedule, TrainState, latest_checkpoint, load_train_state, save_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -312,20 +312,20 @@ def train(
     )
     resumed_from = None
     if ckpt is not None:
-        model_state, state = load_checkpoint(ckpt)
-        if state["fingerprint"] != fingerprint:
+        model_state, state = load_train_state(ckpt)
+        if state.fingerprint != fingerprint:
             raise ConfigError(
                 f"checkpoint {ckpt} was made with other settings (method, budget, max_len, batch size, lr, seed or "
                 "corpus differ); resume with the same command or use another output folder"
             )
         model.load_state_dict(model_state)
-        for m, s in zip(extra, state["extra"]):
+        for m, s in zip(extra, state.extra):
             m.load_state_dict(s)
-        optimizer.load_state_dict(state["optimizer"])
-        adapter.load_state_dict(state["adapter"])
-        stream.restore(state["stream"])
-        _restore_rng(py_rng, state["rng"], device)
-        consumed = Consumption(**state["consumed"])
+        optimizer.load_state_dict(state.optimizer)
+        adapter.load_state_dict(state.adapter)
+        stream.restore(state.stream)
+        _restore_rng(py_rng, state.rng, device)
+        consumed = Consumption(**state.consumed)
         resumed_from = consumed.steps
         log.info("resuming %s from step %d", out, consumed.steps)
     if world > 1 and not main:
@@ -338,15 +338,10 @@ def train(
             out,
             consumed.steps,
             model.state_dict(),
-            {
-                "fingerprint": fingerprint,
-                "extra": [m.state_dict() for m in extra],
-                "optimizer": optimizer.state_dict(),
-                "adapter": adapter.state_dict(),
-                "stream": stream.state(),
-                "rng": _rng_state(py_rng, device),
-                "consumed": asdict(consumed),
-            },
+            TrainState(
+                fingerprint=fingerprint, consumed=asdict(consumed), stream=stream.state(), rng=_rng_state(py_rng, device),
+                optimizer=optimizer.state_dict(), adapter=adapter.state_dict(), extra=[m.state_dict() for m in extra],
+            ),
             keep=config.keep_checkpoints,
         )
 
