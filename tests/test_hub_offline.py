@@ -45,7 +45,7 @@ def test_hub_id_offline_fails_at_once_with_no_row(case, how, no_download, monkey
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("bench: error: "), err
     option = CASES[case][1]
-    assert f"{option} " in lines[0] and "offline here" in lines[0]
+    assert f"({option})" in lines[0] and "offline here" in lines[0]
     assert ("HF_HUB_OFFLINE is set" if how == "HF_HUB_OFFLINE" else "cannot reach 127.0.0.1") in lines[0]
     assert not db.exists() or ResultsDB(db).runs().empty  # no row written
 

@@ -178,3 +178,39 @@ def test_scores_on_data_that_is_not_the_tasks_are_not_exported_as_mteb_results(t
     folder = out / f"lenbench__{tiny_model_dir.name}" / revision
     assert sorted(p.name for p in folder.iterdir()) == ["STS12.json", "model_meta.json"]
     assert json.loads((folder / "model_meta.json").read_text())["release_date"] is None
+
+
+def test_export_counts_the_files_it_writes_and_times_exclude_training(tmp_path, capsys):
+    """Two runs of the same model revision write one file per task (counted once, the later scores kept); a trained
+    run's evaluation_time is its scoring time (recorded per dataset), not the training before it."""
+    import datetime as dt
+
+    from bench.evaluate.runner import record_seconds
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    for value in (72.0, 73.0):  # the same model twice: same name, same revision
+        run = db.create_run(kind="eval", model="minilm", method="vanilla", config={"model_fingerprint": "0123456789abcdef"},
+                            status="running")
+        db.add_scores(run, [ScoreRecord("sts", "sts12", "spearman", value, n=3108)])
+        db.finish_run(run)
+    long_ago = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - dt.timedelta(hours=2)
+    tr = db.create_run(kind="train", model=str(tmp_path / "enc"), method="simcse", backbone="minilm", status="running",
+                       started_at=long_ago, budget_consumed={"seconds": 7000.0})
+    db.add_scores(tr, [ScoreRecord("sts", "stsb", "spearman", 80.0, n=1379)])
+    record_seconds(db, tr, "sts/stsb", 12.5)
+    db.finish_run(tr)
+    old = db.create_run(kind="train", model=str(tmp_path / "enc2"), method="crop", backbone="minilm", status="running",
+                        started_at=long_ago, budget_consumed={"seconds": 7200.0})  # stored before per-dataset times
+    db.add_scores(old, [ScoreRecord("sts", "stsb", "spearman", 81.0, n=1379)])
+    db.finish_run(old)
+    out = tmp_path / "results"
+    assert main(["export", "--format", "mteb", str(out), "--db", str(tmp_path / "r.sqlite")]) == 0
+    printed = capsys.readouterr().out
+    files = sorted(p for p in out.rglob("*.json") if p.name != "model_meta.json")
+    assert f"wrote {len(files)} MTEB task result(s)" in printed and len(files) == 3
+    sts12 = next(json.loads(p.read_text()) for p in files if p.name == "STS12.json")
+    assert sts12["scores"]["test"][0]["main_score"] == pytest.approx(0.73)  # the later run's
+    assert "written again by a later run" in printed
+    times = {p.parent.parent.name: json.loads(p.read_text())["evaluation_time"] for p in files if p.name == "STSBenchmark.json"}
+    assert len(times) == 2 and any(t == pytest.approx(12.5) for t in times.values())
+    assert all(t < 600 for t in times.values()), times  # not the 2 hours of training

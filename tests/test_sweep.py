@@ -305,3 +305,30 @@ def test_random_backbone_written_by_points_starting_together_is_whole(tmp_path, 
     assert folders == [target] * 4 and not seen_partial
     assert AutoModel.from_pretrained(target).config.num_hidden_layers == 2
     assert sorted(p.name for p in target.parent.iterdir()) == ["random-bert-tiny"]  # no temp folder left behind
+
+
+def test_status_flags_a_limit_subset_and_keeps_it_from_the_papers_number(tmp_path):
+    """A point scored with --limit shows DATASET[N] (its average too) and is not set beside the paper's full-set value."""
+    from bench.sweep.report import comparison_table
+    from bench.sweep.state import point_states
+    from results_db import ScoreRecord
+
+    spec_path = write_spec(tmp_path / "lim.toml", Path("minilm"), 'method = ["simcse"]\nseed = [0]',
+                           extra="""[[published]]
+cell = { method = "simcse" }
+suite = "beir"
+average_of = ["scifact", "nfcorpus"]
+metric = "ndcg_at_10"
+value = 18.16
+source = "paper"
+""")
+    spec = load_spec(spec_path)
+    (point,) = expand(spec, compute_hash=False)
+    db = ResultsDB(tmp_path / "lim.sqlite")
+    run_id = db.create_run(kind="train", model="m", method=point.method, seed=point.seed, sweep="lim", sweep_point=point.key)
+    db.add_scores(run_id, [ScoreRecord("beir", d, "ndcg_at_10", v, info={"limit": 20}) for d, v in (("scifact", 1.0), ("nfcorpus", 3.0))])
+    db.finish_run(run_id)
+    table = comparison_table(db, spec, point_states(db.runs(), [point]))
+    datasets = [ln.split()[2] for ln in table.splitlines()[1:]]
+    assert sorted(datasets) == ["average[20]", "nfcorpus[20]", "scifact[20]"], table
+    assert "18.16" not in table

@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {len(tasks)} MTEB task result(s) for {len(models)} model revision(s) under {args.dir}:")
     for m in models:
         print(f"  {m}")
+    if summary.replaced:  # one file per (model revision, task): counted once above
+        print(f"written again by a later run of the same model revision (the later scores are kept): {', '.join(summary.replaced)}")
     if summary.skipped_runs:
         print(f"runs with nothing to export (no MTEB task, or only --limit subsets): {', '.join(map(str, summary.skipped_runs))}")
     return 0

@@ -122,8 +122,8 @@ def check_hub_model(name: str, option: str = "--model") -> None:
     why = hub_offline()
     if why:
         raise ModelLoadError(
-            f"{option} {name!r} is not a local folder, so it would be downloaded from the Hugging Face hub, which is "
-            f"offline here ({why}). Give a local transformers folder (or 'minilm', the packaged all-MiniLM-L6-v2), or "
+            f"cannot load model {name!r} ({option}): it is not a local folder, so it would be downloaded from the "
+            f"Hugging Face hub, which is offline here ({why}). Give a local transformers folder (or 'minilm', the packaged all-MiniLM-L6-v2), or "
             "run online once so the hub cache holds it"
         )
 

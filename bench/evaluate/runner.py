@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -153,13 +155,29 @@ def evaluate(
             wanted = {(suite.name, dataset, v) for v in suite_variants(suite, sub)}
             if wanted <= done:
                 continue
+            started = time.monotonic()
             recs = suite.evaluate(model, dataset, sub)
+            seconds = time.monotonic() - started
             if sub.limit:  # a subset is never mistaken for the full set: every reader sees the limit
                 for rec in recs:
                     rec.info = {**(rec.info or {}), "limit": sub.limit}
             if db is not None and run_id is not None:
                 db.add_scores(run_id, recs)
+                record_seconds(db, run_id, f"{suite.name}/{dataset}", seconds)
             records.extend(recs)
             if on_dataset is not None:
                 on_dataset(dataset, recs)
     return records
+
+
+def record_seconds(db: ResultsDB, run_id: int, key: str, seconds: float) -> None:
+    """Run.runtime["evaluation_seconds"][SUITE/DATASET]: the wall time one dataset's scoring took (all its variants),
+    what `bench export --format mteb` writes as evaluation_time (training and loading are not in it)."""
+    from results_db.models import Run
+
+    with db.session() as s:
+        run = s.get(Run, run_id)
+        if run is not None:
+            runtime = dict(run.runtime or {})
+            runtime["evaluation_seconds"] = {**(runtime.get("evaluation_seconds") or {}), key: round(seconds, 3)}
+            run.runtime = runtime

@@ -143,6 +143,15 @@ def _evaluation_times(scores: pd.DataFrame, started: dt.datetime | None) -> dict
     return times
 
 
+def evaluation_start(run: dict[str, Any]) -> dt.datetime | None:
+    """When a run (stored before per-dataset times were) began scoring: its start, after the training it timed."""
+    started = run.get("started_at")
+    trained = (run.get("budget_consumed") or {}).get("seconds")
+    if started is None or not trained:
+        return started
+    return pd.Timestamp(started) + pd.Timedelta(seconds=float(trained))
+
+
 def subset_limit(run: dict[str, Any], info: Any = None) -> int | None:
     """The --limit a score was computed under (Score.info, else the run's config), None for the whole dataset."""
     if isinstance(info, str):
@@ -171,7 +180,8 @@ def task_results(run: dict[str, Any], scores: pd.DataFrame, refused: list[str] |
     if clean.empty:
         return []
     clean["created_at"] = pd.to_datetime(clean["created_at"])
-    times = _evaluation_times(clean, run.get("started_at"))
+    measured = (run.get("runtime") or {}).get("evaluation_seconds") or {}
+    times = _evaluation_times(clean, evaluation_start(run))
     out = []
     for (suite, dataset), rows in clean.groupby(["suite", "dataset"], sort=True):
         name = task_of(str(suite), str(dataset))
@@ -191,7 +201,7 @@ def task_results(run: dict[str, Any], scores: pd.DataFrame, refused: list[str] |
         result = TaskResult.from_task_results(
             task,
             {split: {"default": {**values, "main_score": values[main]}}},
-            evaluation_time=times.get(str(dataset)),
+            evaluation_time=measured.get(f"{suite}/{dataset}", times.get(str(dataset))),
             date=rows["created_at"].max().to_pydatetime().replace(tzinfo=dt.timezone.utc),
         )
         out.append(result)
@@ -232,6 +242,7 @@ class ExportSummary:
     files: list[Path] = field(default_factory=list)
     skipped_runs: list[int] = field(default_factory=list)  # runs with nothing MTEB-shaped
     refused: list[str] = field(default_factory=list)  # scores on data that is not the task's split, and why
+    replaced: list[str] = field(default_factory=list)  # files a later run of the same model revision wrote again
 
 
 def export_runs(db: Any, run_ids: list[int], out_dir: str | Path) -> ExportSummary:
@@ -248,11 +259,15 @@ def export_runs(db: Any, run_ids: list[int], out_dir: str | Path) -> ExportSumma
         folder.mkdir(parents=True, exist_ok=True)
         for result in results:
             path = folder / f"{result.task_name}.json"
+            if path in summary.files:  # an earlier run of the same model revision wrote it: the later run's stays
+                summary.replaced.append(f"{path.relative_to(out)} (run {run_id} over an earlier run)")
+            else:
+                summary.files.append(path)
             result.to_disk(path)
-            summary.files.append(path)
         meta_path = folder / "model_meta.json"
         meta_path.write_text(json.dumps(model_meta(run, name, revision), default=str, indent=4))
-        summary.files.append(meta_path)
+        if meta_path not in summary.files:
+            summary.files.append(meta_path)
     return summary
 
 

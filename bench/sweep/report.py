@@ -4,11 +4,14 @@
 
 from __future__ import annotations
 
+import json
 import math
+from typing import Any
 
 import pandas as pd
 
 from bench.report.stats import mean_ci
+from bench.report.tables import dataset_label
 from bench.sweep.points import Point
 from bench.sweep.spec import Published, SweepSpec
 from bench.sweep.state import PointState, estimate_seconds, seconds_per_example, training_examples
@@ -88,8 +91,19 @@ def _run_frame(db, states: list[PointState]) -> pd.DataFrame:  # noqa: ANN001
     if scores.empty:
         return scores
     scores = scores[~scores["variant"].astype(str).str.startswith("change")]
-    scores = scores.assign(cell=scores["run_id"].map(lambda r: done[r].cell), seed=scores["run_id"].map(lambda r: done[r].seed))
-    return scores[["run_id", "cell", "seed", "suite", "dataset", "metric", "variant", "value"]]
+    scores = scores.assign(cell=scores["run_id"].map(lambda r: done[r].cell), seed=scores["run_id"].map(lambda r: done[r].seed),
+                           limit=scores["info"].map(_limit))  # a --limit subset: flagged DATASET[N] in the table
+    return scores[["run_id", "cell", "seed", "suite", "dataset", "metric", "variant", "value", "limit"]]
+
+
+def _limit(info: Any) -> int:
+    """The `--limit` a score was computed under (0: the whole dataset)."""
+    if isinstance(info, str):
+        try:
+            info = json.loads(info)
+        except ValueError:
+            info = {}
+    return int((info or {}).get("limit") or 0) if isinstance(info, dict) else 0
 
 
 def _averages(scores: pd.DataFrame, over: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
@@ -106,7 +120,7 @@ def _averages(scores: pd.DataFrame, over: dict[str, tuple[str, ...]] | None = No
         if len(grp) < 2:
             continue
         rows.append({"run_id": run_id, "cell": cell, "seed": seed, "suite": suite, "dataset": AVERAGE, "metric": metric,
-                     "variant": variant, "value": float(grp["value"].mean())})
+                     "variant": variant, "value": float(grp["value"].mean()), "limit": int(grp["limit"].max())})
     return pd.DataFrame(rows)
 
 
@@ -131,17 +145,18 @@ def comparison_table(db, spec: SweepSpec, states: list[PointState], metric: str 
         frame = frame[frame["metric"] == metric]
     published = _published_for(spec, [s.point for s in states])
     rows = []
-    for (cell, suite, dataset, met, variant), grp in frame.groupby(["cell", "suite", "dataset", "metric", "variant"], sort=False):
+    for (cell, suite, dataset, met, variant, limit), grp in frame.groupby(["cell", "suite", "dataset", "metric", "variant", "limit"], sort=False):
         ci = mean_ci(grp.sort_values("seed")["value"].tolist())
-        pub = published.get((cell, suite, dataset, met, variant))
+        pub = None if limit else published.get((cell, suite, dataset, met, variant))  # a subset is not the paper's set
         rows.append({
-            "cell": cell, "suite": suite, "dataset": dataset, "metric": met, "variant": variant, "seeds": ci.n,
+            "cell": cell, "suite": suite, "dataset": dataset_label(dataset, {"limit": limit}), "metric": met,
+            "variant": variant, "seeds": ci.n,
             "mean": ci.mean, "95% CI": "n/a (1 seed)" if ci.n < 2 else f"[{ci.low:.2f}, {ci.high:.2f}]",
             "paper": "" if pub is None else f"{pub.value:.2f}", "source": "" if pub is None else pub.source,
         })
     out = pd.DataFrame(rows)
     order = {"clean": 0}
-    out = out.assign(_d=out["dataset"].eq(AVERAGE), _v=out["variant"].map(lambda v: order.get(v, 1)))
+    out = out.assign(_d=out["dataset"].str.startswith(AVERAGE), _v=out["variant"].map(lambda v: order.get(v, 1)))
     out = out.sort_values(["suite", "metric", "_d", "dataset", "_v", "variant", "cell"], kind="stable").drop(columns=["_d", "_v"])
     if not out["paper"].astype(bool).any():
         out = out.drop(columns=["paper", "source"])
