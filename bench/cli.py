@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         clean = True
         return code
     except StopRequested as exc:
-        print(f"bench: {exc.message()}", file=sys.stderr)
+        print(f"bench: {exc.message(args.command)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("bench: interrupted", file=sys.stderr)

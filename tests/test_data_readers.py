@@ -74,9 +74,26 @@ def test_read_sts_bad_score_names_line(tmp_path):
 
 def test_read_labelled(tmp_path):
     path = tmp_path / "l.jsonl"
-    path.write_text('{"text": "a", "label": "x"}\n\n{"text": "b", "label": 2}\n')
+    path.write_text('{"text": "a", "label": "x"}\n\n{"text": "b", "label": "2"}\n')
     data = read_labelled(path)
     assert data.texts == ["a", "b"] and data.labels == ["x", "2"]
+    path.write_text('{"text": "a", "label": 2}\n{"text": "b", "label": 2.0}\n{"text": "c", "label": 3}\n')
+    assert read_labelled(path).labels == ["2", "2", "3"]  # 2 and 2.0 are one JSON number: one class
+
+
+@pytest.mark.parametrize("lines, message", [
+    (['{"text": "a", "label": 1}', '{"text": "b", "label": 1}', '{"text": "c", "label": "1"}'],
+     "l.jsonl:3: 'label' \"1\" is a string but line 1's label is a number; give every label the same type"),
+    (['{"text": "a", "label": "x"}', '{"text": "b", "label": true}'],
+     "l.jsonl:2: 'label' true is a boolean but line 1's label is a string"),
+    (['{"text": "a", "label": ["x"]}'], "l.jsonl:1: 'label' is a list; give every text one label"),
+])  # fmt: skip
+def test_mixed_label_types_are_refused_with_the_line(tmp_path, lines, message):
+    path = tmp_path / "l.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError) as err:
+        read_labelled(path)
+    assert message in str(err.value)
     path.write_text('{"text": "a"}\n')
     with pytest.raises(DataError, match=r"l\.jsonl:1: missing field\(s\) \['label'\]"):
         read_labelled(path)

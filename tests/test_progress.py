@@ -109,3 +109,22 @@ def test_clean_sts_b_eval_into_a_file_writes_a_few_lines(tmp_path, tiny_model_di
     # results only: which file was scored, the run line and the table; no export or progress lines
     assert [line.split()[0] for line in quiet[:2]] == ["data", "run"], quiet
     assert not any(line.startswith(("stsb clean:", "exporting")) for line in quiet), quiet
+
+
+def test_no_progress_silences_hugging_face_bars_of_code_lenbench_does_not_call(tmp_path, tiny_model_dir):
+    """With --no-progress set before transformers is imported, a save_pretrained that lenbench does not wrap (a
+    plug-in's, or a library's) prints no "Writing model shards" bar either, nor does a process it starts."""
+    child = f"from transformers import AutoModel; AutoModel.from_pretrained({str(tiny_model_dir)!r}).save_pretrained({str(tmp_path / 'child')!r})"
+    code = (
+        "import subprocess, sys\n"
+        "from bench.runtime import progress\n"
+        "progress.configure(quiet=True)\n"
+        "from transformers import AutoModel\n"
+        f"AutoModel.from_pretrained({str(tiny_model_dir)!r}).save_pretrained({str(tmp_path / 'out')!r}, max_shard_size='1MB')\n"
+        f"subprocess.run([sys.executable, '-c', {child!r}], check=True)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in (progress.ENV, "HF_HUB_DISABLE_PROGRESS_BARS")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert len(list((tmp_path / "out").glob("*.safetensors"))) > 1  # sharded: the bar had several shards to show
+    assert "Writing model shards" not in proc.stderr + proc.stdout and "\r" not in proc.stderr, proc.stderr

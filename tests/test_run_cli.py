@@ -279,6 +279,11 @@ def test_seeds_train_each_method_once_per_seed_and_report_mean_and_interval(tiny
 @pytest.mark.parametrize("extra, message", [
     (["--seeds", "0,x"], "--seeds '0,x': give whole numbers"),
     (["--seeds", "-1"], "give one or more seeds from 0 to 4294967295"),
+    (["--seeds", "0,1,0"], "--seeds '0,1,0': seed 0 is given more than once; give each seed once, e.g. --seeds 0,1"),
+    (["--budget", "steps=3", "--warmup-steps", "100"],
+     "--warmup-steps 100 is longer than the run (3 optimizer steps under --budget steps=3)"),
+    (["--budget", "examples=32", "--batch-size", "16", "--warmup-steps", "3"],
+     "--warmup-steps 3 is longer than the run (2 optimizer steps under --budget examples=32)"),
     (["--reference", "esimcse"], "--reference 'esimcse' is not among the compared rows (vanilla, laser3-self, simcse)"),
 ])  # fmt: skip
 def test_bad_seeds_or_reference_is_one_clear_line(extra, message, tmp_path, capsys):

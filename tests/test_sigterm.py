@@ -195,3 +195,37 @@ def test_a_database_gone_while_recording_a_failure_is_one_line_not_a_traceback(t
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "Traceback" not in err
     assert err.startswith("bench: run 7 could not be marked interrupted (OperationalError: attempt to write")
+
+
+def test_ctrl_c_during_bench_eval_advises_what_bench_eval_accepts(tmp_path, monkeypatch, capsys):
+    """bench eval takes no --resume: its stop message says to run the same command again, and doing so finishes
+    the same row, keeping the dataset scored before the signal."""
+    from results_db import ResultsDB
+    from tests.test_credentials import _beir
+
+    data = _beir(tmp_path / "data")
+    _beir(tmp_path / "other")
+    (tmp_path / "other" / "beir" / "scifact").rename(data / "beir" / "nfcorpus")
+    db_path = tmp_path / "r.sqlite"
+    argv = ["eval", "--model", "bm25", "--suite", "beir:scifact,nfcorpus", "--data-dir", str(data), "--db", str(db_path), "--no-progress"]
+    original = ResultsDB.add_scores
+
+    def add_then_ctrl_c(self, run_id, records):
+        original(self, run_id, records)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C right after the first dataset is committed
+        time.sleep(0.05)
+
+    monkeypatch.setattr(ResultsDB, "add_scores", add_then_ctrl_c)
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert "bench: stopped by SIGINT; the run is marked interrupted: run the same command again" in err
+    assert "--resume" not in err
+    with pytest.raises(SystemExit) as refused:  # the advice must not name an option bench eval refuses
+        main([*argv, "--resume"])
+    assert refused.value.code == 2
+    capsys.readouterr()
+    monkeypatch.setattr(ResultsDB, "add_scores", original)
+    assert main(argv) == 0
+    assert "resuming run 1 (interrupted)" in capsys.readouterr().out
+    runs = ResultsDB(db_path).runs()
+    assert runs["status"].tolist() == ["finished"] and set(ResultsDB(db_path).scores()["dataset"]) == {"scifact", "nfcorpus"}

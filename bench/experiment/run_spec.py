@@ -157,6 +157,7 @@ class RunSpec:
 
         budget = Budget.parse(self.budget)
         methods = parse_methods(self.method)
+        check_warmup(self.warmup_steps, budget, self.batch_size)
         check_backbone_methods(self.backbone, methods)
         check_backbone_lengths(self.backbone, {"--max-len": self.max_len, "--eval-max-len": self.eval_max_len})
         overrides = parse_overrides(self.hp, methods)
@@ -338,6 +339,16 @@ def parse_overrides(items: list[str], methods: list[str]) -> dict[str, dict[str,
     return out
 
 
+def check_warmup(warmup_steps: int, budget: Any, batch_size: int) -> None:
+    """A warm-up longer than the run the budget implies never reaches --lr: refused."""
+    planned = budget.planned_steps(batch_size)
+    if planned is not None and warmup_steps > planned:
+        raise ConfigError(
+            f"--warmup-steps {warmup_steps} is longer than the run ({planned} optimizer steps under --budget "
+            f"{budget.label()}): the learning rate would never reach --lr; give --warmup-steps {planned} or fewer"
+        )
+
+
 def parse_seeds(text: str | None, default: int) -> list[int]:
     """--seeds '0,1,2' -> [0, 1, 2]; without --seeds, [--seed]."""
     if text is None:
@@ -348,7 +359,11 @@ def parse_seeds(text: str | None, default: int) -> list[int]:
         raise ConfigError(f"--seeds {text!r}: give whole numbers separated by commas, e.g. --seeds 0,1,2") from None
     if not seeds or any(x < 0 or x > 2**32 - 1 for x in seeds):  # numpy's and torch's seeds are 32-bit
         raise ConfigError(f"--seeds {text!r}: give one or more seeds from 0 to 4294967295, e.g. --seeds 0,1,2")
-    return list(dict.fromkeys(seeds))
+    repeated = sorted({x for x in seeds if seeds.count(x) > 1})
+    if repeated:  # a repeated seed would train the same run twice (or, merged silently, fewer runs than asked)
+        raise ConfigError(f"--seeds {text!r}: seed {', '.join(map(str, repeated))} is given more than once; give each "
+                          f"seed once, e.g. --seeds {','.join(map(str, dict.fromkeys(seeds)))}")
+    return seeds
 
 
 def default_suites(data_dir: str | None) -> list[str]:

@@ -29,16 +29,26 @@ LINE_SECONDS = 30.0  # a running stage reports at most this often in a log
 FIRST_LINE_SECONDS = 10.0  # a stage shorter than this prints only its closing line
 
 _mode: str | None = None
-_saved_env: list[str | None] = []  # what $LENBENCH_PROGRESS was before each configure (restore undoes one)
+_saved_env: list[tuple[str | None, str | None]] = []  # $LENBENCH_PROGRESS and $HF_HUB_DISABLE_PROGRESS_BARS before
+# each configure (restore undoes one)
+HUB_ENV = "HF_HUB_DISABLE_PROGRESS_BARS"  # read by huggingface_hub, and by transformers when it is imported
 
 
 def configure(quiet: bool = False) -> str:
     """Pick the mode for this process (and, through the environment, the processes it starts); returns it.
     `restore()` undoes it (the CLI calls both, so one in-process command does not set the next one's mode)."""
     global _mode
-    _saved_env.append(os.environ.get(ENV))
+    _saved_env.append((os.environ.get(ENV), os.environ.get(HUB_ENV)))
     _mode = "off" if quiet else _auto()
     os.environ[ENV] = _mode
+    if _mode != "bar":
+        # Every Hugging Face bar (transformers' "Writing model shards", hub downloads), also in code lenbench does
+        # not call itself (a plug-in's save_pretrained) and in the processes this one starts.
+        os.environ[HUB_ENV] = "1"
+        if "huggingface_hub" in sys.modules:
+            from huggingface_hub.utils import disable_progress_bars
+
+            disable_progress_bars()
     if "transformers" in sys.modules:
         quiet_transformers()
     return _mode
@@ -48,11 +58,11 @@ def restore() -> None:
     global _mode
     _mode = None
     if _saved_env:
-        before = _saved_env.pop()
-        if before is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = before
+        for name, before in zip((ENV, HUB_ENV), _saved_env.pop()):
+            if before is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = before
 
 
 def _auto() -> str:

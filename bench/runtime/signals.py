@@ -5,7 +5,7 @@
 step, saves a checkpoint and raises `StopRequested`. Anywhere else (evaluation, loading) the signal raises
 `StopRequested` at once; every dataset already scored is its own committed transaction. A second signal always
 stops at once. The command marks its run row "interrupted" (`run_status`), and `bench run --resume` continues it
-from the checkpoint. The exit status is 128 + the signal number (143 for SIGTERM, 130 for SIGINT), as a shell
+from the checkpoint (`bench eval` continues by running the same command again: `RESUME_ADVICE`). The exit status is 128 + the signal number (143 for SIGTERM, 130 for SIGINT), as a shell
 reports a process killed by that signal.
 """
 
@@ -35,10 +35,21 @@ class StopRequested(KeyboardInterrupt):
     def exit_code(self) -> int:
         return 128 + self.signum
 
-    def message(self) -> str:
+    def message(self, command: str = "run") -> str:
+        """What happened and how `bench COMMAND` continues (only `bench run` takes --resume)."""
         name = signal.Signals(self.signum).name
         saved = f" ({self.where})" if self.where else ""
-        return f"stopped by {name}{saved}; the run is marked interrupted: continue it with the same command and --resume"
+        advice = RESUME_ADVICE.get(command)
+        return f"stopped by {name}{saved}" + (f"; {advice}" if advice else "")
+
+
+# How each command that records work continues after a stop (a command not named here records nothing to continue).
+RESUME_ADVICE = {
+    "run": "the run is marked interrupted: continue it with the same command and --resume",
+    "eval": "the run is marked interrupted: run the same command again to continue it (the datasets already scored are kept)",
+    "sweep": "run the same command again to continue the sweep (finished points are skipped)",
+    "import": "run the same command again to finish the import",
+}
 
 
 class _State:
