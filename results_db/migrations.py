@@ -83,12 +83,63 @@ def _to_4(conn: Connection) -> None:
         changed = {name: redact(v) for name, v in zip(REDACTED_COLUMNS, values) if v and redact(v) != v}
         if changed:
             conn.execute(runs.update().where(runs.c.id == run_id).values(**changed))
+# Schema 5: a comparison is keyed by its shared settings alone (bench.experiment.run_spec.comparison_key). Frozen
+# here: a migration is the formula of its day, not whatever later code computes.
+SHARED_KEYS = ("backbone", "train", "budget", "corpus", "corpus_limit", "corpus_texts", "suite", "eval", "emb_dtype")
+OUTSIDE_HASH = ("curves", "in_domain")  # recorded in a row's config after its hash was taken
+
+
+def _hash(obj: object) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()[:16]
+
+
+def _command_seed(command: str | None) -> int | None:
+    """--seed N of a `bench run` row's reproduce command (the evaluation seed, a shared setting)."""
+    import re
+
+    match = re.search(r"(?:^|\s)--seed (\d+)(?:\s|$)", (command or "").split("   # from: ")[0])
+    return int(match.group(1)) if match else None
+
+
+def _to_5(conn: Connection) -> None:
+    """Rows of one `bench run` comparison (config["comparison"], which hashed the methods and seeds the command
+    asked for) get the key of their shared settings, so the comparisons of several commands with the same settings
+    become one. A comparison with no trained row (its shared settings are not all in any row) keeps its key. A
+    row whose config hash was the hash of its config gets the hash of its re-keyed config (the hash today's
+    `bench run` computes for it, so it is found and reused); any other keeps its hash. No row or score is removed."""
+
+    runs = Base.metadata.tables["runs"]
+    rows = conn.execute(select(Run.id, Run.config, Run.config_hash, Run.command)).all()
+    groups: dict[str, list] = {}
+    for row in rows:
+        if isinstance(row.config, dict) and isinstance(row.config.get("comparison"), str):
+            groups.setdefault(row.config["comparison"], []).append(row)
+    for members in groups.values():
+        trained = [r for r in members if isinstance(r.config.get("train"), dict)]
+        if not trained:
+            continue
+        config = trained[0].config
+        shared = {k: config[k] for k in SHARED_KEYS if k in config}
+        seed = _command_seed(trained[0].command)
+        shared["train"] = {**config["train"], "seed": config["train"].get("seed") if seed is None else seed}
+        key = _hash({"shared": shared})
+        for row in members:
+            new_config = {**row.config, "comparison": key}
+            hashed = {k: v for k, v in row.config.items() if k not in OUTSIDE_HASH}
+            new_hash = row.config_hash
+            if row.config_hash == _hash(hashed):
+                new_hash = _hash({**hashed, "comparison": key})
+            conn.execute(runs.update().where(runs.c.id == row.id).values(config=new_config, config_hash=new_hash))
 
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "runs: host, pid, heartbeat_at, runtime, model_info, sweep, sweep_point; scores: info", _to_2),
     Migration(3, "curve_points: scores of encoders evaluated during training (bench run --eval-every)", _to_3),
     Migration(4, "runs: database passwords removed from stored commands and errors", _to_4),
+    Migration(5, "comparisons keyed by their shared settings: runs of several commands pool into one", _to_5),
 )
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration step"
 

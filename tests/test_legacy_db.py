@@ -17,10 +17,45 @@ def test_bench_results_prints_the_tables_it_printed_when_written(tmp_path):
     shutil.copy(LEGACY / "lenbench-0.1.sqlite", db)
     proc = subprocess.run([sys.executable, "-m", "bench", "results", "--db", str(db)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == (LEGACY / "results-table.txt").read_text()
+    # Schema 4 keys the comparison by its shared settings: only its printed key changes (and the seeds pool as before).
+    before = (LEGACY / "results-table.txt").read_text()
+    assert proc.stdout == before.replace("comparison c6e1a5c78d9fcd5d:", f"comparison {NEW_COMPARISON}:")
 
 
-def test_config_hashes_and_commands_recomputed_from_the_stored_commands_are_the_stored_ones():
+NEW_COMPARISON = "700e6fa711678759"  # the legacy bench run's shared settings, keyed as today's RunSpec.configs keys them
+
+
+def test_migration_regroups_comparisons_by_settings_and_keeps_every_row_and_score(tmp_path):
+    """Schema 4 on the legacy file: the bench run rows get the key today's spec computes for their settings, their
+    config hashes become today's, and every row, score and per-item value is as it was."""
+    import sqlite3
+
+    from results_db import ResultsDB
+
+    db_path = tmp_path / "legacy.sqlite"
+    shutil.copy(LEGACY / "lenbench-0.1.sqlite", db_path)
+
+    def dump(path):
+        with sqlite3.connect(path) as conn:
+            runs = conn.execute("SELECT id, method, seed, status, config FROM runs ORDER BY id").fetchall()
+            scores = conn.execute("SELECT * FROM scores ORDER BY id").fetchall()
+            items = conn.execute("SELECT * FROM score_items ORDER BY score_id").fetchall()
+        return runs, scores, items
+
+    runs_before, scores_before, items_before = dump(db_path)
+    ResultsDB(db_path, create=False).engine.dispose()
+    runs_after, scores_after, items_after = dump(db_path)
+    assert (scores_after, items_after) == (scores_before, items_before) and len(scores_after) > 0
+    assert [r[:4] for r in runs_after] == [r[:4] for r in runs_before]
+    for before, after in zip(runs_before, runs_after):
+        old, new = json.loads(before[4]), json.loads(after[4])
+        if "comparison" in old:
+            assert new == {**old, "comparison": NEW_COMPARISON}
+        else:
+            assert new == old
+
+
+def test_config_hashes_and_commands_recomputed_from_the_stored_commands_are_the_stored_ones(tmp_path):
     """Each row's config and config hash (and a `bench run` row's reproduce command) rebuilt by today's specs
     (RunSpec, EvalSpec) from the command that wrote it. A run's corpus text count is taken from its trained rows'
     configs (it is what the corpus held then; every row of the comparison hashes it)."""
@@ -34,7 +69,12 @@ def test_config_hashes_and_commands_recomputed_from_the_stored_commands_are_the_
     from bench.experiment.eval_spec import EvalSpec
     from bench.experiment.run_spec import RunSpec
 
-    with sqlite3.connect(LEGACY / "lenbench-0.1.sqlite") as conn:
+    from results_db import ResultsDB
+
+    migrated = tmp_path / "legacy.sqlite"  # schema 4 re-keys the bench run rows to today's hashes
+    shutil.copy(LEGACY / "lenbench-0.1.sqlite", migrated)
+    ResultsDB(migrated, create=False).engine.dispose()
+    with sqlite3.connect(migrated) as conn:
         rows = conn.execute("SELECT id, method, seed, config, config_hash, command FROM runs ORDER BY id").fetchall()
     assert len(rows) == 10
     parser = build_parser()

@@ -1,7 +1,7 @@
 """`bench results`: list runs and their scores from the results database.
 
-The table format groups the runs of one `bench run` comparison (same config "comparison" hash) and prints them as
-`bench run` does (bench.report.tables: n, subset flags, each method against the reference row with a 95% interval,
+The table format groups the runs of one comparison (the same shared settings, config "comparison": every command
+that ran with them, so seeds and methods added later pool in; bench.report.pooling) and prints them as `bench run` does (bench.report.tables: n, subset flags, each method against the reference row with a 95% interval,
 attack effects); other runs get a table each.
 """
 
@@ -13,6 +13,8 @@ import sys
 
 from bench.commands.common import add_db
 from bench.runtime.errors import ConfigError
+from bench.report.pooling import by_method as pooled_by_method
+from bench.report.pooling import comparison_groups
 from results_db import ResultsDB
 from results_db.liveness import with_liveness
 
@@ -86,24 +88,12 @@ def print_curves(db: ResultsDB, run_ids: list[int], fmt: str) -> int:
     return 0
 
 
-def comparison_groups(runs) -> list[list[dict]]:  # noqa: ANN001 - a runs DataFrame
-    """Runs grouped by the `bench run` comparison they belong to (a run outside any: a group of its own)."""
-    groups: dict[str, list[dict]] = {}
-    for row in runs.sort_values("id").to_dict("records"):
-        config = row.get("config") if isinstance(row.get("config"), dict) else {}
-        key = config.get("comparison") or f"run-{row['id']}"
-        groups.setdefault(key, []).append(row)
-    return list(groups.values())
-
-
 def print_tables(db: ResultsDB, runs, reference: str | None) -> None:  # noqa: ANN001
     groups = comparison_groups(runs)
     if reference and not any(reference == r["method"] for group in groups for r in group):
         raise ConfigError(f"--reference {reference!r}: no listed run has that method")
     for group in groups:
-        by_method: dict[str, list[int]] = {}
-        for r in group:
-            by_method.setdefault(r["method"], []).append(int(r["id"]))
+        by_method = pooled_by_method(group)
         if len(group) == 1:
             r = group[0]
             print(f"run {r['id']}  {r['method']}  {r['model']}  [{r['status']}]")

