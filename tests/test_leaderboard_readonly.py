@@ -100,6 +100,7 @@ def test_bench_leaderboard_command(tmp_path, monkeypatch, capsys):
 
     calls = []
     monkeypatch.setattr(leaderboard.os, "execv", lambda exe, argv: calls.append((exe, argv)))
+    monkeypatch.setattr(leaderboard, "shield_pipes", lambda: [])  # no relays forked in the test process
     db = tmp_path / "r.sqlite"
     main(["leaderboard", "--db", str(db), "--port", "8765"])
     (exe, argv), = calls

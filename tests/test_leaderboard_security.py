@@ -148,6 +148,7 @@ def test_network_address_is_refused_without_protection(host, tmp_path, monkeypat
 
     calls = []
     monkeypatch.setattr(leaderboard.os, "execv", lambda exe, argv: calls.append(argv))
+    monkeypatch.setattr(leaderboard, "shield_pipes", lambda: [])  # no relays forked in the test process
     db = tmp_path / "r.sqlite"
     assert main(["leaderboard", "--db", str(db), "--host", host]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -165,6 +166,7 @@ def test_network_address_with_a_password(tmp_path, monkeypatch, capsys):
 
     calls = []
     monkeypatch.setattr(leaderboard.os, "execv", lambda exe, argv: calls.append(argv))
+    monkeypatch.setattr(leaderboard, "shield_pipes", lambda: [])  # no relays forked in the test process
     secrets = tmp_path / ".streamlit" / "secrets.toml"  # the folder the server starts in (the test's cwd)
     secrets.parent.mkdir()
     secrets.write_text(f'{auth.SECRET_KEY} = "correct horse"\n')

@@ -90,5 +90,50 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     # Become the Streamlit server (no child process): a signal to this process stops the server itself.
+    shield_pipes()
     os.execv(command[0], command)
     return 0  # not reached
+
+
+def shield_pipes(fds: tuple[int, ...] = (1, 2)) -> list[int]:
+    """Put a relay between the server and each pipe it writes to (`bench leaderboard | head -5`): the relay copies
+    the server's output on, and once the reader has gone it keeps reading and drops it. Without it, the server's
+    next print after the reader left raises BrokenPipeError inside Streamlit, which then crashes or no longer
+    stops on SIGTERM. Files and terminals are left alone. The relays ignore SIGINT and SIGTERM and end when the
+    server does (end of file); returns their process ids."""
+    import signal
+    import stat
+
+    relays = []
+    for fd in fds:
+        try:
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                continue
+        except OSError:
+            continue
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the relay: no Python cleanup, no handlers of the parent's
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+                signal.signal(signum, signal.SIG_IGN)
+            os.close(write_end)
+            reader_gone = False
+            while True:
+                try:
+                    data = os.read(read_end, 1 << 16)
+                except InterruptedError:
+                    continue
+                if not data:
+                    os._exit(0)
+                while data and not reader_gone:
+                    try:
+                        data = data[os.write(fd, data):]
+                    except InterruptedError:
+                        continue
+                    except OSError:  # the reader closed the pipe: drop everything from now on
+                        reader_gone = True
+        os.close(read_end)
+        os.dup2(write_end, fd)
+        os.close(write_end)
+        relays.append(pid)
+    return relays
