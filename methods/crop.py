@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from bench.encode.pooling import POOLINGS
 from bench.train.hparams import hp
 from bench.train.method import MethodSpec
-from methods.pairs import Pair, PairContrastiveAdapter
+from methods.pairs import PairContrastiveAdapter
 
 
 @dataclass
@@ -42,21 +42,24 @@ def chunks(sentences: list[str], t: int) -> list[str]:
 
 class CropAdapter(PairContrastiveAdapter):
     name = "crop"
+    splits_sentences = True
 
     def text_chunks(self, text: str) -> list[str]:
         c = self.config
         return chunks(kept_sentences(text, c.min_chars, c.max_chars), c.chunk_sentences)
 
+    def fixed_strings(self, text: str) -> list[str]:
+        return self.text_chunks(text)
+
     def accepts(self, text: str) -> bool:
         return len(self.text_chunks(text)) >= 2
 
-    def make_pair(self, text: str, rng: random.Random) -> Pair | None:
+    def text_pair(self, text: str, rng: random.Random) -> tuple[str, str | None] | None:
         candidates = self.text_chunks(text)
         if len(candidates) < 2:
             return None
         i, j = rng.sample(range(len(candidates)), 2)  # two distinct chunks
-        a, p = self.tokens.body(candidates[i]), self.tokens.body(candidates[j])
-        return self.tokens.wrap(a), self.tokens.wrap(p)
+        return candidates[i], candidates[j]
 
 
 SPEC = MethodSpec(

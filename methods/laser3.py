@@ -20,7 +20,7 @@ from bench.evaluate.attacks import max_m, sample_m
 from bench.encode.pooling import POOLINGS
 from bench.train.hparams import hp
 from bench.train.method import MethodSpec
-from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor
+from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, anchor_strings, choose_anchor
 
 M_MODES = ("random", "twice", "none")
 PAPER = (
@@ -59,18 +59,24 @@ class _Laser3Base(PairContrastiveAdapter):
 
 class Laser3SelfAdapter(_Laser3Base):
     name = "laser3-self"
+    splits_sentences = property(lambda self: self.config.anchor != "whole")
 
-    def make_pair(self, text: str, rng: random.Random) -> Pair | None:
-        anchor, _ = choose_anchor(text, self.config.anchor, rng)
-        body = self.tokens.body(anchor)
-        if not body:
+    def fixed_strings(self, text: str) -> list[str]:
+        return anchor_strings(text, self.config.anchor)
+
+    def text_pair(self, text: str, rng: random.Random) -> tuple[str, str | None] | None:
+        return choose_anchor(text, self.config.anchor, rng)[0], None
+
+    def finish_pair(self, anchor: list[int], positive: list[int] | None, rng: random.Random) -> Pair | None:
+        if not anchor:
             return None
-        positive, _ = self.elongated(body, rng)
-        return self.tokens.wrap(body), positive
+        elongated, _ = self.elongated(anchor, rng)
+        return self.tokens.wrap(anchor), elongated
 
 
 class Laser3IntraAdapter(_Laser3Base):
     name = "laser3-intra"
+    splits_sentences = True
 
     def accepts(self, text: str) -> bool:
         """Intra-reference needs a rest of the document: one-sentence texts are skipped."""
@@ -78,13 +84,19 @@ class Laser3IntraAdapter(_Laser3Base):
 
         return len(split_sentences(text)) >= 2
 
-    def make_pair(self, text: str, rng: random.Random) -> Pair | None:
-        anchor, rest = choose_anchor(text, self.config.anchor, rng)
-        body, rest_body = self.tokens.body(anchor), self.tokens.body(rest)
-        if not body or not rest_body:
+    def fixed_strings(self, text: str) -> list[str]:
+        if self.config.anchor != "first":  # a random anchor's rest depends on the draw: tokenised when drawn
+            return anchor_strings(text, self.config.anchor)
+        return [s for s in choose_anchor(text, "first", None) if s]  # type: ignore[arg-type]
+
+    def text_pair(self, text: str, rng: random.Random) -> tuple[str, str | None] | None:
+        return choose_anchor(text, self.config.anchor, rng)
+
+    def finish_pair(self, anchor: list[int], positive: list[int] | None, rng: random.Random) -> Pair | None:
+        if not anchor or not positive:
             return None
-        elongated_anchor, _ = self.elongated(body, rng)
-        return elongated_anchor, self.tokens.wrap(rest_body)
+        elongated_anchor, _ = self.elongated(anchor, rng)
+        return elongated_anchor, self.tokens.wrap(positive)
 
 
 SPEC_SELF = MethodSpec(

@@ -2,11 +2,18 @@
 
 A subclass only says how a raw text becomes an (anchor, positive) pair of token-id lists; tokenisation,
 truncation to max_len, padding, mean/CLS pooling and the in-batch InfoNCE loss (SPEC §1) are the same for all.
+
+It says so in two steps, so that a batch's texts are tokenised in one tokenizer call rather than one call per
+string: `text_pair(text, rng)` picks the two strings (the positive None when it is the anchor's own tokens), and
+`finish_pair(anchor_body, positive_body, rng)` turns their token ids (no special tokens, cut at max_len - 2) into
+the pair. A subclass that overrides `make_pair` alone is built text by text, as before.
 """
 
 from __future__ import annotations
 
 import random
+import time
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -29,6 +36,8 @@ class TokenHelper:
         self.sep_id = tokenizer.sep_token_id
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
+        self.memo: dict[str, list[int]] = {}  # string -> body, for the corpus's strings (`PairContrastiveAdapter.prepare`)
+
     def body(self, text: str) -> list[int]:
         """Token ids of `text` without special tokens, cut at max_len - 2 (by the tokenizer: long documents are
         never turned into thousands of ids only to be cut)."""
@@ -37,6 +46,16 @@ class TokenHelper:
     def bodies(self, texts: list[str]) -> list[list[int]]:
         if not texts:
             return []
+        if self.memo:
+            found = [self.memo.get(t) for t in texts]
+            missing = [t for t, f in zip(texts, found) if f is None]
+            if not missing:
+                return found  # type: ignore[return-value]
+            computed = iter(self._tokenize(missing))
+            return [f if f is not None else next(computed) for f in found]
+        return self._tokenize(texts)
+
+    def _tokenize(self, texts: list[str]) -> list[list[int]]:
         enc = self.tokenizer(texts, add_special_tokens=False, truncation=True, max_length=self.body_max,
                              return_attention_mask=False, return_token_type_ids=False)["input_ids"]  # fmt: skip
         return [list(ids[: self.body_max]) for ids in enc]
@@ -79,22 +98,72 @@ class PairContrastiveAdapter(BaseAdapter):
         self.max_len = max_len
         self.seed = seed
 
+    # ------------------------------------------------------- corpus preprocessing
+    def fixed_strings(self, text: str) -> list[str]:
+        """The strings `text_pair` may ask to tokenise for this text, whatever the rng draws (tokenised once per
+        corpus by `prepare`); [] when they depend on the draw."""
+        return []
+
+    def prepare(self, texts: Sequence[str], workers: int | None = None) -> dict[str, Any]:
+        """Per-corpus preprocessing before training, done once and kept on disk: the sentence splits (when the
+        method splits) and the token ids of every `fixed_strings` string. Returns what it did, for the log."""
+        from bench.data import token_cache
+
+        report = super().prepare(texts, workers)
+        start = time.monotonic()
+        strings = list(dict.fromkeys(s for t in texts if t and t.strip() for s in self.fixed_strings(t)))
+        if strings:
+            bodies, cached = token_cache.bodies(strings, self.tokens.tokenizer, self.tokens.body_max, workers)
+            self.tokens.memo = dict(zip(strings, bodies))
+            report["tokens"] = {"strings": len(strings), "cached": cached, "seconds": round(time.monotonic() - start, 3)}
+        return report
+
     # ---------------------------------------------------------------- pairs
-    def make_pair(self, text: str, rng: random.Random) -> Pair | None:
+    def text_pair(self, text: str, rng: random.Random) -> tuple[str, str | None] | None:
+        """The (anchor, positive) strings of a text; positive None: the anchor's own token ids; None: no pair."""
         raise NotImplementedError
 
-    def pairs(self, texts: list[str], rng: random.Random) -> list[Pair]:
-        out = []
-        for text in texts:
-            if text and text.strip():
-                pair = self.make_pair(text, rng)
-                if pair is not None:
-                    out.append(pair)
+    def finish_pair(self, anchor: list[int], positive: list[int] | None, rng: random.Random) -> Pair | None:
+        """Token bodies of `text_pair`'s strings -> the pair with special tokens; None when a side is empty."""
+        if not anchor:
+            return None
+        if positive is None:
+            return self.tokens.wrap(anchor), self.tokens.wrap(anchor)
+        if not positive:
+            return None
+        return self.tokens.wrap(anchor), self.tokens.wrap(positive)
+
+    def make_pair(self, text: str, rng: random.Random) -> Pair | None:
+        """One text's pair (the batch path, `pairs`, makes the same pairs with one tokenizer call a batch)."""
+        return self.pairs([text], rng)[0] if text and text.strip() else None
+
+    def pairs(self, texts: list[str], rng: random.Random) -> list[Pair | None]:
+        """The pair of each non-blank text, in order (None where a text gives none); draws from `rng` text by text
+        in `text_pair`, then text by text in `finish_pair`."""
+        texts = [t for t in texts if t and t.strip()]
+        if type(self).make_pair is not PairContrastiveAdapter.make_pair:  # a subclass with its own per-text pairs
+            return [self.make_pair(t, rng) for t in texts]
+        chosen = [self.text_pair(t, rng) for t in texts]
+        strings: list[str] = []
+        for c in chosen:
+            if c is not None:
+                strings.append(c[0])
+                if c[1] is not None:
+                    strings.append(c[1])
+        bodies = iter(self.tokens.bodies(strings))
+        out: list[Pair | None] = []
+        for c in chosen:
+            if c is None:
+                out.append(None)
+                continue
+            anchor = next(bodies)
+            positive = next(bodies) if c[1] is not None else None
+            out.append(self.finish_pair(anchor, positive, rng))
         return out
 
     # ------------------------------------------------------------- protocol
     def make_batch(self, texts: list[str], rng: random.Random) -> dict[str, Any] | None:
-        pairs = self.pairs(texts, rng)
+        pairs = [p for p in self.pairs(texts, rng) if p is not None]
         if len(pairs) < 2:  # InfoNCE needs at least one in-batch negative
             return None
         a_ids, a_mask = pad_rows([a for a, _ in pairs], self.tokens.pad_id)
@@ -146,3 +215,13 @@ def choose_anchor(text: str, mode: str, rng: random.Random) -> tuple[str, str]:
         return "", ""
     i = 0 if mode == "first" else rng.randrange(len(sentences))
     return sentences[i], " ".join(sentences[:i] + sentences[i + 1 :])
+
+
+def anchor_strings(text: str, mode: str) -> list[str]:
+    """Every anchor `choose_anchor(text, mode, rng)` can return, whatever the draw."""
+    from bench.data.sentences import split_sentences
+
+    if mode == "whole":
+        return [" ".join(text.split())]
+    sentences = split_sentences(text)
+    return sentences[:1] if mode == "first" else sentences

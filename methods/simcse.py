@@ -17,7 +17,7 @@ import torch
 from bench.encode.pooling import POOLINGS
 from bench.train.hparams import hp
 from bench.train.method import MethodSpec
-from methods.pairs import ANCHOR_MODES, Pair, PairContrastiveAdapter, choose_anchor
+from methods.pairs import ANCHOR_MODES, PairContrastiveAdapter, anchor_strings, choose_anchor
 
 
 @dataclass
@@ -55,13 +55,14 @@ class SimcseAdapter(PairContrastiveAdapter):
             raise ValueError("simcse: the backbone has no dropout layer; dropout is SimCSE's augmentation")
         return []
 
-    def make_pair(self, text: str, rng: random.Random) -> Pair | None:
+    splits_sentences = property(lambda self: self.config.text != "whole")
+
+    def fixed_strings(self, text: str) -> list[str]:
+        return [text] if self.config.text == "whole" else anchor_strings(text, self.config.text)
+
+    def text_pair(self, text: str, rng: random.Random) -> tuple[str, str | None] | None:
         sentence = text if self.config.text == "whole" else choose_anchor(text, self.config.text, rng)[0]
-        body = self.tokens.body(sentence)
-        if not body:
-            return None
-        ids = self.tokens.wrap(body)
-        return ids, list(ids)  # the same token ids twice; dropout (model in train mode) makes them differ
+        return sentence, None  # the same token ids twice; dropout (model in train mode) makes them differ
 
 
 SPEC = MethodSpec(

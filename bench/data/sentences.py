@@ -1,7 +1,9 @@
 """Sentence splitting without network data: pysbd's rule-based English segmenter, a regex when it is missing.
 
 Which sentence is "first" and which sentences a crop may use is what makes laser3 / cocodr-pt / crop those
-methods, so every adapter splits with this one function. Results are cached: a text is split once per process.
+methods, so every adapter splits with this one function. Results are cached: a text is split once per process, and a whole
+training corpus can be split up front (in parallel, kept on disk: bench.data.sentence_cache) and `install`ed here,
+which makes `split_sentences` of its texts a dictionary lookup.
 """
 
 from __future__ import annotations
@@ -26,16 +28,49 @@ def regex_split(text: str) -> list[str]:
     return [s.strip() for s in _REGEX.split(text) if s and s.strip()]
 
 
-@lru_cache(maxsize=65536)
-def _split_cached(text: str) -> tuple[str, ...]:
+def splitter_id() -> str:
+    """Name and version of the splitter in use: a cache of splits is valid for this splitter only."""
+    seg = _segmenter()
+    if seg is None:
+        return "regex-1"
+    import pysbd
+
+    return f"pysbd-{getattr(pysbd, '__version__', '?')}-en"
+
+
+def split_normalised(text: str) -> tuple[str, ...]:
+    """The sentences of an already normalised text (whitespace runs as single spaces), uncached."""
+    if not text:
+        return ()
     seg = _segmenter()
     parts = seg.segment(text) if seg is not None else regex_split(text)
     return tuple(p.strip() for p in parts if p and p.strip())
 
 
+_KNOWN: dict[str, tuple[str, ...]] = {}  # normalised text -> sentences, for the corpora `install`ed
+
+
+def install(splits: dict[str, tuple[str, ...]]) -> None:
+    """Make these (normalised text -> sentences) splits the answer of `split_sentences` for those texts."""
+    _KNOWN.update(splits)
+
+
+def forget() -> None:
+    """Drop the installed splits (tests, and a process done with a corpus)."""
+    _KNOWN.clear()
+
+
+@lru_cache(maxsize=65536)
+def _split_cached(text: str) -> tuple[str, ...]:
+    return split_normalised(text)
+
+
 def split_sentences(text: str) -> list[str]:
     """The text's sentences, stripped, in order; [] for an empty text."""
     text = " ".join(text.split())
+    known = _KNOWN.get(text)
+    if known is not None:
+        return list(known)
     return list(_split_cached(text)) if text else []
 
 

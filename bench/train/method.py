@@ -17,11 +17,19 @@ Lifecycle, as the trainer drives it:
     adapter.state_dict() / load_state_dict(...)       # extra state for --resume (queue, EMA weights...)
 
 `setup`, `after_step`, `state_dict` and `load_state_dict` have no-op defaults in `BaseAdapter`.
+
+`make_batch` may run ahead of the step that uses it, in a worker process (bench.train.loader): it must depend only on
+its texts and the rng it is given (and the adapter's settings), never on training state. An adapter whose texts are
+split into sentences (`bench.data.sentences.split_sentences`) sets `splits_sentences = True`: the trainer then
+splits the whole corpus once before training (in parallel, cached on disk: bench.data.sentence_cache). An optional
+`prepare(texts, workers)` (BaseAdapter's does the splits) is called once before the first batch for any other
+per-corpus preprocessing (the pair methods tokenise the corpus's fixed strings there: methods/pairs.py).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
@@ -56,6 +64,18 @@ class MethodAdapter(Protocol):
 class BaseAdapter:
     """The protocol's optional hooks as no-ops: an adapter that trains no extra module, does nothing after a step and
     keeps no state between steps subclasses this and writes `make_batch` and `loss` only."""
+
+    splits_sentences = False  # True: the trainer prepares the corpus's sentence splits before the first batch
+
+    def prepare(self, texts: Sequence[str], workers: int | None = None) -> dict[str, Any]:
+        """Per-corpus preprocessing, once before training (cached on disk by corpus fingerprint): here the sentence
+        splits when `splits_sentences`. Returns what it did, for the log."""
+        if not self.splits_sentences:
+            return {}
+        from bench.data import sentence_cache
+
+        done = sentence_cache.prepare(texts, workers)
+        return {"sentences": {"cached": done.cached, "seconds": round(done.seconds, 3)}}
 
     def setup(self, model: torch.nn.Module) -> list[torch.nn.Module]:
         return []

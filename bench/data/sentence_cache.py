@@ -1,0 +1,141 @@
+"""Sentence splits of a whole training corpus: computed once, in parallel over all cores, kept on disk.
+
+The methods that pick sentences (laser3's first sentence, cocodr-pt's rest of the document, crop's chunks) call
+`bench.data.sentences.split_sentences` text by text. pysbd costs milliseconds a text, so on a 5,000-document corpus
+the first pass of a run spends most of its time splitting. `prepare(texts)` splits every text of the corpus up
+front, in a process pool over the cores this process may use, writes the splits to
+`<lenbench cache>/sentences/<key>.txt` and installs them in the splitter's lookup table (`sentences.install`), so
+every later `split_sentences` of those texts is a dictionary lookup (in worker processes forked afterwards too).
+
+The key is the corpus fingerprint (sha256 of its normalised texts, in order) with the splitter's name and version
+(`sentences.splitter_id()`): another method, seed or run on the same corpus reads the file instead of splitting
+again, and a new pysbd (or the regex fallback) never reuses splits it did not make.
+
+File format: one line per text, in corpus order, the text's sentences joined by U+001E (a normalised text holds no
+newline and no U+001E: `str.split()` treats both as whitespace). Written to a temporary name and renamed, so a
+killed run leaves no half file; an unreadable or short file is ignored and made again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.data import sentences
+from bench.runtime.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+SEP = "\x1e"
+FOLDER = "sentences"
+FORMAT = 1  # bump when the file layout or the normalisation changes
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What `prepare` did: how many texts, whether the splits came from disk, the file, and the seconds it took."""
+
+    texts: int
+    cached: bool
+    path: Path | None
+    seconds: float
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def corpus_key(normalised: Sequence[str]) -> str:
+    """sha256 over the splitter id, the format and the normalised texts in order (each closed by a newline)."""
+    digest = hashlib.sha256(f"{sentences.splitter_id()}|format-{FORMAT}\n".encode())
+    for text in normalised:
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def cache_path(key: str) -> Path:
+    return cache_dir() / FOLDER / f"{key}.txt"
+
+
+def _split_chunk(chunk: list[str]) -> list[tuple[str, ...]]:
+    return [sentences.split_normalised(t) for t in chunk]
+
+
+def parallel_map(fn: Callable[[list[Any]], list[Any]], items: Sequence[Any], workers: int | None = None) -> list[Any]:
+    """fn over chunks of `items` in `workers` processes (default: every usable core; 1: in this process), results
+    concatenated in order. `fn` must be a module-level function; children are forked where the platform can."""
+    workers = usable_cores() if workers is None else max(1, workers)
+    items = list(items)
+    if workers == 1 or len(items) < 64:
+        return fn(items)
+    # Small chunks handed out as workers free up: long and short documents spread evenly.
+    size = max(16, min(512, len(items) // (workers * 8) or 1))
+    chunks = [items[i : i + size] for i in range(0, len(items), size)]
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    out: list[Any] = []
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        for part in pool.map(fn, chunks):
+            out.extend(part)
+    return out
+
+
+def split_all(texts: Sequence[str], workers: int | None = None) -> list[tuple[str, ...]]:
+    """The sentences of each (normalised) text, in order, split over `workers` processes."""
+    return parallel_map(_split_chunk, texts, workers)
+
+
+def _read(path: Path, n: int) -> list[tuple[str, ...]] | None:
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) != n:
+        return None
+    return [tuple(line.split(SEP)) if line else () for line in lines]
+
+
+def _write(path: Path, splits: list[tuple[str, ...]]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for parts in splits:
+                fh.write(SEP.join(parts))
+                fh.write("\n")
+        os.replace(tmp, path)  # concurrent writers write the same content: either one wins
+    except OSError as exc:  # a read-only cache folder: the splits are simply not kept
+        log.info("sentence splits not cached (%s)", exc)
+
+
+def prepare(texts: Sequence[str], workers: int | None = None, use_disk: bool = True) -> Prepared:
+    """Split every text of `texts` once (from the disk cache when this corpus was split before) and install the
+    splits, so `split_sentences` of any of these texts is a lookup."""
+    start = time.monotonic()
+    normalised = [" ".join(t.split()) for t in texts]
+    key = corpus_key(normalised)
+    path = cache_path(key) if use_disk else None
+    splits = _read(path, len(normalised)) if path is not None and path.is_file() else None
+    cached = splits is not None
+    if splits is None:
+        splits = split_all(normalised, workers)
+        if path is not None:
+            _write(path, splits)
+    sentences.install(dict(zip(normalised, splits)))
+    return Prepared(texts=len(normalised), cached=cached, path=path, seconds=time.monotonic() - start)

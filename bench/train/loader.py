@@ -1,0 +1,197 @@
+"""Training batches built ahead of the step that uses them: the text stream, the per-draw randomness and the loader.
+
+The trainer takes batches from `BatchLoader`; with `workers` > 0 they are built in worker processes (torch's
+DataLoader, forked, a bounded queue of `prefetch` batches per worker) while the step before runs; with 0 they are
+built on the training thread when asked for.
+
+Results never depend on the number of workers, because nothing a batch is made of depends on who builds it or when:
+
+- which texts make draw d is decided in order, on the training process (`TextStream`, the seeded shuffled passes
+  over the corpus, and the adapter's `accepts` filter): one draw's texts are the next `batch_size` accepted texts;
+- the randomness of draw d is its own generator, `draw_rng(seed, d)` (and torch's global generator is reseeded from
+  it around `make_batch`, so an adapter that draws from torch gets the same tensors anywhere, and the training
+  thread's dropout stream is never touched by batch building);
+- `adapter.make_batch(texts, rng)` depends only on its arguments (the protocol: bench.train.method).
+
+A draw can give no batch (None: no usable pair); it is consumed all the same. Each item carries the stream position
+after its draw (`Position`): the trainer checkpoints the position of the last draw it consumed, however far the
+workers have run ahead, so `--resume` continues exactly there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from bench.runtime.errors import TrainingError
+
+
+def default_workers(world: int = 1) -> int:
+    """The cores left beside the training process(es) on this machine: usable cores / processes per machine - 1."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(0, cores // max(1, world) - 1)
+
+
+def draw_rng(seed: int, draw: int) -> random.Random:
+    """The generator of draw number `draw` of a run seeded `seed` (independent of every other draw)."""
+    digest = hashlib.sha256(f"{seed}|draw|{draw}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:16], "little"))
+
+
+# ------------------------------------------------------------------------------------ text stream
+class TextStream:
+    """Seeded shuffled passes over the corpus; its position (epoch, index) is saved for resume."""
+
+    def __init__(self, n_texts: int, seed: int):
+        self.n = n_texts
+        self.seed = seed
+        self.epoch = 0
+        self.index = 0
+        self._order = self._shuffle(0)
+
+    def _shuffle(self, epoch: int) -> list[int]:
+        order = list(range(self.n))
+        random.Random(f"{self.seed}|epoch|{epoch}").shuffle(order)
+        return order
+
+    def next_index(self) -> int:
+        if self.index >= self.n:
+            self.epoch += 1
+            self.index = 0
+            self._order = self._shuffle(self.epoch)
+        i = self._order[self.index]
+        self.index += 1
+        return i
+
+    def state(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "index": self.index}
+
+    def restore(self, state: dict[str, int]) -> None:
+        self.epoch, self.index = int(state["epoch"]), int(state["index"])
+        self._order = self._shuffle(self.epoch)
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where the data stream stands after a draw: the next draw's number and the text stream's place."""
+
+    draw: int
+    epoch: int
+    index: int
+
+    def state(self) -> dict[str, int]:
+        return {"draw": self.draw, "epoch": self.epoch, "index": self.index}
+
+    @classmethod
+    def from_state(cls, state: dict[str, int]) -> Position:
+        return cls(int(state.get("draw", 0)), int(state["epoch"]), int(state["index"]))
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One draw: its number, the corpus indices of its texts, and the position after it."""
+
+    number: int
+    text_ids: tuple[int, ...]
+    after: Position
+
+
+class _Draws(Sampler):
+    """The draws in order, picked on the training process (cheap: indices and the adapter's `accepts`)."""
+
+    def __init__(self, texts: Sequence[str], batch_size: int, seed: int, start: Position,
+                 accepts: Callable[[str], bool] | None, name: str):  # fmt: skip
+        self.texts, self.batch_size, self.accepts, self.name = texts, batch_size, accepts, name
+        self.stream = TextStream(len(texts), seed)
+        self.stream.restore({"epoch": start.epoch, "index": start.index})
+        self.draw = start.draw
+
+    def __iter__(self) -> Iterator[Draw]:
+        while True:
+            yield self.next_draw()
+
+    def next_draw(self) -> Draw:
+        picked: list[int] = []
+        tried = 0
+        while len(picked) < self.batch_size:
+            i = self.stream.next_index()
+            tried += 1
+            if self.accepts is None or self.accepts(self.texts[i]):
+                picked.append(i)
+            elif tried > len(self.texts) and not picked:
+                raise TrainingError(f"method {self.name!r} can use no text of the training corpus")
+        number = self.draw
+        self.draw += 1
+        return Draw(number, tuple(picked), Position(self.draw, self.stream.epoch, self.stream.index))
+
+
+class _Builder(Dataset):
+    """draw -> (draw, adapter.make_batch(its texts, draw_rng(seed, draw)) or None)."""
+
+    def __init__(self, adapter: Any, texts: Sequence[str], seed: int):
+        self.adapter, self.texts, self.seed = adapter, texts, seed
+
+    def __getitem__(self, draw: Draw) -> tuple[Draw, dict[str, Any] | None]:
+        rng = draw_rng(self.seed, draw.number)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(rng.getrandbits(63))
+            batch = self.adapter.make_batch([self.texts[i] for i in draw.text_ids], rng)
+        return draw, batch
+
+    def __len__(self) -> int:  # pragma: no cover - the stream is endless; DataLoader only asks with a sampler
+        raise TypeError("an endless stream of draws")
+
+
+def _identity(item: Any) -> Any:
+    return item
+
+
+class BatchLoader:
+    """Endless (draw, batch) items for one run; `workers` processes build them ahead, `prefetch` each (bounded)."""
+
+    def __init__(self, adapter: Any, texts: Sequence[str], *, batch_size: int, seed: int, start: Position | None = None,
+                 workers: int = 0, prefetch: int = 2, pin_memory: bool = False):  # fmt: skip
+        if workers < 0:
+            raise ValueError(f"loader workers must be >= 0, got {workers}")
+        self.workers = workers
+        self.sampler = _Draws(texts, batch_size, seed, start or Position(0, 0, 0), getattr(adapter, "accepts", None),
+                              getattr(adapter, "name", "?"))  # fmt: skip
+        self.builder = _Builder(adapter, texts, seed)
+        self._iter: Iterator[tuple[Draw, dict[str, Any] | None]] | None = None
+        self._loader: DataLoader | None = None
+        if workers > 0:
+            methods = multiprocessing.get_all_start_methods()
+            self._loader = DataLoader(
+                self.builder, batch_size=None, sampler=self.sampler, collate_fn=_identity, num_workers=workers,
+                prefetch_factor=max(1, prefetch), pin_memory=pin_memory,
+                multiprocessing_context="fork" if "fork" in methods else None,
+            )
+
+    def __iter__(self) -> Iterator[tuple[Draw, dict[str, Any] | None]]:
+        if self._loader is not None:
+            return iter(self._loader)
+        return (self.builder[draw] for draw in self.sampler)
+
+    def close(self) -> None:
+        """Stop the workers (an endless loader's workers otherwise live until the loader is collected)."""
+        it, self._iter = self._iter, None
+        shutdown = getattr(it, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+
+    def batches(self) -> Iterator[tuple[Draw, dict[str, Any] | None]]:
+        """The one iterator of this loader (started on first call); `close()` stops its workers."""
+        if self._iter is None:
+            self._iter = iter(self)
+        return self._iter
