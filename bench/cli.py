@@ -6,7 +6,6 @@ import argparse
 import errno
 import importlib
 import logging
-import os
 import sys
 
 # Subcommand modules, in the order `bench --help` lists them.
@@ -81,7 +80,11 @@ def main(argv: list[str] | None = None) -> int:
 
     for handler in [h for h in logging.getLogger().handlers if type(h) is logging.StreamHandler]:  # names in warnings: shown, not interpreted
         handler.setFormatter(SafeFormatter(handler.formatter._fmt if handler.formatter else None))
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # TOKENIZERS_PARALLELISM is left alone: the fast tokenizer's batch call runs on all cores (bench.encode.inputs).
+    # Setting it to "false" here made every tokenisation one-threaded; setting it to "true" would be unsafe, because
+    # only an unset variable lets the tokenizer switch itself to one thread in a forked child (its fork handler),
+    # where its thread pool does not exist. The processes lenbench starts (sweep workers, torchrun ranks) exec a new
+    # interpreter, so they start with a fresh pool.
     if getattr(args, "allow_pickle", False):  # only the commands that load models define it
         from bench.encode.weights import set_allow_pickle
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from bench.encode.batching import pad_batch
 from bench.encode.pooling import POOLINGS, pool
 from bench.train.method import BaseAdapter
 from methods.losses import info_nce
@@ -65,13 +66,10 @@ class TokenHelper:
 
 
 def pad_rows(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-        mask[i, : len(r)] = 1
-    return ids, mask
+    """(ids, mask) long tensors of `rows` padded with `pad_id`: lenbench's one padding function (the encoder's),
+    as torch tensors."""
+    ids, mask = pad_batch(rows, pad_id)
+    return torch.from_numpy(ids), torch.from_numpy(mask)
 
 
 def embed(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:

@@ -70,3 +70,24 @@ def sorted_runs(lengths: Sequence[int] | np.ndarray, max_batch: int) -> list[np.
     """The plain plan: length-sorted inputs cut into runs of `max_batch` (the reference for `plan_batches`)."""
     order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
     return [order[s : s + max_batch] for s in range(0, len(order), max_batch)]
+
+
+def pad_batch(rows: Sequence[Sequence[int]] | Sequence[np.ndarray], pad_id: int, width: int | None = None,
+              dtype: type = np.int64) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(ids, attention mask), both (len(rows), width) arrays of `dtype`: each row's ids left-aligned, then `pad_id`;
+    the mask is 1 on real tokens. `width` defaults to the longest row. The one padding function of lenbench (the
+    encoder's batches, token-level diagnostics, the ONNX path and the training methods' pair batches all call it): the
+    rows are concatenated once and scattered through a boolean mask, with no Python loop over the rows."""
+    import itertools
+
+    n = len(rows)
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
+    longest = int(lengths.max()) if n else 0
+    width = longest if width is None else int(width)
+    if width < longest:
+        raise ValueError(f"pad_batch: width {width} is shorter than the longest row ({longest})")
+    flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=dtype, count=int(lengths.sum()))
+    real = np.arange(width)[None, :] < lengths[:, None]
+    ids = np.full((n, width), pad_id, dtype=dtype)
+    ids[real] = flat  # row-major order of the mask = the rows' tokens in order
+    return ids, real.astype(dtype)

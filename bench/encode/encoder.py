@@ -3,7 +3,7 @@
 Public API (the sharded evaluation of issue 12 is a thin layer over it):
 
     enc = Encoder.load(name, pooling=None, max_len=256, batch_size=64, device=None, backend="auto",
-                       emb_dtype="fp32", cache_dir=None, use_cache=True)
+                       emb_dtype="fp32", precision="auto", cache_dir=None, use_cache=True)
     enc.encode(texts, desc=..., normalize=True, dtype=None) -> np.ndarray   # (len(texts), dim); a disk-backed
         np.memmap when the matrix is larger than `enc.memmap_bytes`
     enc.encode_into_cache(texts, normalize=True) -> int      # encode what the cache lacks, return how many texts
@@ -12,13 +12,19 @@ Public API (the sharded evaluation of issue 12 is a thin layer over it):
     enc.tokenize(texts) -> bench.encode.inputs.ModelInputs           # the truncated token ids the model sees
     enc.token_embeddings(texts)                              # per-token vectors (length diagnostics; torch)
 
-Streaming: `encode` walks the texts in chunks of `chunk_size` (10,000) texts. Per chunk it looks each text up in
-the cache (text -> token-id key -> vector, see `bench.encode.cache`), tokenises only the texts the cache has never seen,
-encodes the distinct missing model inputs in length-sorted batches with dynamic padding, writes each vector
-straight into one preallocated (n, dim) matrix (float32, or float16 with emb_dtype="fp16") and commits the chunk
-to the cache. Peak memory is that matrix plus one chunk's token ids; a killed run resumes where it stopped (what
-an exception interrupts mid-chunk is committed too). `texts` may be any Sequence whose slices are lists, so a
+Streaming: `encode` walks the texts in chunks of `chunk_size` (2,048; the first one 256) texts. Per chunk it looks
+each text up in the cache (text -> token-id key -> vector, see `bench.encode.cache`), tokenises only the texts the
+cache has never seen, encodes the distinct missing model inputs in length-sorted batches with dynamic padding, writes
+each vector straight into one preallocated (n, dim) matrix (float32, or float16 with emb_dtype="fp16") and commits
+the chunk to the cache. Peak memory is that matrix plus two chunks' token ids; a killed run resumes where it stopped
+(what an exception interrupts mid-chunk is committed too). `texts` may be any Sequence whose slices are lists, so a
 corpus can be produced chunk by chunk.
+
+Pipeline: the next chunk is tokenised on a second thread (the fast tokenizer's batch call, on its own thread pool,
+GIL released) while this chunk's batches run through the model. Batches are padded as arrays by the one padding
+function (`bench.encode.batching.pad_batch`). On CUDA, inputs go through pinned memory with non-blocking copies
+and the pooled vectors stay on the GPU until the chunk is done (one device-to-host copy per chunk, no sync per
+batch); the precision (`precision=`: fp32, bf16 or auto, see `bench.runtime.device`) is part of the cache key.
 
 The cache key is what the model sees: the truncated token ids (plus model fingerprint, pooling, max_len and
 normalisation, in the cache's namespace). An elongated document cut at max_len that equals its clean cut is a hit.
@@ -47,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bench.encode.batching import plan_batches
+from bench.encode.batching import pad_batch, plan_batches
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
 from bench.encode.inputs import ModelInputs, model_inputs
 from bench.encode.pooling import POOLINGS, eval_mode, pooled_output
@@ -60,6 +66,7 @@ from bench.encode.model_check import (
     safetensors_shapes,
 )
 from bench.encode.st_config import folder_pooling, write_st_config
+from bench.runtime.device import PRECISIONS, autocast, cuda_possible, default_device, resolve_precision  # noqa: F401
 from bench.runtime.errors import ConfigError, ModelLoadError
 
 if TYPE_CHECKING:  # torch is imported only when a model must run
@@ -72,7 +79,8 @@ EMB_DTYPES = {"fp32": np.float32, "fp16": np.float16}
 # Token slots (texts x longest) per CPU batch, by backend: one-thread throughput of all-MiniLM-L6-v2 peaks when a
 # batch's activations stay in the CPU caches, and falls ~15-25% at 64 x 256 slots (see the README's speed section).
 CPU_BATCH_TOKENS = {"onnx": 256, "torch": 2048}
-CHUNK_TEXTS = 10_000  # texts looked up, tokenised, encoded and committed together
+CHUNK_TEXTS = 2048  # texts looked up, tokenised, encoded and committed together
+FIRST_CHUNK_TEXTS = 256  # the first chunk is short: its tokenisation is the only one nothing overlaps
 # Matrices above this many bytes are a disk-backed memmap (an unlinked file in the cache folder) instead of RAM.
 MEMMAP_BYTES = int(os.environ.get("LENBENCH_MEMMAP_BYTES", 2 << 30))
 
@@ -146,28 +154,18 @@ def weights_fingerprint(model: "torch.nn.Module") -> str:
     return h.hexdigest()[:24]
 
 
-def cuda_possible() -> bool:
-    """False when this machine certainly has no NVIDIA GPU (no driver node): then torch need not be imported."""
-    return Path("/proc/driver/nvidia").exists() or Path("/dev/nvidia0").exists() or "CUDA_VISIBLE_DEVICES" in os.environ
-
-
-def default_device() -> str:
-    if not cuda_possible():
-        return "cpu"
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def resolve_backend(backend: str, device: str) -> str:
-    """auto: onnx on CPU when onnxruntime is installed, else torch; torch on any accelerator."""
+def resolve_backend(backend: str, device: str, precision: str = "fp32") -> str:
+    """auto: onnx on CPU when onnxruntime is installed (and the precision is fp32), else torch; torch on any
+    accelerator."""
     if backend not in BACKENDS:
         raise ConfigError(f"backend {backend!r} is not one of {BACKENDS}")
     on_cpu = device.split(":")[0] == "cpu"
     if backend == "auto":
         from bench.encode.onnx_backend import onnxruntime_available
 
-        return "onnx" if on_cpu and onnxruntime_available() else "torch"
+        return "onnx" if on_cpu and precision == "fp32" and onnxruntime_available() else "torch"
+    if backend == "onnx" and precision != "fp32":
+        raise ConfigError(f"--backend onnx runs in fp32 only; use --backend torch for --precision {precision}")
     if backend == "onnx" and not on_cpu:
         raise ConfigError(f"--backend onnx runs on the CPU only; use --backend torch for device {device!r}")
     if backend == "onnx":
@@ -279,6 +277,7 @@ class Encoder:
         source: str | None = None,
         dim: int | None = None,
         batch_tokens: int | None = None,
+        precision: str = "auto",
     ):
         if pooling not in POOLINGS:
             raise ConfigError(f"pooling {pooling!r} is not one of {POOLINGS}")
@@ -295,7 +294,8 @@ class Encoder:
         self.max_len = max_len
         self.batch_size = batch_size
         self.device_name = device or default_device()
-        self.backend = resolve_backend(backend, self.device_name)
+        self.precision = resolve_precision(precision, self.device_name)  # fp32 or bf16 (bench.runtime.device)
+        self.backend = resolve_backend(backend, self.device_name, self.precision)
         self.emb_dtype = emb_dtype
         self.batch_tokens = batch_tokens if batch_tokens is not None else default_batch_tokens(self.backend, self.device_name)
         self.source = source
@@ -306,6 +306,8 @@ class Encoder:
         self._onnx_tokens = None  # the token-level graph, for token_embeddings (loaded on first use)
         self.show_progress = show_progress
         self.chunk_size = CHUNK_TEXTS
+        self.first_chunk_size = FIRST_CHUNK_TEXTS
+        self.prefetch = True  # tokenise the next chunk on a second thread while this one is encoded
         self.memmap_bytes = MEMMAP_BYTES
         self.forward_calls = 0
         self.texts_encoded = 0
@@ -334,6 +336,7 @@ class Encoder:
         show_progress: bool = True,
         backend: str = "auto",
         emb_dtype: str = "fp32",
+        precision: str = "auto",
     ) -> "Encoder":
         """A local folder loads nothing yet (see the module docstring); a hub id is loaded now."""
         source = resolve_model(name)
@@ -374,6 +377,7 @@ class Encoder:
             emb_dtype=emb_dtype,
             source=source,
             dim=dim,
+            precision=precision,
         )
 
     def _placed(self, model: "torch.nn.Module") -> "torch.nn.Module":
@@ -430,6 +434,8 @@ class Encoder:
             return None
         if normalize not in self._caches:
             namespace = f"{self.fingerprint}|{self.pooling}|{self.max_len}" + ("" if normalize else "|raw")
+            if self.precision != "fp32":  # bf16 vectors differ in the last digits: kept apart (fp32 keys as before)
+                namespace += f"|{self.precision}"
             try:
                 self._caches[normalize] = EmbeddingCache(self._cache_dir, namespace)
             except CacheUnavailable as exc:  # the cache only saves work: run without it rather than fail
@@ -448,6 +454,7 @@ class Encoder:
             "device": self.device_name,
             "backend": self.backend,
             "emb_dtype": self.emb_dtype,
+            "precision": self.precision,
         }
 
     # ---------------------------------------------------------------- encoding
@@ -490,37 +497,73 @@ class Encoder:
         backing = tempfile.TemporaryFile(dir=self._cache_dir, prefix="matrix-")
         return np.memmap(backing, dtype=np_dtype, mode="w+", shape=(n, dim))
 
+    def _chunk_bounds(self, n: int) -> list[tuple[int, int]]:
+        """(start, stop) of each chunk: a short first one (its tokenisation overlaps nothing), then chunk_size."""
+        bounds, start, size = [], 0, max(1, min(self.first_chunk_size, self.chunk_size))
+        while start < n:
+            bounds.append((start, min(n, start + size)))
+            start, size = start + size, max(1, self.chunk_size)
+        return bounds
+
     def _encode_all(self, texts: Sequence[str], out: np.ndarray | None, batch_size: int | None, desc: str,
                     use_cache: bool | None, normalize: bool) -> None:  # fmt: skip
+        """The pipeline: chunk k+1 is looked up in the cache here and tokenised on a second thread (the tokenizer
+        releases the GIL and runs on its own threads) while chunk k's batches run through the model."""
         from bench.runtime import progress
 
         n = len(texts)
         self.texts_asked += n
         cache = self._cache_for(normalize) if (use_cache if use_cache is not None else self.use_cache) else None
         bar = progress.bar(total=n, desc=desc, unit="text", disable=not self.show_progress or n < 256)
+        bounds = self._chunk_bounds(n)
+        pool = None
+        if self.prefetch and len(bounds) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lenbench-tokenize")
+        pending: tuple[_Chunk, Any] | None = None
         try:
-            for start in range(0, n, self.chunk_size):
-                chunk = list(texts[start : start + self.chunk_size])
-                scratch = out if out is not None else np.zeros((len(chunk), self.dim), dtype=np.float32)
-                offset = start if out is not None else 0
-                self._encode_chunk(chunk, scratch, offset, cache, batch_size or self.batch_size, normalize, bar)
+            for start, stop in bounds:
+                chunk = self._lookup_chunk(list(texts[start:stop]), out, start, cache, bar)
+                todo_texts = [chunk.texts[i] for i in chunk.todo]
+                if todo_texts:
+                    self.tokenizer  # noqa: B018 - loaded here, on this thread, before the worker uses it
+                future = pool.submit(self.tokenize, todo_texts) if pool is not None and todo_texts else None
+                if future is None and todo_texts:
+                    future = _Done(self.tokenize(todo_texts))
+                if pending is not None:
+                    self._finish_chunk(pending[0], pending[1], cache, batch_size or self.batch_size, normalize, bar)
+                pending = (chunk, future)
+            if pending is not None:
+                self._finish_chunk(pending[0], pending[1], cache, batch_size or self.batch_size, normalize, bar)
         finally:
             bar.close()
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
 
-    def _encode_chunk(self, texts: list[str], out: np.ndarray, offset: int, cache: EmbeddingCache | None,
-                      batch_size: int, normalize: bool, bar: Any) -> None:  # fmt: skip
-        """Fill out[offset : offset + len(texts)]: cache hits, then the distinct missing model inputs."""
-        rows = np.arange(offset, offset + len(texts))
+    def _lookup_chunk(self, texts: list[str], out: np.ndarray | None, start: int, cache: EmbeddingCache | None,
+                      bar: Any) -> "_Chunk":  # fmt: skip
+        """Fill a chunk's cache hits (by text) and say which texts are left to tokenise."""
+        if out is None:  # encode_into_cache: a scratch matrix for this chunk only
+            out, start = np.zeros((len(texts), self.dim), dtype=np.float32), 0
+        rows = np.arange(start, start + len(texts))
         if cache is not None:
             tkeys = [text_key(t) for t in texts]
             hit = cache.fill(cache.aliases(tkeys), out, rows)
         else:
             tkeys, hit = [], np.zeros(len(texts), dtype=bool)
         bar.update(int(hit.sum()))
-        todo = np.flatnonzero(~hit)
+        return _Chunk(texts, out, rows, tkeys, np.flatnonzero(~hit))
+
+    def _finish_chunk(self, chunk: "_Chunk", tokenized: Any, cache: EmbeddingCache | None, batch_size: int,
+                      normalize: bool, bar: Any) -> None:  # fmt: skip
+        """Fill the rest of a chunk: cache hits by model input, then the distinct missing model inputs, encoded in
+        length-sorted batches; vectors stay where the model ran (the GPU) until the chunk is done, then are
+        normalised, written into the matrix and committed to the cache (also when an exception interrupts)."""
+        todo, out, rows, tkeys = chunk.todo, chunk.out, chunk.rows, chunk.tkeys
         if not len(todo):
             return
-        ids = self.tokenize([texts[i] for i in todo]).ids
+        ids = tokenized.result().ids
         keys = [ids_key(x) for x in ids]
         if cache is not None:
             hit2 = cache.fill(keys, out, rows[todo])
@@ -532,50 +575,60 @@ class Encoder:
         for j in np.flatnonzero(~hit2):
             first.setdefault(keys[j], j)
         distinct = np.fromiter(first.values(), dtype=np.int64, count=len(first))
-        plan = plan_batches([len(ids[j]) for j in distinct], batch_size, self.batch_tokens)
-        done_keys: list[bytes] = []
-        done_vecs: list[np.ndarray] = []
+        lengths = np.fromiter((len(ids[j]) for j in distinct), dtype=np.int64, count=len(distinct))
+        plan = plan_batches(lengths, batch_size, self.batch_tokens)
+        done: list[tuple[np.ndarray, Any]] = []  # (indices into distinct's inputs, pooled vectors as the model left them)
         try:
             for members in plan:
                 batch = distinct[members]
-                vectors = self._embed_ids([ids[j] for j in batch], normalize)
-                out[rows[todo[batch]]] = vectors
-                done_keys.extend(keys[j] for j in batch)
-                done_vecs.append(vectors)
+                done.append((batch, self._embed_ids([ids[j] for j in batch])))
                 self.texts_encoded += len(batch)
                 bar.update(len(batch))
         finally:  # what was encoded is committed even when the chunk is interrupted
-            if cache is not None and done_keys:
-                done = set(done_keys)
-                aliases = [(tkeys[i], keys[j]) for j, i in enumerate(todo) if not hit2[j] and keys[j] in done]
-                cache.put(done_keys, np.concatenate(done_vecs), aliases)
-        for j in np.flatnonzero(~hit2):  # repeated inputs: copy the first one's vector
-            if first[keys[j]] != j:
-                out[rows[todo[j]]] = out[rows[todo[first[keys[j]]]]]
-                bar.update(1)
+            if done:
+                encoded = np.concatenate([b for b, _ in done])
+                vectors = self._host_vectors([v for _, v in done], normalize)
+                out[rows[todo[encoded]]] = vectors
+                if cache is not None:
+                    done_keys = [keys[j] for j in encoded]
+                    finished = set(done_keys)
+                    aliases = [(tkeys[i], keys[j]) for j, i in enumerate(todo) if not hit2[j] and keys[j] in finished]
+                    cache.put(done_keys, vectors, aliases)
+        repeats = np.array([j for j in np.flatnonzero(~hit2) if first[keys[j]] != j], dtype=np.int64)
+        if len(repeats):  # repeated inputs: copy the first one's vector
+            sources = np.fromiter((first[keys[j]] for j in repeats), dtype=np.int64, count=len(repeats))
+            out[rows[todo[repeats]]] = out[rows[todo[sources]]]
+            bar.update(len(repeats))
 
-    def _embed_ids(self, ids: list[list[int]], normalize: bool) -> np.ndarray:
-        """Pooled (and normalised) float32 vectors of one batch of token-id lists."""
-        width = max(len(x) for x in ids)
-        self.token_slots += len(ids) * width
-        self.tokens_run += sum(len(x) for x in ids)
-        pad_id = self._pad_id()
-        input_ids = np.full((len(ids), width), pad_id, dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for r, x in enumerate(ids):
-            input_ids[r, : len(x)] = x
-            mask[r, : len(x)] = 1
-        pooled = self._forward({"input_ids": input_ids, "attention_mask": mask})
+    def _embed_ids(self, ids: list[list[int]]) -> Any:
+        """Pooled vectors (not normalised) of one batch of token-id lists: float32 numpy on the CPU, a float32 tensor
+        on the model's device on an accelerator (`_host_vectors` brings a chunk's worth back at once)."""
+        input_ids, mask = pad_batch(ids, self._pad_id())
+        self.token_slots += int(mask.size)
+        self.tokens_run += int(mask.sum())
+        return self._forward({"input_ids": input_ids, "attention_mask": mask})
+
+    @staticmethod
+    def _host_vectors(parts: list[Any], normalize: bool) -> np.ndarray:
+        """One float32 matrix of a chunk's pooled batches (one device-to-host copy for tensors), L2-normalised as
+        torch's F.normalize does when asked."""
+        if parts and not isinstance(parts[0], np.ndarray):
+            import torch
+
+            pooled = torch.cat(parts).float().cpu().numpy()
+        else:
+            pooled = np.concatenate(parts).astype(np.float32, copy=False)
         if normalize:
-            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)  # as torch's F.normalize
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return pooled
 
     def _pad_id(self) -> int:
         pad = getattr(self.tokenizer, "pad_token_id", None)
         return int(pad) if pad is not None else 0
 
-    def _forward(self, batch: dict[str, np.ndarray]) -> np.ndarray:
-        """One batch through the backend: (batch, dim) float32 pooled, not normalised."""
+    def _forward(self, batch: dict[str, np.ndarray]) -> Any:
+        """One batch through the backend: (batch, dim) float32 pooled, not normalised; numpy on the CPU, a tensor
+        left on the device on an accelerator."""
         self.forward_calls += 1
         if self.backend == "onnx":
             try:
@@ -589,8 +642,18 @@ class Encoder:
         import torch
 
         with eval_mode(self.model) as model, torch.inference_mode(), self._autocast():
-            tensors = {k: torch.from_numpy(v).to(self.device_name) for k, v in batch.items()}
-            return pooled_output(model, tensors, self.pooling).float().cpu().numpy()
+            tensors = {k: self._to_device(v) for k, v in batch.items()}
+            pooled = pooled_output(model, tensors, self.pooling).float()
+        return pooled.numpy() if pooled.device.type == "cpu" else pooled
+
+    def _to_device(self, array: np.ndarray) -> "torch.Tensor":
+        """A host array on the model's device: through pinned memory and a non-blocking copy on CUDA."""
+        import torch
+
+        tensor = torch.from_numpy(array)
+        if self.device_name.startswith("cuda"):
+            return tensor.pin_memory().to(self.device_name, non_blocking=True)
+        return tensor.to(self.device_name)
 
     def _onnx_session(self) -> Any:
         if self._onnx is None:
@@ -600,68 +663,62 @@ class Encoder:
         return self._onnx
 
     def _autocast(self) -> Any:
-        import torch
-        from contextlib import nullcontext
-
-        if self.device_name.startswith("cuda"):
-            return torch.autocast("cuda", dtype=torch.bfloat16)
-        return nullcontext()
+        return autocast(self.device_name, self.precision)
 
     def _batches(self, texts: Sequence[str], batch_size: int):  # noqa: ANN202
-        """Length-sorted batches with dynamic padding (torch tensors): yields (original indices, batch)."""
-        import torch
-
+        """Length-sorted batches with dynamic padding: yields (original indices, lengths, numpy batch)."""
         ids = self.tokenize(texts).ids
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         pad_id = self._pad_id()
-        for members in plan_batches([len(x) for x in ids], batch_size, self.batch_tokens):
-            idx = [int(i) for i in members]
-            width = max(len(ids[i]) for i in idx)
-            input_ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
-            mask = torch.zeros((len(idx), width), dtype=torch.long)
-            for r, i in enumerate(idx):
-                input_ids[r, : len(ids[i])] = torch.tensor(ids[i])
-                mask[r, : len(ids[i])] = 1
-            yield idx, {"input_ids": input_ids.to(self.device_name), "attention_mask": mask.to(self.device_name)}
+        for members in plan_batches(lengths, batch_size, self.batch_tokens):
+            input_ids, mask = pad_batch([ids[i] for i in members], pad_id)
+            yield members, lengths[members], {"input_ids": input_ids, "attention_mask": mask}
 
     def token_embeddings(self, texts: Sequence[str], batch_size: int | None = None) -> list[np.ndarray]:
         """Last-layer token embeddings of each text (padding removed, special tokens kept), float32; on the encoder's
         backend (ONNX Runtime: the token-level export of bench.encode.onnx_backend; never cached)."""
         if not len(texts):
             return []
-        if self.backend == "onnx":
-            return self._onnx_token_embeddings(texts, batch_size or self.batch_size)
-        import torch
-
-        out: list[np.ndarray | None] = [None] * len(texts)
-        with eval_mode(self.model) as model, torch.inference_mode(), self._autocast():
-            for idx, batch in self._batches(texts, batch_size or self.batch_size):
-                self.forward_calls += 1
-                hidden = model(**batch).last_hidden_state.float()
-                mask = batch["attention_mask"].bool()
-                for row, i in enumerate(idx):
-                    out[i] = hidden[row][mask[row]].cpu().numpy()
-        return out  # type: ignore[return-value]
-
-    def _onnx_token_embeddings(self, texts: Sequence[str], batch_size: int) -> list[np.ndarray]:
-        if self._onnx_tokens is None:
+        if self.backend == "onnx" and self._onnx_tokens is None:
             from bench.encode.onnx_backend import TOKENS, OnnxPooledModel
 
             self._onnx_tokens = OnnxPooledModel.for_encoder(self, pooling=TOKENS)
-        ids = self.tokenize(texts).ids
-        pad_id = self._pad_id()
         out: list[np.ndarray | None] = [None] * len(texts)
-        for members in plan_batches([len(x) for x in ids], batch_size, self.batch_tokens):
-            width = max(len(ids[i]) for i in members)
-            input_ids = np.full((len(members), width), pad_id, dtype=np.int64)
-            mask = np.zeros((len(members), width), dtype=np.int64)
-            for r, i in enumerate(members):
-                input_ids[r, : len(ids[i])] = ids[i]
-                mask[r, : len(ids[i])] = 1
+        for members, lengths, batch in self._batches(texts, batch_size or self.batch_size):
             self.forward_calls += 1
-            hidden = self._onnx_tokens.run({"input_ids": input_ids, "attention_mask": mask})
-            for r, i in enumerate(members):
-                out[int(i)] = hidden[r, : len(ids[i])].copy()
+            hidden = self._token_forward(batch)
+            for r, i in enumerate(members):  # a list of ragged arrays: one slice per text
+                out[int(i)] = hidden[r, : lengths[r]].copy()
         return out  # type: ignore[return-value]
+
+    def _token_forward(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """(batch, width, dim) float32 last hidden states of one padded batch, on the encoder's backend."""
+        if self.backend == "onnx":
+            return self._onnx_tokens.run(batch)
+        import torch
+
+        with eval_mode(self.model) as model, torch.inference_mode(), self._autocast():
+            tensors = {k: self._to_device(v) for k, v in batch.items()}
+            return model(**tensors).last_hidden_state.float().cpu().numpy()
+
+
+class _Chunk:
+    """One chunk of `Encoder._encode_all` between its cache lookup and its encoding."""
+
+    __slots__ = ("texts", "out", "rows", "tkeys", "todo")
+
+    def __init__(self, texts: list[str], out: np.ndarray, rows: np.ndarray, tkeys: list[bytes], todo: np.ndarray):
+        self.texts, self.out, self.rows, self.tkeys, self.todo = texts, out, rows, tkeys, todo
+
+
+class _Done:
+    """A finished result with a future's `result()` (the chunk tokenised on this thread)."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
 
 
 def check_safetensors(name: str, folder: str) -> None:
