@@ -93,3 +93,33 @@ def test_readme_adapter_example_trains(fresh, tiny_model_dir, tmp_path, capsys, 
     out = capsys.readouterr()
     assert rc == 0, out.err
     assert "[shuffle] trained 2 steps" in out.out
+
+
+def test_readme_plugin_package_installs_and_registers(tmp_path):
+    """The 'Adding a method' files, copied from the README as printed (pyproject.toml and mypkg/shuffle.py), make a
+    package pip installs offline; its entry point gives `bench methods` the method with the config's checked ranges."""
+    import os
+    import subprocess
+    import sys
+
+    text = README.read_text()
+    pyproject = text.split("# mypkg/pyproject.toml\n", 1)[1].split("```", 1)[0]
+    module = text.split("# mypkg/shuffle.py\n", 1)[1].split("```", 1)[0]
+    assert "[build-system]" in pyproject and "[project]" in pyproject
+    src = tmp_path / "mypkg"
+    (src / "mypkg").mkdir(parents=True)
+    (src / "pyproject.toml").write_text(pyproject)
+    (src / "mypkg" / "__init__.py").write_text("")
+    (src / "mypkg" / "shuffle.py").write_text(module)
+    target = tmp_path / "site"
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
+                           "--quiet", "--disable-pip-version-check", "--target", str(target), str(src)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(README.parent)])}
+    listed = subprocess.run([sys.executable, "-m", "bench", "methods"], capture_output=True, text=True, env=env, timeout=300)
+    assert listed.returncode == 0 and "shuffle" in listed.stdout, listed.stdout + listed.stderr
+    check = subprocess.run([sys.executable, "-c", "from bench.train.registry import get_method; "
+                            "get_method('shuffle').config_from({'min_words': 1000})"],
+                           capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    assert check.returncode != 0 and "min_words=1000: must be >= 1 and < 1000" in check.stderr
