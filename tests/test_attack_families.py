@@ -211,8 +211,7 @@ def test_a_plugin_attack_registers_through_the_entry_point_group(plugin_target, 
     from bench.evaluate.suites import EvalContext, parse_suites
 
     monkeypatch.syspath_prepend(str(plugin_target))
-    monkeypatch.setattr(registry, "_REGISTRY", {})
-    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(registry, "FAMILIES", registry.FAMILIES.fresh())
     importlib.invalidate_caches()
     assert {"elong", "pad", "shuffle", "upper"} <= {f.name for f in registry.families()}
     ((_, families),) = parse_suites("sts:stsb@elong,upper")

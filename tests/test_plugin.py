@@ -60,9 +60,7 @@ def plugin_on_path(plugin_target, monkeypatch):
     from bench.train import registry
 
     monkeypatch.syspath_prepend(str(plugin_target))
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
-    monkeypatch.setattr(registry, "_ALIASES", dict(registry._ALIASES))
-    monkeypatch.setattr(registry, "_loaded", False)
+    monkeypatch.setattr(registry, "METHODS", registry.METHODS.fresh())
     importlib.invalidate_caches()
     return registry
 

@@ -82,7 +82,8 @@ def test_readme_adapter_example_trains(fresh, tiny_model_dir, tmp_path, capsys, 
     code = README.read_text().split("# mypkg/shuffle.py", 1)[1].split("```", 1)[0]
     namespace: dict = {}
     exec(compile(code, "README.md (Adding a method)", "exec"), namespace)  # noqa: S102 - the README's own example
-    monkeypatch.setitem(registry._REGISTRY, "shuffle", namespace["SPEC"])
+    monkeypatch.setattr(registry, "METHODS", registry.METHODS.fresh())
+    registry.register(namespace["SPEC"])
     run_line = re.search(r"^bench run --method shuffle .*$", README.read_text(), re.M).group(0).split()[1:]
     argv = [str(tiny_model_dir) if a.startswith("random-bert") else a for a in run_line]
     argv = [a.replace("steps=50", "steps=2") for a in argv]  # 2 steps instead of 50

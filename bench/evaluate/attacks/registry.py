@@ -5,7 +5,7 @@ Built-in families (elong, pad, shuffle, and `len`, the needle suite's context le
 plug-in: an entry point in that group (lenbench's own are in pyproject.toml) names an `AttackFamily` or a
 zero-argument callable returning one or a list. A new attack is one module defining its family plus one entry point.
 Entry points are read from installed package metadata; a checkout whose metadata predates this group (installed
-before it existed) still gets the built-ins, registered directly (a debug log line says to reinstall).
+before it existed) still gets the built-ins, imported directly (`Registry.add_lazy`).
 
 Reports and the leaderboard read variant order and labels from here (`describe_variant`, `order_variants`): a
 stored variant name is looked up in every family; names no family knows sort after the known ones, alphabetically.
@@ -13,14 +13,13 @@ stored variant name is looked up in every family; names no family knows sort aft
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from bench.evaluate.attacks.base import CLEAN, Attack, AttackFamily
 from bench.runtime.errors import ConfigError
-from bench.runtime.plugins import load_entry_points
+from bench.runtime.plugins import Registry
 
 log = logging.getLogger(__name__)
 
@@ -32,43 +31,23 @@ BUILTIN = {  # name -> "module:attribute", the same targets as pyproject.toml's 
     "len": "bench.evaluate.attacks.length:FAMILY",
 }
 
-_REGISTRY: dict[str, AttackFamily] = {}
-_loaded = False
+FAMILIES: Registry[AttackFamily] = Registry("attack", AttackFamily, ENTRY_POINT_GROUP, log=log)
+for _name, _target in BUILTIN.items():  # imported only when the installed metadata lacks lenbench's own entry points
+    FAMILIES.add_lazy(_name, _target)
 
 
 def register(family: AttackFamily) -> AttackFamily:
     """Add one family; the same object twice is a no-op, a different one under a taken name an error."""
-    if family.name in _REGISTRY and _REGISTRY[family.name] is not family:
-        raise ValueError(f"attack family {family.name!r} is already registered")
-    _REGISTRY[family.name] = family
-    return family
-
-
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    load_entry_points(ENTRY_POINT_GROUP, AttackFamily, register, "attack", log)
-    missing = [name for name in BUILTIN if name not in _REGISTRY]
-    if missing:  # an install older than the group: the same objects, registered directly (quietly: stderr stays one line)
-        log.debug("lenbench's own `%s` entry points are not installed (%s): registering them directly; reinstall "
-                  "the checkout (`pip install -e .`) so plug-ins and built-ins load alike", ENTRY_POINT_GROUP,
-                  ", ".join(missing))  # fmt: skip
-        for name in missing:
-            module, _, attr = BUILTIN[name].partition(":")
-            register(getattr(importlib.import_module(module), attr))
+    return FAMILIES.register(family)
 
 
 def families() -> list[AttackFamily]:
     """Every registered family, in report order."""
-    _load()
-    return sorted(_REGISTRY.values(), key=lambda f: (f.order, f.name))
+    return sorted(FAMILIES.values(), key=lambda f: (f.order, f.name))
 
 
 def get_family(name: str) -> AttackFamily:
-    _load()
-    family = _REGISTRY.get(name)
+    family = FAMILIES.get(name)
     if family is None or not family.selectable:
         known = ", ".join(f"@{f.name}" for f in families() if f.selectable)
         raise ConfigError(f"unknown attack family {name!r}; known: {known} (a plug-in registers more through the "
@@ -100,7 +79,7 @@ def describe_variant(variant: str) -> VariantInfo:
         attack = family.parse_variant(variant)
         if attack is not None:
             return VariantInfo(variant, family.name, family.axis, attack.x_label, attack.x, (rank, attack.order, variant))
-    return VariantInfo(variant, None, "", variant, None, (len(_REGISTRY) + 1, 0.0, variant))
+    return VariantInfo(variant, None, "", variant, None, (len(FAMILIES) + 1, 0.0, variant))
 
 
 def order_variants(variants: Iterable[str]) -> list[str]:
