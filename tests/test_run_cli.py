@@ -88,6 +88,44 @@ def test_run_trains_evaluates_and_prints_the_comparison(comparison, capsys):
     assert not scores.duplicated(["run_id", "suite", "dataset", "variant", "metric"]).any()
 
 
+def test_every_run_folder_has_a_results_json_that_validates_against_the_schema(comparison):
+    """results.json beside each run: the documented schema (bench/report/results.schema.json) holds, and the file
+    gives the database's scores, n, subset and the 95% bootstrap interval of each."""
+    import json
+
+    jsonschema = pytest.importorskip("jsonschema")
+    from bench.report.results_file import load_schema
+    from bench.report.stats import score_interval
+
+    root, argv, db = comparison
+    rdb = ResultsDB(db)
+    runs = rdb.runs()
+    assert len(runs) == 3
+    schema = load_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for _, run in runs.iterrows():
+        path = Path(run["output_dir"]) / "results.json"
+        document = json.loads(path.read_text())
+        jsonschema.validate(document, schema)
+        assert document["run"]["id"] == run["id"] and document["run"]["method"] == run["method"]
+        assert document["config"]["comparison"] == run["config"]["comparison"]
+        assert (document["training"] is None) == (run["kind"] != "train")
+        stored = rdb.scores([int(run["id"])]).set_index(["variant"])
+        assert {s["variant"] for s in document["scores"]} == set(stored.index) == {"clean", "elong-2", "elong-rand"}
+        for score in document["scores"]:
+            row = stored.loc[score["variant"]]
+            assert score["value"] == pytest.approx(row["value"]) and score["n"] == row["n"] == len(STS_ROWS)
+            assert score["subset"] is None
+            items = rdb.score_items(int(row["id"]))
+            low, high = score_interval({"aggregate": items.aggregate, "item_ids": items.item_ids,
+                                        "values": items.values, "gold": items.gold})  # fmt: skip
+            assert (score["interval"]["low"], score["interval"]["high"]) == pytest.approx((low, high))
+    broken = json.loads((Path(runs.iloc[0]["output_dir"]) / "results.json").read_text())
+    del broken["scores"][0]["n"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+
+
 def test_trained_encoder_is_accepted_by_bench_eval(comparison, capsys):
     root, argv, db = comparison
     rdb = ResultsDB(db)

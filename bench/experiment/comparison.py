@@ -175,6 +175,10 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
             say(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
         if db is not None and method_spec.trains:
             _finish_trained(db, run_id, method, method_spec.paper, Path(model_dir), Path(out_dir), keep_checkpoints=spec.keep_checkpoints)
+        if db is not None:  # the run's results in its folder: config, provenance, every score (bench.report.results_file)
+            from bench.report.results_file import write_results
+
+            say(f"[{method}] results {write_results(db, run_id, out_dir)}")
         result.trained.append(run_id)
         runs_done += 1
         say(elapsed_eta(method, runs_done, total_runs - len(result.reused), time.time() - t_start, time.time() - t_loop))
