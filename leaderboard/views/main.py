@@ -275,7 +275,7 @@ def show(state: DBState) -> None:
                 for c in score_columns} if highlight and len(part) > 1 else None  # fmt: skip
         help_text = {c: "shortened; full names: " + "; ".join(literal(t) for t in values) for c, values in full.items()}
         for v in table.variants:
-            help_text.setdefault(v, f"{headline} on the {v} texts: mean over seeds (± 95% CI half-width, n=seeds)")
+            help_text.setdefault(v, f"{literal(headline)} on the {literal(v)} texts: mean over seeds (± 95% CI half-width, n=seeds)")
         event = show_table(shown, score_columns, highlight=highlight, key=f"main_table_{label or 'full'}_{_nonce()}",
                            formats={"params (M)": "%.1f", "dim": "%d", "max tokens": "%d", "rank": "%.2f", "seeds": "%d"},
                            pinned="method", best=best, help_text=help_text, selectable=True)  # fmt: skip
