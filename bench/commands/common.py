@@ -44,7 +44,15 @@ def add_encoder_options(p: argparse.ArgumentParser) -> None:
                    "auto = onnx on CPU when onnxruntime is installed, else torch (default auto)")  # fmt: skip
     p.add_argument("--emb-dtype", choices=["fp32", "fp16"], default="fp32",
                    help="embedding matrix precision; fp16 halves the memory of large corpora (default fp32)")  # fmt: skip
+    add_precision(p)
     add_allow_pickle(p)
+
+
+def add_precision(p: argparse.ArgumentParser, default: str = "auto") -> None:
+    from bench.runtime.device import PRECISIONS
+
+    p.add_argument("--precision", choices=PRECISIONS, default=default,
+                   help="model precision: fp32, bf16 (autocast) or auto = bf16 on CUDA, fp32 on the CPU (bench.runtime.device); recorded in the run and in the embedding cache key (default auto)")  # fmt: skip
 
 
 def add_allow_pickle(p: argparse.ArgumentParser) -> None:

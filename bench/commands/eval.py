@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     loaded = getattr(model, "model", None) if getattr(model, "model_loaded", False) else None
     info = {} if spec.model.lower() in LEXICAL_MODELS else model_info(resolve_model(spec.model), loaded)
     runtime = {**distributed.describe(), "device": describe.get("device"),  # "backend" there: gloo/nccl
-               **({"encoder_backend": describe["backend"], "emb_dtype": describe["emb_dtype"]} if "emb_dtype" in describe else {})}
+               **({"encoder_backend": describe["backend"], "emb_dtype": describe["emb_dtype"],
+                   "precision": describe.get("precision")} if "emb_dtype" in describe else {})}
     # A run of this exact evaluation that died (killed, failed, interrupted) is continued: its scores are kept and
     # the datasets it finished are skipped (bench.evaluate.runner), instead of a second row scoring them again.
     resumed = None if db is None else resume_row(db, "eval", spec.config_hash(describe), command=command_line(), runtime=runtime)

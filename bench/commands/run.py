@@ -41,13 +41,13 @@ from bench.commands.common import (
     add_data_dir,
     add_db,
     add_limit,
+    add_precision,
     add_nproc,
     open_db,
     start_processes,
 )
 from bench.experiment.comparison import (  # noqa: F401 - elapsed_eta, stop_reason: re-exported
     BACKBONE_NOTES,
-    _default_device,
     check_spec,
     elapsed_eta,
     run_comparison,
@@ -65,6 +65,7 @@ from bench.experiment.run_spec import (
     RunSpec,
 )
 from bench.runtime import distributed
+from bench.runtime.device import resolve_device, resolve_precision
 
 D = RunSpec()  # every option's default is RunSpec's (a sweep point builds a RunSpec without this parser)
 
@@ -116,6 +117,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", choices=BACKENDS, default=D.backend,
                    help="evaluation inference backend (training is always torch); auto = onnx on CPU (default auto)")
     p.add_argument("--emb-dtype", choices=EMB_DTYPES, default=D.emb_dtype, help="evaluation embedding matrix precision")
+    add_precision(p, D.precision)
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="a named job: scratch = crop and simcse train a random embedding layer on wiki-offline, 3 seeds, "
@@ -157,7 +159,9 @@ def run(args: argparse.Namespace) -> int:
     if preset_options:
         say(f"preset {args.preset}: " + ", ".join(f"--{k.replace('_', '-')} {v if not isinstance(v, list) else '+'.join(v)}"
                                                   for k, v in ((k, getattr(args, k)) for k in preset_options)))
-    runtime = {**distributed.describe(per_rank_batch=rank_batch), "device": args.device or _default_device()}
+    device = resolve_device(args.device)
+    runtime = {**distributed.describe(per_rank_batch=rank_batch), "device": device,
+               "precision": resolve_precision(args.precision, device)}
     db = open_db(args) if main else None
     result = run_comparison(spec, db, say=say, runtime=runtime)
     if db is None:

@@ -18,6 +18,7 @@ def load_model(
     cache_dir: str | None = None,
     backend: str = "auto",
     emb_dtype: str = "fp32",
+    precision: str = "auto",
 ) -> Any:
     """BM25 for 'bm25', else an `Encoder` (lazy for local folders: nothing heavy loads until a text must be encoded)."""
     if name.lower() in LEXICAL_MODELS:
@@ -36,4 +37,5 @@ def load_model(
         cache_dir=cache_dir,
         backend=backend,
         emb_dtype=emb_dtype,
+        precision=precision,
     )

@@ -33,6 +33,7 @@ from typing import Any
 from bench.experiment.record import Recording, command_line, merge_runtime, resume_row
 from bench.experiment.run_spec import RunConfigs, RunSpec
 from bench.runtime import distributed
+from bench.runtime.device import resolve_device
 from bench.runtime.errors import ConfigError
 from bench.runtime.paths import child_folder
 
@@ -104,7 +105,7 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
     main = distributed.is_main()
     if say is None:
         say = print if main else (lambda *a, **k: None)
-    runtime = runtime or {"device": spec.device or _default_device()}
+    runtime = runtime or {"device": resolve_device(spec.device)}
     trained_methods = [m for m in methods if get_method(m).trains]
     with distributed.main_first():  # a corpus that must be downloaded is fetched once, by rank 0
         corpus = (load_corpus(spec.corpus, data_dir=spec.data_dir, limit=spec.corpus_limit, fetch=spec.download)
@@ -245,12 +246,6 @@ def mark_in_domain(configs: RunConfigs, datasets: list[str], say: Any) -> None:
     for (method, _seed), (config, _hash) in configs.per_run.items():
         if get_method(method).trains:
             config["in_domain"] = datasets
-
-
-def _default_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _earlier_folder(db: Any, comparison: str) -> Path | None:

@@ -30,7 +30,8 @@ class EvalSpec:
         settings = EvalSettings(
             max_len=args.max_len, pooling=args.pooling, batch_size=args.batch_size, elong=elong, limit=args.limit,
             seed=args.seed, data_dir=args.data_dir, fetch=args.download, device=args.device, use_cache=not args.no_cache,
-            backend=args.backend, emb_dtype=args.emb_dtype, attack_params=attack_params,
+            backend=args.backend, emb_dtype=args.emb_dtype, precision=getattr(args, "precision", "auto"),
+            attack_params=attack_params,
             options={"needle_lengths": needle_lengths} if needle_lengths else {},
         )
         return cls(args.model, suite_args, settings)
@@ -59,6 +60,8 @@ class EvalSpec:
         }
         if s.emb_dtype != "fp32":  # fp16 matrices can move scores in the last digits: part of what was run
             config["emb_dtype"] = s.emb_dtype
+        if describe.get("precision", "fp32") != "fp32":  # the precision the model ran at (auto resolved); fp32 as before
+            config["precision"] = describe["precision"]
         return config
 
     def config_hash(self, describe: dict[str, Any]) -> str:

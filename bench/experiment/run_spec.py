@@ -23,6 +23,7 @@ from functools import cached_property
 from typing import Any, Callable
 
 from bench.experiment.settings import EvalSettings, attack_settings
+from bench.runtime.device import PRECISIONS
 from bench.runtime.errors import ConfigError
 
 DEFAULT_METHODS = "laser3-self,simcse"
@@ -92,6 +93,7 @@ class RunSpec:
     allow_pickle: bool = _opt(False, FLAG)
     backend: str = _opt("auto", choices=BACKENDS)
     emb_dtype: str = _opt("fp32", choices=EMB_DTYPES)
+    precision: str = _opt("auto", choices=PRECISIONS)  # training and evaluation (bench.runtime.device)
     no_progress: bool = _opt(False, FLAG)
     # Learning curves (bench.evaluate.curve): recorded in trained rows' configs outside the hash (training unchanged).
     preset: str | None = _opt(None, choices=("scratch",))  # bench.experiment.presets: options filled in by name
@@ -166,7 +168,7 @@ class RunSpec:
         train_cfg = TrainConfig(
             max_len=self.max_len, batch_size=self.batch_size, lr=self.lr, warmup_steps=self.warmup_steps,
             seed=self.seed, checkpoint_every=self.checkpoint_every, checkpoint_minutes=self.checkpoint_minutes,
-            device=self.device, progress=not self.no_progress, pooling=self.pooling,
+            device=self.device, progress=not self.no_progress, pooling=self.pooling, precision=self.precision,
         )
         rows = ([] if self.no_baseline or "vanilla" in methods else ["vanilla"]) + methods
         return RunSettings(methods, overrides, suite_args, budget, elong, train_cfg, rows, parse_seeds(self.seeds, self.seed),
@@ -177,7 +179,7 @@ class RunSpec:
         return EvalSettings(
             max_len=self.eval_max_len, pooling=self.pooling, batch_size=self.eval_batch_size, elong=self.settings.elong,
             limit=self.limit, seed=self.seed, data_dir=self.data_dir, fetch=self.download, device=self.device,
-            use_cache=not self.no_cache, backend=self.backend, emb_dtype=self.emb_dtype,
+            use_cache=not self.no_cache, backend=self.backend, emb_dtype=self.emb_dtype, precision=self.precision,
             attack_params=self.settings.attack_params,
         )
 
@@ -205,7 +207,8 @@ class RunSpec:
             "suite": settings.suite_args,
             "eval": {"max_len": self.eval_max_len, "pooling": self.pooling, "batch_size": self.eval_batch_size,
                      "elong": settings.elong, "limit": self.limit,
-                     **({"attacks": settings.attack_params} if settings.attack_params else {})},
+                     **({"attacks": settings.attack_params} if settings.attack_params else {}),
+                     **({"precision": self.precision} if self.precision != "auto" else {})},  # auto: hashes as before
             **({"emb_dtype": self.emb_dtype} if self.emb_dtype != "fp32" else {}),
         }
         seeds = settings.seeds
@@ -250,6 +253,8 @@ class RunSpec:
             parts += ["--limit", str(self.limit)]
         if self.emb_dtype != "fp32":
             parts += ["--emb-dtype", self.emb_dtype]
+        if self.precision != "auto":
+            parts += ["--precision", self.precision]
         if self.data_dir:
             parts += ["--data-dir", self.data_dir]
         return " ".join(shlex.quote(p) for p in parts) + f"   # from: {invoked}"

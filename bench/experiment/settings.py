@@ -20,6 +20,7 @@ class EvalSettings:
     use_cache: bool = True
     backend: str = "auto"
     emb_dtype: str = "fp32"
+    precision: str = "auto"  # fp32, bf16 or auto (bench.runtime.device)
     attack_params: dict[str, list[str]] = field(default_factory=dict)  # --attack FAMILY=PARAMS (elong excepted)
     options: dict[str, Any] = field(default_factory=dict)  # suite options (needle_lengths)
 
@@ -37,7 +38,7 @@ class EvalSettings:
 
         return load_model(model, pooling=self.pooling, max_len=self.max_len, batch_size=self.batch_size,
                           device=self.device, use_cache=self.use_cache, backend=self.backend,
-                          emb_dtype=self.emb_dtype)  # fmt: skip
+                          emb_dtype=self.emb_dtype, precision=self.precision)  # fmt: skip
 
 
 def attack_settings(elong: str, attack: list[str] | None) -> tuple[list[str], dict[str, list[str]]]:

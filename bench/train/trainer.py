@@ -27,7 +27,6 @@ import random
 import resource
 import time
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,8 @@ from typing import Any
 import torch
 
 from bench.runtime import distributed, progress
+from bench.runtime.device import PRECISIONS, resolve_device, resolve_precision
+from bench.runtime.device import autocast as device_autocast
 from bench.runtime.errors import ConfigError, TrainingError
 from bench.runtime.provenance import config_hash
 from bench.train.budget import Budget, Consumption
@@ -45,7 +46,6 @@ from bench.train.checkpoint import CheckpointSchedule, TrainState, latest_checkp
 
 log = logging.getLogger(__name__)
 
-PRECISIONS = ("auto", "fp32", "bf16")
 
 
 @dataclass
@@ -275,13 +275,13 @@ def train(
     out.mkdir(parents=True, exist_ok=True)
     if not texts:
         raise TrainingError("the training corpus is empty")
-    device = torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = torch.device(resolve_device(config.device))
     world, main = distributed.world_size(), distributed.is_main()
     if world > 1 and device.type == "cuda":
         device = torch.device("cuda", torch.cuda.current_device())  # cuda:LOCAL_RANK, set by init_from_env
     per_rank_batch(config.batch_size, world)
-    use_bf16 = config.precision == "bf16" or (config.precision == "auto" and device.type == "cuda")
-    autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if use_bf16 else nullcontext
+    precision = resolve_precision(config.precision, device)  # auto: bf16 on CUDA, fp32 elsewhere (bench.runtime.device)
+    autocast = lambda: device_autocast(device, precision)  # noqa: E731
 
     ckpt = latest_checkpoint(out)
     if ckpt is not None and not resume:
