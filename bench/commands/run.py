@@ -105,7 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-baseline", action="store_true", help="do not evaluate the untrained backbone")
     p.add_argument("--out", default=D.out, help="folder for checkpoints and trained encoders (default ./runs)")
     p.add_argument("--pooling", choices=POOLINGS, default=D.pooling,
-                   help="pooling of every evaluated encoder, the same for all methods ; methods train with it too; default mean)")
+                   help="pooling of every evaluated encoder, the same for all methods (methods train with it too; default mean)")
     p.add_argument("--eval-max-len", type=int, default=D.eval_max_len, help="evaluation max tokens (default 256: elongated texts fit)")
     p.add_argument("--eval-batch-size", type=int, default=D.eval_batch_size,
                    help=f"texts per encoding batch when scoring (default {D.eval_batch_size}; on the CPU also capped by token slots)")
@@ -119,6 +119,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--emb-dtype", choices=EMB_DTYPES, default=D.emb_dtype, help="evaluation embedding matrix precision")
     add_precision(p, D.precision)
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--report-to", default=D.report_to, metavar="TRACKER[,TRACKER]",
+                   help="also log training loss, learning rate, curve points and final scores to tensorboard (event "
+                        "files in each run folder), wandb or trackio (comma-separated; none by default); each needs "
+                        "its package: pip install 'lenbench[tensorboard]'")
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="a named job: scratch = crop and simcse train a random embedding layer on wiki-offline, 3 seeds, "
                         "scored on heldout and STS-B with learning curves (minutes on 2 CPU cores); options given win")

@@ -29,6 +29,7 @@ class CurveEvaluator:
     run_id: int | None = None
     say: Callable[[str], None] = print
     steps: list[int] = field(default_factory=list)  # steps evaluated by this process (for callers and tests)
+    tracker: Any = None  # bench.runtime.trackers.Trackers (--report-to), rank 0
 
     def __call__(self, model: Any, tokenizer: Any, step: int) -> None:
         from bench.encode.encoder import Encoder
@@ -43,5 +44,7 @@ class CurveEvaluator:
         self.steps.append(step)
         if self.db is not None and self.run_id is not None:
             self.db.add_curve_points(self.run_id, step, records)
+        if self.tracker is not None:
+            self.tracker.log_scores(records, "curve", step)
         shown = [f"{r.dataset} {r.metric} {r.value:.2f}" for r in records if r.variant == CLEAN][:4]
         self.say(f"[{self.name}] step {step}: {'; '.join(shown) or 'no clean score'}")

@@ -79,6 +79,9 @@ def check_spec(spec: RunSpec) -> tuple[Any, list[Any], str | None]:
     if reference is not None and reference not in settings.rows:
         raise ConfigError(f"--reference {spec.reference!r} is not among the compared rows ({', '.join(settings.rows)})")
     located = locate_datasets(suites, EvalContext(data_dir=spec.data_dir, fetch=spec.download))
+    from bench.runtime.trackers import parse_report_to
+
+    parse_report_to(spec.report_to)  # an unknown tracker or a missing package: refused before anything runs
     return suites, located, reference
 
 
@@ -162,17 +165,22 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
             say(f"[{method}] training seed {seed}")
         ctx = evaluation.context()
         corpus_files = corpus.files if corpus and method_spec.trains else []  # the baseline row trained on nothing
-        with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files]):
+        trackers = open_trackers(spec, run_id, method, seed, len(seeds) > 1, config, out_dir) if main else None
+        with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files]), close_trackers(trackers):
             hook = curve_hook(spec, curves, db, run_id, method, say) if method_spec.trains else None
+            if hook is not None:
+                hook.evaluate.tracker = trackers
             model_dir = _train_one(db, run_id, method, method_spec, spec, corpus, budget, replace(train_cfg, seed=seed),
-                                   method_cfg, out_dir, hook)  # fmt: skip
+                                   method_cfg, out_dir, hook, trackers)  # fmt: skip
             if method_spec.trains and main:  # the job declares the scoring, once: SentenceTransformer(folder) agrees
                 declare_scoring(model_dir, pooling=evaluation.pooling, max_len=evaluation.max_len)
             encoder = evaluation.load(model_dir)
             if db is not None:
                 db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
             t_eval = time.time()
-            evaluate(encoder, suites, ctx, db=db, run_id=run_id)
+            records = evaluate(encoder, suites, ctx, db=db, run_id=run_id)
+            if trackers is not None:
+                trackers.log_scores(records, "eval")  # at the last training step
             say(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
         if db is not None and method_spec.trains:
             _finish_trained(db, run_id, method, method_spec.paper, Path(model_dir), Path(out_dir), keep_checkpoints=spec.keep_checkpoints)
@@ -334,7 +342,33 @@ def _create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, c
     )
 
 
-def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg, method_cfg, out_dir, eval_hook=None):  # noqa: ANN001, ANN202
+def open_trackers(spec: RunSpec, run_id: int, method: str, seed: int, multi_seed: bool, config: dict, out_dir: Path) -> Any:
+    """The --report-to trackers of one run (None without any): one tracker run named like the run's folder."""
+    from bench.runtime.trackers import Trackers, parse_report_to
+
+    names = parse_report_to(spec.report_to)
+    if not names:
+        return None
+    label = f"{method}-seed{seed}" if multi_seed else method
+    return Trackers(names, Path(out_dir), f"{label} (run {run_id})", {**config, "run_id": run_id})
+
+
+class close_trackers:  # noqa: N801 - a context manager used like a function
+    """Finish the trackers when the run ends, however it ends (their files are complete either way)."""
+
+    def __init__(self, trackers: Any):
+        self.trackers = trackers
+
+    def __enter__(self) -> Any:
+        return self.trackers
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.trackers is not None:
+            self.trackers.finish()
+
+
+def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg, method_cfg, out_dir, eval_hook=None,  # noqa: ANN001, ANN202
+               trackers=None):  # noqa: ANN001
     """Train (or resume) one method; the trainer saves its weights. Returns the folder to evaluate."""
     from bench.encode.names import is_generated_backbone
     from bench.report.tables import loss_warning
@@ -358,7 +392,7 @@ def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg,
     result = train_method(
         method, backbone=spec.backbone, texts=corpus.texts, budget=budget, config=train_cfg, out_dir=out_dir,
         db=db, run_id=run_id, resume=spec.resume, method_config=method_cfg, backbone_cache_dir=Path(spec.out) / "backbones",
-        eval_hook=eval_hook,
+        eval_hook=eval_hook, tracker=trackers,
     )
     consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
     if result.resumed_from is not None:

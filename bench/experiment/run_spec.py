@@ -95,6 +95,7 @@ class RunSpec:
     emb_dtype: str = _opt("fp32", choices=EMB_DTYPES)
     precision: str = _opt("auto", choices=PRECISIONS)  # training and evaluation (bench.runtime.device)
     no_progress: bool = _opt(False, FLAG)
+    report_to: str = _opt("none")  # experiment trackers (bench.runtime.trackers): a view, outside the config hash
     # Learning curves (bench.evaluate.curve): recorded in trained rows' configs outside the hash (training unchanged).
     preset: str | None = _opt(None, choices=("scratch",))  # bench.experiment.presets: options filled in by name
     eval_every: int | None = _opt(None, int)

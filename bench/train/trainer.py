@@ -263,10 +263,12 @@ def train(
     resume: bool = False,
     save_encoder_dir: str | Path | None = "encoder",
     eval_hook: EvalHook | None = None,
+    tracker: Any = None,
 ) -> TrainResult:
     """Train `model` with `adapter` on `texts` until the budget (or the schedule horizon) stops it.
 
-    `eval_hook` scores the encoder during training (learning curves; see EvalHook).
+    `eval_hook` scores the encoder during training (learning curves; see EvalHook). `tracker`
+    (bench.runtime.trackers.Trackers, rank 0) gets each logged step's loss, learning rate and rate.
 
     `save_encoder_dir` (relative to out_dir, or absolute; None: do not save) receives the trained encoder as a
     transformers + sentence-transformers folder without the adapter's training-only modules.
@@ -446,6 +448,9 @@ def train(
                 }
                 row.update({k: float(v) for k, v in (extras or {}).items()})
                 pending_logs.append(row)
+                if tracker is not None and main:  # --report-to: the same points as the database's train_log
+                    tracker.log({"train/loss": value, "train/learning_rate": lr,
+                                 "train/examples_per_s": n_examples / step_time}, consumed.steps)  # fmt: skip
                 if len(pending_logs) >= 20:
                     flush_logs()
             bar.update(1)
@@ -504,6 +509,7 @@ def train_method(
     method_config: Any = None,
     backbone_cache_dir: str | Path | None = None,
     eval_hook: EvalHook | None = None,
+    tracker: Any = None,
 ) -> TrainResult:
     """Load the backbone, build the method's adapter with its config (`method_config`, else the paper defaults
     with `method_overrides`), train, save the encoder."""
@@ -523,4 +529,4 @@ def train_method(
     torch.manual_seed(config.seed)
     adapter = spec.build(method_config, tokenizer=tokenizer, max_len=config.max_len, seed=config.seed)
     return train(adapter, model, tokenizer, texts, budget, config, out_dir, db=db, run_id=run_id, resume=resume,
-                 eval_hook=eval_hook)
+                 eval_hook=eval_hook, tracker=tracker)
