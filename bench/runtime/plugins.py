@@ -192,6 +192,16 @@ class Registry(Generic[T]):
         self._resolve(key)
         return self._objects.get(key)
 
+    def __getitem__(self, name: str) -> T:
+        obj = self.get(name)
+        if obj is None:
+            raise KeyError(name)
+        return obj
+
+    def items(self) -> list[tuple[str, T]]:
+        """(name, object) pairs, by name."""
+        return [(self.name_of(obj), obj) for obj in self.values()]
+
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
 

@@ -81,14 +81,13 @@ def _option(name: str, where: str, known: dict[str, Any]) -> str:
 
 
 def _average_of(value: Any, where: str) -> tuple[str, ...]:
-    """A list of datasets, or the name of a published set: "beir14" (the 14 BEIR sets), "sts7" (STS12-16, STS-B, SICK-R)."""
-    from bench.data.catalog import BEIR14, STS_SUITE
+    """A list of datasets, or the name of a published set (`bench.data.catalog.NAMED_SETS`, e.g. the 14 BEIR sets)."""
+    from bench.data.catalog import NAMED_SETS
 
-    named = {"beir14": tuple(BEIR14), "sts7": tuple(STS_SUITE)}
     if isinstance(value, str):
-        if value not in named:
-            raise ConfigError(f"{where}: average_of {value!r} is not a list of datasets nor one of {sorted(named)}")
-        return named[value]
+        if value not in NAMED_SETS:
+            raise ConfigError(f"{where}: average_of {value!r} is not a list of datasets nor one of {sorted(NAMED_SETS)}")
+        return NAMED_SETS[value].members
     return tuple(str(v) for v in value)
 
 
@@ -219,7 +218,9 @@ def load_spec(path: str | Path) -> SweepSpec:
                 raise ConfigError(f"{where}: {key} must be a string, not a {_kind(table[key])}")
         average_of = table.get("average_of", ())
         if not isinstance(average_of, (str, list, tuple)) or isinstance(average_of, list) and not all(isinstance(d, str) for d in average_of):
-            raise ConfigError(f"{where}: average_of must be a list of dataset names or 'beir14' / 'sts7'")
+            from bench.data.catalog import NAMED_SETS
+
+            raise ConfigError(f"{where}: average_of must be a list of dataset names or one of {' / '.join(map(repr, NAMED_SETS))}")
         cell = {("variant" if k == "variant" else _option(k, where, known)): v for k, v in cell.items()}
         spec.published.append(Published(
             cell=cell, suite=table["suite"], metric=table["metric"], value=_published_value(table, where),

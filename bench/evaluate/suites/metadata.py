@@ -1,37 +1,68 @@
-"""What each suite declares about its scores, in one place: the metric it is ranked by, the averages its papers
-report, the items a score rests on (what a paired bootstrap resamples) and whether a higher value is better.
+"""Every suite declared once: its name, the factory that builds it from a suite string, the metric it is ranked
+by, the named sets its papers average (`bench.data.catalog.NAMED_SETS`), the items a score rests on (what a paired
+bootstrap resamples) and whether a higher value is better.
 
-Read by the CLI report (`bench.report.tables`) and the leaderboard (`leaderboard.main_board`); kept free of the suites'
-own imports (models, data readers) so both can read it cheaply.
+`SUITES` is the suite registry (`bench.runtime.plugins.Registry`): lenbench's own suites register through the
+`lenbench.suites` entry-point group exactly as a plug-in does (an entry point names a `SuiteMeta`, or a callable
+returning one or a list); a checkout installed before the group existed still finds the built-ins below.
+
+Read by the suite-string parser (`bench.evaluate.suites.registry`), the CLI report (`bench.report.tables`) and the
+leaderboard (`leaderboard.main_board`); kept free of the suites' own imports (models, data readers) so all of them
+read it cheaply.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
-from bench.data.catalog import BEIR14, CQADUPSTACK_FORUMS, STS_SUITE
+from bench.data.catalog import CQADUPSTACK_FORUMS, NAMED_SETS, STS_SUITE
+from bench.runtime.plugins import Registry
+
+ENTRY_POINT_GROUP = "lenbench.suites"
 
 
 @dataclass(frozen=True)
 class SuiteMeta:
+    name: str  # the suite string's prefix, and the suite name its scores are stored under
+    factory: str  # "module:function"; function(arg: str | None) -> Suite, arg the text after "NAME:"
     main_metric: str  # the score it is ranked by when nobody picked one (SPEC §3)
     item: str  # what one item of a score is: the unit a paired bootstrap resamples
-    averages: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (column name, datasets) its papers average
+    sets: tuple[str, ...] = ()  # the named sets (bench.data.catalog.NAMED_SETS) its papers average
     ranked: bool = True  # False: the values describe geometry; none is "best"
     plot_metrics: tuple[str, ...] = ()  # the measures worth plotting (diag)
+    summary: str = ""
+
+    @property
+    def averages(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(column name, datasets) of each average its papers report."""
+        return tuple((NAMED_SETS[s].label, NAMED_SETS[s].members) for s in self.sets)
 
 
-SUITES: dict[str, SuiteMeta] = {
-    "sts": SuiteMeta("spearman", "sentence pairs", averages=((f"STS avg ({len(STS_SUITE)})", tuple(STS_SUITE)),)),
-    "beir": SuiteMeta("ndcg_at_10", "queries", averages=(("BEIR-14 avg", tuple(BEIR14)),)),
-    "heldout": SuiteMeta("ndcg_at_10", "queries"),
-    "knn": SuiteMeta("knn_acc_euclidean", "test texts"),
-    "mteb": SuiteMeta("main_score", "task items"),
-    "needle": SuiteMeta("ndcg_at_1", "queries"),  # variants are context lengths (len-64 ...), no clean
-    # pair_cos_shift is 0 on the clean variant by definition: the attacked variants are what it is read on.
-    "diag": SuiteMeta("intra_sim_adj", "sentence pairs", ranked=False,
-                      plot_metrics=("pair_cos_shift", "intra_sim_adj", "anisotropy", "positional_jsd")),
-}  # fmt: skip
+STS = SuiteMeta("sts", "bench.evaluate.suites.sts:make_suite", "spearman", "sentence pairs", sets=("sts7",),
+                summary="STS sets (Spearman x100)")
+BEIR = SuiteMeta("beir", "bench.evaluate.suites.retrieval:make_suite", "ndcg_at_10", "queries", sets=("beir14",),
+                 summary="retrieval (nDCG@10, recall@100, MRR@10)")
+HELDOUT = SuiteMeta("heldout", "bench.evaluate.suites.heldout:make_suite", "ndcg_at_10", "queries",
+                    summary="constructed known-item task (bench run offline default)")
+KNN = SuiteMeta("knn", "bench.evaluate.suites.knn:make_suite", "knn_acc_euclidean", "test texts",
+                summary="kNN accuracy (k=10)")
+MTEB = SuiteMeta("mteb", "bench.evaluate.suites.mteb_suite:make_suite", "main_score", "task items",
+                 summary="MTEB tasks run by the mteb package")
+NEEDLE = SuiteMeta("needle", "bench.evaluate.suites.needle:make_suite", "ndcg_at_1", "queries",
+                   summary="synthetic passkey / needle retrieval per context length")  # variants: len-64 ..., no clean
+# pair_cos_shift is 0 on the clean variant by definition: the attacked variants are what it is read on.
+DIAG = SuiteMeta("diag", "bench.evaluate.suites.diag:make_suite", "intra_sim_adj", "sentence pairs", ranked=False,
+                 plot_metrics=("pair_cos_shift", "intra_sim_adj", "anisotropy", "positional_jsd"),
+                 summary="LA(SER)^3 length diagnostics on STS-B test")
+BUILTIN = {meta.name: f"{__name__}:{attr}" for attr, meta in
+           (("STS", STS), ("BEIR", BEIR), ("HELDOUT", HELDOUT), ("KNN", KNN), ("MTEB", MTEB), ("NEEDLE", NEEDLE),
+            ("DIAG", DIAG))}  # fmt: skip
+
+SUITES: Registry[SuiteMeta] = Registry("suite", SuiteMeta, ENTRY_POINT_GROUP, log=logging.getLogger(__name__))
+for _name, _target in BUILTIN.items():
+    SUITES.add_lazy(_name, _target)
+
 CQADUPSTACK_PARTS = tuple(f"cqadupstack-{f}" for f in CQADUPSTACK_FORUMS)
 DATASET_ORDER = (*STS_SUITE,)  # STS first in the papers' order; the rest follow the catalog
 

@@ -138,7 +138,8 @@ def local_retrieval_task(dataset: str, ctx: EvalContext) -> Any:
     from mteb.abstasks.retrieval import AbsTaskRetrieval
     from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
 
-    from bench.evaluate.suites.retrieval import IGNORE_IDENTICAL_IDS, load_retrieval
+    from bench.data.catalog import ignores_identical_ids
+    from bench.evaluate.suites.retrieval import load_retrieval
 
     data = load_retrieval(dataset, ctx)
     # The document string is built here (title + " " + text) so mteb sees exactly what the beir suite encodes.
@@ -149,7 +150,7 @@ def local_retrieval_task(dataset: str, ctx: EvalContext) -> Any:
 
     class LocalRetrievalTask(AbsTaskRetrieval):
         metadata = _metadata("Retrieval", f"lenbench-{dataset}", "ndcg_at_10", f"local copy of {dataset}: {data.files}")
-        ignore_identical_ids = dataset in IGNORE_IDENTICAL_IDS
+        ignore_identical_ids = ignores_identical_ids(dataset)
 
         def load_data(self, num_proc: int | None = None, **kwargs: Any) -> None:
             split = RetrievalSplitData(

@@ -6,9 +6,11 @@
     mteb:STS12,SciFact        MTEB tasks run by the mteb package
     diag                      LA(SER)^3 length diagnostics on STS-B test
     needle                    passkey and needle retrieval at context lengths 64..1024 (LongEmbed-style)
-Any of them with '@FAMILY[,FAMILY]' adds attacked variants: '@elong' (elongation), '@pad' (distractor padding),
-'@shuffle' (sentence order), or a plug-in family (bench.evaluate.attacks.registry). Several suites: repeat --suite
-or join with '+'.
+A suite string's prefix is a registered suite (`bench.evaluate.suites.metadata.SUITES`: the built-ins and the
+`lenbench.suites` plug-ins) or a named set (`bench.data.catalog.NAMED_SETS`: `beir14`, `sts7`), which its suite
+scores whole. Any of them with '@FAMILY[,FAMILY]' adds attacked variants: '@elong' (elongation), '@pad'
+(distractor padding), '@shuffle' (sentence order), or a plug-in family (bench.evaluate.attacks.registry). Several
+suites: repeat --suite or join with '+'.
 Factories are imported lazily so `bench eval --suite sts` never imports mteb.
 """
 
@@ -18,24 +20,14 @@ import importlib
 from collections.abc import Iterable
 from typing import Any
 
+from bench.data.catalog import NAMED_SETS
 from bench.evaluate.suites.base import Suite, SuiteError
-
-# prefix -> "module:factory"; factory(arg: str | None) -> Suite
-SUITE_FACTORIES: dict[str, str] = {
-    "sts": "bench.evaluate.suites.sts:make_suite",
-    "beir": "bench.evaluate.suites.retrieval:make_suite",
-    "beir14": "bench.evaluate.suites.retrieval:make_beir14",
-    "knn": "bench.evaluate.suites.knn:make_suite",
-    "mteb": "bench.evaluate.suites.mteb_suite:make_suite",
-    "diag": "bench.evaluate.suites.diag:make_suite",
-    "heldout": "bench.evaluate.suites.heldout:make_suite",  # constructed known-item task (bench run offline default)
-    "needle": "bench.evaluate.suites.needle:make_suite",  # synthetic passkey / needle retrieval per context length
-}
+from bench.evaluate.suites.metadata import SUITES, SuiteMeta
 
 
-def register_suite(prefix: str, target: str) -> None:
-    """Add a suite prefix (for plugins and tests): target is 'module:factory'."""
-    SUITE_FACTORIES[prefix] = target
+def register_suite(meta: SuiteMeta) -> SuiteMeta:
+    """Add a suite in-process (tests, notebooks; an installed plug-in uses the `lenbench.suites` entry points)."""
+    return SUITES.register(meta)
 
 
 def split_suite_args(specs: str | Iterable[str]) -> list[str]:
@@ -65,10 +57,16 @@ def parse_suite(spec: str) -> tuple[Suite, tuple[str, ...]]:
     text, at, suffix = spec.strip().partition("@")
     families = parse_families(spec, suffix) if at else ()
     prefix, _, arg = text.partition(":")
-    target = SUITE_FACTORIES.get(prefix)
-    if target is None:
-        raise SuiteError(f"unknown suite {spec!r}; known: {', '.join(sorted(SUITE_FACTORIES))} (see `bench eval --help`)")
-    module, _, func = target.partition(":")
+    named = NAMED_SETS.get(prefix)
+    if named is not None:
+        if arg:
+            raise SuiteError(f"{prefix} takes no datasets (got {arg!r}); use {named.suite}:{arg} for a selection")
+        prefix, arg = named.suite, ",".join(named.members)
+    meta = SUITES.get(prefix)
+    if meta is None:
+        known = ", ".join(sorted({*SUITES.names(), *NAMED_SETS}))
+        raise SuiteError(f"unknown suite {spec!r}; known: {known} (see `bench eval --help`)")
+    module, _, func = meta.factory.partition(":")
     factory: Any = getattr(importlib.import_module(module), func)
     return factory(arg or None), families
 

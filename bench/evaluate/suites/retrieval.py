@@ -35,7 +35,7 @@ import numpy as np
 import pytrec_eval
 
 from bench.data import BEIR14, get_info, read_beir
-from bench.data.catalog import CQADUPSTACK_FORUMS
+from bench.data.catalog import CQADUPSTACK_FORUMS, ignores_identical_ids
 from bench.data.errors import DataError
 from bench.data.readers import RetrievalData
 from bench.evaluate.attacks import Distractors
@@ -49,8 +49,6 @@ RECALL_K = 100
 MRR_K = 10
 METRICS = ("ndcg_at_10", "recall_at_100", "mrr_at_10")
 LIMIT_DISTRACTORS_PER_QUERY = 10
-# mteb's tasks with `ignore_identical_ids = True` among the BEIR-14 sets (a query is also a corpus document there).
-IGNORE_IDENTICAL_IDS = frozenset({"arguana", "quora", "fiqa", "fever"})
 # Queries x documents scored per matmul block; bounds memory to about QUERY_BLOCK * DOC_BLOCK floats.
 QUERY_BLOCK = 1024
 DOC_BLOCK = 50_000
@@ -268,7 +266,7 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
     doc_ids = list(data.corpus)
     # BM25 scores title and text as fields of their own (bench.evaluate.lexical); encoders read title + " " + text
     clean_docs = CorpusTexts(data, doc_ids, fields=is_lexical(model))
-    ignore_identical = dataset in IGNORE_IDENTICAL_IDS
+    ignore_identical = ignores_identical_ids(dataset)  # its catalog entry (mteb's flag)
     q_emb = None if is_lexical(model) else model.encode(queries, desc=f"{dataset} queries")  # once: never attacked
     records = []
     # documents are what an attack changes (queries stay clean); BM25 reads whole texts (no tokenizer, no cut)
@@ -339,17 +337,12 @@ def _check_names(names: tuple[str, ...]) -> None:
 
 
 def make_suite(arg: str | None) -> RetrievalSuite:
-    """`beir:scifact[,nfcorpus]`; plain `beir` means the 14 BEIR sets, like `beir14`."""
+    """`beir:scifact[,nfcorpus]`; plain `beir` means the 14 BEIR sets (the named set of bench.data.catalog)."""
     if not arg:
-        return make_beir14(None)
+        return RetrievalSuite(tuple(BEIR14))
     names = tuple(n.strip() for n in arg.split(",") if n.strip())
     if not names:
         raise SuiteError("beir: name at least one dataset, e.g. beir:scifact")
     _check_names(names)
     return RetrievalSuite(names)
 
-
-def make_beir14(arg: str | None) -> RetrievalSuite:
-    if arg:
-        raise SuiteError(f"beir14 takes no datasets (got {arg!r}); use beir:{arg} for a selection")
-    return RetrievalSuite(tuple(BEIR14))
