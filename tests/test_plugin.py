@@ -135,3 +135,54 @@ def test_plugin_nan_loss_stops_the_run_with_one_clear_line(plugin_on_path, tiny_
     assert failed["status"] == "failed" and "non-finite loss" in failed["error"]
     ckpt = Path(failed["output_dir"]) / "checkpoints"
     assert (ckpt / "LATEST").read_text() == "step-00000002" and (ckpt / "step-00000002" / "model.safetensors").exists()
+
+
+BAD_LOSSES = {
+    "a vector": (lambda loss: loss.expand(3) * 1.0, "returned a tensor of shape (3,), not a scalar"),
+    "detached": (lambda loss: loss.detach(), "returned a tensor with no grad"),
+    "a constant": (lambda loss: __import__("torch").tensor(1.0, requires_grad=True), "returned a leaf tensor (a constant)"),
+    "a float": (lambda loss: float(loss.detach()), "returned float, not a tensor"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_LOSSES))
+def test_check_loss_names_the_method_and_the_rule(case):
+    import torch
+
+    from bench.runtime.errors import TrainingError
+    from bench.train.loss_check import check_loss
+
+    class Adapter:
+        name = "my-method"
+
+    w = torch.ones(2, requires_grad=True)
+    make, message = BAD_LOSSES[case]
+    with pytest.raises(TrainingError) as err:
+        check_loss(make((w * 2).sum()), Adapter())
+    text = str(err.value)
+    assert text.startswith("method 'my-method' (") and message in text and "must return a scalar tensor" in text
+    check_loss((w * 2).sum(), Adapter())  # a scalar computed from the parameters passes
+
+
+def test_a_plugin_loss_that_breaks_the_rule_fails_its_row_and_keeps_the_others(plugin_on_path, tiny_model_dir, tmp_path, capsys, monkeypatch):
+    """A plug-in whose loss is a vector: one line naming the method, its module and the rule; its row is failed,
+    the method trained before it in the same comparison stays finished with its scores."""
+    from bench.cli import main
+    from results_db import ResultsDB
+
+    db, common = _toy_setup(tmp_path, tiny_model_dir)
+    monkeypatch.chdir(tmp_path)
+    import lenbench_demo_method
+
+    original = lenbench_demo_method.DemoShuffleAdapter.loss
+    monkeypatch.setattr(lenbench_demo_method.DemoShuffleAdapter, "loss",
+                        lambda self, model, batch: (original(self, model, batch)[0].expand(4) * 1.0, {}))  # fmt: skip
+    rc = main(["run", "--method", "simcse,demo-shuffle", "--budget", "steps=2", *common])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err, err
+    assert ("bench: error: method 'demo-shuffle' (lenbench_demo_method.DemoShuffleAdapter): returned a tensor of "
+            "shape (4,), not a scalar") in err  # fmt: skip
+    runs = ResultsDB(db).runs().set_index("method")
+    assert runs.loc["simcse", "status"] == "finished" and runs.loc["demo-shuffle", "status"] == "failed"
+    assert "not a scalar" in runs.loc["demo-shuffle", "error"]
+    assert len(ResultsDB(db).scores([int(runs.loc["simcse", "id"])])) > 0

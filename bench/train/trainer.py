@@ -41,6 +41,7 @@ from bench.runtime.provenance import config_hash
 from bench.train.budget import Budget, Consumption
 from bench.runtime import signals
 from bench.train.backbone import check_backbone_methods, load_backbone
+from bench.train.loss_check import check_loss
 from bench.train.sharding import shard_batch
 from bench.train.checkpoint import CheckpointSchedule, TrainState, latest_checkpoint, load_train_state, save_checkpoint
 
@@ -413,6 +414,7 @@ def train(
             local_batch = shard_batch(batch, trim=getattr(adapter, "shard_trim", ()))
             with autocast():
                 loss, extras = adapter.loss(model, local_batch)
+            check_loss(loss, adapter)  # a plug-in's loss: a scalar tensor with a grad (bench.train.loss_check)
             # Under several processes the global loss is the mean over ranks (losses normalise for it).
             value = distributed.mean_over_ranks([float(loss.detach().float())])[0]
             if not math.isfinite(value):

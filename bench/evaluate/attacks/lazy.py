@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from bench.evaluate.attacks import base
+from bench.evaluate.attacks import base, output_check
 from bench.evaluate.attacks.base import Attack, AttackInput, Distractors, Text, Tokenizer
 
 
@@ -36,6 +36,10 @@ class AttackedTexts(Sequence[str]):
         self.chunk = base.ATTACK_CHUNK
         self._states: list[Any] = [random.Random(seed).getstate()]  # rng state at the start of chunk k
         self._last: tuple[int, list] | None = None
+        # One seed, one output: checked on a small sample before any text is scored (bench...output_check).
+        owners_head = None if owners is None else owners[:output_check.SAMPLE]
+        output_check.check_deterministic(
+            attack, lambda sample, rng: self._attack(sample, rng, AttackInput(owners=owners_head, pool=pool)), texts, seed)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -61,8 +65,10 @@ class AttackedTexts(Sequence[str]):
 
     def _attack(self, chunk: Sequence[Text], rng: random.Random, where: AttackInput) -> list:
         if self.words:
-            return self.attack.apply_words(chunk, self.max_len, rng, where)
-        return self.attack.apply(chunk, self.tokenizer, self.max_len, rng, where)
+            out = self.attack.apply_words(chunk, self.max_len, rng, where)
+        else:
+            out = self.attack.apply(chunk, self.tokenizer, self.max_len, rng, where)
+        return output_check.check_output(self.attack, chunk, out)  # one text per input, of its kind
 
     def __getitem__(self, index):  # noqa: ANN001, ANN204
         if not isinstance(index, slice):
