@@ -17,9 +17,26 @@ def test_bench_results_prints_the_tables_it_printed_when_written(tmp_path):
     shutil.copy(LEGACY / "lenbench-0.1.sqlite", db)
     proc = subprocess.run([sys.executable, "-m", "bench", "results", "--db", str(db)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    # Schema 4 keys the comparison by its shared settings: only its printed key changes (and the seeds pool as before).
     before = (LEGACY / "results-table.txt").read_text()
-    assert proc.stdout == before.replace("comparison c6e1a5c78d9fcd5d:", f"comparison {NEW_COMPARISON}:")
+    # Every table of a single run is printed as it was.
+    cut = before.index("\nrun 6 ")
+    assert proc.stdout[proc.stdout.index("\nrun 6 "):] == before[cut:]
+    # The two-seed comparison (issue 27): keyed by its shared settings now; its scores are the same means, without
+    # the t(1) half-widths over 2 seeds; its differences are the same numbers, with item intervals that say the seed
+    # variance is not estimated, and stars corrected over the table.
+    now = proc.stdout[: proc.stdout.index("\nrun 6 ")]
+    assert now.startswith(f"comparison {NEW_COMPARISON}: vanilla #1 [finished], laser3-self #2")
+
+    def rows(text, start, count):
+        lines = text[text.index(start):].splitlines()[1 : 1 + count]
+        return [line.split() for line in lines]
+
+    old_scores, new_scores = rows(before[:cut], "suite  dataset", 3), rows(now, "suite  dataset", 3)
+    assert [[cell.split("±")[0] for cell in row] for row in old_scores] == new_scores
+    old_diffs, new_diffs = rows(before[:cut], "difference vs vanilla", 7)[1:], rows(now, "difference vs vanilla", 7)[1:]
+    assert [r[:7] for r in old_diffs] == [r[:7] for r in new_diffs]
+    assert all("seed variance not estimated (2 seeds; 3 needed)" in " ".join(r) for r in new_diffs)
+    assert "after Holm correction over the 6 differences" in now
 
 
 NEW_COMPARISON = "700e6fa711678759"  # the legacy bench run's shared settings, keyed as today's RunSpec.configs keys them

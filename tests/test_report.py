@@ -72,20 +72,36 @@ def _items(db, score_id):
     return {"aggregate": items.aggregate, "item_ids": items.item_ids, "values": items.values, "gold": items.gold}
 
 
-def test_several_seeds_give_mean_and_t_interval(tmp_path):
+def test_several_seeds_give_mean_and_a_seed_and_item_interval(tmp_path):
+    """3 seeds against the untrained reference: the difference of the means, its interval from the seeds' variance
+    plus the paired item bootstrap (every run on the same item resamples), computed here from the stored items."""
+    from bench.report import stats
+
     db = ResultsDB(tmp_path / "r.sqlite")
     ref = _sts_run(db, "vanilla", 1.0)
     seeds = [_sts_run(db, "simcse", 1.5, seed=s) for s in (0, 1, 2)]
+    for run in seeds:
+        db.update_run(run, kind="train")
     runs = {"vanilla": [ref], "simcse": seeds}
     scores = load_scores(db, runs)
-    per_seed = scores[(scores["method"] == "simcse") & (scores["variant"] == "clean")].sort_values("run_id")["value"]
-    ref_clean = scores[(scores["method"] == "vanilla") & (scores["variant"] == "clean")]["value"].iloc[0]
-    expected = mean_ci(per_seed - ref_clean)
+    per_seed = scores[(scores["method"] == "simcse") & (scores["variant"] == "clean")].sort_values("run_id")
+    ref_clean = scores[(scores["method"] == "vanilla") & (scores["variant"] == "clean")]
+    items = [_items(db, i) for i in [*ref_clean["id"], *per_seed["id"]]]
+    common = stats.common_items(*items)
+    resampled = [stats.resampled(item, common) for item in items]
+    full, boot = np.array([r[0] for r in resampled]), np.array([r[1] for r in resampled])
+    expected = stats.seed_item_ci(full[:1], boot[:1], full[1:], boot[1:], seeds_vary=(False, True), n_items=len(common))
+    assert expected.method == "seeds+items"
     scores["run_seed"] = scores["run_id"].map(db.runs().set_index("id")["seed"])
+    scores["run_kind"] = scores["run_id"].map(db.runs().set_index("id")["kind"])
     diffs = differences_table(db, scores, "vanilla", list(runs)).set_index("variant")
-    assert diffs.loc["clean", "diff"].rstrip("*") == f"{expected.mean:.2f}" and diffs.loc["clean", "interval"] == "3 seeds"
-    assert diffs.loc["clean", "diff"].endswith("*") == expected.excludes_zero
+    assert diffs.loc["clean", "diff"].rstrip("*") == f"{per_seed['value'].mean() - ref_clean['value'].iloc[0]:.2f}"
+    assert diffs.loc["clean", "interval"] == "seeds+items (3 seeds)"
     assert diffs.loc["clean", "ci"] == f"[{expected.low:.2f}, {expected.high:.2f}]"
+    # the star is Holm's over the table's 2 differences
+    holm = stats.adjust_p([expected.p, float(diffs.loc["elong-2", "p"])], "holm")[0]
+    assert diffs.loc["clean", "diff"].endswith("*") == (holm < 0.05)
+    per_seed = per_seed["value"]
     text = comparison_report(db, runs)
     ci = mean_ci(per_seed)
     row = next(line for line in text.splitlines() if " simcse " in line and "±" in line)
@@ -184,3 +200,45 @@ def test_results_groups_a_comparison_and_takes_a_reference(tmp_path, capsys):
     assert "difference vs laser3-self" in capsys.readouterr().out
     assert main(["results", "--db", str(path), "--reference", "nope"]) == 2
     assert "bench: error: --reference 'nope': no listed run has that method" in capsys.readouterr().err
+
+
+def test_results_on_several_seeds_and_datasets_print_corrected_stars_aggregates_and_improvement(tmp_path, capsys):
+    """bench results on a 3-seed, 3-dataset comparison: the stars' correction named, each method's mean and IQM
+    over the datasets with intervals, and the probability of improvement over the reference, as computed here."""
+    from bench.report import stats
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    datasets = ("stsb", "sts12", "sts13")
+
+    def run(method, noise, seed, kind):
+        run_id = db.create_run(model=method, method=method, seed=seed, kind=kind, config={"comparison": "c9"})
+        recs = []
+        for d in datasets:
+            rng = np.random.default_rng(zlib.crc32(f"{method}|{seed}|{d}".encode()))
+            cos = (np.asarray(GOLD) + rng.normal(0, noise, len(GOLD))).tolist()
+            from scipy.stats import spearmanr
+
+            recs.append(ScoreRecord("sts", d, "spearman", 100 * spearmanr(cos, GOLD).statistic, n=len(GOLD),
+                                    items=ItemValues("spearman", IDS, cos, GOLD)))  # fmt: skip
+        db.add_scores(run_id, recs)
+        db.finish_run(run_id)
+        return run_id
+
+    ref = run("vanilla", 2.0, 0, "eval")
+    good = [run("simcse", 0.6, s, "train") for s in (0, 1, 2)]
+    assert main(["results", "--db", str(db.location.shown)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("comparison c9") == 1 and "after Holm correction over the 3 differences of this table" in out
+    diffs = [line.split() for line in out.splitlines() if line.startswith("  sts") and "seeds+items" in line]
+    assert len(diffs) == 3 and all(d[6].endswith("*") for d in diffs)  # a large gain on every dataset
+    head = out.index("aggregate over datasets")
+    agg = {line.split()[2]: line for line in out[head:].splitlines()[2:4]}
+    scores = load_scores(db, {"vanilla": [ref], "simcse": good})
+    per = {m: [scores[(scores["method"] == m) & (scores["dataset"] == d)].sort_values("run_id")["value"].to_numpy()
+               for d in datasets] for m in ("vanilla", "simcse")}  # fmt: skip
+    mean = np.mean([v.mean() for v in per["simcse"]])
+    assert f"{mean:.2f} [" in agg["simcse"] and f"{stats.iqm(np.array(per['simcse'])):.2f} [" in agg["simcse"]
+    assert agg["simcse"].split()[-1] == f"{stats.probability_of_improvement(per['simcse'], per['vanilla']):.2f}" == "1.00"
+    assert "P(> vanilla)" in out[head:] and "mean and interquartile mean" in out[head:]
+    assert main(["results", "--db", str(db.location.shown), "--correction", "none"]) == 0
+    assert "* = the uncorrected CI excludes 0" in capsys.readouterr().out

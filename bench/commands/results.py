@@ -36,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="learning curves (bench run --eval-every): score per run, dataset and metric at each training step")
     p.add_argument("--reference", default=None, metavar="METHOD",
                    help="row each method of a comparison is compared with (default: the untrained backbone, vanilla)")
+    p.add_argument("--correction", choices=["holm", "bh", "none"], default="holm",
+                   help="multiplicity correction of the '*' on differences, over each table's differences: holm "
+                        "(family-wise error, default), bh (Benjamini-Hochberg, false discovery rate) or none; the "
+                        "printed intervals are always uncorrected")
     p.set_defaults(func=run)
 
 
@@ -72,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.runs_only:
         print(frame.to_string(index=False))
     else:
-        print_tables(db, runs, args.reference)
+        print_tables(db, runs, args.reference, args.correction)
     return 0
 
 
@@ -119,7 +123,7 @@ def print_curves(db: ResultsDB, run_ids: list[int], fmt: str) -> int:
     return 0
 
 
-def print_tables(db: ResultsDB, runs, reference: str | None) -> None:  # noqa: ANN001
+def print_tables(db: ResultsDB, runs, reference: str | None, correction: str = "holm") -> None:  # noqa: ANN001
     groups = comparison_groups(runs)
     if reference and not any(reference == r["method"] for group in groups for r in group):
         raise ConfigError(f"--reference {reference!r}: no listed run has that method")
@@ -135,5 +139,5 @@ def print_tables(db: ResultsDB, runs, reference: str | None) -> None:  # noqa: A
         ref = reference if reference in by_method else None
         from bench.report.tables import comparison_report  # (scipy: imported when a table is printed)
 
-        print(comparison_report(db, by_method, ref))
+        print(comparison_report(db, by_method, ref, correction=correction))
         print()

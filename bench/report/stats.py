@@ -281,3 +281,218 @@ def mean_ci(values: Sequence[float], level: float = DEFAULT_LEVEL) -> MeanCI:
         return MeanCI(mean, np.nan, np.nan, 1, level)
     half = float(t_half_width(x.std(ddof=1), n, level))
     return MeanCI(mean, mean - half, mean + half, n, level)
+
+
+# ------------------------------------------------------------------------------------------------ seeds and items
+MIN_SEEDS = 3  # fewer seeds than this: their variance is not estimated (a t(1) interval over 2 seeds says nothing)
+SEED_ITEM_METHOD = ("seeds+items: mean over seeds; variance = each method's between-seed variance / seeds + the "
+                    "paired bootstrap variance over the items of the seed-mean difference; t interval with "
+                    "Welch-Satterthwaite degrees of freedom")  # fmt: skip
+ITEM_METHOD = "items: paired bootstrap over the items (percentile interval)"
+
+
+@dataclass(frozen=True)
+class DifferenceCI:
+    """The difference of two methods' mean scores (over their seeds) with its interval and a two-sided p-value
+    (for multiplicity corrections), and how both were computed."""
+
+    difference: float
+    low: float
+    high: float
+    p: float
+    seeds: tuple[int, int]  # runs of (A, B)
+    method: str  # "seeds+items" or "items"
+    level: float = DEFAULT_LEVEL
+    note: str = ""  # e.g. "seed variance not estimated (2 seeds)"
+
+    @property
+    def excludes_zero(self) -> bool:
+        return not np.isnan(self.low) and (self.low > 0 or self.high < 0)
+
+
+def _normal_p(difference: float, se: float, n_items: int | None = None) -> float:
+    """Two-sided p of difference / se: Student t with n_items - 1 degrees of freedom (a mean over n items with an
+    estimated standard error), normal without n_items."""
+    from scipy.stats import norm, t
+
+    if not np.isfinite(se) or se <= 0:
+        return 0.0 if difference != 0 else 1.0
+    if n_items is not None and n_items > 1:
+        return float(2.0 * t.sf(abs(difference) / se, n_items - 1))
+    return float(2.0 * norm.sf(abs(difference) / se))
+
+
+def seed_item_ci(a_full: Sequence[float], a_boot: np.ndarray, b_full: Sequence[float], b_boot: np.ndarray,
+                 level: float = DEFAULT_LEVEL, seeds_vary: tuple[bool, bool] = (True, True),
+                 n_items: int | None = None) -> DifferenceCI:  # fmt: skip
+    """CI of mean(B) - mean(A) over seeds, each run scored on the same items and item resamples.
+
+    a_full (kA,), a_boot (kA, R): each run of A's score on all shared items and on each of the R item resamples
+    (`resampled`, the same resamples for every run); likewise B. seeds_vary: whether each side's runs are training
+    seeds (False: one untrained model, which has no seed variance).
+
+    Both sides with >= MIN_SEEDS seeds (or a side that does not vary by seed): variance = sum over the varying sides
+    of (between-seed variance of the full scores) / seeds + the bootstrap variance over the items of the seed-mean
+    difference; interval diff +- t(df) * sqrt(variance), df by Welch-Satterthwaite (the item part counts as many
+    degrees of freedom; each run's own item noise, which both parts hold, is counted once). Otherwise the seed
+    variance is not estimated: the percentile interval of the item bootstrap of the seed-mean difference, with a
+    note. p: two-sided, from the same variance (Student t with n_items - 1 df for the items alone).
+    """
+    from scipy.stats import t
+
+    a_full, b_full = np.asarray(a_full, dtype=float), np.asarray(b_full, dtype=float)
+    a_boot, b_boot = np.atleast_2d(np.asarray(a_boot, dtype=float)), np.atleast_2d(np.asarray(b_boot, dtype=float))
+    diff = float(b_full.mean() - a_full.mean())
+    boot_all = b_boot.mean(axis=0) - a_boot.mean(axis=0)
+    keep = ~np.isnan(boot_all)
+    boot = boot_all[keep]
+    var_items = float(boot.var(ddof=1)) if len(boot) > 1 else np.nan
+    ks = (len(a_full), len(b_full))
+    short = [k for k, varies in zip(ks, seeds_vary) if varies and k < MIN_SEEDS]
+    seeded = [(full, k) for full, k, varies in zip((a_full, b_full), ks, seeds_vary) if varies and k >= MIN_SEEDS]
+    if seeded and not short:
+        parts = [float(full.var(ddof=1)) / k for full, k in seeded]
+        # The between-seed variance already holds each run's own item-level noise (sigma_e^2 / n), which the item
+        # bootstrap of the seed means counts again (sigma_e^2 / (n k)): estimated from how each run deviates from
+        # its method's seed mean over the item resamples, and taken out of the item part once.
+        repeated = 0.0
+        for runs, k in ((a_boot, ks[0]), (b_boot, ks[1])):
+            if k > 1:
+                dev = runs[:, keep] - runs[:, keep].mean(axis=0)
+                repeated += float(dev.var(axis=1, ddof=1).sum()) / ((k - 1) * k)
+        item_part = max(var_items - repeated, 0.0) if np.isfinite(var_items) else 0.0
+        var = sum(parts) + item_part
+        denom = sum(p * p / (k - 1) for p, (_, k) in zip(parts, seeded))
+        df = var * var / denom if denom > 0 else np.inf
+        half = float(t.ppf(0.5 + level / 2.0, df) * np.sqrt(var)) if np.isfinite(df) else float(
+            _z(level) * np.sqrt(var))  # fmt: skip
+        p = float(2.0 * t.sf(abs(diff) / np.sqrt(var), df)) if var > 0 else (0.0 if diff else 1.0)
+        return DifferenceCI(diff, diff - half, diff + half, p, ks, "seeds+items", level)
+    note = ""
+    if short:
+        note = f"seed variance not estimated ({min(short)} seed{'s' if min(short) > 1 else ''}; {MIN_SEEDS} needed)"
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(boot, [alpha, 1.0 - alpha]) if len(boot) else (np.nan, np.nan)
+    return DifferenceCI(diff, float(low), float(high), _normal_p(diff, np.sqrt(var_items), n_items), ks, "items", level,
+                        note)  # fmt: skip
+
+
+def _z(level: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + level / 2.0))
+
+
+def bootstrap_p(difference: float, boot: np.ndarray, n_items: int | None = None) -> float:
+    """Two-sided p-value of a difference from its bootstrap resamples: difference / their standard deviation
+    against Student t with n_items - 1 degrees of freedom."""
+    boot = np.asarray(boot, dtype=float)
+    boot = boot[~np.isnan(boot)]
+    return _normal_p(difference, float(boot.std(ddof=1)) if len(boot) > 1 else np.nan, n_items)
+
+
+# ------------------------------------------------------------------------------------------------ multiplicity
+CORRECTIONS = ("holm", "bh", "none")
+CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "uncorrected"}
+
+
+def adjust_p(p: Sequence[float], method: str = "holm") -> np.ndarray:
+    """Adjusted p-values over one family: Holm (family-wise error) or Benjamini-Hochberg (false discovery rate);
+    NaN stays NaN and is not counted in the family. A star is `adjusted < 1 - level`."""
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = ~np.isnan(p)
+    m = int(ok.sum())
+    if m == 0 or method == "none":
+        return np.where(ok, p, np.nan)
+    values = p[ok]
+    order = np.argsort(values, kind="stable")
+    ranked = values[order]
+    if method == "holm":
+        adjusted = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * ranked))
+    elif method == "bh":
+        adjusted = np.minimum.accumulate((m / np.arange(m, 0, -1) * ranked[::-1]))[::-1]
+        adjusted = np.minimum(1.0, adjusted)
+    else:
+        raise ValueError(f"unknown correction {method!r} (known: {', '.join(CORRECTIONS)})")
+    back = np.empty(m)
+    back[order] = adjusted
+    out[ok] = back
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ across datasets
+def iqm(values: np.ndarray, axis: int | None = None) -> np.ndarray:
+    """Interquartile mean: the mean of the middle half (scipy.stats.trim_mean with 25% cut, as rliable)."""
+    from scipy.stats import trim_mean
+
+    return trim_mean(values, 0.25, axis=axis)
+
+
+def probability_of_improvement(x: Sequence[np.ndarray], y: Sequence[np.ndarray]) -> float:
+    """P(X > Y) per dataset, averaged over datasets (rliable's definition): per dataset the Mann-Whitney U of X's
+    seeds against Y's over kx * ky, ties counting one half; a dataset where both are identical counts 0.5.
+    x, y: one array of per-seed scores per dataset."""
+    probs = []
+    for xs, ys in zip(x, y):
+        xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+        if len(xs) == len(ys) and np.array_equal(xs, ys):
+            probs.append(0.5)
+            continue
+        greater = (xs[:, None] > ys[None, :]).sum() + 0.5 * (xs[:, None] == ys[None, :]).sum()
+        probs.append(greater / (len(xs) * len(ys)))
+    return float(np.mean(probs)) if probs else np.nan
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """A method's aggregate over datasets with its stratified-bootstrap interval."""
+
+    name: str  # "mean" or "IQM"
+    value: float
+    low: float
+    high: float
+    datasets: int
+    seeds: int  # the fewest seeds on any dataset
+
+
+
+
+def aggregate_over_datasets(full: Sequence[np.ndarray], boot: Sequence[np.ndarray], resamples: int = DEFAULT_RESAMPLES,
+                            level: float = DEFAULT_LEVEL, seed: int = SEED) -> dict[str, Aggregate]:  # fmt: skip
+    """Mean and interquartile mean over datasets of one method, with stratified-bootstrap intervals.
+
+    full[d]: (k_d,) the method's per-seed scores on dataset d; boot[d]: (k_d, R) the same runs on R item resamples
+    of d (`resampled`). Mean: the mean over datasets of the mean over seeds. IQM: rliable's, the 25%-trimmed mean
+    of every (seed, dataset) score (datasets with fewer seeds are tiled to the most seeds' count, so each dataset
+    weighs the same). Each bootstrap resample draws, in every dataset, the seeds with replacement and one of
+    the item resamples (items within each dataset, seeds within the method), and computes the aggregate; the
+    interval is the percentile interval.
+    """
+    rng = np.random.default_rng(seed)
+    k_max = max(len(f) for f in full)
+    n_boot = min(b.shape[1] for b in boot)
+    datasets = len(full)
+    point = np.empty((k_max, datasets))
+    resampled_scores = np.empty((resamples, k_max, datasets))
+    seed_means = np.empty((resamples, datasets))
+    for d, (f, b) in enumerate(zip(full, boot)):
+        k = len(f)
+        tile = np.arange(k_max) % k
+        point[:, d] = np.asarray(f, dtype=float)[tile]
+        seeds_drawn = rng.integers(0, k, size=(resamples, k))
+        items_drawn = rng.integers(0, n_boot, size=resamples)
+        drawn = np.asarray(b, dtype=float)[seeds_drawn, items_drawn[:, None]]  # (R, k)
+        resampled_scores[:, :, d] = drawn[:, tile]
+        seed_means[:, d] = drawn.mean(axis=1)
+    alpha = (1.0 - level) / 2.0
+    out = {}
+    mean = float(np.mean([np.mean(f) for f in full]))
+    for name, values, boots in (
+        ("mean", mean, seed_means.mean(axis=1)),
+        ("IQM", float(iqm(point, axis=None)), iqm(resampled_scores.reshape(resamples, -1), axis=1)),
+    ):
+        boots = boots[~np.isnan(boots)]
+        low, high = np.quantile(boots, [alpha, 1.0 - alpha]) if len(boots) else (np.nan, np.nan)
+        out[name] = Aggregate(name, values, float(low), float(high), datasets, min(len(f) for f in full))
+    return out

@@ -1,10 +1,11 @@
 """The comparison tables the CLI prints (`bench run`, `bench results`, `bench eval`): what a reviewer asks for.
 
 For each dataset: n (items scored) and a `[N]` flag on a `--limit` subset (`stsb[300]`); per method the clean and
-attacked scores (mean +- 95% t-interval over seeds when a method has several runs, `bench.report.stats.mean_ci`); for
-each method against the reference row the difference with a 95% interval: a paired bootstrap over the items the
-database keeps (STS pairs, retrieval queries, kNN test items; `bench.report.stats.paired_bootstrap`) for one run, or
-the t-interval of the per-seed differences for several; and for every attacked variant the share of texts the
+attacked scores (the mean over seeds when a method has several runs, +- 95% t-interval from 3 seeds on); for
+each method against the reference row the difference with a 95% interval (`bench.report.stats.seed_item_ci`: a
+paired bootstrap over the items the database keeps, STS pairs, retrieval queries, kNN test items, plus the
+between-seed variance with 3 or more seeds) and stars corrected over the table (Holm by default); the aggregate over
+datasets (mean, IQM, probability of improvement) when a metric was scored on several; and for every attacked variant the share of texts the
 attack changed and of clean texts already cut at max_len (Score.info), with a warning when under half changed.
 
 Reads only the results database; never evaluates or writes anything.
@@ -20,7 +21,8 @@ import pandas as pd
 
 from bench.evaluate.attacks import CLEAN, describe_variant, order_variants
 from bench.evaluate.suites.metadata import items_word
-from bench.report.stats import DEFAULT_RESAMPLES, mean_ci, paired_bootstrap
+from bench.report import stats
+from bench.report.stats import DEFAULT_RESAMPLES, mean_ci
 from results_db import ResultsDB
 
 FEW_CHANGED = 0.5  # an attacked variant that changed fewer texts than this is mostly the clean score
@@ -60,9 +62,10 @@ def _fmt(value: float) -> str:
 
 
 def _cell(values: Sequence[float]) -> str:
-    """One run: its score; several (seeds): mean +- half-width of the 95% t-interval."""
-    if len(values) == 1:
-        return _fmt(values[0])
+    """One run: its score; several (seeds): their mean, +- half-width of the 95% t-interval from 3 seeds on (over 2
+    seeds a t(1) interval says nothing: the mean alone)."""
+    if len(values) < stats.MIN_SEEDS:
+        return _fmt(float(np.mean(values))) if len(values) else ""
     ci = mean_ci(values)
     return f"{ci.mean:.2f}±{(ci.high - ci.low) / 2:.2f}" if not np.isnan(ci.low) else _fmt(ci.mean)
 
@@ -106,23 +109,45 @@ def _items(db: ResultsDB, score_id: int) -> dict | None:
     return {"aggregate": items.aggregate, "item_ids": items.item_ids, "values": items.values, "gold": items.gold}
 
 
+def _resamples(db: ResultsDB, score_ids: Sequence[int], resamples: int) -> tuple[np.ndarray, np.ndarray, int] | str:
+    """Each score's value and item resamples on the items all of them share ((k,), (k, R), n), or why not."""
+    items = [_items(db, i) for i in score_ids]
+    if any(item is None for item in items):
+        return "(no per-item values)"
+    if len({item["aggregate"] for item in items}) > 1:
+        return "(the runs aggregate differently)"
+    common = stats.common_items(*items)
+    minimum = stats.MIN_ITEMS.get(items[0]["aggregate"], 1)
+    if len(common) < minimum:
+        return f"(the runs share {len(common)} item(s); the bootstrap needs at least {minimum})"
+    pairs = [stats.resampled(item, common, (db.url, int(i)), resamples) for item, i in zip(items, score_ids)]
+    return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]), len(common)
+
+
+def _seeds_vary(rows: pd.DataFrame) -> bool:
+    """Whether a method's runs are training seeds (a trained method), not one untrained model scored once."""
+    kinds = set(rows["run_kind"]) if "run_kind" in rows else set()
+    return "train" in kinds or rows["run_id"].nunique() > 1
+
+
 def differences_table(db: ResultsDB, scores: pd.DataFrame, reference: str, methods: Sequence[str],
-                      resamples: int = DEFAULT_RESAMPLES) -> pd.DataFrame:  # fmt: skip
+                      resamples: int = DEFAULT_RESAMPLES, correction: str = "holm") -> pd.DataFrame:  # fmt: skip
     """Each method minus the reference on every (suite, dataset, metric, variant), with its 95% interval.
 
-    One run per method: paired bootstrap over the shared items (`bench.report.stats.paired_bootstrap`, the
-    computation the leaderboard's rank and Compare view use). Several runs (seeds): the per-seed differences
-    (each run against the reference run of the same seed when there is one, else the reference's first run),
-    then their mean and t-interval, which includes the training-seed variance a single bootstrap cannot see.
-    A `*` after the difference: its interval excludes 0.
+    The difference of the methods' means over their runs (seeds), every run rescored on the same resamples of the
+    items all of them share (`bench.report.stats.seed_item_ci`): with 3 or more seeds per trained method, the
+    interval combines the between-seed variance and the item sampling (t, Welch-Satterthwaite df; interval
+    "seeds+items"); with fewer, the paired bootstrap over the items (percentile; "items"), and the note says the
+    seed variance is not estimated. One run against one run is exactly `paired_bootstrap` (the leaderboard's
+    computation). `*` after the difference: it excludes 0 after the `correction` (Holm by default) over every
+    difference of this table; `p` is each difference's own two-sided p-value, `ci` its uncorrected interval.
     """
     rows = []
     keys = ["suite", "label", "metric", "variant"]
     for (suite, label, metric, variant), group in scores.groupby(keys, sort=False):
-        ref = group[group["method"] == reference]
+        ref = group[group["method"] == reference].sort_values("run_id")
         if ref.empty:
             continue
-        ref_by_seed = dict(zip(ref["run_seed"], ref["id"])) if "run_seed" in ref else {}
         for method in methods:
             if method == reference:
                 continue
@@ -131,31 +156,71 @@ def differences_table(db: ResultsDB, scores: pd.DataFrame, reference: str, metho
                 continue
             row = {"suite": suite, "dataset": label, "metric": metric, "variant": variant, "method": method,
                    "n": int(mine["n"].max())}  # fmt: skip
-            if len(mine) == 1:
-                a, b = _items(db, ref["id"].iloc[0]), _items(db, mine["id"].iloc[0])
-                if a is None or b is None:
-                    diff = float(mine["value"].iloc[0] - ref["value"].iloc[0])
-                    row.update(diff=_fmt(diff), ci="(no per-item values)", interval="")
-                else:
-                    try:
-                        keys = ((db.url, int(ref["id"].iloc[0])), (db.url, int(mine["id"].iloc[0])))
-                        ci = paired_bootstrap(a, b, resamples=resamples, keys=keys)
-                    except ValueError as exc:  # too few shared items
-                        row.update(diff=_fmt(float(mine["value"].iloc[0] - ref["value"].iloc[0])), ci=f"({exc})", interval="")
-                    else:
-                        row.update(diff=_fmt(ci.difference) + ("*" if ci.excludes_zero else ""),
-                                   ci=f"[{ci.low:.2f}, {ci.high:.2f}]", interval="bootstrap")  # fmt: skip
+            got = _resamples(db, [*ref["id"], *mine["id"]], resamples)
+            if isinstance(got, str):
+                diff = float(mine["value"].mean() - ref["value"].mean())
+                row.update(diff=diff, ci=got, interval="", p=np.nan, low=np.nan, high=np.nan)
             else:
-                ref_value = dict(zip(ref["id"], ref["value"]))
-                diffs = []
-                for _, score in mine.iterrows():
-                    ref_id = ref_by_seed.get(score.get("run_seed"), ref["id"].iloc[0])
-                    diffs.append(float(score["value"] - ref_value[ref_id]))
-                ci = mean_ci(diffs)
-                row.update(diff=_fmt(ci.mean) + ("*" if ci.excludes_zero else ""), ci=f"[{ci.low:.2f}, {ci.high:.2f}]",
-                           interval=f"{len(diffs)} seeds")  # fmt: skip
+                full, boot, n_items = got
+                k = len(ref)
+                ci = stats.seed_item_ci(full[:k], boot[:k], full[k:], boot[k:], seeds_vary=(_seeds_vary(ref), _seeds_vary(mine)),
+                                        n_items=n_items)  # fmt: skip
+                interval = f"seeds+items ({min(len(ref), len(mine)) if len(ref) > 1 else len(mine)} seeds)" \
+                    if ci.method == "seeds+items" else "bootstrap"  # fmt: skip
+                if ci.note:
+                    interval += f"; {ci.note}"
+                row.update(diff=ci.difference, ci=f"[{ci.low:.2f}, {ci.high:.2f}]", interval=interval, p=ci.p,
+                           low=ci.low, high=ci.high)  # fmt: skip
             rows.append(row)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    adjusted = stats.adjust_p(table["p"].to_numpy(dtype=float), correction)
+    star = adjusted < 1.0 - stats.DEFAULT_LEVEL
+    table["diff"] = [_fmt(d) + ("*" if s else "") for d, s in zip(table["diff"], star)]
+    table["p"] = [f"{p:.3g}" if np.isfinite(p) else "" for p in table["p"]]
+    return table.drop(columns=["low", "high"])[["suite", "dataset", "metric", "variant", "method", "n", "diff", "ci",
+                                                  "p", "interval"]]  # fmt: skip
+
+
+def aggregates_table(db: ResultsDB, scores: pd.DataFrame, reference: str, methods: Sequence[str],
+                     resamples: int = DEFAULT_RESAMPLES) -> pd.DataFrame:  # fmt: skip
+    """Per (metric, variant) scored on 2 or more datasets, each method's mean and interquartile mean over the
+    datasets every method scored, with stratified-bootstrap 95% intervals (items within each dataset, seeds within
+    the method; `bench.report.stats.aggregate_over_datasets`), and its probability of improvement over the
+    reference (rliable's: per dataset P(a seed of the method > a seed of the reference), averaged over datasets)."""
+    rows = []
+    for (metric, variant), group in scores.groupby(["metric", "variant"], sort=False):
+        cells = group.groupby(["suite", "label"], sort=False)
+        datasets = [key for key, cell in cells if set(methods) <= set(cell["method"])]
+        if len(datasets) < 2:
+            continue
+        per_method: dict[str, tuple[list, list]] = {}
+        for method in methods:
+            full, boot = [], []
+            for key in datasets:
+                cell = cells.get_group(key)
+                got = _resamples(db, cell[cell["method"] == method].sort_values("run_id")["id"].tolist(), resamples)
+                if isinstance(got, str):
+                    break
+                full.append(got[0])
+                boot.append(got[1])
+            else:
+                per_method[method] = (full, boot)
+        for method, (full, boot) in per_method.items():
+            agg = stats.aggregate_over_datasets(full, boot, resamples=resamples)
+            row = {"metric": metric, "variant": variant, "method": method, "datasets": len(datasets),
+                   "seeds": agg["mean"].seeds}  # fmt: skip
+            for name in ("mean", "IQM"):
+                a = agg[name]
+                row[name] = f"{a.value:.2f} [{a.low:.2f}, {a.high:.2f}]"
+            if method != reference and reference in per_method:
+                row[f"P(> {reference})"] = f"{stats.probability_of_improvement(full, per_method[reference][0]):.2f}"
+            rows.append(row)
+    table = pd.DataFrame(rows)
+    if not table.empty and (table["seeds"] == 1).all():
+        table = table.drop(columns="seeds")
+    return table.fillna("")
 
 
 def attack_table(scores: pd.DataFrame) -> pd.DataFrame:
@@ -212,7 +277,8 @@ def _to_text(table: pd.DataFrame) -> str:
 
 
 def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]], reference: str | None = None,
-                      resamples: int = DEFAULT_RESAMPLES, profile: bool | None = None) -> str:  # fmt: skip
+                      resamples: int = DEFAULT_RESAMPLES, profile: bool | None = None,
+                      correction: str = "holm") -> str:  # fmt: skip
     """The full text block: scores with n, differences against the reference with intervals, attack effects, and
     the robustness profile (`bench.report.robustness`): always with `profile=True` (`bench eval`, `bench run`),
     never with False, and with None (`bench results`) when a family other than elong was run, so tables of
@@ -221,22 +287,34 @@ def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]
     scores = load_scores(db, runs_by_method)
     if scores.empty:
         return "(no scores)"
-    seeds = db.runs().set_index("id")["seed"]
-    scores["run_seed"] = scores["run_id"].map(seeds)
+    runs = db.runs().set_index("id")
+    scores["run_seed"] = scores["run_id"].map(runs["seed"])
+    scores["run_kind"] = scores["run_id"].map(runs["kind"])
     parts = ["scores (n = items per dataset; DATASET[N] = a --limit subset of N items"
-             + ("; mean±half-width of the 95% t-interval over seeds" if any(len(r) > 1 for r in runs_by_method.values()) else "")
+             + ("; several seeds: their mean, ±half-width of the 95% t-interval from 3 seeds on"
+                if any(len(r) > 1 for r in runs_by_method.values()) else "")
              + ")", _to_text(scores_table(scores, methods))]  # fmt: skip
     if reference is None:
         reference = "vanilla" if "vanilla" in methods else methods[0]
     if reference not in methods:
         raise KeyError(f"--reference {reference!r} is not one of the compared methods ({', '.join(methods)})")
     if len(methods) > 1:
-        diffs = differences_table(db, scores, reference, methods, resamples=resamples)
+        diffs = differences_table(db, scores, reference, methods, resamples=resamples, correction=correction)
         if not diffs.empty:
             items = items_word(diffs["suite"].unique().tolist())
-            parts += ["", f"difference vs {reference} (95% CI: paired bootstrap over the {items} for one run, "
-                          "t-interval over seeds for several; * after the difference = its CI excludes 0)",
+            family = len(diffs)
+            star = (f"* = excludes 0 after {stats.CORRECTION_NAMES[correction]} correction over the {family} differences "
+                    "of this table" if correction != "none" else "* = the uncorrected CI excludes 0")
+            parts += ["", f"difference vs {reference} (95% CI, uncorrected: interval 'bootstrap' = paired bootstrap "
+                          f"over the {items}; 'seeds+items' = the between-seed variance (3+ seeds) plus the paired "
+                          f"bootstrap over the {items}, t with Welch-Satterthwaite df; p = two-sided; {star})",
                       _to_text(diffs)]  # fmt: skip
+        aggregates = aggregates_table(db, scores, reference, methods, resamples=resamples)
+        if not aggregates.empty:
+            parts += ["", "aggregate over datasets (mean and interquartile mean of the datasets every method scored, "
+                          "95% stratified-bootstrap CI: items within each dataset, seeds within each method; "
+                          f"P(> {reference}) = probability of improvement: per dataset P(a seed of the method beats "
+                          f"one of {reference}), Mann-Whitney, averaged over datasets)", _to_text(aggregates)]  # fmt: skip
     attacks = attack_table(scores)
     if not attacks.empty:
         shown = attacks.assign(**{c: (100 * attacks[c]).map(lambda v: f"{v:.0f}%") for c in ("changed", "truncated(clean)")})
