@@ -60,8 +60,10 @@ def test_run_trains_evaluates_and_prints_the_comparison(comparison, capsys):
         clean, e2, er, mean, change = map(float, r[5:10])
         assert mean == pytest.approx((e2 + er) / 2, abs=0.011) and change == pytest.approx(mean - clean, abs=0.011)
     diffs = out[out.index("difference vs vanilla"):].splitlines()
-    assert diffs[1].split() == ["suite", "dataset", "metric", "variant", "method", "n", "diff", "ci", "interval"]
+    assert diffs[1].split() == ["suite", "dataset", "metric", "variant", "method", "n", "diff", "ci", "p", "interval"]
     assert sum(1 for line in diffs[2:8] if "bootstrap" in line) == 6  # 2 methods x 3 variants, each with a CI
+    # one trained seed each: the item interval, and the table says the seed variance is not estimated
+    assert sum(1 for line in diffs[2:8] if "seed variance not estimated (1 seed; 3 needed)" in line) == 6
 
     rdb = ResultsDB(db)
     runs = rdb.runs().set_index("method")
