@@ -143,3 +143,49 @@ def test_folders_are_made_from_slugs_only_and_never_leave_the_output_folder(tmp_
     for name in ("../../../../tmp/x", "..", "a/b", "/abs", ""):
         with pytest.raises(ValueError, match="cannot name a folder"):
             child_folder(tmp_path, name)
+
+
+# ------------------------------------------------------------------------------------- a suite plug-in
+SUITE_PLUGIN_SRC = Path(__file__).resolve().parent / "suite_plugin_pkg"
+
+
+def test_a_plugin_suite_is_evaluated_by_bench_eval(tmp_path, tiny_model_dir, monkeypatch):
+    """tests/suite_plugin_pkg, pip-installed offline into a temporary folder, is found by a separate `bench eval`
+    process only through the `lenbench.suites` entry point of its dist-info; its score is the one the suite computes
+    in this process with the same encoder."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from results_db import ResultsDB
+
+    src, target = tmp_path / "src", tmp_path / "site"
+    shutil.copytree(SUITE_PLUGIN_SRC, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
+                           "--quiet", "--disable-pip-version-check", "--target", str(target), str(src)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(repo)]), "OMP_NUM_THREADS": "1",
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
+    db = tmp_path / "r.sqlite"
+    proc = subprocess.run([sys.executable, "-m", "bench", "eval", "--model", str(tiny_model_dir), "--suite",
+                           "demo-order:4", "--db", str(db), "--backend", "torch", "--no-cache", "--no-progress"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    scores = ResultsDB(db).scores()
+    assert scores[["suite", "dataset", "metric", "variant", "n"]].values.tolist() == [["demo-order", "toy4", "order_robust", "clean", 4]]
+
+    import importlib
+
+    monkeypatch.syspath_prepend(str(target))
+    importlib.invalidate_caches()
+    from bench.evaluate.models import load_model
+    from bench.evaluate.suites import EvalContext, metadata, parse_suites
+
+    monkeypatch.setattr(metadata, "SUITES", metadata.SUITES.fresh())
+    ((suite, _),) = parse_suites("demo-order:4")
+    model = load_model(str(tiny_model_dir), backend="torch", use_cache=False)
+    (expected,) = suite.evaluate(model, "toy4", EvalContext())
+    assert scores["value"].iloc[0] == pytest.approx(expected.value) and expected.value in (0, 25, 50, 75, 100)

@@ -22,12 +22,13 @@ from typing import Any
 
 from bench.data.catalog import NAMED_SETS
 from bench.evaluate.suites.base import Suite, SuiteError
-from bench.evaluate.suites.metadata import SUITES, SuiteMeta
+from bench.evaluate.suites import metadata
+from bench.evaluate.suites.metadata import SuiteMeta
 
 
 def register_suite(meta: SuiteMeta) -> SuiteMeta:
     """Add a suite in-process (tests, notebooks; an installed plug-in uses the `lenbench.suites` entry points)."""
-    return SUITES.register(meta)
+    return metadata.SUITES.register(meta)
 
 
 def split_suite_args(specs: str | Iterable[str]) -> list[str]:
@@ -62,9 +63,9 @@ def parse_suite(spec: str) -> tuple[Suite, tuple[str, ...]]:
         if arg:
             raise SuiteError(f"{prefix} takes no datasets (got {arg!r}); use {named.suite}:{arg} for a selection")
         prefix, arg = named.suite, ",".join(named.members)
-    meta = SUITES.get(prefix)
+    meta = metadata.SUITES.get(prefix)
     if meta is None:
-        known = ", ".join(sorted({*SUITES.names(), *NAMED_SETS}))
+        known = ", ".join(sorted({*metadata.SUITES.names(), *NAMED_SETS}))
         raise SuiteError(f"unknown suite {spec!r}; known: {known} (see `bench eval --help`)")
     module, _, func = meta.factory.partition(":")
     factory: Any = getattr(importlib.import_module(module), func)

@@ -1,0 +1,93 @@
+"""Each suite fact has one home: a suite is declared once (a `SuiteMeta` in bench/evaluate/suites/metadata.py), a
+named set's name and members once (`NAMED_SETS` in bench/data/catalog.py), and `ignore_identical_ids` once (the
+dataset's catalog entry). Every other module reads them from there; this test fails when one is written again
+outside its declaration: three suite names in one literal (a suite table), a named set's name, three of its members
+in a list, tuple or set, two of the flagged datasets in one, another `SuiteMeta(...)` or an
+`ignore_identical_ids=True`. (A dict with one value per dataset, such as the md5 of each BEIR download, states
+that value, not a set's membership.)"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("bench", "leaderboard", "methods", "results_db")
+HOMES = {"bench/data/catalog.py", "bench/evaluate/suites/metadata.py"}
+
+
+def facts() -> tuple[set[str], dict[str, set[str]], set[str]]:
+    """(built-in suite names, named set -> members, datasets flagged ignore_identical_ids), from their declarations."""
+    from bench.data.catalog import CATALOG, NAMED_SETS
+    from bench.evaluate.suites.metadata import BUILTIN
+
+    return set(BUILTIN), {n: set(s.members) for n, s in NAMED_SETS.items()}, {n for n, i in CATALOG.items() if i.ignore_identical_ids}
+
+
+def restated(source: str, where: str) -> list[str]:
+    """Where `source` writes a declared fact again."""
+    suites, sets, flagged = facts()
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        line = f"{where}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Constant) and node.value in sets:
+            out.append(f"{line}: named set name {node.value!r}")
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+            items = node.keys if isinstance(node, ast.Dict) else node.elts
+            strings = {n.value for n in items if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+            if len(strings & suites) >= 3:
+                out.append(f"{line}: suite names {sorted(strings & suites)}")
+            if isinstance(node, ast.Dict):
+                continue  # a table with one value per dataset (a download's md5) states that value, not membership
+            out += [f"{line}: members of {name}" for name, members in sets.items() if len(strings & members) >= 3]
+            if len(strings & flagged) >= 2:
+                out.append(f"{line}: datasets with ignore_identical_ids {sorted(strings & flagged)}")
+        if isinstance(node, ast.Call):
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if func == "SuiteMeta":
+                out.append(f"{line}: a suite declared")
+            if any(k.arg == "ignore_identical_ids" and isinstance(k.value, ast.Constant) and k.value.value is True
+                   for k in node.keywords):  # fmt: skip
+                out.append(f"{line}: ignore_identical_ids=True")
+    return out
+
+
+def test_the_check_catches_each_kind_of_restated_fact():
+    planted = '''
+SUITE_FACTORIES = {"sts": "a:b", "beir": "a:c", "knn": "a:d"}
+named = {"beir14": ()}
+STS = ("sts12", "sts13", "sts14")
+IGNORED = frozenset({"arguana", "quora"})
+EXTRA = SuiteMeta("x", "m:f", "acc", "items")
+info = DatasetInfo("x", "beir", "beir/x", "", ignore_identical_ids=True)
+'''
+    found = restated(planted, "planted.py")
+    assert sorted(f.split(": ", 1)[1] for f in found) == [
+        "a suite declared", "datasets with ignore_identical_ids ['arguana', 'quora']", "ignore_identical_ids=True",
+        "members of sts7", "named set name 'beir14'", "suite names ['beir', 'knn', 'sts']"]
+
+
+def test_suites_named_sets_and_ignore_identical_ids_are_written_only_in_their_declarations():
+    offences = []
+    for top in PACKAGES:
+        for path in sorted((REPO / top).rglob("*.py")):
+            where = str(path.relative_to(REPO))
+            if where not in HOMES:
+                offences += restated(path.read_text(), where)
+    assert offences == []
+
+
+def test_every_reader_gets_the_declared_facts():
+    from bench.data.catalog import NAMED_SETS
+    from bench.evaluate.suites import parse_suites
+    from bench.evaluate.suites.metadata import SUITES, suite_meta
+    from bench.sweep.spec import _average_of
+    from leaderboard.main_board import SUITE_STANDARDS
+
+    for name, named in NAMED_SETS.items():
+        ((suite, _),) = parse_suites(name)
+        assert suite.name == named.suite and tuple(suite.datasets()) == named.members  # the factory
+        assert _average_of(name, "x") == named.members  # the sweep's average_of
+        assert SUITE_STANDARDS[named.suite] == (named.label, named.members)  # the tables' averages
+    assert set(SUITES.names()) >= {"sts", "beir", "knn", "mteb", "diag", "heldout", "needle"}
+    assert suite_meta("mteb:STS12") is SUITES["mteb"]
