@@ -96,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.time()
     with Recording(db, run_id, files=lambda: ctx.files_read,
                    earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None):
-        records = evaluate(model, suites, ctx, db=db, run_id=run_id)
+        records = evaluate(model, suites, ctx, db=db, run_id=run_id,
+                           earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None)
         encoded = distributed.all_gather_object(getattr(model, "texts_encoded", None))
         if db is not None and encoded[0] is not None:
             merge_runtime(db, run_id, {"texts_encoded_per_rank": encoded})

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.runtime import distributed
 from bench.encode.sharded import shard_encoder
+from bench.evaluate.changed_data import changed_files, dataset_paths
 from bench.evaluate.suites.base import EvalContext, Suite, SuiteError
 from results_db.records import ScoreRecord
 
@@ -135,10 +136,13 @@ def evaluate(
     db: ResultsDB | None = None,
     run_id: int | None = None,
     on_dataset: Callable[[str, list[ScoreRecord]], None] | None = None,
+    earlier_fingerprint: dict[str, str] | None = None,
 ) -> list[ScoreRecord]:
     """Score every dataset of every suite; each dataset is one transaction, so a crash keeps finished ones.
 
-    Datasets the run already has scores for (a resumed run) are not evaluated again.
+    Datasets the run already has scores for (a resumed run) are not evaluated again, unless one of their files
+    changed since the earlier attempt read it (`earlier_fingerprint`, the row's data fingerprint): those are scored
+    again, and a line says so.
 
     Under torchrun every rank calls this with the same arguments, rank 0 alone with `db`: texts to encode are
     shared out over the ranks (bench.encode.sharded), rank 0's list of finished datasets is every rank's, and every rank
@@ -148,13 +152,18 @@ def evaluate(
     model = shard_encoder(model)
     done = db.scored_datasets(run_id) if db is not None and run_id is not None else set()
     done = distributed.broadcast_from_main(done)
+    earlier_fingerprint = distributed.broadcast_from_main(earlier_fingerprint or {})  # every rank skips alike
     records: list[ScoreRecord] = []
     for suite, families in suites:
         sub = replace(ctx, attacked=bool(families), families=tuple(families) or ctx.families)
         for dataset in suite.datasets():
             wanted = {(suite.name, dataset, v) for v in suite_variants(suite, sub)}
             if wanted <= done:
-                continue
+                changed = changed_files(dataset_paths(suite, dataset, sub), earlier_fingerprint or {})
+                if not changed:
+                    continue
+                if distributed.is_main():
+                    print(f"{suite.name}:{dataset}: {', '.join(changed)} changed since this run scored it; scored again")
             started = time.monotonic()
             recs = suite.evaluate(model, dataset, sub)
             seconds = time.monotonic() - started

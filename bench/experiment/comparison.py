@@ -166,7 +166,10 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
         ctx = evaluation.context()
         corpus_files = corpus.files if corpus and method_spec.trains else []  # the baseline row trained on nothing
         trackers = open_trackers(spec, run_id, method, seed, len(seeds) > 1, config, out_dir) if main else None
-        with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files]), close_trackers(trackers):
+        # a resumed row's files as its earlier attempt read them: a dataset whose file changed since is scored again
+        earlier = (db.get_run(run_id).get("data_fingerprint") or {}) if db is not None else {}
+        with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files], earlier_fingerprint=earlier), \
+                close_trackers(trackers):
             hook = curve_hook(spec, curves, db, run_id, method, say) if method_spec.trains else None
             if hook is not None:
                 hook.evaluate.tracker = trackers
@@ -178,7 +181,7 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
             if db is not None:
                 db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
             t_eval = time.time()
-            records = evaluate(encoder, suites, ctx, db=db, run_id=run_id)
+            records = evaluate(encoder, suites, ctx, db=db, run_id=run_id, earlier_fingerprint=earlier)
             if trackers is not None:
                 trackers.log_scores(records, "eval")  # at the last training step
             say(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")

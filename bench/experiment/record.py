@@ -33,7 +33,7 @@ class Recording:
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
         if exc is not None:
             try:
-                record_failure(self.db, self.run_id, exc, list(self.files()))
+                record_failure(self.db, self.run_id, exc, list(self.files()), self.earlier)
             finally:
                 self.beat.stop()
             return False
@@ -78,7 +78,7 @@ def merge_runtime(db: Any, run_id: int, fields: dict[str, Any]) -> None:
             run.runtime = {**(run.runtime or {}), **fields}
 
 
-def record_failure(db: Any, run_id: int | None, exc: BaseException, files: Any) -> None:
+def record_failure(db: Any, run_id: int | None, exc: BaseException, files: Any, earlier: dict | None = None) -> None:
     """Mark a run row failed/interrupted after `exc`. A SIGTERM during the write is held until it is done: under
     torchrun the launcher sends one to the survivors just as their collectives fail, and the row must not be
     left 'running' half-way."""
@@ -89,7 +89,8 @@ def record_failure(db: Any, run_id: int | None, exc: BaseException, files: Any) 
     status = signals.run_status(exc)
     signals.defer_stops(True)
     try:
-        reason = mark_finished(db, run_id, status, f"{type(exc).__name__}: {exc}", fingerprint_files(files))
+        # the files an earlier attempt read stay named (a resumed row that fails again), those read now win
+        reason = mark_finished(db, run_id, status, f"{type(exc).__name__}: {exc}", {**(earlier or {}), **fingerprint_files(files)})
     finally:
         signals.defer_stops(False)
     if reason is not None:  # the run's own error (printed after this line) matters more; say why it is not recorded
