@@ -81,9 +81,27 @@ def group_runs(runs: pd.DataFrame) -> pd.DataFrame:
         marked = out["in_domain"].fillna("").astype(str) != ""
         out.loc[marked, "corpus"] = "in-domain: " + out.loc[marked, "corpus"]
     out["backbone"] = out["backbone"].replace("", NONE_LABEL)
+    out["backbone"] = weights_labels(out)
     out["method"] = out["method"].replace("", NONE_LABEL)
     out["method"] = hyperparameter_labels(out)
     return out
+
+
+def weights_labels(runs: pd.DataFrame) -> pd.Series:
+    """Evaluated models are rows by their weights, not by the name typed: where untrained runs of one (method,
+    backbone) name evaluated different weights (two folders `x/enc` and `y/enc` both typed `enc`), each backbone gets
+    its weights fingerprint ("enc @6952fee8"), so they never share a row."""
+    backbone = runs["backbone"].copy()
+    if "model_fingerprint" not in runs or "budget_label" not in runs:
+        return backbone
+    fp = runs["model_fingerprint"].fillna("").astype(str)
+    untrained = (runs["budget_label"] == "") & (fp != "") & (runs.get("kind", pd.Series("", index=runs.index)) != REFERENCE)
+    if not untrained.any():
+        return backbone
+    distinct = fp[untrained].groupby([runs.loc[untrained, "method"], backbone[untrained]]).transform("nunique")
+    ambiguous = distinct[distinct > 1].index
+    backbone.loc[ambiguous] = backbone.loc[ambiguous] + " @" + fp.loc[ambiguous].str[:8]
+    return backbone
 
 
 

@@ -162,10 +162,13 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
     limit = func.coalesce(table.c.config[("eval", "limit")].as_integer(), table.c.config["limit"].as_integer())
     method_config = table.c.config["method_config"].label("method_config")  # tells --hp variants of a method apart
     in_domain = table.c.config["in_domain"].label("in_domain")  # evaluated datasets the training corpus is
-    stmt = select(*[table.c[name] for name in wanted], limit.label("config_limit"), method_config, in_domain).order_by(table.c.id)
+    weights = table.c.config["model_fingerprint"].as_string().label("model_fingerprint")  # an evaluated model's weights
+    stmt = select(*[table.c[name] for name in wanted], limit.label("config_limit"), method_config, in_domain,
+                  weights).order_by(table.c.id)  # fmt: skip
     with db.engine.connect() as conn:
         frame = _frame(conn, stmt)
-    for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind", "sweep", "sweep_point"):
+    for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind", "sweep", "sweep_point",
+                "model_fingerprint"):  # fmt: skip
         frame[col] = frame[col].fillna("").astype(str) if col in frame else ""
     frame["model_info"] = [_json(v) for v in frame["model_info"]] if "model_info" in frame else [{} for _ in range(len(frame))]
     frame["method_config"] = [_json(v) for v in frame["method_config"]] if "method_config" in frame else [{} for _ in range(len(frame))]

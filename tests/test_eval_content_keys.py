@@ -69,3 +69,27 @@ def test_an_unchanged_file_is_not_scored_again(tmp_path, monkeypatch, capsys):
     assert main(argv) == 0
     assert calls == ["scifact", "nfcorpus"]  # scifact was not scored a second time
     assert "scored again" not in capsys.readouterr().out
+
+
+def test_two_model_folders_of_one_name_never_share_a_leaderboard_row(tmp_path, tiny_model_dir, monkeypatch):
+    """`enc` typed in two folders holding different weights: two rows, each with its own score; the same weights
+    evaluated twice (another folder, another name) stay one row per name."""
+    import shutil
+
+    from bench.encode.backbones import make_random_bert
+    from leaderboard import grouping, queries
+    from tests.conftest import write_sts
+
+    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", [("a b c", "a b d", 3.0), ("x y", "z w", 1.0), ("cat dog", "dog cat", 4.0)])
+    shutil.copytree(tiny_model_dir, tmp_path / "x" / "enc")
+    make_random_bert(tmp_path / "y" / "enc", size="tiny", seed=1)
+    db = tmp_path / "r.sqlite"
+    for parent in ("x", "y"):
+        monkeypatch.chdir(tmp_path / parent)
+        assert main(["eval", "--model", "enc", "--suite", "sts:stsb", "--data-dir", str(tmp_path / "data"), "--db", str(db),
+                     "--max-len", "32", "--no-progress"]) == 0  # fmt: skip
+    runs = grouping.group_runs(queries.run_list(ResultsDB(db, read_only=True)))
+    assert runs["model"].tolist() == ["enc", "enc"]  # as typed
+    codes, groups = grouping.coded_groups(runs)
+    assert len(groups) == 2 and len(set(codes)) == 2
+    assert all(b.startswith("enc @") for b in groups["backbone"])
