@@ -71,8 +71,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("bench.commands",),
     ("bench.cli",),
     ("bench.__main__",),
+    ("lenbench",),  # the Python API: the commands' jobs as functions (it parses options with the commands' parser)
 ]
-PACKAGES = ("bench", "methods", "leaderboard", "results_db")
+PACKAGES = ("bench", "methods", "leaderboard", "results_db", "lenbench")
 
 
 def module_files() -> dict[str, Path]:

@@ -66,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
         frame = scores.merge(runs[["id", "method", "model", "status"]], left_on="run_id", right_on="id")
         frame = frame[["run_id", "method", "model", "status", "suite", "dataset", "variant", "metric", "value", "n", "info"]]
         if args.format in ("csv", "json"):
-            frame = score_rows(db, runs, scores)
+            from bench.report.results_file import scores_frame
+
+            frame = scores_frame(db, runs, scores["run_id"].unique().tolist())
     if args.format == "csv":
         if "info" in frame:  # a JSON column: written as JSON, as --format json and the database hold it
             frame = frame.assign(info=[None if v is None else json.dumps(v, sort_keys=True) for v in frame["info"]])
@@ -78,35 +80,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_tables(db, runs, args.reference, args.correction)
     return 0
-
-
-SCORE_COLUMNS = ["run_id", "kind", "method", "model", "backbone", "budget", "corpus", "seed", "status", "suite", "dataset",
-                 "variant", "metric", "value", "n", "subset", "ci_low", "ci_high", "info"]
-
-
-def score_rows(db: ResultsDB, runs, scores):  # noqa: ANN001, ANN201 - pandas frames
-    """--format csv|json: one row per score with what it rests on and how it was made: the run's backbone, budget,
-    training corpus and seed, n, the subset (`--limit` N, empty for the whole dataset) and the 95% bootstrap
-    interval of the score over its items (bench.report.results_file, the numbers results.json holds)."""
-    import pandas as pd
-
-    from bench.report.results_file import score_entries
-
-    meta = runs.set_index("id")
-    rows = []
-    for run_id in sorted(scores["run_id"].unique().tolist()):
-        run = meta.loc[run_id]
-        for entry in score_entries(db, int(run_id)):
-            interval = entry["interval"] or {}
-            rows.append({
-                "run_id": int(run_id), "kind": run["kind"], "method": run["method"], "model": run["model"],
-                "backbone": run["backbone"] or None, "budget": run["budget_label"] or None,
-                "corpus": run["train_corpus"] or None, "seed": int(run["seed"]), "status": run["status"],
-                **{k: entry[k] for k in ("suite", "dataset", "variant", "metric", "value", "n")},
-                "subset": (entry["subset"] or {}).get("limit"), "ci_low": interval.get("low"), "ci_high": interval.get("high"),
-                "info": {**entry["info"], **(entry["subset"] or {})} or None,
-            })  # fmt: skip
-    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
 
 
 def print_curves(db: ResultsDB, run_ids: list[int], fmt: str) -> int:

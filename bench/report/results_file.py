@@ -99,6 +99,34 @@ def curve_entries(db: Any, run_id: int) -> list[dict[str, Any]]:
              "subset": _subset(_info(p.get("info")))} for _, p in points.iterrows()]  # fmt: skip
 
 
+SCORE_COLUMNS = ["run_id", "kind", "method", "model", "backbone", "budget", "corpus", "seed", "status", "suite", "dataset",
+                 "variant", "metric", "value", "n", "subset", "ci_low", "ci_high", "info"]
+
+
+def scores_frame(db: Any, runs: Any, run_ids: Any, method_labels: dict[int, str] | None = None) -> Any:
+    """One row per score (SCORE_COLUMNS) with what it rests on and how it was made: the run's backbone, budget,
+    training corpus and seed, n, the subset (`--limit` N, empty for the whole dataset) and the 95% bootstrap interval
+    of the score over its items; what `bench results --format csv|json` and the Python API's `to_pandas()` give.
+    runs: db.runs() (or a part holding run_ids); method_labels: run id -> the label a comparison shows."""
+    import pandas as pd
+
+    meta = runs.set_index("id")
+    rows = []
+    for run_id in sorted(int(r) for r in run_ids):
+        run = meta.loc[run_id]
+        for entry in score_entries(db, run_id):
+            interval = entry["interval"] or {}
+            rows.append({
+                "run_id": run_id, "kind": run["kind"], "method": (method_labels or {}).get(run_id, run["method"]),
+                "model": run["model"], "backbone": run["backbone"] or None, "budget": run["budget_label"] or None,
+                "corpus": run["train_corpus"] or None, "seed": int(run["seed"]), "status": run["status"],
+                **{k: entry[k] for k in ("suite", "dataset", "variant", "metric", "value", "n")},
+                "subset": (entry["subset"] or {}).get("limit"), "ci_low": interval.get("low"), "ci_high": interval.get("high"),
+                "info": {**entry["info"], **(entry["subset"] or {})} or None,
+            })  # fmt: skip
+    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+
+
 def run_results(db: Any, run_id: int) -> dict[str, Any]:
     """The results document of one run (see the module docstring)."""
     run = db.get_run(run_id)

@@ -1,0 +1,102 @@
+"""The evaluation job: one model scored on suites, recorded as one run row. `bench eval` parses its options into an
+`EvalSpec` and hands it here; the Python API (`lenbench.evaluate`) builds the EvalSpec itself and calls the same
+function, so both write the same row and the same scores.
+
+    result = run_evaluation(EvalSpec("minilm", ["sts:stsb@elong"]), db)
+    print(result.report())
+
+Checked before a row is written: the suites, the data they read (one error naming every missing dataset), the model
+(it loads, and it can run these suites). A run of this exact evaluation that died (killed, failed, interrupted) is
+continued: its scores are kept and the datasets it finished skipped. Under torchrun every rank calls it; encoding is
+sharded over ranks and rank 0 alone (the one given `db`) writes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.experiment.eval_spec import EvalSpec
+from bench.experiment.record import Recording, command_line, merge_runtime, resume_row
+from bench.runtime import distributed
+
+
+@dataclass
+class EvaluationResult:
+    run_id: int | None  # None on ranks other than 0
+    method: str  # the row's method label
+    records: list[Any] = field(default_factory=list)  # ScoreRecords of this call (a resumed run: the new ones)
+    db: Any = None
+    seconds: float = 0.0
+
+    def report(self, profile: bool = True) -> str:
+        """The table `bench eval` prints (bench.report.tables)."""
+        from bench.report.tables import comparison_report
+
+        if self.db is None or self.run_id is None:
+            return ""
+        return comparison_report(self.db, {self.method: [self.run_id]}, profile=profile)
+
+
+def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] | None = None,
+                   command: str | None = None, open_db: Callable[[], Any] | None = None) -> EvaluationResult:  # fmt: skip
+    """Score `spec.model` on `spec.suite_args` and record it (see the module docstring). db: a results_db.ResultsDB
+    on rank 0 (None: nothing recorded), or `open_db`, called once the inputs are checked (a bad input never creates
+    a database file); command: what Run.command records (default: this process's command line)."""
+    from bench.encode.encoder import resolve_model
+    from bench.encode.model_info import model_info
+    from bench.evaluate.models import LEXICAL_MODELS
+    from bench.evaluate.runner import check_model, evaluate, locate_datasets
+    from bench.evaluate.suites import parse_suites
+    from bench.runtime.provenance import code_version, package_versions
+
+    main = distributed.is_main()
+    if say is None:
+        say = print if main else (lambda *a, **k: None)
+    suites = parse_suites(spec.suite_args)  # unknown suite: error before anything is written
+    ctx = spec.settings.context()
+    for located in locate_datasets(suites, ctx):  # a missing dataset: one error, before anything is recorded
+        say(f"data  {located.describe()}")
+    if db is None and open_db is not None and main:
+        db = open_db()
+    model = spec.settings.load(spec.model)
+    check_model(model, suites)  # e.g. bm25 on sts: refused before a run is recorded
+    describe = model.describe()
+    # a folder's info is read from its files; the torch module is passed only when already loaded (hub ids), so a warm
+    # run over cached texts still loads no model
+    loaded = getattr(model, "model", None) if getattr(model, "model_loaded", False) else None
+    info = {} if spec.model.lower() in LEXICAL_MODELS else model_info(resolve_model(spec.model), loaded)
+    runtime = {**distributed.describe(), "device": describe.get("device"),  # "backend" there: gloo/nccl
+               **({"encoder_backend": describe["backend"], "emb_dtype": describe["emb_dtype"],
+                   "precision": describe.get("precision")} if "emb_dtype" in describe else {})}  # fmt: skip
+    command = command if command is not None else command_line()
+    resumed = None if db is None else resume_row(db, "eval", spec.config_hash(describe), command=command, runtime=runtime)
+    if resumed is not None:
+        say(f"resuming run {int(resumed['id'])} ({resumed['status']}): the datasets it finished are kept and skipped")
+    run_id = None if db is None else int(resumed["id"]) if resumed is not None else db.create_run(
+        kind="eval",
+        model=spec.model,
+        method=spec.method,
+        backbone=spec.model,
+        suite="+".join(spec.suite_args),
+        config=spec.config(describe),
+        config_hash=spec.config_hash(describe),
+        seed=spec.settings.seed,
+        code_version=code_version(),
+        package_versions=package_versions(),
+        command=command,
+        status="running",
+        model_info=info,
+        runtime=runtime,
+    )
+    t0 = time.time()
+    with Recording(db, run_id, files=lambda: ctx.files_read,
+                   earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None):
+        records = evaluate(model, suites, ctx, db=db, run_id=run_id,
+                           earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None)
+        encoded = distributed.all_gather_object(getattr(model, "texts_encoded", None))
+        if db is not None and encoded[0] is not None:
+            merge_runtime(db, run_id, {"texts_encoded_per_rank": encoded})
+    return EvaluationResult(run_id, spec.method, records, db, time.time() - t0)

@@ -1,0 +1,78 @@
+"""The Python API (lenbench.evaluate / run / load): the README's example runs as printed (a tiny model in place of
+minilm, a small corpus) and gives the numbers the command line gives on the same settings; options are checked by
+the commands' own parser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import lenbench
+from bench.cli import main
+from bench.runtime.errors import ConfigError
+from results_db import ResultsDB
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _example() -> str:
+    section = README.read_text().split("## Python API", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_readme_example_gives_the_command_lines_numbers(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"Sentence {i} is about topic {i % 5}. It has more words {i}." for i in range(40)) + "\n")
+    tiny = str(tiny_model_dir)
+    small = {"backbone": tiny, "corpus": str(corpus), "batch_size": 4, "max_len": 32}
+    code = _example().replace('"minilm"', repr(tiny)).replace(
+        "lenbench.run(", "lenbench.run(" + ", ".join(f"{k}={v!r}" for k, v in small.items()) + ", ")
+    namespace: dict = {}
+    exec(compile(code, "README.md (Python API)", "exec"), namespace)  # noqa: S102 - the README's own example
+    ev, cmp, store, frame = namespace["ev"], namespace["cmp"], namespace["store"], namespace["frame"]
+
+    cli_db = str(tmp_path / "cli.sqlite")
+    assert main(["eval", "--model", tiny, "--suite", "sts:stsb@elong", "--elong", "2", "--limit", "200", "--db", cli_db]) == 0
+    assert main(["run", "--method", "simcse", "--suite", "sts:stsb", "--budget", "steps=5", "--limit", "200",
+                 "--backbone", tiny, "--corpus", str(corpus), "--batch-size", "4", "--max-len", "32", "--db", cli_db]) == 0
+    capsys.readouterr()
+    cli = ResultsDB(cli_db)
+    runs = cli.runs().set_index("id")
+    scores = cli.scores().assign(kind=lambda f: f["run_id"].map(runs["kind"]), method=lambda f: f["run_id"].map(runs["method"]))
+    key = ["kind", "method", "suite", "dataset", "variant", "metric"]
+
+    def values(part: pd.DataFrame) -> dict:
+        return {tuple(r[k] for k in key): round(float(r["value"]), 6) for _, r in part.iterrows()}
+
+    api_eval = ev.to_pandas()
+    assert set(api_eval["variant"]) == {"clean", "elong-2"} and (api_eval["n"] > 0).all() and (api_eval["subset"] == 200).all()
+    assert (api_eval["ci_low"] < api_eval["value"]).all() and (api_eval["value"] < api_eval["ci_high"]).all()
+    from_eval = (runs.loc[scores["run_id"], "suite"] == "sts:stsb@elong").to_numpy()  # the bench eval row
+    cli_eval = scores[from_eval]
+    assert values(api_eval) == values(cli_eval)
+    api_run = cmp.to_pandas()
+    cli_run = scores[~from_eval]
+    assert set(api_run["method"]) == {"vanilla", "simcse"} and values(api_run) == values(cli_run)
+    assert set(api_run["budget"].dropna()) == {"steps=5"} and set(api_run["backbone"]) == {tiny}
+    diffs = namespace["diffs"]
+    assert set(diffs["method"]) == {"simcse"} and len(diffs) == 1
+    assert store.comparison().comparison == cmp.comparison
+    assert values(frame) == values(api_run)
+    rows = ResultsDB(tmp_path / "notebook.sqlite").runs()
+    assert rows["command"].str.startswith("bench ").all()  # the equivalent command line, not the interpreter's
+
+
+def test_api_options_are_checked_by_the_commands_parser(tmp_path):
+    with pytest.raises(ConfigError, match="--limit"):
+        lenbench.evaluate("bm25", suites="sts:stsb", limit=0, db=tmp_path / "r.sqlite")
+    with pytest.raises(ConfigError, match="unrecognized arguments: --no-such-option"):
+        lenbench.evaluate("bm25", suites="sts:stsb", no_such_option=1, db=tmp_path / "r.sqlite")
+    from results_db.errors import ResultsDBError
+
+    with pytest.raises(ResultsDBError, match="does not exist"):
+        lenbench.load(tmp_path / "missing.sqlite")
