@@ -36,7 +36,7 @@ def _setup(tmp_path: Path, tiny_model_dir: Path, name: str) -> list[str]:
         ])  # fmt: skip
         (tmp_path / "corpus.txt").write_text("\n".join(TEXTS) + "\n")
     return ["run", "--method", "simcse", "--backbone", str(tiny_model_dir), "--corpus", str(tmp_path / "corpus.txt"),
-            "--budget", f"steps={STEPS}", "--batch-size", "4", "--max-len", "32", "--suite", "sts:stsb",
+            "--budget", f"steps={STEPS}", "--checkpoint-every", "2", "--batch-size", "4", "--max-len", "32", "--suite", "sts:stsb",
             "--eval-max-len", "64", "--data-dir", str(data), "--db", str(tmp_path / f"{name}.sqlite"),
             "--out", str(tmp_path / f"runs-{name}"), "--no-progress", "--no-baseline", "--no-cache"]  # fmt: skip
 
@@ -71,7 +71,7 @@ def test_sigterm_checkpoints_marks_interrupted_and_resume_matches_an_uninterrupt
     argv = _setup(tmp_path, tiny_model_dir, "term")
     proc = _start(argv, tmp_path)
     try:
-        _wait_for_training(tmp_path / "term.sqlite", proc, min_step=4)  # checkpoints every 2 steps (a tenth of 20)
+        _wait_for_training(tmp_path / "term.sqlite", proc, min_step=4)  # checkpoints (and log flushes) every 2 steps
         proc.send_signal(signal.SIGTERM)
         output = proc.communicate(timeout=120)[0].decode()
     finally:
@@ -129,17 +129,18 @@ def test_an_old_heartbeat_is_stale_even_on_another_host():
     assert is_stale(row, now, host="here")
 
 
-def test_checkpoint_schedule_saves_every_tenth_and_every_ten_minutes():
+def test_checkpoint_schedule_saves_every_ten_minutes_and_every_asked_step_count():
     from bench.train.checkpoint import CheckpointSchedule
 
-    steps = CheckpointSchedule(horizon=40)  # the case: 40 steps, no explicit interval
-    assert [s for s in range(1, 41) if steps.due(s, 0.0)] == [4, 8, 12, 16, 20, 24, 28, 32, 36, 40]
-    explicit = CheckpointSchedule(horizon=40, every_steps=50)  # an explicit interval longer than the run...
-    saved = [s for s in range(1, 41) if explicit.due(s, s * 30.0)]  # ...30 s per step: the 10-minute rule saves
-    assert saved == [20, 40]
-    budget = CheckpointSchedule(horizon=10_000, every_steps=0, budget_seconds=3600)  # a tenth of a 1 h budget
-    assert [s for s in range(1, 100) if budget.due(s, s * 60.0)] == [6, 12, 18, 24, 30, 36, 42, 48, 54, 60, 66, 72, 78, 84, 90, 96]
-    resumed = CheckpointSchedule(horizon=40, start_step=6, every_steps=3)
+    timed = CheckpointSchedule()  # default: by time only; a 40-step run of 1 s steps saves only at its stop
+    assert [s for s in range(1, 41) if timed.due(s, float(s))] == []
+    slow = CheckpointSchedule()  # 30 s per step: every 10 minutes of training
+    assert [s for s in range(1, 61) if slow.due(s, s * 30.0)] == [20, 40, 60]
+    explicit = CheckpointSchedule(every_steps=50)  # an explicit interval longer than the 10 minutes...
+    assert [s for s in range(1, 41) if explicit.due(s, s * 30.0)] == [20, 40]  # ...the time rule still saves
+    stepped = CheckpointSchedule(every_steps=4, every_seconds=0)
+    assert [s for s in range(1, 17) if stepped.due(s, 0.0)] == [4, 8, 12, 16]
+    resumed = CheckpointSchedule(start_step=6, every_steps=3)
     assert [s for s in range(7, 13) if resumed.due(s, 0.0)] == [9, 12]
 
 

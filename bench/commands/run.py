@@ -96,9 +96,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the row every method is compared with (difference and 95%% CI; default: the untrained backbone)")
     p.add_argument("--hp", action="append", default=[], metavar="METHOD.KEY=VALUE", help="method hyper-parameter, e.g. laser3-self.m_mode=twice")
     p.add_argument("--checkpoint-every", type=int, default=None,
-                   help="steps between checkpoints (default: a tenth of the run, and at least every --checkpoint-minutes)")
+                   help="steps between checkpoints (default: none by steps; every --checkpoint-minutes and at the stop)")
     p.add_argument("--checkpoint-minutes", type=float, default=D.checkpoint_minutes,
                    help="minutes of training between checkpoints at most (default 10): a kill loses no more than this")
+    p.add_argument("--loader-workers", type=int, default=D.loader_workers, metavar="N",
+                   help="processes that build training batches while the step before runs (default: the cores left "
+                   "beside the training processes; 0: built on the training thread). Results are identical for every N, "
+                   "so it is not part of a run's config")
     p.add_argument("--keep-checkpoints", action="store_true",
                    help="keep the training checkpoints after a successful run (default: deleted; the encoder stays)")
     p.add_argument("--resume", action="store_true", help="continue the unfinished runs of these settings whose process is gone (never a live one)")

@@ -53,6 +53,7 @@ RANGES: dict[str, Range] = {
     "eval_batch_size": Range(1, 65_536, "64"),
     "seed": Range(0, SEED_MAX, "0"),
     "nproc": Range(1, 4096, "2"),
+    "loader_workers": Range(0, 4096, "4"),
     "limit": Range(1, INT64_MAX, "300"),
     "corpus_limit": Range(1, INT64_MAX, "10000"),
     "lr": Range(0, 1, "3e-5", low_open=True),

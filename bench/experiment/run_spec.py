@@ -104,6 +104,7 @@ class RunSpec:
     sweep: str = _opt("")  # set by `bench sweep` on each point it runs: Run.sweep / Run.sweep_point, outside the hash
     sweep_point: str = _opt("")
     nproc: int | None = _opt(None, int)
+    loader_workers: int | None = _opt(None, int)  # how batches are built, never what they are: outside the config
     data_dir: str | None = _opt(None)
     download: bool = _opt(False, FLAG)
     db: str | None = _opt(None)
@@ -170,6 +171,7 @@ class RunSpec:
             max_len=self.max_len, batch_size=self.batch_size, lr=self.lr, warmup_steps=self.warmup_steps,
             seed=self.seed, checkpoint_every=self.checkpoint_every, checkpoint_minutes=self.checkpoint_minutes,
             device=self.device, progress=not self.no_progress, pooling=self.pooling, precision=self.precision,
+            loader_workers=self.loader_workers,
         )
         rows = ([] if self.no_baseline or "vanilla" in methods else ["vanilla"]) + methods
         return RunSettings(methods, overrides, suite_args, budget, elong, train_cfg, rows, parse_seeds(self.seeds, self.seed),

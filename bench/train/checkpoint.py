@@ -8,19 +8,23 @@ Layout under <out>/checkpoints/:
                                        data position, python RNG state, config fingerprint)
     LATEST                             name of the newest complete checkpoint
 
-`CheckpointSchedule` decides when: every N steps when asked, else every tenth of the run, and at least every 10
-minutes of training (or tenth of a wall-clock budget), so a kill never loses more than that.
+`CheckpointSchedule` decides when: every 10 minutes of training by default (--checkpoint-minutes), every N steps
+when asked (--checkpoint-every), and the trainer saves at the stop; a kill never loses more than that. A short run
+writes one checkpoint, at its end.
 
-A checkpoint is written to a temporary folder and renamed into place, and LATEST is replaced atomically, so a
-process killed while saving leaves the previous checkpoint intact. Only the newest `keep` checkpoints stay.
+`CheckpointWriter` writes in the background: the state is copied to host memory on the training thread (a consistent
+snapshot), then a thread serialises and writes it while the next steps run; one write at a time, and the trainer
+waits for it before the next checkpoint, at the end and on an error. A checkpoint is written to a temporary folder
+and renamed into place, and LATEST is replaced atomically, so a process killed (or a write failing) while saving
+leaves the previous checkpoint intact. Only the newest `keep` checkpoints stay.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
+import threading
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -120,24 +124,49 @@ def latest_checkpoint(out_dir: str | os.PathLike[str]) -> Path | None:
     return folder if (folder / "state.json").exists() else None
 
 
+@dataclass
+class Snapshot:
+    """A checkpoint's content copied to host memory: safe to write while training goes on."""
+
+    step: int
+    model: dict[str, torch.Tensor]
+    tensors: dict[str, torch.Tensor]
+    structure: Any
+
+
+def snapshot(step: int, model_state: dict[str, torch.Tensor], state: TrainState | dict[str, Any]) -> Snapshot:
+    """Copy the weights and the training state to host memory (cloned: later steps do not change the copy)."""
+    if isinstance(state, TrainState):
+        state = state.as_dict()
+    model = {k: v.detach().to("cpu").contiguous().clone() for k, v in model_state.items()}
+    tensors: dict[str, torch.Tensor] = {}
+    structure = flatten_state(state, tensors)
+    return Snapshot(step, model, tensors, structure)
+
+
+def checkpoint_folder(out_dir: str | os.PathLike[str], step: int) -> Path:
+    return checkpoint_root(out_dir) / f"step-{step:08d}"
+
+
 def save_checkpoint(
     out_dir: str | os.PathLike[str], step: int, model_state: dict[str, torch.Tensor], state: TrainState | dict[str, Any],
     keep: int = 1,
 ) -> Path:
-    if isinstance(state, TrainState):
-        state = state.as_dict()
+    return write_snapshot(out_dir, snapshot(step, model_state, state), keep)
+
+
+def write_snapshot(out_dir: str | os.PathLike[str], snap: Snapshot, keep: int = 1) -> Path:
+    """Write a snapshot as checkpoint step-NNNNNNNN: into a temporary folder, renamed into place, then LATEST."""
     root = checkpoint_root(out_dir)
     root.mkdir(parents=True, exist_ok=True)
-    name = f"step-{step:08d}"
+    name = checkpoint_folder(out_dir, snap.step).name
     tmp = root / f".{name}.tmp"
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
-    save_file({k: v.detach().to("cpu").contiguous().clone() for k, v in model_state.items()}, str(tmp / "model.safetensors"))
-    tensors: dict[str, torch.Tensor] = {}
-    structure = flatten_state(state, tensors)
-    save_file(tensors, str(tmp / "state.safetensors"))
-    (tmp / "state.json").write_text(json.dumps(structure))
+    save_file(snap.model, str(tmp / "model.safetensors"))
+    save_file(snap.tensors, str(tmp / "state.safetensors"))
+    (tmp / "state.json").write_text(json.dumps(snap.structure))
     final = root / name
     if final.exists():
         shutil.rmtree(final)
@@ -175,32 +204,60 @@ def load_train_state(folder: str | os.PathLike[str]) -> tuple[dict[str, torch.Te
     return model_state, TrainState.from_dict(state, folder)
 
 
+# ------------------------------------------------------------------------------- background writes
+class CheckpointWriter:
+    """Writes checkpoints on a background thread, one at a time (see the module docstring).
+
+    `save` snapshots on the calling thread and returns the folder the checkpoint will have; `wait` blocks until the
+    write in flight is on disk and raises its error, if any (so a failed write is reported, and LATEST still names
+    the previous checkpoint). `background=False` writes on the calling thread."""
+
+    def __init__(self, out_dir: str | os.PathLike[str], keep: int = 1, background: bool = True):
+        self.out_dir, self.keep, self.background = out_dir, keep, background
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def save(self, step: int, model_state: dict[str, torch.Tensor], state: TrainState | dict[str, Any]) -> Path:
+        self.wait()
+        snap = snapshot(step, model_state, state)
+        if not self.background:
+            return write_snapshot(self.out_dir, snap, self.keep)
+
+        def write() -> None:
+            try:
+                write_snapshot(self.out_dir, snap, self.keep)
+            except BaseException as exc:  # noqa: BLE001 - handed to the training thread by wait()
+                self._error = exc
+
+        self._thread = threading.Thread(target=write, name=f"checkpoint-{step}", daemon=True)
+        self._thread.start()
+        return checkpoint_folder(self.out_dir, step)
+
+    def wait(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join()
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+
 # ------------------------------------------------------------------------------------- when to save
 class CheckpointSchedule:
-    """When the trainer saves a checkpoint, so that a kill never loses more than the smallest of:
-
-    - `every_steps` steps (an explicit --checkpoint-every; 0: no step rule), else one tenth (`fraction`) of the
-      run's planned steps;
-    - `every_seconds` of training (default 10 minutes);
-    - one tenth of a wall-clock budget (`--budget seconds=N`).
-    """
+    """When the trainer saves a checkpoint between steps (it also saves at the stop): every `every_seconds` of
+    training (default 10 minutes; 0: no time rule) and every `every_steps` steps when asked (None or 0: no step
+    rule), so a kill never loses more than the smaller of the two."""
 
     def __init__(
         self,
         *,
-        horizon: int,
         start_step: int = 0,
         start_seconds: float = 0.0,
         every_steps: int | None = None,
         every_seconds: float = 600.0,
-        fraction: float = 0.1,
-        budget_seconds: float | None = None,
     ):
-        if every_steps is None:
-            every_steps = max(1, math.ceil(fraction * horizon)) if fraction > 0 else 0
-        self.every_steps = every_steps
-        seconds = [s for s in (every_seconds, fraction * budget_seconds if budget_seconds else 0.0) if s and s > 0]
-        self.every_seconds = min(seconds) if seconds else 0.0
+        self.every_steps = every_steps or 0
+        self.every_seconds = every_seconds if every_seconds and every_seconds > 0 else 0.0
         self.last_step, self.last_seconds = start_step, start_seconds
 
     def due(self, step: int, seconds: float) -> bool:

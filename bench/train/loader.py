@@ -24,6 +24,7 @@ import hashlib
 import multiprocessing
 import os
 import random
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -157,6 +158,11 @@ def _identity(item: Any) -> Any:
     return item
 
 
+def _worker_init(_: int) -> None:
+    """A worker leaves Ctrl-C to the trainer (which finishes its step, checkpoints and stops the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class BatchLoader:
     """Endless (draw, batch) items for one run; `workers` processes build them ahead, `prefetch` each (bounded)."""
 
@@ -174,9 +180,10 @@ class BatchLoader:
             methods = multiprocessing.get_all_start_methods()
             self._loader = DataLoader(
                 self.builder, batch_size=None, sampler=self.sampler, collate_fn=_identity, num_workers=workers,
-                prefetch_factor=max(1, prefetch), pin_memory=pin_memory,
+                prefetch_factor=max(1, prefetch), pin_memory=pin_memory, worker_init_fn=_worker_init,
                 multiprocessing_context="fork" if "fork" in methods else None,
-            )
+                generator=torch.Generator().manual_seed(seed),  # its workers' seeds: never a draw from the global
+            )  # generator, which is the training thread's (dropout) and checkpointed
 
     def __iter__(self) -> Iterator[tuple[Draw, dict[str, Any] | None]]:
         if self._loader is not None:

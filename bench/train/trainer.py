@@ -2,16 +2,26 @@
 
 AdamW over the encoder and the adapter's extra modules, a linear warm-up (0 steps by default) and linear decay
 to zero at the schedule's horizon, seeded RNGs, gradient clipping, bf16 autocast on CUDA, a progress bar with loss
-and throughput, training-log rows in the results DB, safetensors checkpoints on a schedule (every tenth of the run
-or N steps, and at least every 10 minutes: CheckpointSchedule) and at the stop, `resume=True` continuing from the
-newest checkpoint to the same final step count, a non-finite loss stopping the run with a TrainingError after
-saving a checkpoint, and SIGTERM/SIGINT stopping it after the current step with a checkpoint (bench.runtime.signals).
+and throughput, training-log rows in the results DB, safetensors checkpoints by time (every 10 minutes, or N steps
+when asked: CheckpointSchedule) and at the stop, written in the background (CheckpointWriter), `resume=True`
+continuing from the newest checkpoint to the same final step count, a non-finite loss stopping the run with a
+TrainingError, and SIGTERM/SIGINT stopping it after the current step with a checkpoint (bench.runtime.signals).
+
+The data side runs ahead of the model: the adapter's per-corpus preprocessing (`prepare`: sentence splits, token
+ids; cached on disk) before the first step, then batches built by `--loader-workers` processes while the steps before
+them run (bench.train.loader); the losses and weights are the same whatever the number of workers.
+
+No step waits on the device: the loss stays a device tensor, and the host reads the losses of the last steps at once
+every `nan_check_every` steps (default: every step on CPU, where reading costs nothing; every 10 elsewhere), before
+every checkpoint and at the end. A non-finite loss found there stops the run; on CPU (checked before the backward
+pass) the weights saved are those before the offending step, otherwise no checkpoint of the damaged weights is
+written and the previous one stays.
 
 Schedule horizon: the step count the budget implies (steps, or examples / batch size); when the budget only
 limits tokens or seconds, one epoch of the corpus (the papers train one epoch) - training also stops there.
 
 Several processes (launched by torchrun; see bench.runtime.distributed): `batch_size` stays the global batch. Every rank
-draws the same global batch (same seeded stream and rng), trains on its contiguous shard of the rows, and the
+draws the same global batch (same seeded stream and per-draw generators), trains on its contiguous shard of the rows, and the
 gradients are averaged over ranks; contrastive losses gather the positives of every rank (methods/losses.py), so a
 step is the one-device step on the whole batch. Budgets count global steps, examples and tokens; rank 0's clock
 decides the wall-clock budget. Rank 0 alone writes checkpoints, training-log rows, the progress bar and the encoder;
@@ -24,6 +34,7 @@ import logging
 import math
 import signal
 import random
+import os
 import resource
 import time
 from collections.abc import Sequence
@@ -43,7 +54,8 @@ from bench.runtime import signals
 from bench.train.backbone import check_backbone_methods, load_backbone
 from bench.train.loss_check import check_loss
 from bench.train.sharding import shard_batch
-from bench.train.checkpoint import CheckpointSchedule, TrainState, latest_checkpoint, load_train_state, save_checkpoint
+from bench.train.checkpoint import CheckpointSchedule, CheckpointWriter, TrainState, latest_checkpoint, load_train_state
+from bench.train.loader import BatchLoader, Position, default_workers
 
 log = logging.getLogger(__name__)
 
@@ -61,14 +73,16 @@ class TrainConfig:
     max_grad_norm: float = 1.0  # HF Trainer default clipping, as the reference implementations
     seed: int = 0
     pooling: str = "mean"  # pooling the saved encoder declares (used at evaluation)
-    checkpoint_every: int | None = None  # steps between checkpoints; None: a tenth of the run (CheckpointSchedule)
-    checkpoint_minutes: float = 10.0  # and at least this often (0: no time rule), so a kill loses at most this
+    checkpoint_every: int | None = None  # steps between checkpoints; None: no step rule (CheckpointSchedule)
+    checkpoint_minutes: float = 10.0  # minutes of training between checkpoints (0: no time rule); and at the stop
     keep_checkpoints: int = 1
     log_every: int = 1  # steps between training-log rows
     epochs_horizon: float = 1.0  # schedule horizon when the budget gives no step count
     precision: str = "auto"  # auto: bf16 autocast on CUDA, fp32 on CPU
     device: str | None = None  # None: cuda if available
     progress: bool = True
+    loader_workers: int | None = None  # processes building batches ahead; None: the cores left (results never change)
+    nan_check_every: int | None = None  # steps between reads of the loss; None: 1 on CPU, 10 on an accelerator
 
     def __post_init__(self) -> None:
         if self.max_len < 8:
@@ -79,13 +93,16 @@ class TrainConfig:
             raise ConfigError(f"lr must be positive, got {self.lr}")
         if self.warmup_steps < 0 or (self.checkpoint_every or 0) < 0 or self.checkpoint_minutes < 0 or self.log_every < 1:
             raise ConfigError("warmup_steps, checkpoint_every and checkpoint_minutes must be >= 0 and log_every >= 1")
+        if (self.loader_workers is not None and self.loader_workers < 0) or (self.nan_check_every or 1) < 1:
+            raise ConfigError("loader_workers must be >= 0 and nan_check_every >= 1")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision {self.precision!r} is not one of {PRECISIONS}")
 
     def shared(self) -> dict[str, Any]:
         """The fields that define a comparison (progress/logging/device cadence excluded)."""
         d = asdict(self)
-        for k in ("checkpoint_every", "checkpoint_minutes", "keep_checkpoints", "log_every", "device", "progress"):
+        for k in ("checkpoint_every", "checkpoint_minutes", "keep_checkpoints", "log_every", "device", "progress",
+                  "loader_workers", "nan_check_every"):
             d.pop(k)
         return d
 
@@ -144,38 +161,6 @@ class TrainResult:
 
 
 # ------------------------------------------------------------------------------------ helpers
-class TextStream:
-    """Seeded shuffled passes over the corpus; its position (epoch, index) is saved for resume."""
-
-    def __init__(self, n_texts: int, seed: int):
-        self.n = n_texts
-        self.seed = seed
-        self.epoch = 0
-        self.index = 0
-        self._order = self._shuffle(0)
-
-    def _shuffle(self, epoch: int) -> list[int]:
-        order = list(range(self.n))
-        random.Random(f"{self.seed}|epoch|{epoch}").shuffle(order)
-        return order
-
-    def next_index(self) -> int:
-        if self.index >= self.n:
-            self.epoch += 1
-            self.index = 0
-            self._order = self._shuffle(self.epoch)
-        i = self._order[self.index]
-        self.index += 1
-        return i
-
-    def state(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "index": self.index}
-
-    def restore(self, state: dict[str, int]) -> None:
-        self.epoch, self.index = int(state["epoch"]), int(state["index"])
-        self._order = self._shuffle(self.epoch)
-
-
 def linear_schedule(step: int, warmup: int, horizon: int) -> float:
     """LR factor: linear warm-up to 1 over `warmup` steps, then linear decay to 0 at `horizon`."""
     if warmup and step < warmup:
@@ -212,15 +197,15 @@ def _parameters(model: torch.nn.Module, extra: Sequence[torch.nn.Module]) -> lis
     return params
 
 
-def _rng_state(py_rng: random.Random, device: torch.device) -> dict[str, Any]:
-    state: dict[str, Any] = {"python": py_rng.getstate(), "torch": torch.get_rng_state()}
+def _rng_state(device: torch.device) -> dict[str, Any]:
+    """The training thread's generators (dropout); batches have their own, per draw (bench.train.loader)."""
+    state: dict[str, Any] = {"torch": torch.get_rng_state()}
     if device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(device)
     return state
 
 
-def _restore_rng(py_rng: random.Random, state: dict[str, Any], device: torch.device) -> None:
-    py_rng.setstate(state["python"])
+def _restore_rng(state: dict[str, Any], device: torch.device) -> None:
     torch.set_rng_state(state["torch"])
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"], device)
@@ -293,7 +278,6 @@ def train(
     # Seed before setup: the adapter's extra modules (MLM head, decoder) are initialised from this state.
     random.seed(config.seed)
     torch.manual_seed(config.seed)
-    py_rng = random.Random(config.seed)
     model.to(device)
     extra = list(adapter.setup(model) or [])
     for m in extra:
@@ -308,10 +292,11 @@ def train(
     horizon = budget.planned_steps(config.batch_size) or max(
         1, math.ceil(config.epochs_horizon * len(texts) / config.batch_size)
     )
-    stream = TextStream(len(texts), config.seed)
+    position = Position(0, 0, 0)
     consumed = Consumption()
     fingerprint = config_hash(
-        {"train": config.shared(), "budget": budget.asked(), "adapter": getattr(adapter, "name", ""), "n_texts": len(texts)}
+        {"train": config.shared(), "budget": budget.asked(), "adapter": getattr(adapter, "name", ""), "n_texts": len(texts),
+         "batches": "per-draw-rng"}  # fmt: skip
     )
     resumed_from = None
     if ckpt is not None:
@@ -319,55 +304,91 @@ def train(
         if state.fingerprint != fingerprint:
             raise ConfigError(
                 f"checkpoint {ckpt} was made with other settings (method, budget, max_len, batch size, lr, seed or "
-                "corpus differ); resume with the same command or use another output folder"
+                "corpus differ, or an older lenbench made it); resume with the same command or use another output folder"
             )
         model.load_state_dict(model_state)
         for m, s in zip(extra, state.extra):
             m.load_state_dict(s)
         optimizer.load_state_dict(state.optimizer)
         adapter.load_state_dict(state.adapter)
-        stream.restore(state.stream)
-        _restore_rng(py_rng, state.rng, device)
+        position = Position.from_state(state.stream)
+        _restore_rng(state.rng, device)
         consumed = Consumption(**state.consumed)
         resumed_from = consumed.steps
         log.info("resuming %s from step %d", out, consumed.steps)
     if world > 1 and not main:
         _seed_rank_torch_rng(config.seed, consumed.steps, device)
 
+    prepare = getattr(adapter, "prepare", None)
+    if prepare is not None:
+        with distributed.main_first():  # rank 0 preprocesses (and caches); the others then read its files
+            started = time.monotonic()
+            report = prepare(texts)
+        if report and main:
+            parts = [f"{what} {'read from the cache' if r.get('cached') else 'made and cached'}"
+                     for what, r in (("sentence splits", report.get("sentences")), ("token ids", report.get("tokens"))) if r]  # fmt: skip
+            log.info("[%s] corpus preprocessed in %.1f s (%s)", getattr(adapter, "name", "?"), time.monotonic() - started,
+                     ", ".join(parts) or "nothing to do")  # fmt: skip
+
+    writer = CheckpointWriter(out, keep=config.keep_checkpoints)
+
     def checkpoint() -> Path | None:
-        if not main:  # every rank holds the same weights, optimiser moments, stream and python rng
+        if not main:  # every rank holds the same weights, optimiser moments, data position and dropout generator
             return None
-        return save_checkpoint(
-            out,
-            consumed.steps,
-            model.state_dict(),
-            TrainState(
-                fingerprint=fingerprint, consumed=asdict(consumed), stream=stream.state(), rng=_rng_state(py_rng, device),
-                optimizer=optimizer.state_dict(), adapter=adapter.state_dict(), extra=[m.state_dict() for m in extra],
-            ),
-            keep=config.keep_checkpoints,
-        )
+        return writer.save(consumed.steps, model.state_dict(), TrainState(
+            fingerprint=fingerprint, consumed=asdict(consumed), stream=position.state(), rng=_rng_state(device),
+            optimizer=optimizer.state_dict(), adapter=adapter.state_dict(), extra=[m.state_dict() for m in extra],
+        ))  # fmt: skip
 
-    accepts = getattr(adapter, "accepts", None)
-
-    def next_texts() -> list[str]:
-        picked: list[str] = []
-        tried = 0
-        while len(picked) < config.batch_size:
-            text = texts[stream.next_index()]
-            tried += 1
-            if accepts is None or accepts(text):
-                picked.append(text)
-            elif tried > len(texts) and not picked:
-                raise TrainingError(f"method {getattr(adapter, 'name', '?')!r} can use no text of the training corpus")
-        return picked
-
+    workers = config.loader_workers
+    if workers is None:
+        workers = default_workers(max(1, int(os.environ.get("LOCAL_WORLD_SIZE", world))))
+    loader = BatchLoader(adapter, texts, batch_size=config.batch_size, seed=config.seed, start=position, workers=workers,
+                         pin_memory=device.type == "cuda")  # fmt: skip
+    check_every = config.nan_check_every or (1 if device.type == "cpu" else 10)
     pending_logs: list[dict[str, Any]] = []
+    unread: list[tuple[torch.Tensor, dict[str, Any] | None]] = []  # losses of steps not read yet, with their log rows
 
     def flush_logs() -> None:
         if main and db is not None and run_id is not None and pending_logs:
             db.log_train(run_id, pending_logs)
         pending_logs.clear()
+
+    def read_losses() -> None:
+        """Read the losses of the steps since the last read (one host sync); a non-finite one stops the run."""
+        if not unread:
+            return
+        stacked = torch.stack([loss for loss, _ in unread]).float().cpu().tolist()
+        values = distributed.mean_over_ranks(stacked) if world > 1 else stacked
+        rows = [row for _, row in unread]
+        unread.clear()
+        record(values, rows)
+
+    def record(values: list[float], rows: list[dict[str, Any] | None]) -> None:
+        """The losses (means over ranks) of the last len(values) steps: stop on a non-finite one, else keep them."""
+        first_step = consumed.steps - len(values) + 1
+        for i, (value, row) in enumerate(zip(values, rows)):
+            if not math.isfinite(value):
+                writer.wait()
+                flush_logs()
+                saved = latest_checkpoint(out)
+                raise TrainingError(
+                    f"non-finite loss ({value}) at step {first_step + i} of {getattr(adapter, 'name', '?')}; stopped, "
+                    + (f"last checkpoint at {saved}" if saved else "no checkpoint was written")
+                    + " (lower --lr or check the data)"
+                )
+            losses.append(value)
+            if row is not None:
+                row["loss"] = value
+                row.update({k: float(v) for k, v in row.pop("_extras", {}).items()})
+                pending_logs.append(row)
+                if tracker is not None and main:  # --report-to: the same points as the database's train_log
+                    tracker.log({"train/loss": value, "train/learning_rate": row["lr"],
+                                 "train/examples_per_s": row["examples_per_s"]}, row["step"])  # fmt: skip
+        if values:
+            bar.set_postfix({"loss": f"{values[-1]:.3e}"})  # the last step read
+        if len(pending_logs) >= 20:
+            flush_logs()
 
     model.train()
     for m in extra:
@@ -382,9 +403,10 @@ def train(
     empty_batches = 0
     evaluated_at = -1  # the step of the last curve point
     schedule = CheckpointSchedule(
-        horizon=horizon, start_step=consumed.steps, start_seconds=consumed.seconds, every_steps=config.checkpoint_every,
-        every_seconds=60 * config.checkpoint_minutes, budget_seconds=budget.seconds,
+        start_step=consumed.steps, start_seconds=consumed.seconds, every_steps=config.checkpoint_every,
+        every_seconds=60 * config.checkpoint_minutes,
     )
+    batches = loader.batches()
     signals.defer_stops(True)  # SIGTERM/SIGINT: finish the step, checkpoint, then stop (bench.runtime.signals)
     try:
         while True:
@@ -399,7 +421,8 @@ def train(
                 stopped_by = "schedule"
                 break
             step_start = time.monotonic()
-            batch = adapter.make_batch(next_texts(), py_rng)
+            draw, batch = next(batches)
+            position = draw.after  # consumed, whether or not it gives a batch
             if batch is not None and world > 1 and _batch_examples(batch, config.batch_size) < world:
                 batch = None  # fewer usable examples than processes (every rank sees the same batch: all skip it)
             if batch is None:
@@ -415,16 +438,17 @@ def train(
             with autocast():
                 loss, extras = adapter.loss(model, local_batch)
             check_loss(loss, adapter)  # a plug-in's loss: a scalar tensor with a grad (bench.train.loss_check)
-            # Under several processes the global loss is the mean over ranks (losses normalise for it).
-            value = distributed.mean_over_ranks([float(loss.detach().float())])[0]
-            if not math.isfinite(value):
-                # Weights are still those before this step; the data position is past the offending batch.
-                path = checkpoint()
-                flush_logs()
-                raise TrainingError(
-                    f"non-finite loss ({value}) at step {consumed.steps + 1} of {getattr(adapter, 'name', '?')}; "
-                    f"stopped, checkpoint saved at {path or out} (lower --lr or check the data)"
-                )
+            if check_every == 1:  # reading is free here: check before the step, so the weights saved are the last good ones
+                # Under several processes the global loss is the mean over ranks (losses normalise for it).
+                value = distributed.mean_over_ranks([float(loss.detach().float())])[0]
+                if not math.isfinite(value):
+                    path = checkpoint()
+                    writer.wait()
+                    flush_logs()
+                    raise TrainingError(
+                        f"non-finite loss ({value}) at step {consumed.steps + 1} of {getattr(adapter, 'name', '?')}; "
+                        f"stopped, checkpoint saved at {path or out} (lower --lr or check the data)"
+                    )
             loss.backward()
             distributed.average_gradients(params)
             if config.max_grad_norm and config.max_grad_norm > 0:
@@ -441,36 +465,47 @@ def train(
             consumed.seconds = distributed.broadcast_float(time.monotonic() - clock_start)  # rank 0's clock decides
             mem, consumed.peak_memory_kind = peak_memory(device)
             consumed.peak_memory_mb = max(consumed.peak_memory_mb, mem)  # a resumed run keeps the earlier peak
-            losses.append(value)
             step_time = max(time.monotonic() - step_start, 1e-9)
+            row = None
             if consumed.steps % config.log_every == 0:
                 row = {
-                    "step": consumed.steps, "loss": value, "lr": lr, "examples_per_s": n_examples / step_time,
+                    "step": consumed.steps, "loss": None, "lr": lr, "examples_per_s": n_examples / step_time,
                     "examples": n_examples, "tokens": n_tokens, "step_seconds": step_time, "elapsed_seconds": consumed.seconds,
+                    "_extras": dict(extras or {}),
                 }
-                row.update({k: float(v) for k, v in (extras or {}).items()})
-                pending_logs.append(row)
-                if tracker is not None and main:  # --report-to: the same points as the database's train_log
-                    tracker.log({"train/loss": value, "train/learning_rate": lr,
-                                 "train/examples_per_s": n_examples / step_time}, consumed.steps)  # fmt: skip
-                if len(pending_logs) >= 20:
-                    flush_logs()
             bar.update(1)
-            bar.set_postfix({"loss": f"{value:.3e}", "examples/s": f"{n_examples / step_time:.1f}"})  # this step's loss and rate
+            if check_every == 1:
+                record([value], [row])
+            else:
+                unread.append((loss.detach(), row))
+                if len(unread) >= check_every:
+                    read_losses()
             if eval_hook is not None and consumed.steps % eval_hook.every == 0:
+                read_losses()
                 clock_start += run_isolated(eval_hook, model, extra, tokenizer, consumed.steps, device)
                 evaluated_at = consumed.steps
             if schedule.due(consumed.steps, consumed.seconds):
+                read_losses()  # never a checkpoint of weights a non-finite loss has reached
                 flush_logs()
                 checkpoint()
+        read_losses()
         if (eval_hook is not None and stopped_by != "interrupted" and not signals.stop_requested() and consumed.steps
                 and evaluated_at != consumed.steps):  # fmt: skip
             run_isolated(eval_hook, model, extra, tokenizer, consumed.steps, device)  # the curve's last point
+    except BaseException:
+        loader.close()
+        try:
+            writer.wait()  # a checkpoint in flight completes (or fails) before the error goes up
+        except Exception as exc:  # noqa: BLE001 - the first error is the one to report
+            log.warning("checkpoint write failed: %s", exc)
+        raise
     finally:
         bar.close()
         signals.defer_stops(False)
+    loader.close()
     flush_logs()
     saved = checkpoint()
+    writer.wait()
     if stopped_by == "interrupted" or signals.stop_requested():
         raise signals.StopRequested(signals.stop_requested() or signal.SIGTERM, f"checkpoint at step {consumed.steps}: {saved or out}")
     result = TrainResult(
