@@ -91,3 +91,23 @@ def test_every_reader_gets_the_declared_facts():
         assert SUITE_STANDARDS[named.suite] == (named.label, named.members)  # the tables' averages
     assert set(SUITES.names()) >= {"sts", "beir", "knn", "mteb", "diag", "heldout", "needle"}
     assert suite_meta("mteb:STS12") is SUITES["mteb"]
+
+
+def test_encoder_option_values_are_defined_once_and_offered_by_every_parser():
+    """`bench eval`, `bench run` and a sweep's RunSpec offer exactly the encoder's pooling, backend and emb-dtype
+    values (bench.encode.options) and check --limit with one function."""
+    import argparse
+    import dataclasses
+
+    from bench.cli import build_parser
+    from bench.encode.options import BACKENDS, EMB_DTYPES, POOLINGS
+    from bench.experiment.run_spec import RunSpec, positive_int
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for command in ("eval", "run"):
+        actions = {a.dest: a for a in commands[command]._actions}
+        assert (actions["pooling"].choices, actions["backend"].choices, actions["emb_dtype"].choices) == (POOLINGS, BACKENDS, EMB_DTYPES)
+        assert actions["limit"].type is positive_int
+    meta = {f.name: f.metadata for f in dataclasses.fields(RunSpec)}
+    assert (meta["pooling"]["choices"], meta["backend"]["choices"], meta["emb_dtype"]["choices"]) == (POOLINGS, BACKENDS, EMB_DTYPES)
+    assert meta["limit"]["convert"] is positive_int

@@ -34,15 +34,17 @@ def add_data_dir(p: argparse.ArgumentParser) -> None:
 
 
 def add_encoder_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--pooling", choices=["mean", "cls"], default=None, help="default: the model folder's, else mean")
+    from bench.encode.options import BACKENDS, EMB_DTYPES, POOLINGS
+
+    p.add_argument("--pooling", choices=POOLINGS, default=None, help="default: the model folder's, else mean")
     p.add_argument("--max-len", type=int, default=256, help="max tokens per text, special tokens included (default 256)")
     p.add_argument("--batch-size", type=int, default=64, help="encoding batch size (default 64)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
-    p.add_argument("--backend", choices=["auto", "torch", "onnx"], default="auto",
+    p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="inference backend: onnx (ONNX Runtime, CPU; exported once per model) or torch; "
                    "auto = onnx on CPU when onnxruntime is installed, else torch (default auto)")  # fmt: skip
-    p.add_argument("--emb-dtype", choices=["fp32", "fp16"], default="fp32",
+    p.add_argument("--emb-dtype", choices=EMB_DTYPES, default="fp32",
                    help="embedding matrix precision; fp16 halves the memory of large corpora (default fp32)")  # fmt: skip
     add_precision(p)
     add_allow_pickle(p)
@@ -64,18 +66,9 @@ def add_allow_pickle(p: argparse.ArgumentParser) -> None:
     )
 
 
-def positive_int(text: str) -> int:
-    """argparse type of --limit: a whole number >= 1 (0 or a negative would silently mean 'everything')."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give a positive N, e.g. --limit 300") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not positive; give N >= 1 (leave --limit out for the whole dataset)")
-    return value
-
-
 def add_limit(p: argparse.ArgumentParser) -> None:
+    from bench.experiment.run_spec import positive_int
+
     p.add_argument("--limit", type=positive_int, default=None,
                    help="only the first N items of each dataset (quick checks; flagged as DATASET[N] in every table "
                         "and recorded in each score's info)")  # fmt: skip

@@ -46,6 +46,7 @@ from bench.commands.common import (
     open_db,
     start_processes,
 )
+from bench.encode.options import BACKENDS, EMB_DTYPES, POOLINGS
 from bench.experiment.comparison import (  # noqa: F401 - elapsed_eta, stop_reason: re-exported
     BACKBONE_NOTES,
     check_spec,
@@ -54,16 +55,7 @@ from bench.experiment.comparison import (  # noqa: F401 - elapsed_eta, stop_reas
     stop_reason,
 )
 from bench.experiment.presets import PRESETS, apply_preset
-from bench.experiment.run_spec import (
-    BACKENDS,
-    DEFAULT_BACKBONE,
-    DEFAULT_BUDGET,
-    DEFAULT_ELONG,
-    DEFAULT_METHODS,
-    EMB_DTYPES,
-    POOLINGS,
-    RunSpec,
-)
+from bench.experiment.run_spec import DEFAULT_BACKBONE, DEFAULT_BUDGET, DEFAULT_ELONG, DEFAULT_METHODS, RunSpec
 from bench.runtime import distributed
 from bench.runtime.device import resolve_device, resolve_precision
 

@@ -57,6 +57,7 @@ from bench.encode.batching import pad_batch, plan_batches
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
 from bench.encode.inputs import ModelInputs, model_inputs
 from bench.encode.pooling import POOLINGS, eval_mode, pooled_output
+from bench.encode.options import BACKENDS, EMB_DTYPES
 from bench.encode.model_check import (
     check_loading_info,
     check_max_len,
@@ -74,8 +75,7 @@ if TYPE_CHECKING:  # torch is imported only when a model must run
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("auto", "torch", "onnx")
-EMB_DTYPES = {"fp32": np.float32, "fp16": np.float16}
+NUMPY_DTYPES = {name: np.dtype(f"float{name[2:]}") for name in EMB_DTYPES}  # "fp16" -> float16
 # Token slots (texts x longest) per CPU batch, by backend: one-thread throughput of all-MiniLM-L6-v2 peaks when a
 # batch's activations stay in the CPU caches, and falls ~15-25% at 64 x 256 slots (see the README's speed section).
 CPU_BATCH_TOKENS = {"onnx": 256, "torch": 2048}
@@ -474,7 +474,7 @@ class Encoder:
         """(len(texts), dim) pooled embeddings, L2-normalised unless `normalize=False`; float32, or the encoder's
         emb_dtype ("fp16") when `dtype` is None. A disk-backed memmap above `memmap_bytes`."""
         n = len(texts)
-        np_dtype = EMB_DTYPES[dtype or self.emb_dtype]
+        np_dtype = NUMPY_DTYPES[dtype or self.emb_dtype]
         out = self._allocate(n, np_dtype)
         self._encode_all(texts, out, batch_size, desc, use_cache, normalize)
         return out

@@ -16,12 +16,14 @@ results also goes into `configs` (which changes no stored hash when it is left o
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any, Callable
 
+from bench.encode.options import BACKENDS, EMB_DTYPES, POOLINGS
 from bench.experiment.settings import EvalSettings, attack_settings
 from bench.runtime.device import PRECISIONS
 from bench.runtime.errors import ConfigError
@@ -30,19 +32,21 @@ DEFAULT_METHODS = "laser3-self,simcse"
 DEFAULT_BUDGET = "steps=60"
 DEFAULT_ELONG = "2,rand"  # the bare job's attacks; `bench eval` and SPEC §3 @elong default to 2,4,8,rand
 DEFAULT_BACKBONE = "minilm"
-POOLINGS = ("mean", "cls")
-BACKENDS = ("auto", "torch", "onnx")
-EMB_DTYPES = ("fp32", "fp16")
+
+
+class OptionValueError(argparse.ArgumentTypeError, ValueError):
+    """A bad option value: argparse shows its message as it is, a sweep's RunSpec.from_options catches ValueError."""
 
 
 def positive_int(text: Any) -> int:
-    """--limit: a whole number >= 1 (0 or a negative would silently mean 'everything')."""
+    """--limit (`bench eval`, `bench run`, a sweep's options): a whole number >= 1 (0 or a negative would silently
+    mean 'everything')."""
     try:
         value = int(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not a whole number; give a positive N, e.g. --limit 300") from None
+        raise OptionValueError(f"{text!r} is not a whole number; give a positive N, e.g. --limit 300") from None
     if value < 1:
-        raise ValueError(f"{value} is not positive; give N >= 1 (leave --limit out for the whole dataset)")
+        raise OptionValueError(f"{value} is not positive; give N >= 1 (leave --limit out for the whole dataset)")
     return value
 
 
