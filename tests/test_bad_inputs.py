@@ -261,7 +261,7 @@ def test_duplicate_beir_ids_keep_the_last_record_as_beir_does_and_are_counted(wo
     data = read_beir(world.data / "beir" / "scifact")
     assert data.corpus["d2"]["text"] == "a man plays the guitar" and data.queries["q3"] == "who plays guitar"
     scores = ResultsDB(world.db).scores([2])
-    assert len(scores) and all(info == {"duplicate_ids": {"corpus": 1, "queries": 1}} for info in scores["info"])
+    assert len(scores) and all(info["duplicate_ids"] == {"corpus": 1, "queries": 1} for info in scores["info"])
 
 
 def test_the_shipped_scifact_has_no_duplicate_ids(shared_data):

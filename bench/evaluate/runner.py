@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.runtime import distributed
 from bench.encode.sharded import shard_encoder
+from bench.evaluate import score_info
 from bench.evaluate.changed_data import changed_files, dataset_paths
 from bench.evaluate.suites.base import EvalContext, Suite, SuiteError
 from results_db.records import ScoreRecord
@@ -165,8 +166,15 @@ def evaluate(
                 if distributed.is_main():
                     print(f"{suite.name}:{dataset}: {', '.join(changed)} changed since this run scored it; scored again")
             started = time.monotonic()
-            recs = suite.evaluate(model, dataset, sub)
+            before = score_info.start(model)
+            mine = replace(sub, files_read=set())  # the files this dataset reads (its fingerprint)
+            recs = suite.evaluate(model, dataset, mine)
             seconds = time.monotonic() - started
+            ctx.files_read |= mine.files_read
+            ctx.sources.update({k: v for k, v in mine.sources.items() if k not in ctx.sources})
+            measured = score_info.measure(model, before, suite.name, mine.files_read)
+            for rec in recs:  # what each score carries (bench.evaluate.score_info); a suite's own keys win
+                rec.info = {**measured, **(rec.info or {})}
             if sub.limit:  # a subset is never mistaken for the full set: every reader sees the limit
                 for rec in recs:
                     rec.info = {**(rec.info or {}), "limit": sub.limit}

@@ -32,6 +32,9 @@ class SuiteMeta:
     ranked: bool = True  # False: the values describe geometry; none is "best"
     plot_metrics: tuple[str, ...] = ()  # the measures worth plotting (diag)
     summary: str = ""
+    # The version of how this suite scores: raise it when a change to the suite changes its scores (items, metric,
+    # protocol). Every score records it (Score.info suite_version) and the leaderboard never merges two versions.
+    version: int = 1
 
     @property
     def averages(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
