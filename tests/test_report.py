@@ -164,8 +164,9 @@ def test_eval_records_limit_and_attack_fractions_in_score_info(tiny_model_dir, t
     assert "stsb[5]" in out and "elong-2" in out
     info = ResultsDB(db).scores().set_index("variant")["info"]
     # 10 texts (5 pairs x 2 sides); the long one was already cut at max_len, so m=2 left its input as it was
-    assert info["clean"] == {"truncated_frac": 0.1, "limit": 5}
-    assert info["elong-2"] == {"changed_frac": 0.9, "truncated_frac": 0.1, "limit": 5}
+    pick = lambda d, keys: {k: d[k] for k in keys if k in d}  # noqa: E731 - beside bench.evaluate.score_info's keys
+    assert pick(info["clean"], ("changed_frac", "truncated_frac", "limit")) == {"truncated_frac": 0.1, "limit": 5}
+    assert pick(info["elong-2"], ("changed_frac", "truncated_frac", "limit")) == {"changed_frac": 0.9, "truncated_frac": 0.1, "limit": 5}
 
 
 @pytest.mark.parametrize("command", ["eval", "run"])
