@@ -49,3 +49,21 @@ def test_a_selection_of_beir_sets_gets_no_paper_pointer(tmp_path, monkeypatch):
     with pytest.raises(DatasetMissingError) as exc:
         locate_datasets(parse_suites(["beir:scifact"]), EvalContext())
     assert PAPER_SWEEP not in str(exc.value)
+
+
+def test_the_eta_counts_training_only_once_it_has_been_timed():
+    """After the untrained baseline nothing says how long training takes: the line says so instead of guessing from
+    the baseline's (evaluation-only) time; after a training the rest is measured training + evaluation per run."""
+    from bench.experiment.comparison import Eta
+
+    eta = Eta([False, True, True])  # vanilla, then two trained methods
+    eta.done(None, 90.0)
+    first = eta.line("vanilla", 1, 3, 95.0)
+    assert "2 training(s) not timed yet" in first and "about 3 min" in first  # 2 evaluations x 90 s
+    eta.done(120.0, 60.0)
+    second = eta.line("laser3-self", 2, 3, 300.0)
+    seconds, unmeasured = eta.left()
+    assert unmeasured == 0 and seconds == pytest.approx(120.0 + (90.0 + 60.0) / 2)
+    assert "about 3 min 15 s left" in second and "training 2 min" in second
+    eta.done(100.0, 70.0)
+    assert eta.line("simcse", 3, 3, 480.0) == "[simcse] 3/3 runs done, 8 min 00 s elapsed"

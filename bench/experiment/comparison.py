@@ -140,7 +140,8 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
         say(f"evaluation data  {loc.describe()}")
 
     result = ComparisonResult(comparison, {}, {}, db=db, reference=reference)
-    total_runs, runs_done, t_loop = len(configs.per_run), 0, time.time()
+    total_runs, runs_done = len(configs.per_run), 0
+    eta = Eta([get_method(m).trains for m, _ in configs.per_run])
     for method, seed in configs.per_run:
         method_spec = get_method(method)
         method_cfg = method_spec.config_from(overrides.get(method, {}))
@@ -156,10 +157,12 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
         run_id, out_dir, status = distributed.broadcast_from_main(found)
         if status == "live":
             result.skipped.append(run_id)
+            eta.skip()
             continue
         result.asked.setdefault(method, []).append(run_id)
         if status == "finished":
             result.reused.append(run_id)
+            eta.skip()
             continue
         if len(seeds) > 1 and method_spec.trains:
             say(f"[{method}] training seed {seed}")
@@ -173,8 +176,10 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
             hook = curve_hook(spec, curves, db, run_id, method, say) if method_spec.trains else None
             if hook is not None:
                 hook.evaluate.tracker = trackers
+            t_train = time.time()
             model_dir = _train_one(db, run_id, method, method_spec, spec, corpus, budget, replace(train_cfg, seed=seed),
                                    method_cfg, out_dir, hook, trackers)  # fmt: skip
+            train_seconds = time.time() - t_train
             if method_spec.trains and main:  # the job declares the scoring, once: SentenceTransformer(folder) agrees
                 declare_scoring(model_dir, pooling=evaluation.pooling, max_len=evaluation.max_len)
             encoder = evaluation.load(model_dir)
@@ -184,7 +189,8 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
             records = evaluate(encoder, suites, ctx, db=db, run_id=run_id, earlier_fingerprint=earlier)
             if trackers is not None:
                 trackers.log_scores(records, "eval")  # at the last training step
-            say(f"[{method}] evaluated in {time.time() - t_eval:.0f}s")
+            eval_seconds = time.time() - t_eval
+            say(f"[{method}] evaluated in {eval_seconds:.0f}s")
         if db is not None and method_spec.trains:
             _finish_trained(db, run_id, method, method_spec.paper, Path(model_dir), Path(out_dir), keep_checkpoints=spec.keep_checkpoints)
         if db is not None:  # the run's results in its folder: config, provenance, every score (bench.report.results_file)
@@ -193,7 +199,8 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
             say(f"[{method}] results {write_results(db, run_id, out_dir)}")
         result.trained.append(run_id)
         runs_done += 1
-        say(elapsed_eta(method, runs_done, total_runs - len(result.reused), time.time() - t_start, time.time() - t_loop))
+        eta.done(train_seconds if method_spec.trains else None, eval_seconds)
+        say(eta.line(method, runs_done, total_runs - len(result.reused) - len(result.skipped), time.time() - t_start))
     if db is not None:
         result.runs = comparison_runs(db.runs(), comparison)
         earlier = sum(map(len, result.runs.values())) - len(result.trained) - len(result.reused)
@@ -269,9 +276,55 @@ def _earlier_folder(db: Any, comparison: str) -> Path | None:
     return None
 
 
+@dataclass
+class Eta:
+    """What is left of a comparison, from what was measured: each run still to do costs the mean evaluation time
+    measured so far, and a trained one also the mean training time measured so far (same budget for every method).
+    Until a training has been measured it is not guessed: the line says how many trainings are still to time. (The
+    untrained baseline comes first and trains nothing, so an estimate from mean run times would err short.)"""
+
+    pending: list[bool]  # trains?, for every run not yet done, in order
+    eval_seconds: list[float] = field(default_factory=list)
+    train_seconds: list[float] = field(default_factory=list)
+
+    def skip(self) -> None:
+        """A run that needs nothing (reused, or another process holds it)."""
+        self.pending.pop(0)
+
+    def done(self, train_seconds: float | None, eval_seconds: float) -> None:
+        self.pending.pop(0)
+        self.eval_seconds.append(eval_seconds)
+        if train_seconds is not None:
+            self.train_seconds.append(train_seconds)
+
+    def left(self) -> tuple[float, int]:
+        """(seconds measured to be left, trainings left whose time is not measured yet)."""
+        evaluation = sum(self.eval_seconds) / len(self.eval_seconds) if self.eval_seconds else 0.0
+        trainings = sum(self.pending)
+        training = sum(self.train_seconds) / len(self.train_seconds) if self.train_seconds else None
+        seconds = len(self.pending) * evaluation + (trainings * training if training is not None else 0.0)
+        return seconds, 0 if training is not None else trainings
+
+    def line(self, method: str, done: int, total: int, elapsed: float) -> str:
+        """'[simcse] 2/3 runs done, 4 min 10 s elapsed, about 2 min 5 s left (measured: training 70 s, evaluation
+        55 s a run)'."""
+        from bench.runtime.progress import duration
+
+        head = f"[{method}] {done}/{total} runs done, {duration(elapsed)} elapsed"
+        if not self.pending:
+            return head
+        seconds, unmeasured = self.left()
+        measured = [f"training {duration(sum(self.train_seconds) / len(self.train_seconds))}" if self.train_seconds else "",
+                    f"evaluation {duration(sum(self.eval_seconds) / len(self.eval_seconds))}" if self.eval_seconds else ""]
+        basis = " and ".join(m for m in measured if m) + " a run, as measured"
+        if unmeasured:
+            return (f"{head}; left: {len(self.pending)} evaluation(s), about {duration(seconds)} ({basis}), plus "
+                    f"{unmeasured} training(s) not timed yet (the first one sets the estimate)")
+        return f"{head}, about {duration(seconds)} left ({basis})"
+
+
 def elapsed_eta(method: str, done: int, total: int, elapsed: float, loop_elapsed: float) -> str:
-    """'[simcse] 2/3 runs done, 4 min 10 s elapsed, about 2 min 5 s left': the rest estimated from the mean time of
-    the runs done so far (the untrained baseline row comes first and is the fastest: early estimates err short)."""
+    """Kept for callers of the earlier name: the mean-run-time line (`Eta` is what the comparison job prints)."""
     from bench.runtime.progress import duration
 
     left = (total - done) * loop_elapsed / max(done, 1)
