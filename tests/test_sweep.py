@@ -332,3 +332,24 @@ source = "paper"
     datasets = [ln.split()[2] for ln in table.splitlines()[1:]]
     assert sorted(datasets) == ["average[20]", "nfcorpus[20]", "scifact[20]"], table
     assert "18.16" not in table
+
+
+def test_a_point_whose_corpus_changed_is_never_done_by_its_label(workdir, tiny_model_dir, capsys):
+    """The corpus grew from 40 to 120 texts after the point finished: its hash is unknown until it runs, so the
+    sweep does not call it done by its sweep label; it trains again on the corpus as it is (a new row, a new hash),
+    and the run of the old corpus stays as it was."""
+    spec = write_spec(workdir / "grow.toml", tiny_model_dir, 'method = ["simcse"]')
+    db = workdir / "r.sqlite"
+    argv = ["sweep", str(spec), "--db", str(db), "--retries", "0", "--folder", "sw"]
+    assert main(argv) == 0
+    first = ResultsDB(db).runs()
+    assert first["status"].tolist() == ["finished"] and first["config"].iloc[0]["corpus_texts"] == 40
+    (workdir / "corpus.txt").write_text("\n".join(TEXTS * 3) + "\n")
+    capsys.readouterr()
+    assert main(["sweep", str(spec), "--db", str(db), "--status"]) == 0
+    assert "1 points: 0 done, 0 running, 0 failed, 1 missing" in capsys.readouterr().out
+    assert main(argv) == 0
+    assert "nothing to run" not in capsys.readouterr().out
+    runs = ResultsDB(db).runs()
+    assert runs["status"].tolist() == ["finished", "finished"]
+    assert [c["corpus_texts"] for c in runs["config"]] == [40, 120] and runs["config_hash"].nunique() == 2

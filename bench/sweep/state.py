@@ -5,6 +5,12 @@ A point is `done` when a finished run with its config hash exists (whoever ran i
 is running and its process is alive (`results_db.liveness`: the pid on this host, else a recent heartbeat),
 `failed` when its newest row failed or is "running" with its process gone (a killed worker), `missing` when no
 row exists. An executor skips `done` and `running` points; the others run with `bench run --resume`.
+
+A point whose hash is unknown while its corpus file is on this machine (not counted as it is now: the file changed,
+or no run here loaded it) is never `done` by its sweep label alone: a finished row with that label may have trained
+on another corpus. It is `missing` (only a live row by its label makes it `running`), so it runs, and `bench run`
+reuses a finished run only when the full config hash, corpus included, is the same. Only a corpus that is not on
+this machine at all (a cluster's, seen from a laptop's `--status`) leaves the label to match.
 """
 
 from __future__ import annotations
@@ -42,6 +48,14 @@ def point_states(runs: pd.DataFrame, points: list[Point]) -> list[PointState]:
         if rows.empty:
             out.append(PointState(point, "missing"))
             continue
+        if not point.config_hash and _corpus_here(point):  # a live row by label holds it; nothing else is its result
+            live = rows[(rows["status"] == "running") & ~rows.apply(lambda r: is_stale(r.to_dict()), axis=1)]
+            if not live.empty:
+                out.append(PointState(point, "running", int(live.iloc[-1]["id"])))
+            else:
+                out.append(PointState(point, "missing", None, f"hash unknown here ({point.hash_note}); bench run "
+                                      "reuses a finished run only if its full config hash matches"))  # fmt: skip
+            continue
         finished = rows[rows["status"] == "finished"]
         if not finished.empty:
             out.append(PointState(point, "done", int(finished.iloc[-1]["id"])))
@@ -56,6 +70,16 @@ def point_states(runs: pd.DataFrame, points: list[Point]) -> list[PointState]:
         error = str(row.get("error") or "").strip().splitlines()
         out.append(PointState(point, "failed", int(row["id"]), error[-1] if error else ""))
     return out
+
+
+def _corpus_here(point: Point) -> bool:
+    from bench.data.corpus import corpus_file
+
+    spec = getattr(point, "spec", None)
+    if spec is None:
+        return False
+    path = corpus_file(spec.corpus, spec.data_dir)
+    return path is not None and path.exists()
 
 
 # ------------------------------------------------------------------------------------- cost
