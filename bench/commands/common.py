@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from results_db import ResultsDB, default_db_url
+from results_db.location import default_db_url
+
+if TYPE_CHECKING:  # the database layer (SQLAlchemy, pandas) loads only in the commands that open one
+    from results_db import ResultsDB
 
 
 def add_db(p: argparse.ArgumentParser, writes: bool = False) -> None:
@@ -119,8 +122,10 @@ def start_processes(args: Any) -> int | None:
     return None
 
 
-def open_db(args: Any) -> ResultsDB:
+def open_db(args: Any) -> "ResultsDB":
     """The database a writing command records into (created when new; see `add_db(writes=True)`)."""
+    from results_db import ResultsDB
+
     return ResultsDB(args.db, init_foreign=args.db_init_foreign)
 
 
