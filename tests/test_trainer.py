@@ -216,3 +216,20 @@ def test_train_state_round_trips_and_a_checkpoint_missing_a_field_is_one_error(t
     folder = save_checkpoint(tmp_path, 5, {"w": torch.ones(2)}, partial)
     with pytest.raises(TrainingError, match="lacks stream"):
         load_train_state(folder)
+
+
+def test_optional_adapter_hooks_have_their_declared_defaults():
+    """An adapter that defines only the protocol's required members trains with AdapterHooks' defaults; the
+    built-ins' own hooks are read as they declare them."""
+    from bench.train.method import AdapterHooks
+
+    class Bare:
+        def make_batch(self, texts, rng):  # noqa: ANN001, ANN202
+            return None
+
+    assert AdapterHooks.of(Bare()) == AdapterHooks() and AdapterHooks.of(Bare()).label == "?"
+    simcse = AdapterHooks.of(type("S", (), {"name": "simcse", "shard_trim": ("anchor_", "positive_")})())
+    assert (simcse.label, simcse.shard_trim, simcse.accepts) == ("simcse", ("anchor_", "positive_"), None)
+    from methods.crop import CropAdapter
+
+    assert AdapterHooks.of(object.__new__(CropAdapter)).accepts is not None  # crop refuses texts of one chunk

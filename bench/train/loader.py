@@ -33,6 +33,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from bench.runtime.errors import TrainingError
+from bench.train.method import AdapterHooks
 
 
 def default_workers(world: int = 1) -> int:
@@ -171,8 +172,8 @@ class BatchLoader:
         if workers < 0:
             raise ValueError(f"loader workers must be >= 0, got {workers}")
         self.workers = workers
-        self.sampler = _Draws(texts, batch_size, seed, start or Position(0, 0, 0), getattr(adapter, "accepts", None),
-                              getattr(adapter, "name", "?"))  # fmt: skip
+        hooks = AdapterHooks.of(adapter)
+        self.sampler = _Draws(texts, batch_size, seed, start or Position(0, 0, 0), hooks.accepts, hooks.label)
         self.builder = _Builder(adapter, texts, seed)
         self._iter: Iterator[tuple[Draw, dict[str, Any] | None]] | None = None
         self._loader: DataLoader | None = None

@@ -13,8 +13,10 @@ from bench.runtime.errors import TrainingError
 
 def method_origin(adapter: Any) -> str:
     """`'name' (module.Class)`: the method as its registry knows it, and where its code lives."""
+    from bench.train.method import AdapterHooks
+
     cls = type(adapter)
-    return f"{getattr(adapter, 'name', '?')!r} ({cls.__module__}.{cls.__qualname__})"
+    return f"{AdapterHooks.of(adapter).label!r} ({cls.__module__}.{cls.__qualname__})"
 
 
 def check_loss(loss: Any, adapter: Any) -> None:

@@ -16,7 +16,10 @@ Lifecycle, as the trainer drives it:
         adapter.after_step(encoder_model)             # e.g. EMA update of a momentum encoder
     adapter.state_dict() / load_state_dict(...)       # extra state for --resume (queue, EMA weights...)
 
-`setup`, `after_step`, `state_dict` and `load_state_dict` have no-op defaults in `BaseAdapter`.
+`setup`, `after_step`, `state_dict` and `load_state_dict` have no-op defaults in `BaseAdapter`. The optional members
+(`AdapterHooks`: `name`, `accepts`, `shard_trim`, `prepare`) are declared once, with their defaults, in `AdapterHooks`;
+the trainer and the batch loader read them through `AdapterHooks.of(adapter)`, so an adapter that does not subclass
+`BaseAdapter` gets the same defaults.
 
 `make_batch` may run ahead of the step that uses it, in a worker process (bench.train.loader): it must depend only on
 its texts and the rng it is given (and the adapter's settings), never on training state. An adapter whose texts are
@@ -29,7 +32,7 @@ per-corpus preprocessing (the pair methods tokenise the corpus's fixed strings t
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
@@ -59,6 +62,33 @@ class MethodAdapter(Protocol):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         ...
+
+
+@dataclass(frozen=True)
+class AdapterHooks:
+    """The adapter protocol's optional members, each with the default the trainer uses when an adapter lacks it.
+
+    name: the method's name in messages, the progress bar and the checkpoint fingerprint ("" when unnamed);
+    accepts(text) -> bool: whether the method can use a text at all (crop: at least two chunks); texts it refuses
+        are skipped before they take a batch slot (None: every text);
+    shard_trim: key prefixes (e.g. "anchor_") whose `<prefix>attention_mask` marks padding that each rank's shard
+        may drop on several processes (bench.train.sharding.shard_batch);
+    prepare(texts) -> dict: per-corpus preprocessing once before the first batch (None: nothing to do).
+    """
+
+    name: str = ""
+    accepts: Callable[[str], bool] | None = None
+    shard_trim: tuple[str, ...] = ()
+    prepare: Callable[..., dict[str, Any]] | None = None
+
+    @classmethod
+    def of(cls, adapter: Any) -> "AdapterHooks":
+        """The adapter's optional members, the declared default for each it does not define."""
+        return cls(**{f.name: getattr(adapter, f.name, f.default) for f in fields(cls)})
+
+    @property
+    def label(self) -> str:
+        return self.name or "?"
 
 
 class BaseAdapter:

@@ -51,6 +51,7 @@ from bench.runtime.errors import ConfigError, TrainingError
 from bench.runtime.provenance import config_hash
 from bench.train.budget import Budget, Consumption
 from bench.runtime import signals
+from bench.train.method import AdapterHooks
 from bench.train.backbone import check_backbone_methods, load_backbone
 from bench.train.loss_check import check_loss
 from bench.train.sharding import shard_batch
@@ -259,6 +260,7 @@ def train(
     `save_encoder_dir` (relative to out_dir, or absolute; None: do not save) receives the trained encoder as a
     transformers + sentence-transformers folder without the adapter's training-only modules.
     """
+    hooks = AdapterHooks.of(adapter)  # the protocol's optional members, defaults where the adapter has none
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if not texts:
@@ -295,7 +297,7 @@ def train(
     position = Position(0, 0, 0)
     consumed = Consumption()
     fingerprint = config_hash(
-        {"train": config.shared(), "budget": budget.asked(), "adapter": getattr(adapter, "name", ""), "n_texts": len(texts),
+        {"train": config.shared(), "budget": budget.asked(), "adapter": hooks.name, "n_texts": len(texts),
          "batches": "per-draw-rng"}  # fmt: skip
     )
     resumed_from = None
@@ -319,7 +321,7 @@ def train(
     if world > 1 and not main:
         _seed_rank_torch_rng(config.seed, consumed.steps, device)
 
-    prepare = getattr(adapter, "prepare", None)
+    prepare = hooks.prepare
     if prepare is not None:
         with distributed.main_first():  # rank 0 preprocesses (and caches); the others then read its files
             started = time.monotonic()
@@ -327,7 +329,7 @@ def train(
         if report and main:
             parts = [f"{what} {'read from the cache' if r.get('cached') else 'made and cached'}"
                      for what, r in (("sentence splits", report.get("sentences")), ("token ids", report.get("tokens"))) if r]  # fmt: skip
-            log.info("[%s] corpus preprocessed in %.1f s (%s)", getattr(adapter, "name", "?"), time.monotonic() - started,
+            log.info("[%s] corpus preprocessed in %.1f s (%s)", hooks.label, time.monotonic() - started,
                      ", ".join(parts) or "nothing to do")  # fmt: skip
 
     writer = CheckpointWriter(out, keep=config.keep_checkpoints)
@@ -373,7 +375,7 @@ def train(
                 flush_logs()
                 saved = latest_checkpoint(out)
                 raise TrainingError(
-                    f"non-finite loss ({value}) at step {first_step + i} of {getattr(adapter, 'name', '?')}; stopped, "
+                    f"non-finite loss ({value}) at step {first_step + i} of {hooks.label}; stopped, "
                     + (f"last checkpoint at {saved}" if saved else "no checkpoint was written")
                     + " (lower --lr or check the data)"
                 )
@@ -396,7 +398,7 @@ def train(
     losses: list[float] = []
     stopped_by = ""
     bar = progress.bar(
-        total=budget.steps or horizon, initial=consumed.steps, desc=getattr(adapter, "name", "train"),
+        total=budget.steps or horizon, initial=consumed.steps, desc=hooks.name or "train",
         unit="step", disable=not config.progress or not main,
     )
     clock_start = time.monotonic() - consumed.seconds  # a resumed run keeps counting its seconds
@@ -428,13 +430,13 @@ def train(
             if batch is None:
                 empty_batches += 1
                 if empty_batches > 100:
-                    raise TrainingError(f"method {getattr(adapter, 'name', '?')!r} built no batch from 100 draws of texts")
+                    raise TrainingError(f"method {hooks.label!r} built no batch from 100 draws of texts")
                 continue
             empty_batches = 0
             lr = config.lr * linear_schedule(consumed.steps, config.warmup_steps, horizon)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            local_batch = shard_batch(batch, trim=getattr(adapter, "shard_trim", ()))
+            local_batch = shard_batch(batch, trim=hooks.shard_trim)
             with autocast():
                 loss, extras = adapter.loss(model, local_batch)
             check_loss(loss, adapter)  # a plug-in's loss: a scalar tensor with a grad (bench.train.loss_check)
@@ -446,7 +448,7 @@ def train(
                     writer.wait()
                     flush_logs()
                     raise TrainingError(
-                        f"non-finite loss ({value}) at step {consumed.steps + 1} of {getattr(adapter, 'name', '?')}; "
+                        f"non-finite loss ({value}) at step {consumed.steps + 1} of {hooks.label}; "
                         f"stopped, checkpoint saved at {path or out} (lower --lr or check the data)"
                     )
             loss.backward()
