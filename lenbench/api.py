@@ -106,9 +106,9 @@ class Results:
 
     def curves(self) -> Any:
         """Learning-curve points of these runs (bench run --eval-every), one row per run, step and score."""
-        from bench.report.curves import curve_frame
+        from bench.report.curves import curve_frame, with_final
 
-        return curve_frame(self.db, self.run_ids)
+        return with_final(curve_frame(self.db, self.run_ids), self.db)
 
     def _reference(self) -> str:
         if self.reference in self.runs:

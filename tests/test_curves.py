@@ -40,7 +40,8 @@ def _train(tiny_model_dir, tmp_path, name, hook=None, steps=5):
 
 def test_evaluating_during_training_changes_neither_losses_nor_weights(tiny_model_dir, tmp_path):
     """The same losses and bit-identical final weights with and without a hook that scores STS on the model and
-    draws from every RNG; the hook runs at steps 2, 4 and the last (5), in eval mode, under no_grad."""
+    draws from every RNG; the hook runs before the first step (0), at steps 2, 4 and the last (5), in eval mode, under
+    no_grad."""
     from bench.evaluate.curve import CurveEvaluator
     from bench.evaluate.suites import EvalContext, parse_suites
 
@@ -61,10 +62,10 @@ def test_evaluating_during_training_changes_neither_losses_nor_weights(tiny_mode
     assert hooked.losses == plain.losses
     want = plain_model.state_dict()
     assert all(torch.equal(want[k], v) for k, v in hooked_model.state_dict().items())
-    assert seen == [(2, False, False), (4, False, False), (5, False, False)]
+    assert seen == [(0, False, False), (2, False, False), (4, False, False), (5, False, False)]
     assert hooked_model.training  # train mode restored
     points = db.curve_points([run_id])
-    assert sorted(set(points["step"])) == [2, 4, 5]
+    assert sorted(set(points["step"])) == [0, 2, 4, 5]
     assert set(points["metric"]) == {"spearman"} and points["value"].between(-100, 100).all()
     assert db.scores([run_id]).empty  # curve points never land among the final scores
 
@@ -86,6 +87,30 @@ def test_bench_results_curves_json_and_table(tmp_path, capsys):
     assert main(["results", "--curves", "--db", str(tmp_path / "r.sqlite")]) == 0
     out = capsys.readouterr().out
     assert "step 100" in out and "step 300" in out and "30.00" in out
+
+
+def test_curves_name_their_subset_and_n_and_show_the_final_score_beside_them(tmp_path, capsys):
+    """A curve scored on a --curve-limit subset says so (DATASET[N], n) and sits beside the run's reported score on
+    the whole dataset with its own n: the two numbers are never read as one."""
+    from results_db import ScoreRecord
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    run = db.create_run(model="m", method="crop", seed=0, kind="train")
+    for step, value in ((0, 8.0), (100, 15.0), (200, 19.95)):
+        db.add_curve_points(run, step, [ScoreRecord("heldout", "wiki-offline-heldout", "ndcg_at_10", value, 200,
+                                                    info={"limit": 200})])  # fmt: skip
+    db.add_scores(run, [ScoreRecord("heldout", "wiki-offline-heldout", "ndcg_at_10", 13.56, 448)])
+    db.finish_run(run)
+    assert main(["results", "--curves", "--db", str(tmp_path / "r.sqlite")]) == 0
+    out = capsys.readouterr().out
+    header, line = out.splitlines()[1], out.splitlines()[2]
+    assert header.split()[:10] == ["run_id", "method", "seed", "dataset", "metric", "variant", "n", "step", "0", "step"]
+    assert "wiki-offline-heldout[200]" in line and " 200 " in line and "19.95" in line
+    assert "13.56 (wiki-offline-heldout, n=448)" in line
+    assert main(["results", "--curves", "--format", "json", "--db", str(tmp_path / "r.sqlite")]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["step"], r["subset"], r["n"], r["final_value"], r["final_n"], r["final_subset"]) for r in rows] == [
+        (0, 200, 200, 13.56, 448, None), (100, 200, 200, 13.56, 448, None), (200, 200, 200, 13.56, 448, None)]
 
 
 def test_point_intervals_bootstrap_one_run_and_t_over_seeds():

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def test_crop_from_scratch_beats_the_untrained_backbone_and_records_its_curve(tmp_path, capsys):
     """200 steps of crop on 2,000 wiki-offline articles take a random 32-wide embedding bag above its untrained self
     on the held-out known-item task (100 queries), by more than 3 nDCG@10 points; the curve has points at steps
-    100 and 200 (the last of which is the final encoder's score)."""
+    0 (the untrained table's score), 100 and 200 (the last of which is the final encoder's score)."""
     from bench.data.corpus import wiki_offline_file
     from bench.data.errors import DataError
     from bench.encode.encoder import reference_model_dir
@@ -42,7 +42,8 @@ def test_crop_from_scratch_beats_the_untrained_backbone_and_records_its_curve(tm
     crop_id = int(runs.loc["crop", "id"])
     assert main(["results", "--curves", "--format", "json", "--db", str(db)]) == 0
     points = [p for p in json.loads(capsys.readouterr().out) if p["metric"] == "ndcg_at_10"]
-    assert [(p["run_id"], p["step"]) for p in points] == [(crop_id, 100), (crop_id, 200)]
+    assert [(p["run_id"], p["step"]) for p in points] == [(crop_id, 0), (crop_id, 100), (crop_id, 200)]
+    assert points[0]["value"] == pytest.approx(ndcg["vanilla"], abs=1e-3)  # step 0: the untrained backbone's score
     assert points[-1]["value"] == pytest.approx(ndcg["crop"], abs=1e-6)  # same encoder, same items
     assert results.get_run(crop_id)["config"]["curves"] == {"every": 100, "suite": ["heldout"], "limit": 100}
 

@@ -84,9 +84,9 @@ def run(args: argparse.Namespace) -> int:
 
 def print_curves(db: ResultsDB, run_ids: list[int], fmt: str) -> int:
     """`--curves`: one row per run, step, dataset, metric and variant (json/csv); a column per step (table)."""
-    from bench.report.curves import curve_frame, curves_text
+    from bench.report.curves import curve_frame, curves_text, with_final
 
-    frame = curve_frame(db, run_ids)
+    frame = with_final(curve_frame(db, run_ids), db)
     if fmt == "csv":
         frame.to_csv(sys.stdout, index=False)
     elif fmt == "json":

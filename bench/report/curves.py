@@ -15,7 +15,8 @@ import pandas as pd
 
 from bench.report.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, mean_ci, score_interval
 
-CURVE_COLUMNS = ["run_id", "method", "seed", "step", "suite", "dataset", "variant", "metric", "value", "n"]
+CURVE_COLUMNS = ["run_id", "method", "seed", "step", "suite", "dataset", "variant", "metric", "value", "n", "subset"]
+FINAL_COLUMNS = ["final_value", "final_n", "final_subset"]  # the run's final score on the same dataset, metric, variant
 
 
 def bootstrap_interval(items: dict | None, resamples: int = DEFAULT_RESAMPLES, level: float = DEFAULT_LEVEL,
@@ -33,8 +34,39 @@ def curve_frame(db, run_ids: Sequence[int] | None = None, with_items: bool = Fal
         return pd.DataFrame(columns=CURVE_COLUMNS + extra)
     runs = db.runs()[["id", "method", "seed"]].rename(columns={"id": "run_id"})
     frame = points.merge(runs, on="run_id", how="left")
+    frame["subset"] = [_limit(i) for i in frame["info"]]  # a --curve-limit subset: its N (None: the whole dataset)
     return frame[CURVE_COLUMNS + extra].sort_values(["run_id", "step", "suite", "dataset", "variant", "metric"],
                                                     kind="stable").reset_index(drop=True)  # fmt: skip
+
+
+def _limit(info: object) -> int | None:
+    if isinstance(info, str):
+        import json
+
+        try:
+            info = json.loads(info)
+        except ValueError:
+            return None
+    limit = info.get("limit") if isinstance(info, dict) else None
+    return int(limit) if limit else None
+
+
+def with_final(frame: pd.DataFrame, db) -> pd.DataFrame:  # noqa: ANN001
+    """Each point with its run's final score on the same dataset, metric and variant (FINAL_COLUMNS): a curve on a
+    `--curve-limit` subset next to the number its tables report (the whole dataset, or the run's --limit)."""
+    if frame.empty:
+        return frame.assign(**{c: [] for c in FINAL_COLUMNS})
+    scores = db.scores(sorted(frame["run_id"].unique().tolist()))
+    final = pd.DataFrame({
+        "run_id": scores["run_id"], "suite": scores["suite"], "dataset": scores["dataset"], "variant": scores["variant"],
+        "metric": scores["metric"], "final_value": scores["value"], "final_n": scores["n"],
+        "final_subset": [_limit(i) for i in scores["info"]],
+    }) if not scores.empty else pd.DataFrame(columns=["run_id", "suite", "dataset", "variant", "metric", *FINAL_COLUMNS])  # fmt: skip
+    return frame.merge(final, on=["run_id", "suite", "dataset", "variant", "metric"], how="left")
+
+
+def _label(dataset: str, subset: object) -> str:
+    return f"{dataset}[{int(subset)}]" if subset is not None and subset == subset else str(dataset)
 
 
 def with_intervals(frame: pd.DataFrame) -> pd.DataFrame:
@@ -58,10 +90,26 @@ def over_seeds(frame: pd.DataFrame, group: Sequence[str] = ("method",)) -> pd.Da
 
 
 def curves_text(frame: pd.DataFrame) -> str:
-    """The curves as a table: one line per run, dataset, metric and variant; one column per step."""
+    """The curves as a table: one line per run, dataset, metric and variant; one column per step (step 0: the
+    untrained model), the items each point rests on (`n`, DATASET[N] for a subset), and the run's final score with
+    its own n (`final`), so a curve on a subset is never read as the reported number."""
     if frame.empty:
         return "(no learning-curve points: train with `bench run --eval-every N`)"
-    wide = frame.pivot_table(index=["run_id", "method", "seed", "dataset", "metric", "variant"], columns="step",
-                             values="value", aggfunc="first")  # fmt: skip
+    frame = frame.assign(dataset=[_label(d, s) for d, s in zip(frame["dataset"], frame["subset"])])
+    index = ["run_id", "method", "seed", "dataset", "metric", "variant"]
+    wide = frame.pivot_table(index=index, columns="step", values="value", aggfunc="first")
     wide.columns = [f"step {c}" for c in wide.columns]
-    return wide.reset_index().to_string(index=False, float_format=lambda v: f"{v:.2f}", na_rep="")
+    wide = wide.reset_index()
+    first = frame.drop_duplicates(index).set_index(index)
+    wide.insert(len(index), "n", [int(first.loc[tuple(r)]["n"]) for r in wide[index].itertuples(index=False)])
+    if "final_value" in frame:
+        def final(row: tuple) -> str:
+            point = first.loc[row]
+            if point["final_value"] != point["final_value"]:  # no final score (a run that did not finish)
+                return ""
+            return f"{point['final_value']:.2f} ({_label(row[3].split('[')[0], point['final_subset'])}, n={int(point['final_n'])})"
+
+        wide["final"] = [final(tuple(r)) for r in wide[index].itertuples(index=False)]
+    head = ("learning curves (step 0 = the untrained model; n = items each point rests on, DATASET[N] = the first N; "
+            "final = the run's reported score and its n)")
+    return head + "\n" + wide.to_string(index=False, float_format=lambda v: f"{v:.2f}", na_rep="")

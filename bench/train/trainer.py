@@ -408,6 +408,9 @@ def train(
         start_step=consumed.steps, start_seconds=consumed.seconds, every_steps=config.checkpoint_every,
         every_seconds=60 * config.checkpoint_minutes,
     )
+    if eval_hook is not None and consumed.steps == 0:  # the curve starts at the untrained model (step 0)
+        clock_start += run_isolated(eval_hook, model, extra, tokenizer, 0, device)
+        evaluated_at = 0
     batches = loader.batches()
     signals.defer_stops(True)  # SIGTERM/SIGINT: finish the step, checkpoint, then stop (bench.runtime.signals)
     try:
