@@ -214,3 +214,68 @@ def test_export_counts_the_files_it_writes_and_times_exclude_training(tmp_path, 
     times = {p.parent.parent.name: json.loads(p.read_text())["evaluation_time"] for p in files if p.name == "STSBenchmark.json"}
     assert len(times) == 2 and any(t == pytest.approx(12.5) for t in times.values())
     assert all(t < 600 for t in times.values()), times  # not the 2 hours of training
+
+
+def _mteb_file(folder: Path, task: str, scores: dict) -> Path:
+    from mteb.results import TaskResult
+
+    folder.mkdir(parents=True, exist_ok=True)
+    result = TaskResult.from_task_results(mteb.get_task(task), {"test": {"default": scores}}, evaluation_time=1.0)
+    path = folder / f"{task}.json"
+    result.to_disk(path)
+    return path
+
+
+def _sts13(value: float) -> dict:
+    return {"cosine_spearman": value, "cosine_pearson": 0.5, "main_score": value}
+
+
+def test_a_percentage_or_nan_score_is_refused_naming_its_file_and_the_other_models_import(tmp_path, capsys):
+    """Three models; the second's STS13 main score is 80.6 (a percentage) and the third's NaN: both files are refused
+    naming the file before anything is written, the first model imports, and nothing is stored x100."""
+    root = tmp_path / "results"
+    _mteb_file(root / "org__a" / "r1", "STS13", _sts13(0.806))
+    bad = _mteb_file(root / "org__b" / "r1", "STS13", _sts13(0.5))
+    data = json.loads(bad.read_text())
+    data["scores"]["test"][0]["main_score"] = 80.6
+    data["scores"]["test"][0]["cosine_spearman"] = 80.6
+    bad.write_text(json.dumps(data))
+    nan = _mteb_file(root / "org__c" / "r1", "STS13", _sts13(0.5))
+    nan.write_text(nan.read_text().replace('"main_score": 0.5', '"main_score": NaN').replace('"cosine_spearman": 0.5', '"cosine_spearman": NaN'))
+    db_path = tmp_path / "r.sqlite"
+    assert main(["import", "--format", "mteb", str(root), "--db", str(db_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"skipped {bad}: ScoreRangeError: " in out and "80.6 is outside [-1, 1]" in out
+    assert f"skipped {nan}: ScoreRangeError: " in out and "nan" in out
+    assert "org/a @ r1: 1 dataset(s), imported as reference run 1" in out
+    db = ResultsDB(db_path)
+    assert db.runs()["model"].tolist() == ["org/a"] and db.scores()["value"].max() < 100.0
+
+
+def test_importing_again_finishes_a_killed_import_and_a_failed_model_does_not_stop_the_others(tmp_path, capsys, monkeypatch):
+    root = tmp_path / "results"
+    for name in ("a", "b", "c"):
+        _mteb_file(root / f"org__{name}" / "r1", "STS13", _sts13(0.7))
+    db_path = tmp_path / "r.sqlite"
+    original = ResultsDB.add_scores
+
+    def killed_at_b(self, run_id, records):
+        if self.get_run(run_id)["model"] == "org/b":
+            raise OSError("disk I/O error")
+        return original(self, run_id, records)
+
+    monkeypatch.setattr(ResultsDB, "add_scores", killed_at_b)
+    assert main(["import", "--format", "mteb", str(root), "--db", str(db_path)]) == 2
+    captured = capsys.readouterr()
+    assert "org/b @ r1: 1 dataset(s), NOT imported, reference run 2 marked failed: disk I/O error" in captured.out
+    assert "org/c @ r1: 1 dataset(s), imported as reference run 3" in captured.out  # read and imported after b
+    assert "1 of 3 model(s) not imported (org/b @ r1)" in captured.err
+    monkeypatch.setattr(ResultsDB, "add_scores", original)
+    db = ResultsDB(db_path)
+    db.update_run(2, status="running", pid=2**22 + 12345)  # as a killed import leaves it: running, its process gone
+    assert main(["import", "--format", "mteb", str(root), "--db", str(db_path)]) == 0
+    out = capsys.readouterr().out
+    assert "org/b @ r1: 1 dataset(s), finished an unfinished import as reference run 2" in out
+    assert "org/a @ r1: 1 dataset(s), already imported as reference run 1" in out
+    runs = db.runs()
+    assert runs["status"].tolist() == ["finished"] * 3 and len(db.scores([2])) == 1

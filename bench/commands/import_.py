@@ -34,8 +34,17 @@ def run(args: argparse.Namespace) -> int:
     if not models:
         raise ConfigError(f"no readable MTEB result files under {args.dir} (expected <org__model>/<revision>/<Task>.json)")
     db = open_db(args)
-    for model, run_id, new in import_references(db, models, command_line()):
+    failed = []
+    for model, run_id, outcome in import_references(db, models, command_line()):
         datasets = len({(r.suite, r.dataset) for r in model.records})
-        state = "imported as" if new else "already imported as"
-        print(f"{model.name} @ {model.revision}: {datasets} dataset(s), {state} reference run {run_id}")
+        if outcome.startswith("failed"):
+            print(f"{model.name} @ {model.revision}: {datasets} dataset(s), NOT imported, reference run {run_id} marked "
+                  f"{outcome}")
+        else:
+            print(f"{model.name} @ {model.revision}: {datasets} dataset(s), {outcome} as reference run {run_id}")
+        if outcome.startswith("failed"):
+            failed.append(f"{model.name} @ {model.revision}")
+    if failed:
+        raise ConfigError(f"{len(failed)} of {len(models)} model(s) not imported ({', '.join(failed)}); the others are "
+                          "recorded as listed above; run the same command again once fixed")
     return 0

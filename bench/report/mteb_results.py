@@ -301,6 +301,7 @@ def records_of(result: Any) -> list[ScoreRecord]:
     info = {"source": "mteb", "split": split, "hf_subsets": sorted(str(e.get("hf_subset")) for e in entries),
             "mteb_version": result.mteb_version, "dataset_revision": result.dataset_revision, "main_score": main_name}
     main = result.get_score(splits=[split])  # mean over subsets, as mteb reports a task
+    check_fraction(main_name, main)
     dataset = _task_datasets().get(result.task_name)
     if dataset is None:
         return [ScoreRecord("mteb", result.task_name, main_name, 100.0 * float(main), info=info)]
@@ -311,7 +312,28 @@ def records_of(result: Any) -> list[ScoreRecord]:
             values = [e[metric] for e in entries if isinstance(e.get(metric), (int, float))]
             if len(values) == len(entries):
                 metrics[metric] = sum(values) / len(values)
+    for metric, value in metrics.items():
+        check_fraction(metric, value)
     return [ScoreRecord(suite, dataset, metric, 100.0 * value, info=info) for metric, value in metrics.items()]
+
+
+class ScoreRangeError(ValueError):
+    """An MTEB score that is no number or outside what a fraction can be (a percentage, 80.6, stored as 0.806)."""
+
+
+def check_fraction(metric: str, value: Any) -> None:
+    """MTEB stores every score as a fraction: accuracies, nDCG, MAP in [0, 1], correlations in [-1, 1]. A NaN, an
+    infinity or a value past 1 (a percentage written by hand) is refused, never stored x100 (8060)."""
+    import math
+
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ScoreRangeError(f"{metric} {value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise ScoreRangeError(f"{metric} is {number}: no score to import")
+    if not -1.0 <= number <= 1.0:
+        raise ScoreRangeError(f"{metric} {number:g} is outside [-1, 1]: MTEB stores fractions (0.806, not 80.6)")
 
 
 def _cqadupstack_mean(records: list[ScoreRecord]) -> list[ScoreRecord]:
@@ -382,35 +404,58 @@ def read_mteb_results(directory: str | Path) -> tuple[list[ReferenceModel], list
     return models, problems
 
 
-def import_references(db: Any, models: list[ReferenceModel], command: str) -> list[tuple[ReferenceModel, int, bool]]:
-    """One finished Run (kind 'reference') per model; a model already imported with the same scores is not
-    duplicated. Returns (model, run id, newly imported)."""
-    from bench.runtime.provenance import code_version, config_hash, package_versions
+def import_references(db: Any, models: list[ReferenceModel], command: str) -> list[tuple[ReferenceModel, int | None, str]]:
+    """One finished Run (kind 'reference') per model; returns (model, run id, outcome) for every model:
 
-    existing = db.runs()
-    out = []
+    - "imported": a new row;
+    - "already imported": a finished row with the same scores exists (not duplicated);
+    - "finished an unfinished import": a row of these scores left unfinished (a killed import) is taken over;
+    - "being imported by another process": a live process holds that row (left alone);
+    - "failed: ...": its scores could not be written (its row is marked failed); the next models still import.
+    """
+    from bench.runtime.provenance import code_version, config_hash, package_versions
+    from results_db.liveness import with_liveness
+    from results_db.store import liveness_fields
+
+    existing = with_liveness(db.runs())
+    out: list[tuple[ReferenceModel, int | None, str]] = []
     for model in models:
         scores = sorted((r.suite, r.dataset, r.metric, round(r.value, 6)) for r in model.records)
         config = {"source": "mteb", "model": model.name, "revision": model.revision, "scores": scores}
         chash = config_hash(config)
         same = existing[(existing["kind"] == REFERENCE_KIND) & (existing["config_hash"] == chash)] if not existing.empty else existing
-        if not same.empty:
-            out.append((model, int(same["id"].iloc[0]), False))
+        done = same[same["status"] == "finished"] if not same.empty else same
+        if not done.empty:
+            out.append((model, int(done["id"].iloc[0]), "already imported"))
             continue
-        run_id = db.create_run(
-            kind=REFERENCE_KIND, model=model.name, method=model.name, backbone="", suite="mteb",
-            config={"source": "mteb", "model": model.name, "revision": model.revision, "folder": str(model.folder),
-                    "files": model.files},
-            config_hash=chash, seed=0, code_version=code_version(), package_versions=package_versions(),
-            command=command, output_dir=str(model.folder), status="running", model_info=model.model_info,
-        )
+        live = same[same["status"] == "running"] if not same.empty else same
+        if not live.empty:
+            out.append((model, int(live["id"].iloc[-1]), "being imported by another process (left alone)"))
+            continue
+        if not same.empty:  # failed, interrupted or stale (a killed import): finished now, on the same row
+            run_id = int(same.sort_values("id")["id"].iloc[-1])
+            db.update_run(run_id, status="running", error="", finished_at=None, command=command, **liveness_fields())
+            outcome = "finished an unfinished import"
+        else:
+            run_id = db.create_run(
+                kind=REFERENCE_KIND, model=model.name, method=model.name, backbone="", suite="mteb",
+                config={"source": "mteb", "model": model.name, "revision": model.revision, "folder": str(model.folder),
+                        "files": model.files},
+                config_hash=chash, seed=0, code_version=code_version(), package_versions=package_versions(),
+                command=command, output_dir=str(model.folder), status="running", model_info=model.model_info,
+            )
+            outcome = "imported"
         try:
             db.add_scores(run_id, model.records)
-        except BaseException as exc:
+        except Exception as exc:  # noqa: BLE001 - this model's row fails; the other models still import
             db.finish_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}")
+            out.append((model, run_id, f"failed: {exc}"))
+            continue
+        except BaseException as exc:
+            db.finish_run(run_id, status="interrupted", error=f"{type(exc).__name__}: {exc}")
             raise
         db.finish_run(run_id)
-        out.append((model, run_id, True))
+        out.append((model, run_id, outcome))
     return out
 
 
