@@ -63,6 +63,11 @@ def suite_scores(location: str, version: tuple[int, ...], suite: str, metrics: t
     return queries.suite_scores(_open(location, version), suite, list(metrics), list(variants))
 
 
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def suite_versions(location: str, version: tuple[int, ...], suite: str) -> pd.DataFrame:
+    return queries.suite_versions(_open(location, version), suite)
+
+
 @st.cache_resource(show_spinner=False, max_entries=MAX_ENTRIES)
 def score_limits(location: str, version: tuple[int, ...], suite: str) -> pd.DataFrame:
     return queries.score_limits(_open(location, version), suite)

@@ -197,6 +197,21 @@ def mark_subsets(runs: pd.DataFrame, limits: pd.DataFrame) -> pd.DataFrame:
 
 
 
+def split_scoring_versions(runs: pd.DataFrame, versions: pd.DataFrame) -> pd.DataFrame:
+    """Runs whose scores of one suite came from different versions of its scoring (Score.info suite_version) never
+    share a row: when the runs shown hold more than one version, each method is labelled with its version
+    ("simcse [scoring v2]"). versions: (run_id, suite_version)."""
+    if versions.empty or runs.empty:
+        return runs
+    of_run = runs["id"].map(versions.set_index("run_id")["suite_version"])
+    if of_run.dropna().nunique() < 2:
+        return runs
+    out = runs.copy()
+    known = of_run.notna().to_numpy()
+    out.loc[known, "method"] = [f"{m} [scoring v{int(v)}]" for m, v in zip(out.loc[known, "method"], of_run[known])]
+    return out
+
+
 def row_keys(runs: pd.DataFrame) -> list[str]:
     """What makes a row: the group columns and, when known, the subset its runs were scored on."""
     return [*GROUP_KEYS, "subset"] if "subset" in runs else list(GROUP_KEYS)

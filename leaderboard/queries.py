@@ -197,6 +197,23 @@ def score_limits(db: ResultsDB, suite: str) -> pd.DataFrame:
     return frame[frame["limit"] > 0].reset_index(drop=True)
 
 
+def suite_versions(db: ResultsDB, suite: str) -> pd.DataFrame:
+    """(run_id, suite_version) of the runs with scores of a suite (Score.info suite_version; scores written before
+    it was recorded are version 1)."""
+    empty = pd.DataFrame({"run_id": pd.Series(dtype=int), "suite_version": pd.Series(dtype=int)})
+    if "info" not in _columns(db, "scores"):
+        return empty
+    s = Score.__table__
+    version = func.coalesce(s.c.info["suite_version"].as_integer(), 1)
+    stmt = select(s.c.run_id, func.max(version).label("suite_version")).where(s.c.suite == suite).group_by(s.c.run_id)
+    with db.engine.connect() as conn:
+        frame = _frame(conn, stmt)
+    if frame.empty:
+        return empty
+    frame["suite_version"] = pd.to_numeric(frame["suite_version"], errors="coerce").fillna(1).astype(int)
+    return frame
+
+
 def attack_rates(db: ResultsDB, suite: str) -> pd.DataFrame:
     """(run_id, dataset, variant, changed_frac): the fraction of texts each attack changed (Score.info)."""
     empty = pd.DataFrame({"run_id": pd.Series(dtype=int), "dataset": pd.Series(dtype=object),

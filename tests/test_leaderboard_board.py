@@ -55,6 +55,16 @@ def test_ranks_sizes_references_and_hidden_subset(app):
     assert "rows whose 95% CI against the best covers 0 are tied with it" in captions
 
 
+def test_aggregate_over_datasets_and_performance_profile_are_shown(app):
+    """Below the charts: each full-set row's mean and IQM over the datasets with 95% CIs and its probability of
+    improvement over the reference, and the performance profile (issue 27)."""
+    assert any(m.value.startswith("**Aggregate over ") for m in app.markdown)
+    table = next(d.value for d in app.dataframe if "IQM" in d.value.columns)
+    assert {"row", "seeds", "mean", "IQM", "P(> vanilla)"} <= set(table.columns)
+    assert all("[" in cell for cell in table["mean"]) and "" in set(table["P(> vanilla)"])  # vanilla itself
+    assert any(m.value == "**Performance profile**" for m in app.markdown)
+
+
 def test_subset_toggle_shows_and_flags_subset_runs(app):
     app.checkbox(key="main_subsets").check().run()
     frame = rows(app)

@@ -471,7 +471,6 @@ def aggregate_over_datasets(full: Sequence[np.ndarray], boot: Sequence[np.ndarra
     """
     rng = np.random.default_rng(seed)
     k_max = max(len(f) for f in full)
-    n_boot = min(b.shape[1] for b in boot)
     datasets = len(full)
     point = np.empty((k_max, datasets))
     resampled_scores = np.empty((resamples, k_max, datasets))
@@ -481,7 +480,7 @@ def aggregate_over_datasets(full: Sequence[np.ndarray], boot: Sequence[np.ndarra
         tile = np.arange(k_max) % k
         point[:, d] = np.asarray(f, dtype=float)[tile]
         seeds_drawn = rng.integers(0, k, size=(resamples, k))
-        items_drawn = rng.integers(0, n_boot, size=resamples)
+        items_drawn = rng.integers(0, np.asarray(b).shape[1], size=resamples)  # this dataset's own item resamples
         drawn = np.asarray(b, dtype=float)[seeds_drawn, items_drawn[:, None]]  # (R, k)
         resampled_scores[:, :, d] = drawn[:, tile]
         seed_means[:, d] = drawn.mean(axis=1)

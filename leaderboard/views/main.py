@@ -18,7 +18,7 @@ import streamlit as st
 
 from bench.evaluate.attacks import CLEAN, order_variants
 from bench.report import stats
-from leaderboard import attack_curves, cache, grouping, main_board, ranking, significance
+from leaderboard import aggregates, attack_curves, cache, grouping, main_board, ranking, significance
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views.common import (
@@ -59,7 +59,7 @@ def _headline(board: main_board.Leaderboard) -> str:
 def main_table(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
                filters: grouping.RunFilters, include_parts: bool, reference: str | None) -> MainTable:  # fmt: skip
     limits = cache.score_limits(location, version, suite)
-    runs = filters.apply(grouping.mark_subsets(cache.runs(location, version), limits)).reset_index(drop=True)
+    runs = _board_runs(location, version, suite, filters, limits)
     catalog = cache.score_catalog(location, version)
     here = catalog[(catalog["suite"] == suite) & (catalog["metric"] == metric)]
     variants = order_variants(here["variant"].tolist())
@@ -119,6 +119,77 @@ def main_table(location: str, version: tuple[int, ...], suite: str, metric: str,
                 delta[i] = texts[int(g)]
     bar_ci = _score_cis(board, reps, items, key)
     return MainTable(board, headline, variants, means, halves, counts, delta, reference, ranked, bar_ci, better)
+
+
+def _board_runs(location: str, version: tuple[int, ...], suite: str, filters: grouping.RunFilters,
+                limits: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
+    """The runs of the main board: filtered, subsets marked, scoring versions of the suite kept apart."""
+    runs = filters.apply(grouping.mark_subsets(cache.runs(location, version), limits)).reset_index(drop=True)
+    return grouping.split_scoring_versions(runs, cache.suite_versions(location, version, suite))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def aggregate_view(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
+                   filters: grouping.RunFilters, include_parts: bool, reference: str | None,
+                   ) -> tuple[pd.DataFrame, dict | None]:  # fmt: skip
+    """The full-set rows' aggregate over datasets (leaderboard.aggregates: mean, IQM, stratified-bootstrap CIs,
+    probability of improvement over the reference) and the performance-profile chart's spec."""
+    table = main_table(location, version, suite, metric, variant, filters, include_parts, reference)
+    full = [part for label, part in table.board.partitions() if not label]
+    if not full or len(full[0].datasets) < 2:
+        return pd.DataFrame(), None
+    part = full[0]
+    runs = _board_runs(location, version, suite, filters, cache.score_limits(location, version, suite))
+    scores = cache.suite_scores(location, version, suite, (metric,), (variant,))
+    long, _ = grouping.latest_per_seed(scores[["run_id", "dataset", "value"]], runs, ["dataset"])
+    groups = [int(g) for g in part.groups[:MAX_RANKED]]
+    labels = dict(zip(groups, grouping.group_label(part.info).head(len(groups))))
+    datasets = list(part.datasets)
+    with_items = cache.item_scores(location, version, suite, metric, variant)
+    score_ids = {(int(r), d): int(i) for i, r, d in with_items[["score_id", "run_id", "dataset"]].itertuples(index=False)}
+    wanted = long[long["group"].isin(groups) & long["dataset"].isin(datasets)]
+    ids = tuple(sorted({score_ids[(int(r), d)] for r, d in zip(wanted["run_id"], wanted["dataset"]) if (int(r), d) in score_ids}))
+    items = cache.items_for_scores(location, version, ids)
+    codes = _reference_codes(table.board, reference)
+    ref = next(iter(codes.values())) if len(codes) == 1 else None
+    agg = aggregates.aggregate_table(long, groups, labels, datasets, score_ids, items,
+                                     lambda i: cache.score_key(location, version, i), ref)  # fmt: skip
+    profile = aggregates.performance_profile(long, groups, labels, datasets)
+    spec = None
+    if not profile.empty:
+        order = [labels[g] for g in groups if labels.get(g) in set(profile["row"])]
+        spec = (alt.Chart(profile).mark_line(interpolate="step-after")
+                .encode(x=alt.X("threshold:Q", title=f"{metric} threshold τ", scale=alt.Scale(zero=False)),
+                        y=alt.Y("share:Q", title="share of runs with score > τ", scale=alt.Scale(domain=[0, 1])),
+                        color=alt.Color("row:N", sort=order, scale=alt.Scale(scheme=CATEGORY_SCHEME),
+                                        legend=alt.Legend(orient="bottom", columns=1, labelLimit=0, title=None)),
+                        tooltip=["row", alt.Tooltip("threshold:Q", format=".2f"), alt.Tooltip("share:Q", format=".2f")])
+                .properties(height=260).to_dict())  # fmt: skip
+    return agg, spec
+
+
+def _aggregates(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
+                filters: grouping.RunFilters, include_parts: bool, reference: str | None) -> None:  # fmt: skip
+    """The aggregate table and the performance profile, for a board of 2 or more datasets."""
+    agg, spec = aggregate_view(location, version, suite, metric, variant, filters, include_parts, reference)
+    if agg.empty:
+        return
+    st.markdown(f"**Aggregate over {int(agg['datasets'].iloc[0])} datasets ({literal(metric)}, {literal(variant)})**")
+    shown = pd.DataFrame({"row": agg["row"], "seeds": agg["seeds"]})
+    for name in ("mean", "IQM"):
+        shown[name] = [f"{v:.2f} [{lo:.2f}, {hi:.2f}]" for v, lo, hi in zip(agg[name], agg[f"{name} low"], agg[f"{name} high"])]
+    if "P(> reference)" in agg:
+        shown[f"P(> {reference})"] = ["" if np.isnan(p) else f"{p:.2f}" for p in agg["P(> reference)"]]
+    st.dataframe(shown, hide_index=True, width="stretch")
+    st.caption("Mean and interquartile mean (IQM) over the datasets every row scored, 95% stratified-bootstrap CI "
+               "(items within each dataset, seeds within each row); P(> reference): probability of improvement, "
+               "per dataset the share of (seed, reference seed) pairs the row wins (Mann-Whitney), averaged over "
+               "datasets. The same computation as `bench results`.")  # fmt: skip
+    if spec is not None:
+        st.markdown("**Performance profile**")
+        st.vega_lite_chart(spec=spec, width="stretch")
+        st.caption("For each threshold τ, the share of a row's runs (seeds × datasets, each dataset weighing the "
+                   "same) scoring above τ: a curve above another is better across the whole distribution.")  # fmt: skip
 
 
 def _reference_codes(board: main_board.Leaderboard, reference: str | None) -> dict[str, int]:
@@ -293,6 +364,7 @@ def show(state: DBState) -> None:
         json_button(json_bytes, f"leaderboard-{suite}-{metric}-{variant}", key="main_json")
     _charts(chart_specs(state.location, state.version, suite, metric, variant, filters, include_parts, reference),
             metric, table.headline)
+    _aggregates(state.location, state.version, suite, metric, variant, filters, include_parts, reference)
 
 
 def _nonce() -> int:
