@@ -3,10 +3,12 @@
 The packages follow the data flow; each imports only those listed before it (tests/test_dependencies.py holds
 the order):
 
-    bench.runtime    errors, provenance, signals, torchrun process group, heartbeat, cache folder
+    bench.runtime    errors, provenance, signals, torchrun process group and re-launch, heartbeat, cache folder,
+                     the one plug-in registry type (plugins.Registry)
     bench.data       dataset catalog, readers of the on-disk formats, training corpora, sentence splitting
     bench.encode     texts -> vectors: encoder, ONNX backend, batching, embedding cache, backbones, model info
-    bench.train      the shared trainer, budgets, checkpoints, the method protocol and registry
+    bench.train      the shared trainer, backbone choice, batch sharding, budgets, checkpoints, the method protocol
+                     and registry
     bench.evaluate   suites, length attacks, BM25, the runner that records scores
     bench.report     comparison tables, statistics, model cards, MTEB result files
     bench.experiment what one run or evaluation is (RunSpec, EvalSpec): configs, hashes, reproduce commands, and

@@ -1,5 +1,9 @@
 """SQLAlchemy-backed results database (SQLite by default, any SQLAlchemy URL works).
 
+Modules: `location` (where the database is, checking and opening it), `schema` (creating, upgrading or refusing a
+schema; the wording of database faults), `migrations`, `store` (the `ResultsDB` API), `models` (tables), `records`
+(plain score records), `redact`, `liveness`, `errors`.
+
 Names are loaded on first use, so `results_db.records` (the plain score records) and `results_db.errors` import
 without SQLAlchemy or pandas.
 """
