@@ -107,3 +107,19 @@ def test_resume_never_takes_over_a_live_row(setup, capsys):
     out = capsys.readouterr().out
     assert f"resuming run {live} (failed)" in out and "[simcse] trained 5 steps" in out
     assert ResultsDB(db).get_run(live)["status"] == "finished" and len(ResultsDB(db).runs()) == 1
+
+
+def test_curve_points_are_scored_with_the_final_scores_evaluation_settings():
+    """The learning-curve hook takes its context from the run's evaluation settings (attacks, seed, pooling,
+    max_len), on the curve's item limit: a curve never scores other attacks than the final table."""
+    from bench.experiment.comparison import curve_hook
+    from bench.experiment.run_spec import RunSpec
+
+    spec = RunSpec(method="simcse", suite=["sts:stsb@elong,pad"], elong="2", attack=["pad=start-2"], seed=3,
+                   pooling="cls", eval_max_len=96, eval_batch_size=8, limit=50)  # fmt: skip
+    settings = spec.eval_settings()
+    hook = curve_hook(spec, {"every": 10, "suite": ["sts:stsb@elong,pad"], "limit": 20}, None, 1, "simcse", print)
+    evaluator = hook.evaluate
+    assert evaluator.ctx.attack_params == settings.attack_params == {"pad": ["start-2"]}
+    assert (evaluator.ctx.elong, evaluator.ctx.seed, evaluator.ctx.limit) == (settings.elong, 3, 20)
+    assert (evaluator.pooling, evaluator.max_len, evaluator.batch_size) == ("cls", 96, 8)
