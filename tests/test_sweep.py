@@ -261,6 +261,7 @@ source = "LA(SER)^3 Table 2"
     assert "18.16" in laser and "LA(SER)^3 Table 2" in laser
     simcse = rows[("method=simcse", "beir", "average")]
     assert " 2 " in simcse and "3.50" in simcse and "18.16" not in simcse  # 2 seeds done; no paper number for it
+    assert "n/a (2 seeds: seed variance not estimated)" in simcse  # no t(1) interval over 2 seeds
     assert "cqadupstack-gis" in table  # the forum row itself is still listed, but not averaged
 
 

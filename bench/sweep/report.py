@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from bench.report.stats import mean_ci
+from bench.report.stats import MIN_SEEDS, mean_ci
 from bench.report.tables import dataset_label
 from bench.sweep.points import Point
 from bench.sweep.spec import Published, SweepSpec
@@ -151,7 +151,8 @@ def comparison_table(db, spec: SweepSpec, states: list[PointState], metric: str 
         rows.append({
             "cell": cell, "suite": suite, "dataset": dataset_label(dataset, {"limit": limit}), "metric": met,
             "variant": variant, "seeds": ci.n,
-            "mean": ci.mean, "95% CI": "n/a (1 seed)" if ci.n < 2 else f"[{ci.low:.2f}, {ci.high:.2f}]",
+            "mean": ci.mean, "95% CI": f"n/a ({ci.n} seed{'s' if ci.n > 1 else ''}: seed variance not estimated)"
+            if ci.n < MIN_SEEDS else f"[{ci.low:.2f}, {ci.high:.2f}]",
             "paper": "" if pub is None else f"{pub.value:.2f}", "source": "" if pub is None else pub.source,
         })
     out = pd.DataFrame(rows)
