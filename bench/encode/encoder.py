@@ -759,15 +759,34 @@ def save_encoder(
     """Save a transformers model folder that `bench eval --model` and sentence-transformers both load."""
     from bench.encode.embedding_bag import is_embedding_bag, write_sentence_transformers_files
 
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
+    import shutil
+
     from bench.runtime.progress import quiet_transformers
 
-    quiet_transformers()
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    if is_embedding_bag(model):  # sentence-transformers' StaticEmbedding reads this folder as it is
-        write_sentence_transformers_files(out)
-        return out
-    write_st_config(out, int(model.config.hidden_size), pooling, max_len)
+    out = Path(folder)
+    # Written whole into a hidden sibling first, then moved in: a failed write (full disk, file-size limit) leaves
+    # no half-written encoder where a later `bench eval` would load it.
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir(parents=True)
+        quiet_transformers()
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        if is_embedding_bag(model):  # sentence-transformers' StaticEmbedding reads this folder as it is
+            write_sentence_transformers_files(tmp)
+        else:
+            write_st_config(tmp, int(model.config.hidden_size), pooling, max_len)
+    except Exception as exc:  # noqa: BLE001 - one line, nothing partial left
+        shutil.rmtree(tmp, ignore_errors=True)
+        from bench.runtime.errors import write_error
+
+        raise write_error("the encoder", out, exc, "training checkpoints are kept (bench run --resume saves it again)") from None
+    out.mkdir(parents=True, exist_ok=True)
+    for entry in tmp.iterdir():
+        target = out / entry.name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        os.replace(entry, target)
+    tmp.rmdir()
     return out

@@ -14,3 +14,10 @@ class ModelLoadError(RuntimeError):
 
 class TrainingError(RuntimeError):
     """Training stopped: non-finite loss, nothing to train on..."""
+
+
+def write_error(what: str, where: object, exc: BaseException, kept: str) -> TrainingError:
+    """One line for a checkpoint or an encoder that could not be written; the writer has removed what it began."""
+    reason = " ".join(str(exc).split())[:160] or type(exc).__name__
+    return TrainingError(f"{what} could not be written to {where} ({type(exc).__name__}: {reason}); nothing partial was "
+                         f"left, {kept}; free space or lift the file-size limit, then run the same command again")

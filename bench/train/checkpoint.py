@@ -33,6 +33,8 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from bench.runtime.errors import write_error
+
 LATEST = "LATEST"
 
 
@@ -163,10 +165,17 @@ def write_snapshot(out_dir: str | os.PathLike[str], snap: Snapshot, keep: int = 
     tmp = root / f".{name}.tmp"
     if tmp.exists():
         shutil.rmtree(tmp)
-    tmp.mkdir()
-    save_file(snap.model, str(tmp / "model.safetensors"))
-    save_file(snap.tensors, str(tmp / "state.safetensors"))
-    (tmp / "state.json").write_text(json.dumps(snap.structure))
+    try:
+        tmp.mkdir()
+        save_file(snap.model, str(tmp / "model.safetensors"))
+        save_file(snap.tensors, str(tmp / "state.safetensors"))
+        (tmp / "state.json").write_text(json.dumps(snap.structure))
+    except Exception as exc:  # noqa: BLE001 - a full disk, a file-size limit, a vanished folder: one line
+        shutil.rmtree(tmp, ignore_errors=True)
+        previous = latest_checkpoint(out_dir)
+        kept = (f"the previous checkpoint {previous} is intact (--resume continues from it)" if previous is not None
+                else "there is no earlier checkpoint")  # fmt: skip
+        raise write_error(f"checkpoint {name}", root, exc, kept) from None
     final = root / name
     if final.exists():
         shutil.rmtree(final)
