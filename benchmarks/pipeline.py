@@ -1,6 +1,6 @@
 """Data pipelines alone, no model: how fast lenbench turns texts into the batches a model would run (issue 26).
 
-    .venv/bin/python benchmarks/pipeline.py [--json] [--data-dir DIR] [--texts N] [--repeat 3]
+    .venv/bin/python benchmarks/pipeline.py [--json] [--data-dir DIR] [--texts N] [--repeat 3] [--only train|encode]
 
 Texts: the SciFact corpus (title + abstract) from the data folder (`--data-dir`, $LENBENCH_DATA, ./data,
 ../shared/data), else the packaged wiki-offline articles. Tokenizer: the packaged all-MiniLM-L6-v2's.
@@ -12,6 +12,15 @@ default pipeline; `encode_texts_per_s_one_thread` the same code on one thread in
 (TOKENIZERS_PARALLELISM=false and no prefetch thread). Acceptance (issue 26): the first at least 1.6x the second on a
 2-core machine. The human-readable output also times the pipeline as it was before issue 26 (the transformers
 tokenizer call with character offsets on one thread, batches filled row by row), for reference.
+
+train: for each built-in method that trains on text pairs (anchor / positive batches), its training data pipeline:
+the method's per-corpus preprocessing (`adapter.prepare`: sentence splits, token ids) timed cold, in an empty cache
+folder (`preprocess_s`), and again from the disk cache by a fresh adapter in a fresh splitter state
+(`preprocess_cached_s`); then batches/s of the trainer's loader (bench.train.loader.BatchLoader: texts drawn,
+`make_batch`, batch 64, max_len 256) with the default number of loader workers (the cores left), the batches taken
+as fast as they come (`train`). Acceptance (issue 26): every pair method >= 20 batches/s once preprocessing is cached,
+and preprocessing a second time under 5% of the first. The human-readable output also gives batches/s with 0
+workers (built on the consuming thread).
 
 Each figure is the best of --repeat runs (a neighbour's load only ever slows a run down), alternating the variants.
 """
@@ -136,6 +145,87 @@ def measure_encode(texts: list[str], repeat: int, legacy: bool) -> tuple[dict[st
     return figures, ({"legacy_one_thread": round(rate["legacy"], 1)} if legacy else {})
 
 
+# ------------------------------------------------------------------------------------------------ train
+def pair_methods(tokenizer: Any) -> list[str]:
+    """Built-in trained methods whose batches are (anchor, positive) pairs."""
+    from bench.train.registry import all_methods
+
+    out = []
+    for spec in all_methods():
+        if spec.trains and spec.factory.__module__.startswith("methods."):
+            adapter = spec.build(tokenizer=tokenizer, max_len=MAX_LEN, seed=0)
+            if tuple(getattr(adapter, "shard_trim", ())) == ("anchor_", "positive_"):
+                out.append(spec.name)
+    return out
+
+
+def fresh_splitter() -> None:
+    """Forget every split this process made or installed: the next prepare reads the disk cache or splits."""
+    from bench.data import sentences
+
+    sentences.forget()
+    sentences._split_cached.cache_clear()  # noqa: SLF001
+
+
+def measure_train(texts: list[str], repeat: int, batches: int) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """({"train", "preprocess_s", "preprocess_cached_s"}: method -> figure, {method: batches/s with 0 workers})."""
+    import tempfile
+
+    from transformers import AutoTokenizer
+
+    from bench.train.loader import BatchLoader, default_workers
+    from bench.train.registry import get_method
+
+    tokenizer = AutoTokenizer.from_pretrained(reference_source())
+    figures: dict[str, dict[str, float]] = {"train": {}, "preprocess_s": {}, "preprocess_cached_s": {}}
+    inline: dict[str, float] = {}
+    before = os.environ.get("LENBENCH_CACHE")
+    for name in pair_methods(tokenizer):
+        spec = get_method(name)
+        with tempfile.TemporaryDirectory(prefix="lenbench-pipeline-") as cache:
+            os.environ["LENBENCH_CACHE"] = cache
+            try:
+                fresh_splitter()
+                cold = spec.build(tokenizer=tokenizer, max_len=MAX_LEN, seed=0)
+                t = time.perf_counter()
+                getattr(cold, "prepare", lambda texts: None)(texts)
+                figures["preprocess_s"][name] = round(time.perf_counter() - t, 3)
+                cached = float("inf")
+                for _ in range(repeat):
+                    fresh_splitter()
+                    adapter = spec.build(tokenizer=tokenizer, max_len=MAX_LEN, seed=0)
+                    t = time.perf_counter()
+                    getattr(adapter, "prepare", lambda texts: None)(texts)
+                    cached = min(cached, time.perf_counter() - t)
+                figures["preprocess_cached_s"][name] = round(cached, 3)
+
+                def rate(workers: int) -> float:
+                    loader = BatchLoader(adapter, texts, batch_size=BATCH, seed=0, workers=workers)
+                    it = loader.batches()
+                    try:
+                        next(it)  # workers started, first batch out
+                        t = time.perf_counter()
+                        for _ in range(batches):
+                            next(it)
+                        return batches / (time.perf_counter() - t)
+                    finally:
+                        loader.close()
+
+                best = {"default": 0.0, "inline": 0.0}
+                for _ in range(repeat):
+                    best["default"] = max(best["default"], rate(default_workers()))
+                    best["inline"] = max(best["inline"], rate(0))
+                figures["train"][name] = round(best["default"], 1)
+                inline[name] = round(best["inline"], 1)
+            finally:
+                fresh_splitter()
+                if before is None:
+                    os.environ.pop("LENBENCH_CACHE", None)
+                else:
+                    os.environ["LENBENCH_CACHE"] = before
+    return figures, inline
+
+
 # ------------------------------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -143,16 +233,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--texts", type=int, default=None, help="first N texts only (default all)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per variant; the fastest counts (default 3)")
+    parser.add_argument("--batches", type=int, default=100, help="training batches timed per run (default 100)")
+    parser.add_argument("--only", choices=("train", "encode"), default=None, help="measure one pipeline only")
     args = parser.parse_args(argv)
 
     where, texts = load_texts(args.data_dir, args.texts)
     result: dict[str, Any] = {}
-    encode, legacy = measure_encode(texts, args.repeat, legacy=not args.json)
-    result.update(encode)
+    encode, legacy, train, inline = {}, {}, {}, {}
+    if args.only != "encode":
+        train, inline = measure_train(texts, args.repeat, args.batches)
+        result.update(train)
+    if args.only != "train":
+        encode, legacy = measure_encode(texts, args.repeat, legacy=not args.json)
+        result.update(encode)
     if args.json:
         print(json.dumps(result))
         return 0
     print(f"texts: {where}; batch {BATCH}, max_len {MAX_LEN}, {os.cpu_count()} CPU(s), best of {args.repeat}")
+    if train:
+        from bench.train.loader import default_workers
+
+        print(f"training data pipeline (no model; preprocessing cold / from the cache; batches/s with "
+              f"{default_workers()} loader worker(s) / with 0; target >= 20 batches/s, cached < 5% of cold):")
+        for name, rate in train["train"].items():
+            cold, warm = train["preprocess_s"][name], train["preprocess_cached_s"][name]
+            share = f"{100 * warm / cold:5.1f}%" if cold > 0 else "   - "
+            print(f"  {name:13s} preprocess {cold:7.2f} s / {warm:6.3f} s ({share})   {rate:7.1f} / {inline[name]:7.1f} batches/s")
+    if not encode:
+        return 0
     print(f"encode pipeline (tokenise + batch, no model):")
     print(f"  default (tokenizer threads + prefetch thread) {encode['encode_texts_per_s']:9.1f} texts/s")
     print(f"  one thread                                    {encode['encode_texts_per_s_one_thread']:9.1f} texts/s"

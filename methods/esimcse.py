@@ -43,6 +43,7 @@ import copy
 import math
 import random
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,6 +194,7 @@ class EsimcseAdapter:
         self.seed = seed
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.queue = MomentumQueue(config.queue_batches)
+        self._memo: Any = {}  # text -> ids for the corpus's texts (a token_cache.TokenTable: `prepare`)
         self.momentum_encoder: torch.nn.Module | None = None
         self._pending: tuple[torch.Tensor, torch.Tensor] | None = None  # positives of the step in progress
         self._pending_autocast: tuple[str, torch.dtype] | None = None  # the autocast loss() ran under, if any
@@ -218,8 +220,7 @@ class EsimcseAdapter:
         texts = [t for t in texts if t and t.strip()]
         if len(texts) < 2:  # InfoNCE needs an in-batch negative (as PairContrastiveAdapter.make_batch)
             return None
-        enc = self.tokenizer(texts, truncation=True, max_length=self.max_len, add_special_tokens=True)
-        anchors = [list(ids) for ids in enc["input_ids"]]
+        anchors = self._ids(texts)
         # Repetition is drawn here, every time a text is batched (never cached), from the trainer's rng.
         # The positive may exceed max_len by its dup_len repeated tokens (as in the reference code, which
         # repeats after truncation): truncating it again would drop original tokens. It never exceeds the
@@ -235,6 +236,26 @@ class EsimcseAdapter:
             "n_examples": len(texts),
             "n_tokens": int(a_mask.sum() + p_mask.sum()),
         }
+
+    def _ids(self, texts: list[str]) -> list[list[int]]:
+        """Token ids with special tokens, cut at max_len: from the corpus's prepared ids when there, else tokenised."""
+        found = [self._memo.get(t) for t in texts]
+        missing = [t for t, f in zip(texts, found) if f is None]
+        if missing:
+            enc = iter(self.tokenizer(missing, truncation=True, max_length=self.max_len, add_special_tokens=True)["input_ids"])
+            found = [f if f is not None else list(next(enc)) for f in found]
+        return [list(f) for f in found]  # type: ignore[arg-type]
+
+    def prepare(self, texts: Sequence[str], workers: int | None = None) -> dict[str, Any]:
+        """Per-corpus preprocessing before training: every text's token ids, once, kept on disk (bench.data.token_cache)."""
+        import time
+
+        from bench.data import token_cache
+
+        start = time.monotonic()
+        strings = list(dict.fromkeys(t for t in texts if t and t.strip()))
+        self._memo, cached = token_cache.bodies(strings, self.tokenizer, self.max_len, workers, special=True)
+        return {"tokens": {"strings": len(strings), "cached": cached, "seconds": round(time.monotonic() - start, 3)}}
 
     def _momentum_encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         assert self.momentum_encoder is not None

@@ -37,7 +37,7 @@ class TokenHelper:
         self.sep_id = tokenizer.sep_token_id
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
-        self.memo: dict[str, list[int]] = {}  # string -> body, for the corpus's strings (`PairContrastiveAdapter.prepare`)
+        self.memo: Any = {}  # string -> body for the corpus's strings (a token_cache.TokenTable: `PairContrastiveAdapter.prepare`)
 
     def body(self, text: str) -> list[int]:
         """Token ids of `text` without special tokens, cut at max_len - 2 (by the tokenizer: long documents are
@@ -47,7 +47,7 @@ class TokenHelper:
     def bodies(self, texts: list[str]) -> list[list[int]]:
         if not texts:
             return []
-        if self.memo:
+        if len(self.memo):
             found = [self.memo.get(t) for t in texts]
             missing = [t for t, f in zip(texts, found) if f is None]
             if not missing:
@@ -111,8 +111,7 @@ class PairContrastiveAdapter(BaseAdapter):
         start = time.monotonic()
         strings = list(dict.fromkeys(s for t in texts if t and t.strip() for s in self.fixed_strings(t)))
         if strings:
-            bodies, cached = token_cache.bodies(strings, self.tokens.tokenizer, self.tokens.body_max, workers)
-            self.tokens.memo = dict(zip(strings, bodies))
+            self.tokens.memo, cached = token_cache.bodies(strings, self.tokens.tokenizer, self.tokens.body_max, workers)
             report["tokens"] = {"strings": len(strings), "cached": cached, "seconds": round(time.monotonic() - start, 3)}
         return report
 

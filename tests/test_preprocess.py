@@ -70,13 +70,15 @@ def test_a_damaged_sentence_file_is_made_again():
 
 def test_token_ids_cached_per_tokenizer_and_length_equal_the_tokenizer(tok):
     strings = [d for d in DOCS if d] * 2
-    ids, cached = token_cache.bodies(strings, tok, 12, workers=2)
-    assert not cached
-    assert ids == [tok(s, add_special_tokens=False)["input_ids"][:12] for s in strings]
+    table, cached = token_cache.bodies(strings, tok, 12, workers=2)
+    assert not cached and len(table) == len(strings) // 2  # each distinct string once
+    expected = [tok(s, add_special_tokens=False)["input_ids"][:12] for s in strings]
+    assert [table.get(s) for s in strings] == expected and table.get("not in the corpus") is None
+    tok("anything", truncation=True, max_length=7, padding="max_length")  # per-call state the tokenizer keeps
     again, cached = token_cache.bodies(strings, tok, 12)
-    assert cached and again == ids
+    assert cached and [again[s] for s in strings] == expected
     longer, cached = token_cache.bodies(strings, tok, 30)
-    assert not cached and longer[0] == tok(strings[0], add_special_tokens=False)["input_ids"][:30]
+    assert not cached and longer.get(strings[0]) == tok(strings[0], add_special_tokens=False)["input_ids"][:30]
 
 
 @pytest.mark.parametrize("method", ["simcse", "laser3-self", "laser3-intra", "crop"])
@@ -92,6 +94,15 @@ def test_prepared_adapter_builds_the_same_batch_as_an_unprepared_one(tok, method
         a, b = plain.make_batch(sample, random.Random(seed)), prepared.make_batch(sample, random.Random(seed))
         assert a is not None and a.keys() == b.keys()
         assert all(torch.equal(a[k], b[k]) if torch.is_tensor(a[k]) else a[k] == b[k] for k in a)
+
+
+def test_prepared_esimcse_builds_the_same_batch(tok):
+    plain = get_method("esimcse").build(tokenizer=tok, max_len=16, seed=0)
+    prepared = get_method("esimcse").build(tokenizer=tok, max_len=16, seed=0)
+    assert prepared.prepare(DOCS, workers=1)["tokens"]["strings"] == len(DOCS) - 1  # the empty text is no string
+    a, b = plain.make_batch(DOCS[:10], random.Random(3)), prepared.make_batch(DOCS[:10], random.Random(3))
+    assert all(torch.equal(a[k], b[k]) if torch.is_tensor(a[k]) else a[k] == b[k] for k in a)
+    assert a["anchor_input_ids"][0, 0] == tok.cls_token_id  # with the special tokens, as the tokenizer adds them
 
 
 def _items(loader: BatchLoader, n: int) -> list:

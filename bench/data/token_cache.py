@@ -13,7 +13,6 @@ and the strings in order. A tokenizer without a serialised form (a slow Python o
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 from collections.abc import Sequence
@@ -33,38 +32,73 @@ FORMAT = 1
 
 
 def tokenizer_id(tokenizer: Any) -> str | None:
-    """sha256 of the tokenizer's serialised form, or None when it has none (a slow tokenizer)."""
+    """sha256 of the tokenizer's serialised form, or None when it has none (a slow tokenizer). Truncation and padding
+    are per-call state the fast tokenizer keeps in that form (transformers sets them at every call): they are left
+    out, and put back as they were."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
     try:
-        text = backend.to_str() if backend is not None else None
+        truncation, padding = backend.truncation, backend.padding
+        backend.no_truncation()
+        backend.no_padding()
+        try:
+            text = backend.to_str()
+        finally:
+            if truncation is not None:
+                backend.enable_truncation(**truncation)
+            if padding is not None:
+                backend.enable_padding(**padding)
     except Exception:  # noqa: BLE001 - any failure means: do not cache
         return None
-    if not text:
-        return None
-    try:  # truncation and padding are per-call state the tokenizer keeps in this form: not what it does to a text
-        data = json.loads(text)
-        data.pop("truncation", None)
-        data.pop("padding", None)
-        text = json.dumps(data, sort_keys=True)
-    except ValueError:
-        return None
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text else None
 
 
-def strings_key(tokenizer_hash: str, max_body: int, strings: Sequence[str]) -> str:
-    digest = hashlib.sha256(f"tokens-{FORMAT}|{tokenizer_hash}|{max_body}\n".encode())
+class TokenTable:
+    """string -> token ids, held as one flat int32 array and offsets (a list is made only for a string asked for)."""
+
+    def __init__(self, strings: Sequence[str], ids: np.ndarray, offsets: np.ndarray):
+        self.index = {s: i for i, s in enumerate(strings)}
+        self.ids, self.offsets = ids, offsets
+
+    @classmethod
+    def from_lists(cls, strings: Sequence[str], bodies: Sequence[Sequence[int]]) -> "TokenTable":
+        offsets = np.zeros(len(bodies) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in bodies], out=offsets[1:])
+        ids = np.fromiter((i for b in bodies for i in b), dtype=np.int32, count=int(offsets[-1]))
+        return cls(strings, ids, offsets)
+
+    def get(self, string: str, default: Any = None) -> Any:
+        i = self.index.get(string)
+        if i is None:
+            return default
+        return self.ids[self.offsets[i] : self.offsets[i + 1]].tolist()
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, string: str) -> list[int]:
+        found = self.get(string)
+        if found is None:
+            raise KeyError(string)
+        return found
+
+
+def strings_key(tokenizer_hash: str, max_body: int, strings: Sequence[str], special: bool = False) -> str:
+    digest = hashlib.sha256(f"tokens-{FORMAT}|{tokenizer_hash}|{max_body}|{'special' if special else 'body'}\n".encode())
     for s in strings:
         digest.update(s.encode("utf-8", "surrogatepass"))
         digest.update(b"\n")
     return digest.hexdigest()
 
 
-def tokenize(strings: list[str], tokenizer: Any, max_body: int) -> list[list[int]]:
-    """Token ids without special tokens, cut at max_body, in one tokenizer call per 1,024 strings."""
+def tokenize(strings: list[str], tokenizer: Any, max_body: int, special: bool = False) -> list[list[int]]:
+    """Token ids without special tokens (with them when `special`), cut at max_body, in one tokenizer call per 1,024
+    strings."""
     out: list[list[int]] = []
     for i in range(0, len(strings), 1024):
         chunk = strings[i : i + 1024]
-        enc = tokenizer(chunk, add_special_tokens=False, truncation=True, max_length=max_body,
+        enc = tokenizer(chunk, add_special_tokens=special, truncation=True, max_length=max_body,
                         return_attention_mask=False, return_token_type_ids=False)["input_ids"]  # fmt: skip
         out.extend(list(ids[:max_body]) for ids in enc)
     return out
@@ -73,52 +107,49 @@ def tokenize(strings: list[str], tokenizer: Any, max_body: int) -> list[list[int
 _TOKENIZER: Any = None  # the tokenizer forked pool workers use (set before the pool starts)
 
 
-def _tokenize_chunk(chunk: list[str], max_body: int) -> list[list[int]]:
-    return tokenize(chunk, _TOKENIZER, max_body)
+def _tokenize_chunk(chunk: list[str], max_body: int, special: bool) -> list[list[int]]:
+    return tokenize(chunk, _TOKENIZER, max_body, special)
 
 
-def _read(path: Path, n: int) -> list[list[int]] | None:
+def _read(path: Path, strings: Sequence[str]) -> TokenTable | None:
     try:
         with np.load(path) as data:
             ids, offsets = data["ids"], data["offsets"]
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, EOFError):
         return None
-    if len(offsets) != n + 1:
+    if len(offsets) != len(strings) + 1 or (len(offsets) and int(offsets[-1]) != len(ids)):
         return None
-    flat = ids.tolist()
-    bounds = offsets.tolist()
-    return [flat[bounds[i] : bounds[i + 1]] for i in range(n)]
+    return TokenTable(strings, ids, offsets)
 
 
-def _write(path: Path, bodies: list[list[int]]) -> None:
+def _write(path: Path, table: TokenTable) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        offsets = np.zeros(len(bodies) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in bodies], out=offsets[1:])
-        ids = np.fromiter((i for b in bodies for i in b), dtype=np.int32, count=int(offsets[-1]))
         tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
-        np.savez(tmp, ids=ids, offsets=offsets)
+        np.savez(tmp, ids=table.ids, offsets=table.offsets)
         os.replace(tmp, path)
     except OSError as exc:
         log.info("token ids not cached (%s)", exc)
 
 
 def bodies(strings: Sequence[str], tokenizer: Any, max_body: int, workers: int | None = None,
-           use_disk: bool = True) -> tuple[list[list[int]], bool]:  # fmt: skip
-    """(token ids of each string, whether they came from the disk cache)."""
+           use_disk: bool = True, special: bool = False) -> tuple[TokenTable, bool]:  # fmt: skip
+    """(string -> token ids of the (distinct) strings, whether they came from the disk cache); `special`: with the
+    tokenizer's special tokens, max_body then counting them (`add_special_tokens=True, max_length=max_body`)."""
     global _TOKENIZER
-    strings = list(strings)
+    strings = list(dict.fromkeys(strings))
     ident = tokenizer_id(tokenizer) if use_disk else None
-    path = cache_dir() / FOLDER / f"{strings_key(ident, max_body, strings)}.npz" if ident else None
+    path = cache_dir() / FOLDER / f"{strings_key(ident, max_body, strings, special)}.npz" if ident else None
     if path is not None and path.is_file():
-        found = _read(path, len(strings))
+        found = _read(path, strings)
         if found is not None:
             return found, True
     _TOKENIZER = tokenizer
     try:
-        out = parallel_map(partial(_tokenize_chunk, max_body=max_body), strings, workers)
+        out = parallel_map(partial(_tokenize_chunk, max_body=max_body, special=special), strings, workers)
     finally:
         _TOKENIZER = None
+    table = TokenTable.from_lists(strings, out)
     if path is not None:
-        _write(path, out)
-    return out, False
+        _write(path, table)
+    return table, False
