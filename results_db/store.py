@@ -28,21 +28,17 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from results_db.errors import ResultsDBError, UndefinedMetricError
 from results_db.location import (
-    DEFAULT_DB,
     check_sqlite_file,
     connection_settings,
     default_db_url,
     is_in_memory_text,
     locate,
     open_engine,
-    to_url,
 )
 from results_db.migrations import Migration
 from results_db.models import Base, CurvePoint, Run, Score, ScoreItems, TrainLog, utcnow
 from results_db.records import ItemValues, ScoreRecord
 from results_db.schema import describe_write_error, is_database_fault, prepare_schema
-
-__all__ = ["DEFAULT_DB", "ResultsDB", "default_db_url", "liveness_fields", "to_url"]
 
 
 class ResultsDB:
