@@ -354,3 +354,73 @@ def test_a_point_whose_corpus_changed_is_never_done_by_its_label(workdir, tiny_m
     runs = ResultsDB(db).runs()
     assert runs["status"].tolist() == ["finished", "finished"]
     assert [c["corpus_texts"] for c in runs["config"]] == [40, 120] and runs["config_hash"].nunique() == 2
+
+
+def test_a_point_is_claimed_atomically_once_among_processes_that_race_for_it(tmp_path):
+    """Six processes claim one point at the same moment: exactly one gets it; a claim whose process has ended is
+    taken over by exactly one of the next claimers."""
+    import json
+    from concurrent.futures import ProcessPoolExecutor
+
+    db_path = tmp_path / "r.sqlite"
+    ResultsDB(db_path).engine.dispose()
+    with ProcessPoolExecutor(6) as pool:
+        won = list(pool.map(_claim_once, [str(db_path)] * 6))
+    assert sum(won) == 1
+    from bench.sweep.claims import Claim, claim, claim_key
+    from results_db.models import Meta
+    from sqlalchemy import update
+
+    db = ResultsDB(db_path)
+    with db.engine.begin() as conn:  # the winner's process is gone (a pid that cannot exist)
+        conn.execute(update(Meta).where(Meta.key == claim_key(("--method", "x"))).values(
+            value=json.dumps({"host": __import__("socket").gethostname(), "pid": 2**22 + 7, "at": "2020-01-01T00:00:00+00:00"})))
+    with ProcessPoolExecutor(6) as pool:
+        won = list(pool.map(_claim_once, [str(db_path)] * 6))
+    assert sum(won) == 1
+    assert isinstance(claim(db, ("--method", "x")), Claim)  # that pool's processes are gone too: stale, taken over
+
+
+def _claim_once(db_path: str) -> bool:
+    import time
+
+    from bench.sweep.claims import Claim, claim
+
+    db = ResultsDB(db_path)
+    time.sleep(0.2)
+    got = claim(db, ("--method", "x"))
+    time.sleep(0.5)  # hold it while the others try
+    return isinstance(got, Claim)
+
+
+def test_a_second_sweep_skips_a_point_another_sweep_has_claimed(workdir, tiny_model_dir, capsys):
+    """A live `bench sweep` holds the point's claim (here: a sleeping process stands in for it): the second sweep
+    starts nothing for it and says so; once the holder is gone, the next sweep runs it."""
+    import json
+    import socket
+
+    from bench.sweep.claims import claim_key
+    from results_db.models import Meta
+
+    spec = write_spec(workdir / "claim.toml", tiny_model_dir, 'method = ["simcse"]')
+    db = workdir / "r.sqlite"
+    (point,) = expand(load_spec(spec))
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        rdb = ResultsDB(db)
+        with rdb.engine.begin() as conn:
+            conn.execute(Meta.__table__.insert().values(key=claim_key(point.argv), value=json.dumps(
+                {"host": socket.gethostname(), "pid": holder.pid, "at": "2026-01-01T00:00:00+00:00"})))
+        argv = ["sweep", str(spec), "--db", str(db), "--retries", "0", "--folder", "sw"]
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert f"claimed by another sweep (pid {holder.pid} on {socket.gethostname()})" in out
+        assert rdb.runs().empty  # nothing trained, no row
+    finally:
+        holder.kill()
+        holder.wait()
+    assert main(argv) == 0
+    runs = ResultsDB(db).runs()
+    assert runs["status"].tolist() == ["finished"]
+    with rdb.engine.connect() as conn:  # released when the point ended
+        assert conn.execute(Meta.__table__.select().where(Meta.key == claim_key(point.argv))).first() is None

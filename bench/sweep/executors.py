@@ -59,7 +59,7 @@ def run_local(points: list[Point], settings: WorkerSettings, jobs: int, echo=pri
                 res = fut.result()
                 results.append(res)
                 echo(f"[{len(results)}/{len(points)}] {res.key}: {res.status} after {res.attempts} attempt(s), "
-                     f"{res.seconds:.0f}s" + (f" -- {res.last_line}" if res.status == "failed" else "")
+                     f"{res.seconds:.0f}s" + (f" -- {res.last_line}" if res.status in ("failed", "running elsewhere") and res.last_line else "")
                      + (f" (log {res.log})" if res.status != "finished" else ""))
     except KeyboardInterrupt:
         interrupted = True
