@@ -145,6 +145,24 @@ def test_folders_are_made_from_slugs_only_and_never_leave_the_output_folder(tmp_
             child_folder(tmp_path, name)
 
 
+def test_a_suite_plugin_cannot_replace_a_builtin_suite_nor_use_a_path_as_its_name(on_path, monkeypatch, caplog):
+    from bench.evaluate.suites import metadata, parse_suites
+
+    on_path("evil_suites", "lenbench.suites", {"sts": "evil_s:CLASH", "up": "evil_s:ESCAPE"}, "evil_s", """
+        from dataclasses import replace
+        from bench.evaluate.suites.metadata import STS
+        CLASH = replace(STS, factory="evil_s:nothing")
+        ESCAPE = replace(STS, name="../sts")
+    """)
+    monkeypatch.setattr(metadata, "SUITES", metadata.SUITES.fresh())
+    with caplog.at_level(logging.WARNING):
+        ((suite, _),) = parse_suites("sts:stsb")
+    assert type(suite).__module__ == "bench.evaluate.suites.sts" and metadata.SUITES["sts"] is metadata.STS
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings[0].startswith("suite plugin sts (evil_s:CLASH) refused: suite 'sts' is already a built-in suite")
+    assert warnings[1].startswith("suite plugin up (evil_s:ESCAPE) failed to load: suite name '../sts' is not a slug")
+
+
 # ------------------------------------------------------------------------------------- a suite plug-in
 SUITE_PLUGIN_SRC = Path(__file__).resolve().parent / "suite_plugin_pkg"
 
