@@ -18,6 +18,7 @@ from tests.conftest import write_sts
 
 SECRET = "s3cr3t-Pw"
 LEGACY = Path(__file__).parent / "data" / "legacy"
+REDACTION_STEP = 4  # the schema version whose migration redacts stored passwords
 
 
 @pytest.mark.parametrize(
@@ -125,9 +126,9 @@ def test_migration_redacts_a_current_database_holding_a_password(tmp_path):
     keep = db.create_run(model="m", command="bench eval --model m --db results.sqlite")
     leak = db.create_run(model="m")
     db.engine.dispose()
-    _plant_password(path, leak, version=SCHEMA_VERSION - 1)
+    _plant_password(path, leak, version=REDACTION_STEP - 1)
     db = ResultsDB(path)
-    assert [m.version for m in db.migrated] == [SCHEMA_VERSION]
+    assert [m.version for m in db.migrated] == list(range(REDACTION_STEP, SCHEMA_VERSION + 1))
     assert not any(SECRET in str(v) for r in _rows(path) for v in r)
     assert db.get_run(keep)["command"] == "bench eval --model m --db results.sqlite"
     assert db.get_run(leak)["command"].endswith("--db postgresql://bench:***@db.example/lenbench")
@@ -143,7 +144,7 @@ def test_the_leaderboard_and_the_model_card_hide_a_password_of_an_unmigrated_row
     db = ResultsDB(path)
     run = db.create_run(model="m", method="simcse", kind="train", status="finished")
     db.engine.dispose()
-    _plant_password(path, run, version=SCHEMA_VERSION - 1)
+    _plant_password(path, run, version=REDACTION_STEP - 1)
     detail = queries.run_detail(queries.open_readonly(str(path)), run)
     assert SECRET not in detail["command"] + detail["error"] and "postgresql://bench:***@db.example" in detail["command"]
     state = queries.db_state(f"postgresql://bench:{SECRET}@db.example/lenbench")
@@ -153,3 +154,19 @@ def test_the_leaderboard_and_the_model_card_hide_a_password_of_an_unmigrated_row
 
     card = render_model_card(raw, pd.DataFrame(columns=["suite", "dataset", "variant", "metric", "value", "n"]))
     assert SECRET not in card
+
+
+def test_commands_that_print_or_pass_on_the_database_url_hide_its_password(tmp_path, capsys, monkeypatch):
+    """bench sweep --dry-run and its header print the database; bench leaderboard's server gets a URL with a
+    password through $LENBENCH_DB, never on its command line (any user's process list shows that)."""
+    from bench.commands.leaderboard import streamlit_command
+
+    url = f"postgresql://bench:{SECRET}@db.example/lenbench"
+    command = streamlit_command(url, 8501, "127.0.0.1")
+    assert SECRET not in " ".join(command) and "--db" not in command
+    assert streamlit_command(str(tmp_path / "r.sqlite"), 8501, "127.0.0.1")[-2:] == ["--db", str(tmp_path / "r.sqlite")]
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\nname = "s"\n[grid]\nmethod = ["vanilla"]\n[fixed]\nsuite = "sts:stsb"\n')
+    assert main(["sweep", str(spec), "--db", url, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert SECRET not in out and "--db postgresql://bench:***@db.example/lenbench" in out.replace("'", "")

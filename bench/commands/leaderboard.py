@@ -16,6 +16,7 @@ from pathlib import Path
 from bench.commands.common import add_db
 from bench.runtime.errors import ConfigError
 from results_db import default_db_url
+from results_db.redact import redact
 
 APP = Path(__file__).resolve().parent.parent.parent / "leaderboard" / "app.py"
 
@@ -70,6 +71,9 @@ def resolve_db(db: str | None) -> str:
 
 
 def streamlit_command(db: str | None, port: int, host: str) -> list[str]:
+    """The Streamlit server's command line. A database URL that holds a password is not on it (a process list shows
+    every user the arguments): `run` hands it over in $LENBENCH_DB instead, which the app reads without --db."""
+    location = resolve_db(db)
     return [
         sys.executable, "-m", "streamlit", "run", str(APP),
         "--server.address", host,
@@ -77,15 +81,17 @@ def streamlit_command(db: str | None, port: int, host: str) -> list[str]:
         "--server.headless", "true",
         "--browser.gatherUsageStats", "false",
         "--client.toolbarMode", "minimal",
-        "--", "--db", resolve_db(db),
+        "--", *(["--db", location] if redact(location) == location else []),
     ]  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     access = check_exposure(args.host, args.public)
     command = streamlit_command(args.db, args.port, args.host)
+    location = resolve_db(args.db)
+    os.environ["LENBENCH_DB"] = location  # the server's only way to a URL with a password (see streamlit_command)
     print(
-        f"leaderboard on http://{args.host}:{args.port}  (database {command[-1]}, read-only; access: {access}; "
+        f"leaderboard on http://{args.host}:{args.port}  (database {redact(location)}, read-only; access: {access}; "
         "Ctrl-C stops it)",
         flush=True,
     )

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench.commands.common import add_db
 from bench.runtime.errors import ConfigError
-from results_db.redact import redact
+from results_db.redact import redact, redact_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,7 +63,7 @@ def sweep(args: argparse.Namespace) -> int:
                               retries=args.retries)
     if args.dry_run:
         for point in points:
-            cmd = ["bench", *point_command(point, settings)[3:]]
+            cmd = ["bench", *redact_args(point_command(point, settings)[3:])]
             print(shlex.join(cmd) + f"   # {point.key}; config {point.config_hash or '(unknown: ' + point.hash_note + ')'}")
         return 0
 
@@ -74,7 +74,7 @@ def sweep(args: argparse.Namespace) -> int:
     runs = db.runs() if db is not None else _empty_runs()
     states = point_states(runs, points)
     print(f"sweep {spec.name} ({spec.path}): {spec.description}".rstrip(": "))
-    print(f"database {db_arg if db is not None else db_arg + ' (does not exist yet)'}; folder {folder}")
+    print(f"database {redact(db_arg)}{'' if db is not None else ' (does not exist yet)'}; folder {folder}")
     print(plan_table(states, runs))
     if args.status:
         if db is not None:
