@@ -111,3 +111,15 @@ def test_encoder_option_values_are_defined_once_and_offered_by_every_parser():
     meta = {f.name: f.metadata for f in dataclasses.fields(RunSpec)}
     assert (meta["pooling"]["choices"], meta["backend"]["choices"], meta["emb_dtype"]["choices"]) == (POOLINGS, BACKENDS, EMB_DTYPES)
     assert meta["limit"]["convert"] is positive_int
+
+
+def test_the_builtin_fallbacks_name_what_pyproject_declares():
+    """The suites and attack families an older install (metadata without the group) still finds are exactly the
+    entry points pyproject.toml declares: the fallback cannot drift from the declaration."""
+    import tomllib
+
+    from bench.evaluate.attacks.registry import BUILTIN as ATTACKS
+    from bench.evaluate.suites.metadata import BUILTIN as SUITES
+
+    groups = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]
+    assert groups["lenbench.suites"] == SUITES and groups["lenbench.attacks"] == ATTACKS
