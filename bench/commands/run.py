@@ -11,7 +11,8 @@ install: it never switches task silently). To keep it short on two CPU cores the
 Every method gets one Run row (kind "train"; the untrained backbone a kind "eval" row, method "vanilla") with its
 config, config hash, seed, budget asked/consumed, data fingerprint (evaluation files + training corpus), code and
 package versions and a command that reproduces it alone. `--seeds 0,1,2` trains each method once per seed (one row
-each, same budget); the table then shows mean ± 95% t-interval over seeds. The table (bench.report.tables) gives n per
+each, same budget); the table then shows the mean over seeds, and from 3 seeds on intervals that combine the
+seed variance with the item sampling (fewer: the seed variance is said not to be estimated). The table (bench.report.tables) gives n per
 dataset and each method's difference from the reference row (`--reference`, default the untrained backbone) with a
 95% interval, and what each attack changed.
 
@@ -82,8 +83,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="steps of linear learning-rate warm-up from 0 before the linear decay to 0 (default 0)")
     p.add_argument("--seed", type=int, default=D.seed, help="evaluation seed, and training seed without --seeds (default 0)")
     p.add_argument("--seeds", default=None, metavar="S,S,...",
-                   help="train each method once per seed (e.g. 0,1,2) under the same budget; the table shows mean ± 95%% "
-                        "CI over seeds. Evaluation (attacks, kNN split) keeps --seed, so every run is scored on the same items")
+                   help="train each method once per seed (e.g. 0,1,2) under the same budget; seeds already finished with these "
+                        "settings (by any earlier command) are reused, not trained again; the table shows the mean over "
+                        "seeds, with intervals over seeds and items from 3 seeds on. Evaluation (attacks, kNN split) keeps --seed, so every run is scored on the same items")
     p.add_argument("--reference", default=None, metavar="METHOD",
                    help="the row every method is compared with (difference and 95%% CI; default: the untrained backbone)")
     p.add_argument("--hp", action="append", default=[], metavar="METHOD.KEY=VALUE", help="method hyper-parameter, e.g. laser3-self.m_mode=twice")
