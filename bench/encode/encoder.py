@@ -528,9 +528,9 @@ class Encoder:
                 todo_texts = [chunk.texts[i] for i in chunk.todo]
                 if todo_texts:
                     self.tokenizer  # noqa: B018 - loaded here, on this thread, before the worker uses it
-                future = pool.submit(self.tokenize, todo_texts) if pool is not None and todo_texts else None
+                future = pool.submit(self._model_inputs, todo_texts) if pool is not None and todo_texts else None
                 if future is None and todo_texts:
-                    future = _Done(self.tokenize(todo_texts))
+                    future = _Done(self._model_inputs(todo_texts))
                 if pending is not None:
                     self._finish_chunk(pending[0], pending[1], cache, batch_size or self.batch_size, normalize, bar)
                 pending = (chunk, future)
@@ -540,6 +540,11 @@ class Encoder:
             bar.close()
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
+
+    def _model_inputs(self, texts: list[str]) -> tuple[list[list[int]], list[bytes]]:
+        """(token ids, cache keys) of texts: the work the prefetch thread does for the next chunk."""
+        ids = self.tokenize(texts).ids
+        return ids, [ids_key(x) for x in ids]
 
     def _lookup_chunk(self, texts: list[str], out: np.ndarray | None, start: int, cache: EmbeddingCache | None,
                       bar: Any) -> "_Chunk":  # fmt: skip
@@ -563,8 +568,7 @@ class Encoder:
         todo, out, rows, tkeys = chunk.todo, chunk.out, chunk.rows, chunk.tkeys
         if not len(todo):
             return
-        ids = tokenized.result().ids
-        keys = [ids_key(x) for x in ids]
+        ids, keys = tokenized.result()
         if cache is not None:
             hit2 = cache.fill(keys, out, rows[todo])
             cache.put_aliases([(tkeys[i], keys[j]) for j, i in enumerate(todo) if hit2[j]])
