@@ -106,12 +106,15 @@ def weights_labels(runs: pd.DataFrame) -> pd.Series:
 
 
 def hyperparameter_labels(runs: pd.DataFrame) -> pd.Series:
-    """Method names, with the hyper-parameters (`bench run --hp`) that tell runs of one (method, backbone, budget,
-    corpus) apart: "laser3-self (m_mode=twice)" and "laser3-self (m_mode=random)" are two rows, not two seeds of one.
+    """Method names, with the hyper-parameters (`bench run --hp`) and settings (`run_settings`: "train.lr",
+    "eval.max_len"...) that tell runs of one (method, backbone, budget, corpus) apart: "laser3-self (m_mode=twice)"
+    and "laser3-self (m_mode=random)" are two rows, not two seeds of one.
     Only the keys whose values differ inside a group are named, so a group of identical configs keeps its name."""
     if "method_config" not in runs or not len(runs):
         return runs["method"]
     configs = [c if isinstance(c, dict) else {} for c in runs["method_config"]]
+    if "run_settings" in runs:  # training and scoring settings (lr, batch size, eval max_len ...) tell rows apart too
+        configs = [{**c, **(r if isinstance(r, dict) else {})} for c, r in zip(configs, runs["run_settings"])]
     if all(not c for c in configs):
         return runs["method"]
     labels = runs["method"].to_numpy(dtype=object).copy()

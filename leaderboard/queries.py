@@ -163,8 +163,10 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
     method_config = table.c.config["method_config"].label("method_config")  # tells --hp variants of a method apart
     in_domain = table.c.config["in_domain"].label("in_domain")  # evaluated datasets the training corpus is
     weights = table.c.config["model_fingerprint"].as_string().label("model_fingerprint")  # an evaluated model's weights
+    train = table.c.config["train"].label("train_config")  # training settings: runs that differ never pool as seeds
+    evaluation = table.c.config["eval"].label("eval_config")
     stmt = select(*[table.c[name] for name in wanted], limit.label("config_limit"), method_config, in_domain,
-                  weights).order_by(table.c.id)  # fmt: skip
+                  weights, train, evaluation).order_by(table.c.id)  # fmt: skip
     with db.engine.connect() as conn:
         frame = _frame(conn, stmt)
     for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind", "sweep", "sweep_point",
@@ -173,10 +175,24 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
     frame["model_info"] = [_json(v) for v in frame["model_info"]] if "model_info" in frame else [{} for _ in range(len(frame))]
     frame["method_config"] = [_json(v) for v in frame["method_config"]] if "method_config" in frame else [{} for _ in range(len(frame))]
     frame["in_domain"] = [_in_domain(v) for v in frame["in_domain"]] if "in_domain" in frame else ""
+    frame["run_settings"] = [run_settings(_json(t), _json(e)) for t, e in zip(frame.get("train_config", [None] * len(frame)),
+                                                                           frame.get("eval_config", [None] * len(frame)))]
+    frame = frame.drop(columns=[c for c in ("train_config", "eval_config") if c in frame])
     frame["id"] = frame["id"].astype(int)
     frame["seed"] = pd.to_numeric(frame["seed"]).fillna(0).astype(int)
     frame["config_limit"] = pd.to_numeric(frame["config_limit"], errors="coerce")
     return frame
+
+
+SCORING_EVAL_KEYS = ("max_len", "pooling")  # evaluation settings that change a score (attacks and limit: own columns)
+
+
+def run_settings(train: dict, evaluation: dict) -> dict[str, Any]:
+    """The settings of a `bench run` row besides its method's hyper-parameters that change what it computes: every
+    training setting but the seed ("train.lr"), and the evaluation's max_len and pooling ("eval.max_len")."""
+    out = {f"train.{k}": v for k, v in (train or {}).items() if k != "seed"}
+    out.update({f"eval.{k}": (evaluation or {})[k] for k in SCORING_EVAL_KEYS if k in (evaluation or {})})
+    return out
 
 
 def score_limits(db: ResultsDB, suite: str) -> pd.DataFrame:

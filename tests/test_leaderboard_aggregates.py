@@ -80,3 +80,24 @@ def test_two_scoring_versions_of_a_suite_never_share_a_row():
     assert same["method"].tolist() == ["simcse", "simcse", "vanilla"]
     split = grouping.split_scoring_versions(runs, pd.DataFrame({"run_id": [1, 2, 3], "suite_version": [1, 2, 2]}))
     assert split["method"].tolist() == ["simcse [scoring v1]", "simcse [scoring v2]", "vanilla [scoring v2]"]
+
+
+def test_runs_with_other_training_settings_never_pool_as_seeds(tmp_path):
+    """Two seeds at lr 1e-4 and one at lr 1e-3 of one (method, backbone, budget, corpus): two rows, named by the
+    setting that differs; the seeds of one setting pool into one row."""
+    from results_db import ResultsDB, ScoreRecord
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    for seed, lr in ((0, 1e-4), (1, 1e-4), (0, 1e-3)):
+        config = {"train": {"lr": lr, "batch_size": 16, "seed": seed}, "eval": {"max_len": 256, "pooling": "mean"},
+                  "method_config": {"temperature": 0.05}}  # fmt: skip
+        run = db.create_run(kind="train", model="m", method="simcse", backbone="b", budget_label="steps=5",
+                            train_corpus="c", seed=seed, config=config, status="finished")  # fmt: skip
+        db.add_scores(run, [ScoreRecord("sts", "stsb", "spearman", 50.0 + 10 * (lr > 5e-4) + seed, 10)])
+    from leaderboard import main_board, queries
+
+    runs = grouping.group_runs(queries.run_list(db))
+    board = main_board.build_leaderboard(queries.suite_scores(db, "sts", ["spearman"], ["clean"]), runs).numeric()
+    rows = board.set_index("method")
+    assert sorted(rows.index) == ["simcse (train.lr=0.0001)", "simcse (train.lr=0.001)"]
+    assert rows.loc["simcse (train.lr=0.0001)", "seeds"] == 2 and rows.loc["simcse (train.lr=0.001)", "seeds"] == 1
