@@ -127,10 +127,10 @@ def _hover_headers(page) -> int:  # noqa: ANN001
 
 
 def _open_selectors(page) -> int:  # noqa: ANN001
-    """Open every select box and multiselect in the sidebar (their option lists render the stored names)."""
+    """Open every select box and multiselect, in the sidebar and on the page (their option lists render the stored
+    names: run labels, curve labels, references)."""
     opened = 0
-    sidebar = page.locator("[data-testid='stSidebar']")
-    for widget in sidebar.locator("[data-testid='stSelectbox'], [data-testid='stMultiSelect']").all():
+    for widget in page.locator("[data-testid='stSelectbox'], [data-testid='stMultiSelect']").all():
         widget.scroll_into_view_if_needed()
         widget.locator("input").first.click()
         page.wait_for_timeout(300)

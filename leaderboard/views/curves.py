@@ -9,7 +9,6 @@ import streamlit as st
 
 from leaderboard import cache
 from leaderboard.queries import DBState
-from leaderboard.text import literal
 from leaderboard.views.common import csv_button
 
 
@@ -33,7 +32,8 @@ def show(state: DBState, run_ids: list[int], key: str) -> None:
         return
     combos = points[["suite", "dataset", "metric", "variant"]].drop_duplicates()
     labels = [f"{r.suite} · {r.dataset} · {r.metric} · {r.variant}" for r in combos.itertuples()]
-    choice = st.selectbox("Curve", range(len(labels)), format_func=lambda i: literal(labels[i]), key=f"{key}_curve")
+    # option labels are plain text (no Markdown): escaping them would show the backslashes
+    choice = st.selectbox("Curve", range(len(labels)), format_func=lambda i: labels[i], key=f"{key}_curve")
     chosen = combos.iloc[int(choice or 0)]
     keep = (points[["suite", "dataset", "metric", "variant"]] == chosen.to_numpy()).all(axis=1)
     frame = points[keep].copy()
