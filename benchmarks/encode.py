@@ -31,7 +31,7 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# TOKENIZERS_PARALLELISM is left unset: both encoders tokenise on the tokenizer's own threads, as they do by default
 
 import numpy as np  # noqa: E402
 
