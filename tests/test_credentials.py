@@ -169,4 +169,17 @@ def test_commands_that_print_or_pass_on_the_database_url_hide_its_password(tmp_p
     spec.write_text('[sweep]\nname = "s"\n[grid]\nmethod = ["vanilla"]\n[fixed]\nsuite = "sts:stsb"\n')
     assert main(["sweep", str(spec), "--db", url, "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert SECRET not in out and "--db postgresql://bench:***@db.example/lenbench" in out.replace("'", "")
+    assert SECRET not in out and "LENBENCH_DB=postgresql://bench:***@db.example/lenbench bench run" in out.replace("'", "")
+    import os
+
+    from bench.commands.common import hide_db_password
+    from bench.sweep.points import expand
+    from bench.sweep.spec import load_spec
+    from bench.sweep.worker import WorkerSettings, point_command
+
+    monkeypatch.setenv("LENBENCH_DB", "before.sqlite")  # restored after the test (hide_db_password sets it)
+    (point,) = expand(load_spec(spec))
+    child = point_command(point, WorkerSettings(db=url, out="o", log_dir="l"))
+    assert SECRET not in " ".join(child) and "--db" not in child  # the child reads $LENBENCH_DB (run_point sets it)
+    argv = hide_db_password(["run", "--db", url, "--nproc", "2"], url)  # torchrun's children: the same way
+    assert argv == ["run", "--nproc", "2"] and os.environ["LENBENCH_DB"] == url

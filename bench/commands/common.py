@@ -115,11 +115,23 @@ def start_processes(args: Any) -> int | None:
         raise ConfigError(f"--nproc must be at least 1, got {nproc}")
     if nproc and nproc > 1 and distributed.env_world_size() == 1 and "LOCAL_RANK" not in os.environ:
         argv = launch.strip_option(getattr(args, "argv", None) or sys.argv[1:], "--nproc")
-        return launch.relaunch(argv, nproc)
+        return launch.relaunch(hide_db_password(argv, getattr(args, "db", None)), nproc)
     distributed.init_from_env(getattr(args, "device", None))
     if getattr(args, "device", None) and str(args.device).startswith("cuda") and distributed.active():
         args.device = distributed.local_device(args.device)
     return None
+
+
+def hide_db_password(argv: list[str], db: str | None) -> list[str]:
+    """argv for a child process: a --db URL holding a password leaves the command line (every user's process list
+    shows it) and reaches the child in $LENBENCH_DB, which --db defaults to."""
+    from bench.runtime import launch
+    from results_db.redact import redact
+
+    if not db or redact(str(db)) == str(db):
+        return list(argv)
+    os.environ["LENBENCH_DB"] = str(db)
+    return launch.strip_option(argv, "--db")
 
 
 def open_db(args: Any) -> "ResultsDB":

@@ -64,6 +64,8 @@ def sweep(args: argparse.Namespace) -> int:
     if args.dry_run:
         for point in points:
             cmd = ["bench", *redact_args(point_command(point, settings)[3:])]
+            if "--db" not in cmd:  # a URL with a password reaches the point in $LENBENCH_DB
+                cmd = [f"LENBENCH_DB={redact(settings.db)}", *cmd]
             print(shlex.join(cmd) + f"   # {point.key}; config {point.config_hash or '(unknown: ' + point.hash_note + ')'}")
         return 0
 

@@ -20,7 +20,7 @@ from typing import Any
 from pathlib import Path
 
 from bench.sweep.points import Point
-from results_db.redact import redact_args
+from results_db.redact import redact, redact_args
 
 
 @dataclass
@@ -97,9 +97,11 @@ def mark_killed(db: str, pids: list[int], reason: str) -> list[int]:
 
 
 def point_command(point: Point, settings: WorkerSettings) -> list[str]:
+    # A database URL holding a password goes to the child in $LENBENCH_DB (run_point), not on its command line.
+    db = ["--db", settings.db] if redact(settings.db) == settings.db else []
     return [
         sys.executable, "-m", "bench.cli", "run", *point.argv,
-        "--no-baseline", "--resume", "--no-progress", "--db", settings.db, "--out", settings.out,
+        "--no-baseline", "--resume", "--no-progress", *db, "--out", settings.out,
         "--sweep", point.sweep, "--sweep-point", point.key,
     ]
 
@@ -108,7 +110,7 @@ def run_point(point: Point, settings: WorkerSettings, registry: ChildRegistry | 
     """Run the point until it finishes or has failed 1 + retries times."""
     log = Path(settings.log_dir) / f"{point.slug}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
+    env = dict(os.environ, LENBENCH_DB=settings.db)
     if settings.threads:
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             env[var] = str(settings.threads)
