@@ -29,7 +29,8 @@ SUITE_STANDARDS = {name: meta.averages[0] for name, meta in SUITES.items() if me
 class SeedMean(float):
     """A mean over seeds that also carries the half-width of its 95% interval and the seed count.
 
-    It is a float, so the table sorts and highlights by the mean; the cell text (`label`) shows "mean ± half (n)".
+    It is a float, so the table sorts and highlights by the mean; the cell text (`label`) shows "mean ± half (n)",
+    or "mean (n=2)" under 3 seeds (no interval: the seed variance is not estimated).
     """
 
     __slots__ = ("half", "seeds")
@@ -46,6 +47,8 @@ class SeedMean(float):
     def label(self, digits: int = 2) -> str:
         if self.seeds > 1 and not math.isnan(self.half):
             return f"{float(self):.{digits}f} ± {self.half:.{digits}f} (n={self.seeds})"
+        if self.seeds > 1:  # 2 seeds: their mean, no t(1) interval
+            return f"{float(self):.{digits}f} (n={self.seeds})"
         return f"{float(self):.{digits}f}"
 
 
@@ -266,6 +269,7 @@ def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: b
     for j, values in enumerate([*wide.T, *averages.values()]):
         mean[:, j], std[:, j], count[:, j] = _group_stats(pair_group, values, n_groups)
     half = stats.t_half_width(std, count, CI_LEVEL)
+    half[count < stats.MIN_SEEDS] = np.nan  # over 2 seeds a t(1) interval says nothing: the seed variance is not estimated
 
     present = np.bincount(pair_group, minlength=n_groups) > 0  # groups with at least one score
     seeds = np.bincount(pair_group, minlength=n_groups)

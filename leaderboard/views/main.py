@@ -214,6 +214,8 @@ def _score_cis(board: main_board.Leaderboard, reps: dict[str, dict[int, int]], i
             if count > 1 and not np.isnan(half):
                 per[d] = (mean - half, mean + half)
                 continue
+            if count > 1:  # 2 seeds: no interval (the seed variance is not estimated; one run's would mislead)
+                continue
             score_id = reps.get(d, {}).get(int(g))
             if score_id in items:
                 item = items[score_id]
@@ -391,7 +393,8 @@ def _open_run(run_id: int) -> None:
 def _notes(table: MainTable, highlight: bool, variant: str) -> None:
     board = table.board
     notes = [f"{len(board)} rows over {int(board.info['seeds'].sum())} (group, seed) pairs.",
-             "A cell is the mean over seeds, shown as mean ± 95% CI half-width (n=seeds, Student t) when there are several."]  # fmt: skip
+             "A cell is the mean over seeds, shown as mean ± 95% CI half-width (n=seeds, Student t) from 3 seeds on; "
+             "with 2 seeds as mean (n=2): their variance is not estimated."]  # fmt: skip
     if highlight:
         notes.append("Highlighted: the best value in each column of each table.")
     else:
@@ -486,7 +489,7 @@ def _charts(specs: tuple[dict | None, dict | None], metric: str, headline: str) 
             st.caption("No scores to draw.")
         else:
             st.vega_lite_chart(spec=bars_spec, width="stretch")
-            st.caption("CI: over seeds (Student t) for several seeds, else the bootstrap interval of the score over its items.")
+            st.caption("CI: over seeds (Student t) from 3 seeds on, none for 2 seeds, else the bootstrap interval of the score over its items.")
     with right:
         st.markdown(f"**Model size vs {literal(headline)}**")
         if size_spec is None:
