@@ -111,8 +111,9 @@ def variant_m(variant: str) -> str:
 
 def length_curve(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | None = None) -> pd.DataFrame:
     """Score vs context length per group for variants without a clean score (the needle suite's len-N): the mean
-    over seeds (of the mean over datasets) with its 95% Student-t interval; columns as `robustness_curve`."""
-    from bench.report.stats import mean_ci
+    over seeds (of the mean over datasets) with its 95% Student-t interval from 3 seeds on; columns as
+    `robustness_curve`."""
+    from bench.report.stats import seeds_ci as mean_ci  # no t(1) interval over 2 seeds
 
     columns = [*GROUP_KEYS, "label", "variant", "m", "score", "low", "high", "seeds", "changed_frac"]
     if dataset is not None:
@@ -139,10 +140,10 @@ def length_curve(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | None =
 def robustness_curve(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | None = None,
                      rates: pd.DataFrame | None = None) -> pd.DataFrame:  # fmt: skip
     """Score vs m per group: one row per (group, variant incl. clean) with the mean over seeds and its 95%
-    Student-t interval (`bench.report.stats.mean_ci`; no interval from one seed), the seed count and the fraction of
+    Student-t interval (`bench.report.stats.mean_ci`) from 3 seeds on (none from 1 or 2), the seed count and the fraction of
     texts the attack changed. Columns: GROUP_KEYS, label, variant, m, score, low, high, seeds, changed_frac, and
     row (the group's code, as `coded_groups` numbers `runs`)."""
-    from bench.report.stats import mean_ci
+    from bench.report.stats import seeds_ci as mean_ci  # no t(1) interval over 2 seeds
 
     columns = [*GROUP_KEYS, "label", "variant", "m", "score", "low", "high", "seeds", "changed_frac", "row"]
     per_variant, groups = _paired_per_seed(scores, runs, dataset)

@@ -235,9 +235,14 @@ def test_robustness_curve_mean_ci_over_seeds_and_attack_rates():
     ])  # fmt: skip
     rates = pd.DataFrame({"run_id": [1, 2, 3], "dataset": ["stsb"] * 3, "variant": ["elong-2"] * 3, "changed_frac": [0.4, 0.6, 0.9]})
     curve = attack_curves.robustness_curve(scores, runs, rates=rates).set_index(["method", "variant"])
-    ci = stats.mean_ci([70.0, 78.0])
     row = curve.loc[("a", "elong-2")]
-    assert (row["score"], row["low"], row["high"], row["seeds"]) == pytest.approx((ci.mean, ci.low, ci.high, 2))
+    assert (row["score"], row["seeds"]) == (74.0, 2) and np.isnan(row["low"])  # 2 seeds: no t(1) interval
+    three = attack_curves.robustness_curve(
+        pd.concat([scores, scores_frame([(4, "stsb", 85, "clean"), (4, "stsb", 75, "elong-2")])]),
+        pd.concat([runs, runs_frame([(4, "a", "b", "", "", 2)])])).set_index(["method", "variant"])  # fmt: skip
+    ci = stats.mean_ci([70.0, 78.0, 75.0])
+    row3 = three.loc[("a", "elong-2")]
+    assert (row3["score"], row3["low"], row3["high"], row3["seeds"]) == pytest.approx((ci.mean, ci.low, ci.high, 3))
     assert row["m"] == "2" and row["changed_frac"] == pytest.approx(0.5)
     assert curve.loc[("a", "clean"), "m"] == "1 (clean)" and curve.loc[("a", "clean"), "score"] == 82
     assert curve.loc[("a", "elong-rand"), "m"] == "rand" and np.isnan(curve.loc[("a", "elong-rand"), "changed_frac"])

@@ -3,7 +3,8 @@ leaderboard's Run and Compare views).
 
 One run: a percentile bootstrap over the point's items (queries, pairs, test examples; the same resampling as
 `bench.report.stats.paired_bootstrap`, one run instead of a difference). Several seeds of one configuration: the
-Student-t interval over seeds at each step (`mean_ci`), as every other table in lenbench does for seeds.
+Student-t interval over seeds at each step (`mean_ci`) from 3 seeds on (none for 2: their variance is not
+estimated), as every other table in lenbench does for seeds.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from bench.report.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, mean_ci, score_interval
+from bench.report.stats import DEFAULT_LEVEL, DEFAULT_RESAMPLES, score_interval, seeds_ci
 
 CURVE_COLUMNS = ["run_id", "method", "seed", "step", "suite", "dataset", "variant", "metric", "value", "n", "subset"]
 FINAL_COLUMNS = ["final_value", "final_n", "final_subset"]  # the run's final score on the same dataset, metric, variant
@@ -84,7 +85,7 @@ def over_seeds(frame: pd.DataFrame, group: Sequence[str] = ("method",)) -> pd.Da
     keys = [*group, "step", "suite", "dataset", "variant", "metric"]
     rows = []
     for key, part in frame.groupby(keys, sort=True):
-        ci = mean_ci(part["value"].to_numpy())
+        ci = seeds_ci(part["value"].to_numpy().tolist())
         rows.append({**dict(zip(keys, key)), "value": ci.mean, "low": ci.low, "high": ci.high, "seeds": ci.n})
     return pd.DataFrame(rows, columns=[*keys, "value", "low", "high", "seeds"])
 

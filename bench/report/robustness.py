@@ -6,7 +6,7 @@ family (mean attacked score / clean score).
 Order, family and axis of every variant come from the attack registry (`bench.evaluate.attacks.describe_variant`).
 Intervals: one run per method -> bootstrap over the items the database keeps (percentile, 1,000 resamples; the
 change is a paired bootstrap, `bench.report.stats.paired_bootstrap`); several runs (seeds) -> Student-t over seeds
-(`mean_ci`). Only each dataset's first metric (its main one: nDCG@10, Spearman, kNN accuracy, nDCG@1) is profiled;
+(`mean_ci`) from 3 seeds on, none for 2. Only each dataset's first metric (its main one: nDCG@10, Spearman, kNN accuracy, nDCG@1) is profiled;
 the length diagnostics (`diag`) are geometry, not scores, and stay in their own table.
 
 Reads only the results database; never evaluates or writes anything.
@@ -22,7 +22,7 @@ import pandas as pd
 
 from bench.evaluate.attacks import CLEAN, describe_variant, order_variants
 from bench.report import stats
-from bench.report.stats import DEFAULT_LEVEL, mean_ci, paired_bootstrap
+from bench.report.stats import DEFAULT_LEVEL, paired_bootstrap, seeds_ci
 
 NOT_PROFILED = {"diag"}
 
@@ -83,11 +83,11 @@ def profile_tables(scores: pd.DataFrame, items_of: Callable[[int], dict | None],
                             except ValueError:
                                 pass
                 else:
-                    ci_v = mean_ci(per_run[variant].dropna().tolist())
+                    ci_v = seeds_ci(per_run[variant].dropna().tolist())
                     score, low, high = ci_v.mean, ci_v.low, ci_v.high
                     change, change_ci = "", ""
                     if has_clean:
-                        d = mean_ci((per_run[variant] - per_run[CLEAN]).dropna().tolist())
+                        d = seeds_ci((per_run[variant] - per_run[CLEAN]).dropna().tolist())
                         change = _value(d.mean)
                         change_ci = _interval(d.low, d.high) + ("*" if not np.isnan(d.low) and (d.low > 0 or d.high < 0) else "")
                 changed = [i.get("changed_frac") for i in mine_v["info"] if isinstance(i, dict) and "changed_frac" in i]
@@ -115,7 +115,8 @@ def profile_report(scores: pd.DataFrame, items_of: Callable[[int], dict | None],
     return [
         "",
         "robustness profile (per attack family, in its axis order: x = length factor m, or context length in tokens "
-        "for needle; ci = 95% bootstrap over items for one run, t-interval over seeds for several; change = attacked "
+        "for needle; ci = 95% bootstrap over items for one run, t-interval over seeds from 3 seeds on (none for 2: "
+        "their variance is not estimated); change = attacked "
         "- clean with its paired interval, * = excludes 0; changed = texts whose model input the attack changed)",
         profile.to_string(index=False),
         "",

@@ -495,3 +495,10 @@ def aggregate_over_datasets(full: Sequence[np.ndarray], boot: Sequence[np.ndarra
         low, high = np.quantile(boots, [alpha, 1.0 - alpha]) if len(boots) else (np.nan, np.nan)
         out[name] = Aggregate(name, values, float(low), float(high), datasets, min(len(f) for f in full))
     return out
+
+
+def seeds_ci(values: Sequence[float], level: float = DEFAULT_LEVEL) -> MeanCI:
+    """The mean over seeds with its t-interval from MIN_SEEDS seeds on; under that the mean alone (a t(1) interval
+    over 2 seeds says nothing: the seed variance is not estimated). What every table of seeds shows."""
+    ci = mean_ci(values, level)
+    return ci if ci.n >= MIN_SEEDS else MeanCI(ci.mean, np.nan, np.nan, ci.n, ci.level)
