@@ -197,3 +197,26 @@ def test_missing_in_domain_corpus_is_a_clear_error(tmp_path):
     with pytest.raises(DataError, match="not a beir"):
         _ = (tmp_path / "knn").mkdir() or (tmp_path / "knn" / "agnews_test.jsonl").write_text('{"text": "a"}\n')
         load_corpus("beir:agnews", data_dir=str(tmp_path))
+
+
+def test_a_corpus_files_digest_is_noted_and_forgotten_when_the_file_changes(tmp_path, monkeypatch):
+    """A file corpus carries the SHA-256 of its bytes; the load notes it so a sweep knows it without reading the
+    file; an edit of the same size with the modification time put back makes it unknown again (a write moves the
+    change time); the packaged wiki-offline has none."""
+    import hashlib
+    import os
+
+    from bench.data.corpus import known_corpus_digest
+
+    monkeypatch.setenv("LENBENCH_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "c.txt"
+    path.write_text("one text\nanother text\n")
+    corpus = load_corpus(str(path))
+    assert corpus.digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert known_corpus_digest(str(path)) == corpus.digest
+    before = path.stat()
+    path.write_text("one text\nanother tent\n")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert known_corpus_digest(str(path)) is None
+    assert load_corpus(str(path)).digest == known_corpus_digest(str(path)) != corpus.digest
+    assert known_corpus_digest("wiki-offline") is None

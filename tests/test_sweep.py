@@ -356,6 +356,34 @@ def test_a_point_whose_corpus_changed_is_never_done_by_its_label(workdir, tiny_m
     assert [c["corpus_texts"] for c in runs["config"]] == [40, 120] and runs["config_hash"].nunique() == 2
 
 
+def test_a_point_whose_corpus_was_edited_at_the_same_length_is_not_done(workdir, tiny_model_dir, capsys):
+    """The corpus file is edited after the point finished, with the same number of lines and bytes and its
+    modification time put back: the point's hash (which includes the file's content digest) is no longer the
+    finished run's, so the sweep does not call it done and bench run does not reuse the old run."""
+    spec = write_spec(workdir / "edit.toml", tiny_model_dir, 'method = ["simcse"]')
+    db = workdir / "r.sqlite"
+    argv = ["sweep", str(spec), "--db", str(db), "--retries", "0", "--folder", "sw"]
+    assert main(argv) == 0
+    corpus = workdir / "corpus.txt"
+    before = corpus.stat()
+    corpus.write_text("\n".join(t.replace("talks", "walks") for t in TEXTS) + "\n")
+    os.utime(corpus, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert corpus.stat().st_size == before.st_size and corpus.stat().st_mtime_ns == before.st_mtime_ns
+    capsys.readouterr()
+    assert main(["sweep", str(spec), "--db", str(db), "--status"]) == 0
+    assert "1 points: 0 done, 0 running, 0 failed, 1 missing" in capsys.readouterr().out
+    assert main(argv) == 0
+    assert "nothing to run" not in capsys.readouterr().out
+    runs = ResultsDB(db).runs()
+    assert runs["status"].tolist() == ["finished", "finished"]
+    assert [c["corpus_texts"] for c in runs["config"]] == [40, 40] and runs["config_hash"].nunique() == 2
+    first, second = (c["corpus_sha256"] for c in runs["config"])
+    assert first != second and len(first) == 64
+    capsys.readouterr()
+    assert main(["sweep", str(spec), "--db", str(db), "--status"]) == 0  # noted by the load: known, and done
+    assert "1 points: 1 done, 0 running, 0 failed, 0 missing" in capsys.readouterr().out
+
+
 def test_a_point_is_claimed_atomically_once_among_processes_that_race_for_it(tmp_path):
     """Six processes claim one point at the same moment: exactly one gets it; a claim whose process has ended is
     taken over by exactly one of the next claimers."""

@@ -23,6 +23,13 @@ How many texts a corpus holds is part of a run's config (and so of its hash). Ev
 `corpus-texts.json` in the lenbench cache folder, keyed by the file's path, size and modification time, so a sweep
 can compute a point's hash without reading the corpus (`known_text_count`); a corpus no run on this machine has
 loaded yet has no known count.
+
+A corpus read from a file that is not packaged (a --corpus FILE, wiki1m/msmarco, beir:/knn:) also has a content
+fingerprint, the SHA-256 of the file's bytes (`TrainingCorpus.digest`), which goes into the run's config hash, so a
+file edited without changing its text count is a different run. Every load hashes the file it read and notes the
+digest beside the count (checked against the file's size, modification and change times), so a sweep knows it
+without reading the file (`known_corpus_digest`). wiki-offline is a packaged file, identified by the package as
+today (no digest: its runs keep their hashes).
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ class TrainingCorpus:
     files: list[str] = field(default_factory=list)  # files read, for the run's data fingerprint
     licence: str = ""
     dataset: tuple[str, str] | None = None  # (catalog kind, name) when the corpus is an evaluation set's texts
+    digest: str | None = None  # SHA-256 of the file read (None for the packaged wiki-offline): part of the run's hash
 
     def describe(self) -> str:
         return f"{self.name} ({len(self.texts)} texts; {self.source})"
@@ -226,7 +234,9 @@ def load_corpus(
             raise DataError(f"training corpus {spec!r} is neither a known corpus ({known}) nor an existing file or folder")
         corpus = load_file_corpus(path, limit)
     if spec != DEFAULT_CORPUS:  # a file read up to `limit` texts: all of it only when it held fewer
-        _note_text_count(spec, Path(corpus.files[0]), len(corpus.texts), complete=limit is None or len(corpus.texts) < limit)
+        corpus.digest = file_digest(Path(corpus.files[0]))
+        _note_text_count(spec, Path(corpus.files[0]), len(corpus.texts), complete=limit is None or len(corpus.texts) < limit,
+                         digest=corpus.digest)
     if limit is not None:
         corpus.texts = corpus.texts[:limit]
     return corpus
@@ -272,15 +282,37 @@ def _read_counts() -> dict[str, dict]:
         return {}
 
 
-def _note_text_count(spec: str, path: Path, texts: int, complete: bool) -> None:
-    """Remember how many texts the corpus file holds (`complete`) or holds at least (read up to a limit)."""
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes (as stored: a .gz file's compressed bytes)."""
+    sha = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def _digest_check(path: Path) -> str:
+    """What must still hold for a noted digest to be the file's: size, modification and change time (a write
+    sets the change time even when the modification time is put back)."""
+    stat = path.stat()
+    return f"{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
+
+
+def _note_text_count(spec: str, path: Path, texts: int, complete: bool, digest: str | None = None) -> None:
+    """Remember how many texts the corpus file holds (`complete`) or holds at least (read up to a limit), and the
+    digest of its bytes."""
     try:
         key = _count_key(spec, path)
         counts = _read_counts()
         old = counts.get(key, {})
-        if old.get("complete") or (not complete and old.get("texts", 0) >= texts):
+        entry = dict(old)
+        if not (old.get("complete") or (not complete and old.get("texts", 0) >= texts)):
+            entry.update(texts=texts, complete=complete)
+        if digest is not None:
+            entry.update(sha256=digest, checked=_digest_check(path))
+        if entry == old:
             return
-        counts[key] = {"texts": texts, "complete": complete}
+        counts[key] = entry
         target = cache_dir() / COUNTS_FILE
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f"{COUNTS_FILE}.{os.getpid()}.tmp")
@@ -303,3 +335,17 @@ def known_text_count(spec: str, data_dir: str | None = None, limit: int | None =
     if entry.get("complete"):
         return texts if limit is None else min(limit, texts)
     return limit if limit is not None and limit <= texts else None
+
+
+def known_corpus_digest(spec: str, data_dir: str | None = None) -> str | None:
+    """The digest `load_corpus(spec, data_dir=...).digest` has, from what an earlier load noted, without reading the
+    file; None when no load on this machine hashed the file as it is now (or the corpus is wiki-offline)."""
+    if spec == DEFAULT_CORPUS:
+        return None
+    path = corpus_file(spec, data_dir)
+    if path is None:
+        return None
+    entry = _read_counts().get(_count_key(spec, path)) or {}
+    if not entry.get("sha256") or entry.get("checked") != _digest_check(path):
+        return None
+    return str(entry["sha256"])

@@ -119,7 +119,7 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
         db = ResultsDB(spec.db, init_foreign=spec.db_init_foreign)
     elif not main:
         db = None
-    configs = spec.configs(len(corpus.texts) if corpus else 0)
+    configs = spec.configs(len(corpus.texts) if corpus else 0, corpus.digest if corpus else None)
     comparison = configs.comparison
     mark_in_domain(configs, in_domain_datasets(corpus, located), say)
     curves = curve_settings(spec, settings.suite_args, configs)

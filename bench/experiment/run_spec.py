@@ -7,8 +7,9 @@ From a spec: the parsed settings (`settings`: methods, hyper-parameter overrides
 rows, seeds), every row's config and config hash (`configs`), the command that redoes one row
 (`reproduce_command`) and the evaluation settings (`eval_settings`). What goes into a config, and so into its hash,
 is what defines a result; --out, --db, --resume, --sweep, device and progress never do. A config records the
-training corpus's text count (`corpus_texts`); the caller passes it (`bench run` from the corpus it loaded, a sweep
-from the count an earlier load noted, `bench.data.corpus.known_text_count`).
+training corpus's text count (`corpus_texts`) and, for a corpus file, the digest of its bytes (`corpus_sha256`); the
+caller passes them (`bench run` from the corpus it loaded, a sweep from what an earlier load noted,
+`bench.data.corpus.known_text_count` and `known_corpus_digest`).
 
 A new `bench run` option is a field here (with its parser argument in bench/commands/run.py); one that changes
 results also goes into `configs` (which changes no stored hash when it is left out at its default, as emb_dtype).
@@ -191,9 +192,10 @@ class RunSpec:
         )
 
     # ----------------------------------------------------------------- config and hash
-    def configs(self, corpus_texts: int | str) -> "RunConfigs":
+    def configs(self, corpus_texts: int | str, corpus_digest: str | None = None) -> "RunConfigs":
         """Config and config hash of every row of this run, given the training corpus's text count (`bench sweep`
-        passes a stand-in when the count is unknown, to compare points).
+        passes a stand-in when the count is unknown, to compare points) and its content digest
+        (`TrainingCorpus.digest`: None for the packaged wiki-offline, whose runs hash as before).
 
         A row's identity (its config hash) is what it computes: the shared settings (through `comparison`, their
         hash), the method and its hyper-parameters (`method_config`), and its training seed. The other methods and
@@ -211,6 +213,7 @@ class RunSpec:
             "corpus": self.corpus,
             "corpus_limit": self.corpus_limit,
             "corpus_texts": corpus_texts,
+            **({"corpus_sha256": corpus_digest} if corpus_digest else {}),
             "suite": settings.suite_args,
             "eval": {"max_len": self.eval_max_len, "pooling": self.pooling, "batch_size": self.eval_batch_size,
                      "elong": settings.elong, "limit": self.limit,
@@ -231,8 +234,8 @@ class RunSpec:
                 config = {**shared, "train": train, "method": method, "method_config": asdict(method_cfg),
                           "comparison": comparison}  # fmt: skip
                 if not spec.trains:  # the untrained backbone: nothing but evaluation
-                    for k in ("train", "budget", "corpus", "corpus_limit", "corpus_texts"):
-                        config.pop(k)
+                    for k in ("train", "budget", "corpus", "corpus_limit", "corpus_texts", "corpus_sha256"):
+                        config.pop(k, None)
                 per_run[(method, seed)] = (config, config_hash(config))
         per_method = {m: per_run[(m, s)] for (m, s) in per_run if s == seeds[0]}
         return RunConfigs(comparison, shared, per_method, per_run)

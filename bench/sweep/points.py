@@ -2,7 +2,7 @@
 
 The hash is `RunSpec.configs`'s, the one the run will record. It needs the training corpus's text count, which a
 sweep never reads the corpus for: it takes the count an earlier load on this machine noted
-(`bench.data.corpus.known_text_count`). A corpus no run here has loaded yet (or not on this machine: wiki1m
+(`bench.data.corpus.known_text_count`), and for a corpus file its content digest (`known_corpus_digest`). A corpus no run here has loaded yet (or not on this machine: wiki1m
 offline) leaves the hash unknown: the point is still matched by its sweep name and key, and `bench run --resume`
 matches the hash itself when the point runs. Points are compared for duplicates with the count left as a stand-in
 named by the corpus options, so that check needs no count.
@@ -115,7 +115,7 @@ def _run_spec(options: dict[str, Any], spec: SweepSpec, key: str) -> RunSpec:
 
 def _hash(run: RunSpec, spec: SweepSpec, key: str) -> tuple[str | None, str, str]:
     """(config hash or None, why it is unknown, the hash with a stand-in corpus count)."""
-    from bench.data.corpus import known_text_count
+    from bench.data.corpus import DEFAULT_CORPUS, known_corpus_digest, known_text_count
     from bench.train.registry import get_method
 
     try:
@@ -128,6 +128,7 @@ def _hash(run: RunSpec, spec: SweepSpec, key: str) -> tuple[str | None, str, str
     if not trains:
         return identity, "", identity
     texts = known_text_count(run.corpus, run.data_dir, run.corpus_limit)
-    if texts is None:
+    digest = None if run.corpus == DEFAULT_CORPUS else known_corpus_digest(run.corpus, run.data_dir)
+    if texts is None or (digest is None and run.corpus != DEFAULT_CORPUS):
         return None, f"corpus {run.corpus} not counted on this machine yet: its hash is known when the point runs", identity
-    return run.configs(texts).per_method[method][1], "", identity
+    return run.configs(texts, digest).per_method[method][1], "", identity
