@@ -123,3 +123,23 @@ def test_curve_points_are_scored_with_the_final_scores_evaluation_settings():
     assert evaluator.ctx.attack_params == settings.attack_params == {"pad": ["start-2"]}
     assert (evaluator.ctx.elong, evaluator.ctx.seed, evaluator.ctx.limit) == (settings.elong, 3, 20)
     assert (evaluator.pooling, evaluator.max_len, evaluator.batch_size) == ("cls", 96, 8)
+
+
+def test_pooling_labels_hyper_parameters_and_counts_a_recomputed_run_once():
+    """Inside one comparison: two configurations of one method are two labels (named by the key that differs), and
+    a configuration computed twice (same config hash) counts once, its newest finished row."""
+    import pandas as pd
+
+    from bench.report.pooling import by_method, comparison_runs
+
+    def row(i, method, hp, chash, status="finished", seed=0):
+        return {"id": i, "method": method, "status": status, "seed": seed, "config_hash": chash,
+                "config": {"comparison": "c", "method_config": {"dropout": hp, "temperature": 0.05}}}  # fmt: skip
+
+    rows = [row(1, "simcse", 0.1, "h1"), row(2, "simcse", 0.1, "h2", seed=1), row(3, "simcse", 0.2, "h3"),
+            row(4, "simcse", 0.1, "h1"), row(5, "simcse", 0.1, "h2", status="failed", seed=1),
+            {"id": 6, "method": "vanilla", "status": "finished", "seed": 0, "config_hash": "v", "config": {"comparison": "c"}},
+            {"id": 7, "method": "simcse", "status": "finished", "seed": 0, "config_hash": "x", "config": {"comparison": "other"}}]  # fmt: skip
+    assert by_method(rows[:6]) == {"simcse (dropout=0.1)": [2, 4], "simcse (dropout=0.2)": [3], "vanilla": [6]}
+    assert comparison_runs(pd.DataFrame(rows), "c") == {"simcse (dropout=0.1)": [2, 4], "simcse (dropout=0.2)": [3],
+                                                         "vanilla": [6]}  # fmt: skip
