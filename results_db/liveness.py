@@ -9,10 +9,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 import socket
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from results_db.models import utcnow
+if TYPE_CHECKING:  # pandas and the ORM models load when a row is checked: the heartbeat's importers stay light
+    import pandas as pd
 
 HEARTBEAT_SECONDS = 30.0
 STALE_AFTER = dt.timedelta(minutes=5)  # ten missed heartbeats
@@ -34,6 +34,10 @@ def pid_alive(pid: int) -> bool:
 
 
 def is_stale(row: dict, now: dt.datetime | None = None, host: str | None = None) -> bool:
+    import pandas as pd
+
+    from results_db.models import utcnow
+
     if row.get("status") != "running":
         return False
     now = now or utcnow()
@@ -51,6 +55,8 @@ def is_stale(row: dict, now: dt.datetime | None = None, host: str | None = None)
 
 def with_liveness(runs: pd.DataFrame) -> pd.DataFrame:
     """`runs` with status "stale" where a "running" row's process is gone."""
+    from results_db.models import utcnow
+
     if runs.empty or "status" not in runs:
         return runs
     out = runs.copy()

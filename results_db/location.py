@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from sqlalchemy import create_engine, event
-from sqlalchemy.engine import URL, Engine, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
+from typing import TYPE_CHECKING
 
 from results_db.errors import DatabaseMissingError, ResultsDBError
+
+if TYPE_CHECKING:  # SQLAlchemy loads in the functions that use it: `bench --help` and option parsing never need it
+    from sqlalchemy.engine import URL, Engine
+    from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 DEFAULT_DB = "lenbench.sqlite"
 
@@ -37,6 +39,9 @@ class Location:
 def locate(db: str | os.PathLike[str], read_only: bool = False) -> Location:
     """A file path or an `sqlite:///PATH` URL becomes an SQLite file location (read-only: SQLite's mode=ro URI);
     any other SQLAlchemy URL is taken as it is."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     text = str(db)
     if "://" not in text:
         return _sqlite_location(Path(text).expanduser().resolve(), read_only)
@@ -62,6 +67,9 @@ def is_in_memory(url: URL) -> bool:
 
 def is_in_memory_text(url: str) -> bool:
     """`is_in_memory` of a URL given as text (False for text that is no URL)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         return is_in_memory(make_url(url))
     except ArgumentError:
@@ -78,6 +86,8 @@ def sqlite_file_uri(path: str | os.PathLike[str], **params: str) -> str:
 def sqlite_url(path: Path, read_only: bool = False) -> URL:
     """The SQLAlchemy URL of an SQLite file, built from its parts (never parsed from a string, so a `%41` or a `?`
     in the path stays in the file name); read-only through SQLite's mode=ro URI."""
+    from sqlalchemy.engine import URL
+
     if read_only:
         return URL.create("sqlite", database=sqlite_file_uri(path), query={"mode": "ro", "uri": "true"})
     return URL.create("sqlite", database=str(path))
@@ -139,6 +149,9 @@ def check_sqlite_file(path: Path, *, must_exist: bool, writable: bool, content: 
 
 def open_engine(location: Location) -> Engine:
     """The SQLAlchemy engine of a location; an unknown scheme or a missing driver is one line."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
     try:
         return create_engine(location.url, future=True)
     except NoSuchModuleError:
@@ -167,6 +180,8 @@ def describe_db_error(exc: DBAPIError | SQLAlchemyError, shown: str) -> str:
 def connection_settings(engine: Engine, read_only: bool) -> None:
     """Per-connection settings: SQLite foreign keys, busy timeout and (read_only) query_only; elsewhere read-only
     transactions."""
+    from sqlalchemy import event
+
     if engine.dialect.name != "sqlite":
         if read_only:  # PostgreSQL, MySQL...: every transaction of this engine is read-only
 

@@ -250,3 +250,24 @@ def test_every_third_party_import_is_a_declared_dependency():
             if not dists & declared:
                 missing.setdefault(top, set()).add(str(path.relative_to(REPO)))
     assert missing == {}
+
+
+def test_bench_help_and_argument_errors_load_no_heavy_library():
+    """`bench --help`, a subcommand's help and a bad option value are answered from the parser alone: building it
+    loads none of torch, pandas, SQLAlchemy or transformers (each costs from a tenth of a second to seconds)."""
+    import subprocess
+    import sys
+
+    code = ("import contextlib, io, sys\n"
+            "from bench.cli import main\n"
+            "for argv in (['--help'], ['run', '--help'], ['eval', '--help'], ['results', '--help'],\n"
+            "             ['run', '--max-len', 'many'], ['nosuchcommand']):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+            "        try:\n"
+            "            main(argv)\n"
+            "        except SystemExit as exc:\n"
+            "            assert exc.code in (0, 2), (argv, exc.code)\n"
+            "print(sorted(m for m in ('torch', 'pandas', 'sqlalchemy', 'transformers') if m in sys.modules))\n")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

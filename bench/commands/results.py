@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from bench.commands.common import add_db
 from bench.runtime.errors import ConfigError
-from bench.report.pooling import by_method as pooled_by_method
-from bench.report.pooling import comparison_groups
-from results_db import ResultsDB
-from results_db.liveness import with_liveness
+
+if TYPE_CHECKING:  # the database layer and pandas load when the command runs, not when `bench --help` is built
+    from results_db import ResultsDB
 
 RUN_COLUMNS = ["id", "kind", "method", "model", "suite", "budget_label", "seed", "status", "started_at"]
 
@@ -44,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from results_db import ResultsDB
+    from results_db.liveness import with_liveness
+
     db = ResultsDB(args.db, create=False)  # a misspelled path is an error, not a new empty database
     for step in db.migrated:
         print(f"upgraded {db.location.shown} to schema {step.version} ({step.summary})", file=sys.stderr)
@@ -97,6 +100,9 @@ def print_curves(db: ResultsDB, run_ids: list[int], fmt: str) -> int:
 
 
 def print_tables(db: ResultsDB, runs, reference: str | None, correction: str = "holm") -> None:  # noqa: ANN001
+    from bench.report.pooling import by_method as pooled_by_method
+    from bench.report.pooling import comparison_groups
+
     groups = comparison_groups(runs)
     if reference and not any(reference == r["method"] for group in groups for r in group):
         raise ConfigError(f"--reference {reference!r}: no listed run has that method")

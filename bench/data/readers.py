@@ -23,11 +23,12 @@ from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from bench.data.errors import DataError
+
+if TYPE_CHECKING:  # numpy loads when a lazy corpus is read: `bench --help` and option parsing never need it
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -238,6 +239,8 @@ class LazyCorpus(Mapping[str, Document]):
 
     def get_many(self, doc_ids: Sequence[str]) -> list[Document]:
         """The documents of `doc_ids`, in that order (KeyError for an unknown id)."""
+        import numpy as np
+
         offsets = self._offsets[[self._rows[d] for d in doc_ids]]
         order = np.argsort(offsets, kind="stable")
         out: list[Document] = [{}] * len(doc_ids)
@@ -342,6 +345,8 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
         else:
             rows[doc_id] = len(offsets)
             offsets.append(offset)
+    import numpy as np
+
     docs: Mapping[str, Document] = LazyCorpus(corpus_path, rows, np.frombuffer(offsets, dtype=np.int64)) if lazy else corpus
     if not docs:
         raise DataError(f"{corpus_path}: the corpus of {name!r} is empty; a retrieval dataset needs documents")
