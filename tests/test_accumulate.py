@@ -92,7 +92,8 @@ def test_resume_never_takes_over_a_live_row(setup, capsys):
     from bench.data.corpus import load_corpus
 
     spec = RunSpec.from_args(build_parser().parse_args(argv))
-    config, chash = spec.configs(len(load_corpus(spec.corpus).texts)).per_run[("simcse", 0)]
+    corpus = load_corpus(spec.corpus)
+    config, chash = spec.configs(len(corpus.texts), corpus.digest).per_run[("simcse", 0)]
     rdb = ResultsDB(db)
     live = rdb.create_run(kind="train", method="simcse", model="x", config=config, config_hash=chash, seed=0,
                           status="running", host=socket.gethostname(), pid=os.getpid(), heartbeat_at=utcnow(),
