@@ -211,6 +211,30 @@ def test_checking_backbone_options_loads_no_torch():
     assert proc.stdout.strip() == "[]"
 
 
+def test_training_settings_are_built_and_checked_without_torch():
+    """A run's training settings (`TrainConfig`, bench.train.config), its budget and its options typed as the parser
+    would are built and checked without loading torch or transformers: only training itself needs them."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from bench.experiment.run_spec import RunSpec\n"
+            "from bench.runtime.errors import ConfigError\n"
+            "from bench.train import Budget, TrainConfig\n"
+            "spec = RunSpec.from_options({'method': 'simcse', 'max_len': 32, 'batch_size': 8, 'budget': 'steps=5'})\n"
+            "cfg = TrainConfig(max_len=spec.max_len, batch_size=spec.batch_size, lr=spec.lr, seed=3)\n"
+            "assert cfg.shared()['max_len'] == 32 and 'device' not in cfg.shared() and Budget.parse(spec.budget).steps == 5\n"
+            "try:\n"
+            "    TrainConfig(batch_size=1)\n"
+            "    raise AssertionError('batch_size 1 accepted')\n"
+            "except ConfigError:\n"
+            "    pass\n"
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
 def optional_imports(path: Path) -> set[str]:
     """Modules imported under `try:` with an `except ImportError` (used when present, never required)."""
     names: set[str] = set()

@@ -28,7 +28,7 @@ skip texts the method cannot use (crop: fewer than two chunks) before they take 
 # not, so the names below are resolved on first use.
 _LAZY = {
     "BUDGET_KINDS": "bench.train.budget", "Budget": "bench.train.budget", "Consumption": "bench.train.budget",
-    "TrainConfig": "bench.train.trainer", "TrainResult": "bench.train.trainer", "load_backbone": "bench.train.backbone",
+    "TrainConfig": "bench.train.config", "TrainResult": "bench.train.trainer", "load_backbone": "bench.train.backbone",
     "train": "bench.train.trainer", "train_method": "bench.train.trainer",
 }  # fmt: skip
 

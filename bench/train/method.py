@@ -34,9 +34,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import torch
+if TYPE_CHECKING:  # in annotations only: looking a method up (its name, defaults, config) loads no torch
+    import torch
 
 
 @runtime_checkable

@@ -1,0 +1,59 @@
+"""`TrainConfig`: the training settings every method of a comparison shares (SPEC §1), checked when made.
+
+A dataclass with no dependency beyond the standard library and the device names, so that parsing and checking a
+command's options (`RunSpec.settings`) builds one without loading torch; the trainer (bench.train.trainer) reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bench.runtime.device import PRECISIONS
+from bench.runtime.errors import ConfigError
+
+
+@dataclass
+class TrainConfig:
+    """Settings every method of a comparison shares (SPEC §1). Defaults suit a CPU; papers use bs 64, max_len 256."""
+
+    max_len: int = 64
+    batch_size: int = 16
+    lr: float = 3e-5
+    weight_decay: float = 0.0  # SimCSE / LA(SER)^3 train with the HF Trainer default (no decay)
+    warmup_steps: int = 0  # SPEC §1: linear warm-up 0, then linear decay
+    max_grad_norm: float = 1.0  # HF Trainer default clipping, as the reference implementations
+    seed: int = 0
+    pooling: str = "mean"  # pooling the saved encoder declares (used at evaluation)
+    checkpoint_every: int | None = None  # steps between checkpoints; None: no step rule (CheckpointSchedule)
+    checkpoint_minutes: float = 10.0  # minutes of training between checkpoints (0: no time rule); and at the stop
+    keep_checkpoints: int = 1
+    log_every: int = 1  # steps between training-log rows
+    epochs_horizon: float = 1.0  # schedule horizon when the budget gives no step count
+    precision: str = "auto"  # auto: bf16 autocast on CUDA, fp32 on CPU
+    device: str | None = None  # None: cuda if available
+    progress: bool = True
+    loader_workers: int | None = None  # processes building batches ahead; None: the cores left (results never change)
+    nan_check_every: int | None = None  # steps between reads of the loss; None: 1 on CPU, 10 on an accelerator
+
+    def __post_init__(self) -> None:
+        if self.max_len < 8:
+            raise ConfigError(f"max_len must be at least 8 tokens, got {self.max_len}")
+        if self.batch_size < 2:
+            raise ConfigError(f"batch_size must be at least 2 (in-batch negatives), got {self.batch_size}")
+        if not self.lr > 0:
+            raise ConfigError(f"lr must be positive, got {self.lr}")
+        if self.warmup_steps < 0 or (self.checkpoint_every or 0) < 0 or self.checkpoint_minutes < 0 or self.log_every < 1:
+            raise ConfigError("warmup_steps, checkpoint_every and checkpoint_minutes must be >= 0 and log_every >= 1")
+        if (self.loader_workers is not None and self.loader_workers < 0) or (self.nan_check_every or 1) < 1:
+            raise ConfigError("loader_workers must be >= 0 and nan_check_every >= 1")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision {self.precision!r} is not one of {PRECISIONS}")
+
+    def shared(self) -> dict[str, Any]:
+        """The fields that define a comparison (progress/logging/device cadence excluded)."""
+        d = asdict(self)
+        for k in ("checkpoint_every", "checkpoint_minutes", "keep_checkpoints", "log_every", "device", "progress",
+                  "loader_workers", "nan_check_every"):
+            d.pop(k)
+        return d
