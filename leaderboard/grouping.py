@@ -82,9 +82,39 @@ def group_runs(runs: pd.DataFrame) -> pd.DataFrame:
         out.loc[marked, "corpus"] = "in-domain: " + out.loc[marked, "corpus"]
     out["backbone"] = out["backbone"].replace("", NONE_LABEL)
     out["backbone"] = weights_labels(out)
+    out["method"] = evaluated_model_labels(out)
     out["method"] = out["method"].replace("", NONE_LABEL)
     out["method"] = hyperparameter_labels(out)
     return out
+
+
+def model_name(model: str) -> str:
+    """How an evaluated model is named in a table: a hub id or alias as typed ('minilm', 'org/name'); a folder by its
+    last two path parts ('runs/x/simcse/encoder' -> 'simcse/encoder')."""
+    text = str(model).rstrip("/")
+    if text.startswith(("/", ".", "~")) or text.count("/") > 1:
+        parts = [p for p in text.split("/") if p not in ("", ".", "~")]
+        return "/".join(parts[-2:]) if parts else text
+    return text
+
+
+def evaluated_model_labels(runs: pd.DataFrame) -> pd.Series:
+    """`bench eval` rows (kind eval, outside any `bench run` comparison) of a backbone that a `bench run` comparison
+    also scored untrained are named by the model they scored ("minilm", "simcse/encoder"), not "vanilla": the
+    comparison's untrained row stays the reference, and the evaluated model is a row of its own with its difference
+    from it (two "vanilla" rows of one backbone would otherwise merge, or hide the reference). Where no comparison
+    scored that backbone, the `bench eval` row is its untrained row and keeps the name "vanilla"."""
+    method = runs["method"].copy()
+    if "comparison" not in runs or "kind" not in runs or "model" not in runs:
+        return method
+    in_comparison = runs["comparison"].fillna("").astype(str) != ""
+    vanilla = (runs["kind"] == "eval") & (runs["method"] == "vanilla")
+    subset = runs["subset"].astype(str) if "subset" in runs else pd.Series("", index=runs.index)
+    compared = set(zip(runs.loc[vanilla & in_comparison, "backbone"], subset[vanilla & in_comparison]))
+    evaluated = vanilla & ~in_comparison & (runs["model"].astype(str) != "")
+    evaluated &= pd.Series([(b, s) in compared for b, s in zip(runs["backbone"], subset)], index=runs.index)
+    method.loc[evaluated] = runs.loc[evaluated, "model"].map(model_name)
+    return method
 
 
 def weights_labels(runs: pd.DataFrame) -> pd.Series:
@@ -184,6 +214,23 @@ class RunFilters:
             keep &= runs["type"] != REFERENCE
         return runs[keep]
 
+    def hidden(self, runs: pd.DataFrame) -> list[tuple[str, int]]:
+        """(what hides them and the switch that shows them, how many of `runs` it hides), for each filter that
+        hides any: what the page says under its tables, so nothing disappears without a word."""
+        out = []
+        if self.finished_only:
+            out.append(("unfinished (running, failed or stale): tick 'Include unfinished runs'",
+                        int((runs["status"] != "finished").sum())))  # fmt: skip
+        if not self.include_subsets and "subset" in runs:
+            out.append(("scored on a subset (--limit): tick 'Include runs scored on a subset'",
+                        int(runs["subset"].astype(bool).sum())))  # fmt: skip
+        if not self.include_references and "type" in runs:
+            out.append(("imported references: tick 'Show reference rows'", int((runs["type"] == REFERENCE).sum())))
+        chosen = RunFilters(self.methods, self.backbones, self.budgets, self.corpora, self.seeds, False, self.sweeps,
+                            True, True)  # fmt: skip
+        out.append(("left out by the 'Filter runs' selections: clear them", len(runs) - len(chosen.apply(runs))))
+        return [(why, n) for why, n in out if n]
+
 
 
 def mark_subsets(runs: pd.DataFrame, limits: pd.DataFrame) -> pd.DataFrame:
@@ -253,13 +300,32 @@ def shorten(text: str, width: int = 28) -> str:
 
 
 
+def shorten_distinct(values: pd.Series, width: int = 28) -> pd.Series:
+    """Each label cut to `width` characters, but never so that two different labels read alike: where cuts would
+    collide ("vanilla (pooling=me…" twice), those labels are kept longer, up to whole."""
+    texts = values.astype(str)
+    unique = list(dict.fromkeys(texts))
+    widths = {t: width for t in unique}
+    while True:
+        short = {t: shorten(t, widths[t]) for t in unique}
+        seen: dict[str, list[str]] = {}
+        for t, s in short.items():
+            seen.setdefault(s, []).append(t)
+        clashes = [ts for ts in seen.values() if len(ts) > 1]
+        if not clashes:
+            return texts.map(short)
+        for ts in clashes:
+            for t in ts:
+                widths[t] = len(t) if widths[t] >= len(t) else widths[t] + 4
+
+
 def group_label(frame: pd.DataFrame) -> pd.Series:
     """'method · backbone · budget · corpus', dropping the parts that are the same for every row, each part
     shortened; a subset row says its subset ('… · limit 100')."""
     varying = [k for k in GROUP_KEYS if frame[k].nunique() > 1] or ["method"]
-    labels = frame[varying[0]].astype(str).map(shorten)
+    labels = shorten_distinct(frame[varying[0]].astype(str))
     for k in varying[1:]:
-        labels = labels + " · " + frame[k].astype(str).map(shorten)
+        labels = labels + " · " + shorten_distinct(frame[k].astype(str))
     if "subset" in frame:
         subset = frame["subset"].fillna("").astype(str)
         labels = labels + np.where(subset != "", " · " + subset, "")

@@ -104,6 +104,26 @@ class Leaderboard:
         """(subset label, rows): the full-set rows ("") first, then each subset's rows; never mixed."""
         return [(label, self.rows(self.subsets == label)) for label in pd.unique(self.subsets)]
 
+    def tables(self) -> list[tuple[str, str, "Leaderboard"]]:
+        """(subset label, backbone, rows): what is ranked together, and shown as one table: rows of one backbone
+        scored on the same items (the full sets first, then each subset). Rows of two backbones (a MiniLM and an
+        embedding bag) are never ranked against each other. Imported reference rows (published results of other
+        models) are shown and ranked beside the first backbone's rows of their subset."""
+        backbones = self.info["backbone"].astype(str).to_numpy(dtype=object) if "backbone" in self.info else np.full(len(self), "", dtype=object)
+        if "type" in self.info:
+            reference = (self.info["type"] == "reference").to_numpy()
+            for label in pd.unique(self.subsets):
+                here = self.subsets == label
+                own = backbones[here & ~reference]
+                if len(own) and (here & reference).any():
+                    backbones = backbones.copy()
+                    backbones[here & reference] = own[0]
+        out = []
+        for label in pd.unique(self.subsets):
+            for backbone in pd.unique(backbones[self.subsets == label]):
+                out.append((label, str(backbone), self.rows((self.subsets == label) & (backbones == backbone))))
+        return out
+
     def __len__(self) -> int:
         return len(self.info)
 

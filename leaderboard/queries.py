@@ -165,12 +165,13 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
     weights = table.c.config["model_fingerprint"].as_string().label("model_fingerprint")  # an evaluated model's weights
     train = table.c.config["train"].label("train_config")  # training settings: runs that differ never pool as seeds
     evaluation = table.c.config["eval"].label("eval_config")
+    comparison = table.c.config["comparison"].as_string().label("comparison")  # a `bench run` row's comparison
     stmt = select(*[table.c[name] for name in wanted], limit.label("config_limit"), method_config, in_domain,
-                  weights, train, evaluation).order_by(table.c.id)  # fmt: skip
+                  weights, train, evaluation, comparison).order_by(table.c.id)  # fmt: skip
     with db.engine.connect() as conn:
         frame = _frame(conn, stmt)
     for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind", "sweep", "sweep_point",
-                "model_fingerprint"):  # fmt: skip
+                "model_fingerprint", "comparison"):  # fmt: skip
         frame[col] = frame[col].fillna("").astype(str) if col in frame else ""
     frame["model_info"] = [_json(v) for v in frame["model_info"]] if "model_info" in frame else [{} for _ in range(len(frame))]
     frame["method_config"] = [_json(v) for v in frame["method_config"]] if "method_config" in frame else [{} for _ in range(len(frame))]

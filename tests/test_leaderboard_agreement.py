@@ -5,6 +5,8 @@ runs never replace, join or rank with the full-set rows."""
 
 from __future__ import annotations
 
+import re
+
 import itertools
 import json
 from pathlib import Path
@@ -110,7 +112,9 @@ def test_subset_runs_keep_to_their_own_table_and_never_become_the_reference(main
     subset = at.dataframe[1].value.set_index("method")
     assert set(subset.index) == {"vanilla", "shuffle"} and set(subset["n"]) == {"40"}
     assert set(subset["subset"]) == {"stsb[40]"} and (subset["clean"] > vanilla_clean).all()
-    assert (subset["Δ vs vanilla"] == "").all()  # never compared with the full-set reference
+    # compared with the vanilla row scored on the same 40 items (its own reference), never the full-set one
+    assert subset.loc["vanilla", "Δ vs vanilla"] == "reference"
+    assert re.fullmatch(r"[+-]\d+\.\d\d\*? \[-?\d+\.\d\d, -?\d+\.\d\d\]", subset.loc["shuffle", "Δ vs vanilla"])
     assert any("subset" in s.value and "40" in s.value for s in at.subheader)
 
     # the choice carries to the next view

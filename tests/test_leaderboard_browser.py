@@ -249,7 +249,7 @@ def test_every_view_in_chromium_at_1280x800(server, tmp_path):
             assert "quick" not in {r[0] for r in rows}  # the subset run is hidden
             page.wait_for_timeout(500)  # let the canvas paint before the picture
             page.screenshot(path=str(shots / "leaderboard.png"))
-            assert _check_layout(page, "Leaderboard", shots)["tables"] == 1
+            assert _check_layout(page, "Leaderboard", shots)["tables"] == 2  # one per backbone: bert-tiny, minilm
 
             # Filter: Method = simcse (the sidebar's first multiselect).
             sidebar = page.locator("[data-testid='stSidebar']")
@@ -368,5 +368,63 @@ def test_main_job_scores_in_view_subsets_apart_and_a_click_opens_the_run(main_jo
             code = page.locator("[data-testid='stCode']").filter(has_text="bench run --method laser3-self").first
             _inside(code.bounding_box(), {"x": 0, "y": code.bounding_box()["y"], "width": VIEWPORT["width"], "height": 10_000},
                     "the reproduce command (wrapped)")  # fmt: skip
+        finally:
+            browser.close()
+
+
+def _bench(args: list[str], env: dict | None = None) -> None:
+    proc = subprocess.run([*_bench_command(), *args], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def test_a_database_filled_by_run_eval_and_a_plugin_shows_delta_for_every_row(tmp_path, tiny_model_dir, monkeypatch):
+    """Acceptance: `bench run`, then `bench eval` of the backbone model, then a plug-in method's `bench run`, into one
+    database: the main board in Chromium finds the reference (the comparison's untrained row), names the evaluated
+    model by itself (not a second "vanilla"), and shows Δ with its interval for every other row."""
+    from tests.conftest import write_sts
+    from tests.test_plugin import PLUGIN_SRC
+    from tests.test_run_cli import STS_ROWS
+
+    chromium = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    monkeypatch.delenv("LENBENCH_LEADERBOARD_PASSWORD", raising=False)
+    target = tmp_path / "site"  # the plug-in package, installed offline into a folder of its own
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
+                           "--quiet", "--target", str(target), str(PLUGIN_SRC)], capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", STS_ROWS)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"Sentence {i} is about topic {i % 5}. It has more words {i}." for i in range(40)) + "\n")
+    db = tmp_path / "r.sqlite"
+    common = ["--backbone", str(tiny_model_dir), "--corpus", str(corpus), "--budget", "steps=2", "--batch-size", "4",
+              "--max-len", "32", "--suite", "sts:stsb@elong", "--elong", "2", "--data-dir", str(tmp_path / "data"),
+              "--db", str(db), "--out", str(tmp_path / "runs"), "--no-progress"]  # fmt: skip
+    _bench(["run", "--method", "simcse", *common])
+    _bench(["eval", "--model", str(tiny_model_dir), "--suite", "sts:stsb@elong", "--elong", "2", "--data-dir",
+            str(tmp_path / "data"), "--db", str(db), "--no-progress"])  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(Path(__file__).resolve().parent.parent)])}
+    _bench(["run", "--method", "demo-shuffle", *common], env=env)
+    methods = set(ResultsDB(db).runs()["method"])
+    assert methods == {"vanilla", "simcse", "demo-shuffle"}  # the eval row is stored as the untrained model
+    with _serve(db, tmp_path) as url, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.set_default_timeout(90_000)
+            page.goto(url)
+            page.wait_for_selector(f"{TABLE} table[role='grid'] tbody tr", state="attached")
+            _settle(page)
+            header = _header(page)
+            rows = _wait_rows(page, lambda r: len(r) == 4)
+            names = {r[0] for r in rows}
+            evaluated = next(n for n in names if n not in ("vanilla", "simcse", "demo-shuffle"))
+            assert names == {"vanilla", "simcse", "demo-shuffle", evaluated} and evaluated.endswith(tiny_model_dir.name)
+            assert "Δ vs vanilla" in header
+            assert _cell_text(rows, "vanilla", header, "Δ vs vanilla") == "reference"
+            for method in ("simcse", "demo-shuffle", evaluated):
+                delta = _cell_text(rows, method, header, "Δ vs vanilla")
+                assert re.fullmatch(r"[+-]\d+\.\d\d \[-?\d+\.\d\d, -?\d+\.\d\d\]\*?", delta), (method, delta)
+            assert "None" not in {c for r in rows for c in r}
+            page.screenshot(path=str(tmp_path / "mixed.png"))
         finally:
             browser.close()

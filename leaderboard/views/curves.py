@@ -12,15 +12,36 @@ from leaderboard.queries import DBState
 from leaderboard.views.common import csv_button
 
 
+def curve_note(frame: pd.DataFrame, dataset: str) -> str:
+    """What each curve rests on, beside the run's reported score: 'run 3: curve on the first 200 items of
+    wiki-offline-heldout (n = 200); final score 13.56 on the whole dataset (n = 448)' (Markdown-safe)."""
+    notes = []
+    for run_id, part in frame.groupby("run_id", sort=True):
+        last = part.sort_values("step").iloc[-1]
+        subset = last.get("subset")
+        on = (f"the first {int(subset)} items of {literal(dataset)}" if subset == subset and subset
+              else f"the whole {literal(dataset)}")  # fmt: skip
+        text = f"run {int(run_id)}: curve on {on} (n = {int(last['n'])})"
+        final = last.get("final_value")
+        if final == final and final is not None:
+            fsub = last.get("final_subset")
+            where = f"its first {int(fsub)} items" if fsub == fsub and fsub else "the whole dataset"
+            text += f"; final score {float(final):.2f} on {where} (n = {int(last['final_n'])})"
+        notes.append(text)
+    return " · ".join(notes)
+
+
 @st.cache_data(show_spinner=False, max_entries=cache.MAX_ENTRIES)
 def curve_points(location: str, version: tuple[int, ...], run_ids: tuple[int, ...]) -> pd.DataFrame:
     """The runs' curve points with a bootstrap interval each (low, high); items are dropped once used."""
-    from bench.report.curves import with_intervals
+    from bench.report.curves import _limit, with_final, with_intervals
 
-    points = cache._open(location, version).curve_points(list(run_ids), with_items=True)
+    db = cache._open(location, version)
+    points = db.curve_points(list(run_ids), with_items=True)
     if points.empty:
         return points
-    return with_intervals(points).drop(columns=["items", "info"], errors="ignore")
+    points["subset"] = [_limit(i) for i in points["info"]]
+    return with_final(with_intervals(points).drop(columns=["items", "info"], errors="ignore"), db)
 
 
 def show(state: DBState, run_ids: list[int], key: str) -> None:
@@ -43,6 +64,7 @@ def show(state: DBState, run_ids: list[int], key: str) -> None:
                                               y2="high:Q")  # fmt: skip
     line = base.mark_line(point=True).encode(y="value:Q", tooltip=["run", "step", "value", "low", "high", "n"])
     st.altair_chart((band + line).properties(height=260), width="stretch")
-    st.caption("Each point: the encoder after that many training steps, scored on the curve suite; the band is a 95% "
-               "percentile bootstrap over the point's items (queries, pairs or test examples).")  # fmt: skip
+    st.caption("Each point: the encoder after that many training steps (step 0: untrained), scored on the curve suite; "
+               "the band is a 95% percentile bootstrap over the point's items (queries, pairs or test examples).")  # fmt: skip
+    st.caption(curve_note(frame, chosen["dataset"]))
     csv_button(frame.drop(columns="run"), f"curves-{'-'.join(map(str, run_ids))}", key=f"{key}_curve_csv")

@@ -86,7 +86,7 @@ def main_table(location: str, version: tuple[int, ...], suite: str, metric: str,
     # Significance: one paired bootstrap (bench.report.stats) per pair, shared by the rank and the difference.
     with_items = cache.item_scores(location, version, suite, metric, variant)
     wanted: set[int] = set()
-    for _, part in board.partitions():
+    for _, _, part in board.tables():
         wanted |= set(part.groups[:MAX_RANKED].tolist())
     reference_codes = _reference_codes(board, reference)
     wanted |= set(reference_codes.values())
@@ -99,7 +99,7 @@ def main_table(location: str, version: tuple[int, ...], suite: str, metric: str,
     mean_rank = pd.Series(dtype=float)
     low, high = pd.Series(dtype=float), pd.Series(dtype=float)
     better: dict[str, set[tuple[int, int]]] = {}
-    for _, part in board.partitions():
+    for _, _, part in board.tables():  # ranked only among rows of the same backbone and subset
         ranks = significance.rank_partition(reps, items, key, set(part.groups[:MAX_RANKED].tolist()))
         mean_rank, low, high = (pd.concat([a, b]) for a, b in ((mean_rank, ranks.mean_rank), (low, ranks.low), (high, ranks.high)))
         for dataset, pairs in ranks.better.items():
@@ -110,8 +110,8 @@ def main_table(location: str, version: tuple[int, ...], suite: str, metric: str,
     long, _ = grouping.latest_per_seed(scores[["run_id", "dataset", "value"]], runs, ["dataset"])
     delta = [""] * len(board)
     diff_datasets = [headline] if headline in board.datasets else list(board.datasets)
-    for backbone, ref_code in reference_codes.items():
-        rows = [int(g) for g, b, sub in zip(board.groups, board.info["backbone"], board.subsets) if b == backbone and not sub]
+    for (backbone, subset), ref_code in reference_codes.items():
+        rows = [int(g) for g, b, sub in zip(board.groups, board.info["backbone"], board.subsets) if b == backbone and sub == subset]
         texts = significance.reference_differences(long, ref_code, rows, diff_datasets, reps, items, key,
                                                    set(board.groups[:MAX_RANKED].tolist()))  # fmt: skip
         for i, g in enumerate(board.groups):
@@ -135,7 +135,7 @@ def aggregate_view(location: str, version: tuple[int, ...], suite: str, metric: 
     """The full-set rows' aggregate over datasets (leaderboard.aggregates: mean, IQM, stratified-bootstrap CIs,
     probability of improvement over the reference) and the performance-profile chart's spec."""
     table = main_table(location, version, suite, metric, variant, filters, include_parts, reference)
-    full = [part for label, part in table.board.partitions() if not label]
+    full = [part for label, _, part in table.board.tables() if not label]  # the first backbone's full-set table
     if not full or len(full[0].datasets) < 2:
         return pd.DataFrame(), None
     part = full[0]
@@ -151,7 +151,7 @@ def aggregate_view(location: str, version: tuple[int, ...], suite: str, metric: 
     ids = tuple(sorted({score_ids[(int(r), d)] for r, d in zip(wanted["run_id"], wanted["dataset"]) if (int(r), d) in score_ids}))
     items = cache.items_for_scores(location, version, ids)
     codes = _reference_codes(table.board, reference)
-    ref = next(iter(codes.values())) if len(codes) == 1 else None
+    ref = codes.get((str(part.info["backbone"].iloc[0]), ""))  # the reference of this table's backbone
     agg = aggregates.aggregate_table(long, groups, labels, datasets, score_ids, items,
                                      lambda i: cache.score_key(location, version, i), ref)  # fmt: skip
     profile = aggregates.performance_profile(long, groups, labels, datasets)
@@ -192,14 +192,22 @@ def _aggregates(location: str, version: tuple[int, ...], suite: str, metric: str
                    "same) scoring above τ: a curve above another is better across the whole distribution.")  # fmt: skip
 
 
-def _reference_codes(board: main_board.Leaderboard, reference: str | None) -> dict[str, int]:
-    """Per backbone: the group code of its full-set reference row (the best-scoring one when there are several)."""
+def _reference_codes(board: main_board.Leaderboard, reference: str | None) -> dict[tuple[str, str], int]:
+    """Per (backbone, subset): the group code of its reference row, scored on the same items (the best-scoring one
+    when there are several; a reference method named with hyper-parameters, "vanilla (pooling=cls)", counts)."""
     if not reference:
         return {}
-    out: dict[str, int] = {}
-    for g, method, backbone, subset in zip(board.groups, board.info["method"], board.info["backbone"], board.subsets):
-        if method == reference and not subset and backbone not in out:
-            out[backbone] = int(g)
+    out: dict[tuple[str, str], int] = {}
+    rows = list(zip(board.groups, board.info["method"], board.info["backbone"], board.subsets,
+                    board.info["type"] if "type" in board.info else [""] * len(board)))  # fmt: skip
+    for g, method, backbone, subset, _ in rows:
+        named = method == reference or str(method).startswith(f"{reference} (")
+        if named and (backbone, subset) not in out:
+            out[(backbone, subset)] = int(g)
+    if reference == DEFAULT_REFERENCE:  # the untrained backbone scored by `bench eval --model BACKBONE` stands in
+        for g, method, backbone, subset, kind in rows:
+            if kind == "untrained" and method == backbone and (backbone, subset) not in out:
+                out[(backbone, subset)] = int(g)
     return out
 
 
@@ -250,7 +258,7 @@ def _display(table: MainTable, part: main_board.Leaderboard, variant: str, rows:
     full: dict[str, list[str]] = {}
     for column in ("method", "backbone", "budget", "corpus"):
         values = info[column].astype(str)
-        short = values.map(lambda t: grouping.shorten(t, LABEL_WIDTH))
+        short = grouping.shorten_distinct(values, LABEL_WIDTH)  # two rows never read alike
         changed = sorted(set(values[values != short]))
         if changed:
             full[column] = changed
@@ -318,7 +326,7 @@ def show(state: DBState) -> None:
     reference = st.sidebar.selectbox(
         "Reference row (difference vs)", reference_choices, index=reference_choices.index(default_ref),
         format_func=lambda m: "none" if m is None else m, key="main_reference",
-        help="Each row's difference from this method's full-set row with the same backbone (the untrained backbone "
+        help="Each row's difference from this method's row with the same backbone and subset (the untrained backbone "
         "by default, as `bench results`).",
     )  # fmt: skip
     has_parts = bool(grouping.part_datasets(list(cache.suite_datasets(state.location, state.version, suite, metric, variant))))
@@ -327,10 +335,13 @@ def show(state: DBState) -> None:
     with st.spinner("Ranking (paired bootstrap)…"):
         table = main_table(state.location, state.version, suite, metric, variant, filters, include_parts, reference)
     board = table.board
+    hidden = hidden_runs(state.location, state.version, suite, metric, variant, filters)
     if board.empty:
         st.info("No run matches these filters. Clear a filter in the sidebar, or tick 'Include unfinished runs' "
-                "or 'Include runs scored on a subset'.")  # fmt: skip
+                "or 'Include runs scored on a subset'." + (f" {hidden}" if hidden else ""))  # fmt: skip
         return
+    if hidden:
+        st.caption(hidden)
     headline = table.headline
     st.caption(f"suite **{literal(suite)}** · metric **{literal(metric)}** · score columns: **{literal(headline)}** per "
                f"variant · rank and Δ on **{literal(variant)}** · click a row to open its run")  # fmt: skip
@@ -339,17 +350,18 @@ def show(state: DBState) -> None:
     if len(board) > ROWS_SHOWN[0]:
         choices = [n for n in ROWS_SHOWN if n < len(board)] + [len(board)]
         rows = st.sidebar.selectbox("Rows shown per table (the downloads have all)", choices, key="main_rows")
-    for label, part in board.partitions():
-        if label:
-            n_text = part.info["n"].iloc[0] if "n" in part.info else ""
-            st.subheader(f"Scored on a subset ({literal(label)}, n = {literal(n_text)}): ranked only among themselves")
+    tables = board.tables()
+    for label, backbone, part in tables:
+        if len(tables) > 1 or label:  # each table says what its rows share (and are ranked among)
+            st.subheader(table_title(label, backbone, part))
         shown, score_columns, full = _display(table, part, variant, rows)
         best = {c: float(pd.to_numeric(shown[c].map(lambda v: float(v) if isinstance(v, float) else np.nan)).max())
                 for c in score_columns} if highlight and len(part) > 1 else None  # fmt: skip
         help_text = {c: "shortened; full names: " + "; ".join(literal(t) for t in values) for c, values in full.items()}
         for v in table.variants:
             help_text.setdefault(v, f"{literal(headline)} on the {literal(v)} texts: mean over seeds (± 95% CI half-width, n=seeds)")
-        event = show_table(shown, score_columns, highlight=highlight, key=f"main_table_{label or 'full'}_{_nonce()}",
+        event = show_table(shown, score_columns, highlight=highlight,
+                           key=f"main_table_{label or 'full'}_{abs(hash(backbone)) % 10**8}_{_nonce()}",
                            formats={"params (M)": "%.1f", "dim": "%d", "max tokens": "%d", "rank": "%.2f", "seeds": "%d"},
                            pinned="method", best=best, help_text=help_text, selectable=True)  # fmt: skip
         selected = _selected_row(event)
@@ -367,6 +379,29 @@ def show(state: DBState) -> None:
     _charts(chart_specs(state.location, state.version, suite, metric, variant, filters, include_parts, reference),
             metric, table.headline)
     _aggregates(state.location, state.version, suite, metric, variant, filters, include_parts, reference)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def hidden_runs(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
+                filters: grouping.RunFilters) -> str:  # fmt: skip
+    """'Not shown: 2 runs scored on a subset (--limit): tick ...; 1 run unfinished ...': the runs with scores on this
+    suite, metric and variant that the sidebar's filters hide, counted per filter with the switch that shows them."""
+    limits = cache.score_limits(location, version, suite)
+    runs = grouping.mark_subsets(cache.runs(location, version), limits)
+    scored = set(cache.suite_scores(location, version, suite, (metric,), (variant,))["run_id"].astype(int))
+    runs = runs[runs["id"].isin(scored)]
+    parts = [f"{n} run{'s' if n > 1 else ''} {why}" for why, n in filters.hidden(runs)]
+    return ("Not shown: " + "; ".join(parts) + ".") if parts else ""
+
+
+def table_title(subset: str, backbone: str, part: main_board.Leaderboard) -> str:
+    """'Backbone minilm · full datasets' or 'Backbone random-bert-mini · subset limit 300 (n = 300)', then what its
+    rows are ranked among (Markdown: the stored names are shown, not interpreted)."""
+    where = f"Backbone {literal(backbone)}"
+    if subset:
+        n_text = part.info["n"].iloc[0] if "n" in part.info else ""
+        return f"{where} · scored on a subset ({literal(subset)}, n = {literal(n_text)}): ranked only among themselves"
+    return f"{where} · full datasets: ranked among themselves"
 
 
 def _nonce() -> int:
@@ -404,7 +439,7 @@ def _notes(table: MainTable, highlight: bool, variant: str) -> None:
     st.caption(" ".join(notes))
     if table.reference:
         st.caption(
-            f"Δ vs {literal(table.reference)}: each row minus the {literal(table.reference)} row of the same backbone on "
+            f"Δ vs {literal(table.reference)}: each row minus the {literal(table.reference)} row of the same backbone and subset on "
             f"{literal(variant)}, with its 95% CI: a paired bootstrap ({stats.DEFAULT_RESAMPLES:,} resamples of the "
             "items both scored) for one run, the t-interval of the per-seed differences for several seeds, as "
             "`bench results`; * = the CI excludes 0. With several datasets: the mean difference and on how many "
@@ -430,7 +465,7 @@ def chart_specs(location: str, version: tuple[int, ...], suite: str, metric: str
     """The two charts' Vega-Lite specs, built once per choice (Altair's build and validation cost more than the
     table itself on every rerun)."""
     table = main_table(location, version, suite, metric, variant, filters, include_parts, reference)
-    full = [part for label, part in table.board.partitions() if not label]
+    full = [part for label, _, part in table.board.tables() if not label]
     if not full:
         return None, None
     part = full[0]
