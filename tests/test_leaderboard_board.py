@@ -71,7 +71,7 @@ def test_subset_toggle_shows_and_flags_subset_runs(app):
     app.checkbox(key="main_subsets").check().run()
     frame = rows(app)
     assert "quick" not in frame.index and "subset" not in frame.columns  # the full-set table is unchanged
-    subset = app.dataframe[-1].value.set_index("method")  # the subset's own table, ranked on its own
+    subset = [d for d in app.dataframe if str(d.key or "").startswith("main_table_limit")][0].value.set_index("method")
     assert list(subset.index) == ["quick"] and subset.loc["quick", "subset"] == "sickr[40], sts12[40], stsb[40]"
     assert subset.loc["quick", "n"] == "40" and subset.loc["quick", "rank"] == 1.0
     assert any("subset" in s.value and "n = 40" in s.value for s in app.subheader)
@@ -137,7 +137,7 @@ def test_a_database_from_an_older_lenbench_is_shown_read_only(tmp_path, monkeypa
     at = AppTest.from_file(str(APP), default_timeout=90)
     at.run()
     assert not at.exception, at.exception
-    frame = pd.concat([d.value for d in at.dataframe], ignore_index=True)  # one table per backbone
+    frame = pd.concat([d.value for d in at.dataframe if str(d.key or "").startswith("main_table")], ignore_index=True)
     assert len(frame) == 4 and "params (M)" not in frame.columns  # no sizes recorded: no size column
     at.radio(key="view").set_value("Robustness").run()
     assert not at.exception and "changed elong-2" not in at.dataframe[0].value.columns

@@ -135,7 +135,7 @@ def aggregate_view(location: str, version: tuple[int, ...], suite: str, metric: 
     """The full-set rows' aggregate over datasets (leaderboard.aggregates: mean, IQM, stratified-bootstrap CIs,
     probability of improvement over the reference) and the performance-profile chart's spec."""
     table = main_table(location, version, suite, metric, variant, filters, include_parts, reference)
-    full = [part for label, _, part in table.board.tables() if not label]  # the first backbone's full-set table
+    full = [part for label, part in table.board.partitions() if not label]  # every full-set row
     if not full or len(full[0].datasets) < 2:
         return pd.DataFrame(), None
     part = full[0]
@@ -151,7 +151,8 @@ def aggregate_view(location: str, version: tuple[int, ...], suite: str, metric: 
     ids = tuple(sorted({score_ids[(int(r), d)] for r, d in zip(wanted["run_id"], wanted["dataset"]) if (int(r), d) in score_ids}))
     items = cache.items_for_scores(location, version, ids)
     codes = _reference_codes(table.board, reference)
-    ref = codes.get((str(part.info["backbone"].iloc[0]), ""))  # the reference of this table's backbone
+    full_codes = [code for (_, subset), code in codes.items() if not subset]
+    ref = full_codes[0] if len(full_codes) == 1 else None  # one reference row among the full-set rows
     agg = aggregates.aggregate_table(long, groups, labels, datasets, score_ids, items,
                                      lambda i: cache.score_key(location, version, i), ref)  # fmt: skip
     profile = aggregates.performance_profile(long, groups, labels, datasets)
