@@ -163,7 +163,7 @@ def aggregate_view(location: str, version: tuple[int, ...], suite: str, metric: 
                 .encode(x=alt.X("threshold:Q", title=f"{metric} threshold τ", scale=alt.Scale(zero=False)),
                         y=alt.Y("share:Q", title="share of runs with score > τ", scale=alt.Scale(domain=[0, 1])),
                         color=alt.Color("row:N", sort=order, scale=alt.Scale(scheme=CATEGORY_SCHEME),
-                                        legend=alt.Legend(orient="bottom", columns=1, labelLimit=0, title=None)),
+                                        legend=alt.Legend(orient="right", labelLimit=0, title=None)),  # inside the chart
                         tooltip=["row", alt.Tooltip("threshold:Q", format=".2f"), alt.Tooltip("share:Q", format=".2f")])
                 .properties(height=260).to_dict())  # fmt: skip
     return agg, spec
