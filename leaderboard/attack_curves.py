@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bench.evaluate.attacks import CLEAN, order_variants  # the one definition of the clean variant's name
+from bench.evaluate.attacks import CLEAN, describe_variant, order_variants  # the one definition of the clean variant's name
 from leaderboard.grouping import GROUP_KEYS, coded_groups, group_label, latest_per_seed, part_datasets, with_group_keys
 
 
@@ -94,8 +94,11 @@ def build_robustness(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | No
 
 
 def variant_family(variant: str) -> str:
-    """The attack family of a variant name: "elong" for elong-2 ... elong-rand (the text before the first '-')."""
-    return variant.split("-", 1)[0]
+    """The attack family of a variant name, as the attack registry parses it ("elong" for elong-2 ... elong-rand, a
+    plug-in family "word-swap" for word-swap-2); a name no registered family knows (its plug-in not installed here):
+    the text before its first '-'."""
+    family = describe_variant(variant).family
+    return family if family is not None else variant.split("-", 1)[0]
 
 
 

@@ -277,3 +277,28 @@ def test_the_variant_loop_keeps_each_suites_seed_salt(tok):
     diag_ctx = EvalContext(attacked=True, families=("pad",), elong=["2"], attack_params={"pad": ["end-2"]})
     assert DiagSuite().variants(diag_ctx) == ["clean", "elong-2", "pad-end-2"]
     assert DiagSuite().variants(EvalContext(elong=["8"])) == ["clean", "elong-8"]
+
+
+def test_leaderboard_groups_a_hyphenated_plugin_family_by_the_registry(monkeypatch):
+    """A family whose name holds a '-' ("word-swap": variants word-swap-2, word-swap-4) is one family on the
+    leaderboard, named as registered, beside a family "word" with variants of its own; unknown names keep their prefix."""
+    from bench.evaluate.attacks import registry
+    from bench.evaluate.attacks.base import AttackFamily
+    from bench.evaluate.attacks.elong import FAMILY as ELONG
+    from dataclasses import replace as dc_replace
+    from leaderboard import attack_curves
+    from leaderboard.views.robustness import family_variants
+    from tests.test_leaderboard_tables import scores_frame
+
+    def family(name: str) -> AttackFamily:
+        return AttackFamily(name, "test", "m", ("2",), lambda p: dc_replace(ELONG.make(p), name=f"{name}-{p}"))
+
+    monkeypatch.setattr(registry, "FAMILIES", registry.FAMILIES.fresh())
+    registry.register(family("word-swap"))
+    registry.register(family("word"))
+    names = ("elong-2", "word-swap-2", "word-swap-4", "word-4", "gone-family-3")
+    assert [attack_curves.variant_family(v) for v in names] == ["elong", "word-swap", "word-swap", "word", "gone"]
+    assert attack_curves.variant_m("word-swap-4") == "4"
+    scores = scores_frame([(1, "scifact", 60, "clean"), (1, "scifact", 50, "word-swap-2"), (1, "scifact", 55, "word-4")])
+    assert set(family_variants(scores, "word-swap")["variant"]) == {"clean", "word-swap-2"}
+    assert set(family_variants(scores, "word")["variant"]) == {"clean", "word-4"}
