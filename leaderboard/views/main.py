@@ -487,11 +487,19 @@ def chart_specs(location: str, version: tuple[int, ...], suite: str, metric: str
                           legend=alt.Legend(orient="bottom", columns=1, labelLimit=0, title=None))  # fmt: skip
         x = alt.X("dataset:N", sort=grouping.order_datasets(frame["dataset"].unique().tolist()), title=None,
                   axis=alt.Axis(labelAngle=0))  # fmt: skip
+        # A point per row and dataset, side by side, with its 95% interval, on an axis that spans the data and the
+        # intervals (bars from 0 would make 82.05 and 81.91 look the same).
+        values = frame[["score", "low", "high"]].to_numpy(dtype=float)
+        lo, hi = float(np.nanmin(values)), float(np.nanmax(values))
+        pad = max(0.05 * (hi - lo), 0.01 * max(abs(hi), 1.0))
+        y = alt.Y("score:Q", title=metric, scale=alt.Scale(domain=[lo - pad, hi + pad], zero=False, nice=False))
         base = alt.Chart(frame).encode(x=x, xOffset=alt.XOffset("row:N", sort=order), color=color)
-        bars = base.mark_bar().encode(y=alt.Y("score:Q", title=metric), tooltip=["row", "dataset", alt.Tooltip("score:Q", format=".2f"),
-                                      alt.Tooltip("low:Q", format=".2f"), alt.Tooltip("high:Q", format=".2f")])  # fmt: skip
-        rules = base.mark_rule(color="black").encode(y="low:Q", y2="high:Q")
-        bars_spec = (bars + rules).properties(height=260).to_dict()
+        points = base.mark_point(filled=True, size=60).encode(
+            y=y, tooltip=["row", "dataset", alt.Tooltip("score:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
+                          alt.Tooltip("high:Q", format=".2f")])  # fmt: skip
+        rules = base.mark_rule().encode(y=alt.Y("low:Q", scale=alt.Scale(domain=[lo - pad, hi + pad], zero=False, nice=False)),
+                                        y2="high:Q")  # fmt: skip
+        bars_spec = (rules + points).properties(height=260).to_dict()
     size = part.info["params (M)"].to_numpy(dtype=float) if "params (M)" in part.info else np.array([])
     score = part.mean[table.headline].to_numpy(dtype=float)
     ok = ~np.isnan(size) & ~np.isnan(score) if len(size) else np.array([], dtype=bool)

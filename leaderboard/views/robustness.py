@@ -164,7 +164,8 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
     color = alt.Color("label:N", sort=order, legend=legend, scale=alt.Scale(scheme=CATEGORY_SCHEME))
     tooltip = ["label", "m", alt.Tooltip("score:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
                alt.Tooltip("high:Q", format=".2f"), "seeds", alt.Tooltip("changed_frac:Q", format=".0%")]  # fmt: skip
-    base = alt.Chart(plotted).encode(x=x, color=color)
+    # methods side by side under each m (dodged), so no point or interval hides another's
+    base = alt.Chart(plotted).encode(x=x, xOffset=alt.XOffset("label:N", sort=order), color=color)
     # a line joins the points of one axis (m, context length); pad's positions and shuffle are separate points
     joined = family in ("elong", "len") or (family and family not in ("pad", "shuffle") and plotted["m"].str.isdigit().all())
     line = base.transform_filter((alt.datum.m != "rand") & (alt.datum.m != "mean")).mark_line().encode(y=y)
