@@ -405,6 +405,7 @@ def test_a_database_filled_by_run_eval_and_a_plugin_shows_delta_for_every_row(tm
             str(tmp_path / "data"), "--db", str(db), "--no-progress"])  # fmt: skip
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(Path(__file__).resolve().parent.parent)])}
     _bench(["run", "--method", "demo-shuffle", *common], env=env)
+    _bench(["run", "--method", "demo-shuffle", *common, "--limit", "4"], env=env)  # as the README's example: a subset
     methods = set(ResultsDB(db).runs()["method"])
     assert methods == {"vanilla", "simcse", "demo-shuffle"}  # the eval row is stored as the untrained model
     with _serve(db, tmp_path) as url, sync_api.sync_playwright() as p:
@@ -426,6 +427,27 @@ def test_a_database_filled_by_run_eval_and_a_plugin_shows_delta_for_every_row(tm
                 delta = _cell_text(rows, method, header, "Δ vs vanilla")
                 assert re.fullmatch(r"[+-]\d+\.\d\d \[-?\d+\.\d\d, -?\d+\.\d\d\]\*?", delta), (method, delta)
             assert "None" not in {c for r in rows for c in r}
+            assert page.get_by_text("Not shown: 2 runs scored on a subset", exact=False).count() == 1  # and why
             page.screenshot(path=str(tmp_path / "mixed.png"))
+
+            sidebar = page.locator("[data-testid='stSidebar']")
+            box = sidebar.locator("[data-testid='stCheckbox']").filter(has_text="Include runs scored on a subset")
+            box.scroll_into_view_if_needed()
+            box.locator("label").click()
+            page.wait_for_timeout(300)
+            _settle(page)
+            page.locator(TABLE).nth(1).wait_for()
+            subset = page.locator(TABLE).nth(1)
+            subset.scroll_into_view_if_needed()
+            page.wait_for_timeout(500)
+            sub_rows = subset.locator("table[role='grid'] tbody tr").evaluate_all(
+                "rows => rows.map(r => Array.from(r.querySelectorAll('td')).map(td => td.textContent.trim()))")
+            sub_header = [h.strip() for h in subset.locator("table[role='grid'] thead th").all_text_contents()]
+            assert {r[0] for r in sub_rows} == {"vanilla", "demo-shuffle"}
+            assert _cell_text(sub_rows, "vanilla", sub_header, "Δ vs vanilla") == "reference"
+            delta = _cell_text(sub_rows, "demo-shuffle", sub_header, "Δ vs vanilla")
+            assert re.fullmatch(r"[+-]\d+\.\d\d \[-?\d+\.\d\d, -?\d+\.\d\d\]\*?", delta), delta
+            assert "None" not in {c for r in sub_rows for c in r}
+            assert page.get_by_text("scored on a subset (limit 4, n = 4)", exact=False).count() == 1
         finally:
             browser.close()
