@@ -44,6 +44,18 @@ def package_version() -> str:
         return "unknown (not installed; pip install -e .)"
 
 
+def freeze_registries() -> None:
+    """Registration is complete when a command starts: the method, attack-family and suite registries refuse any
+    later `register` (so nothing imported during a run can add or shadow a name the command already checked).
+    Installed entry points are still read on first use; a test or notebook registers before calling `main`."""
+    from bench.evaluate.attacks import registry as attacks
+    from bench.evaluate.suites import metadata as suites
+    from bench.train import registry as methods
+
+    for registry in (methods.METHODS, attacks.FAMILIES, suites.SUITES):
+        registry.freeze()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bench",
@@ -98,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     progress.configure(quiet=bool(getattr(args, "no_progress", False)))
     from bench.experiment.option_ranges import check_args
     from bench.runtime.signals import StopRequested, graceful_stop
+
+    freeze_registries()
 
     try:
         check_args(args)  # out-of-range numbers and unusable devices: one line, before anything runs

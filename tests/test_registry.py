@@ -207,3 +207,30 @@ def test_a_plugin_suite_is_evaluated_by_bench_eval(tmp_path, tiny_model_dir, mon
     model = load_model(str(tiny_model_dir), backend="torch", use_cache=False)
     (expected,) = suite.evaluate(model, "toy4", EvalContext())
     assert scores["value"].iloc[0] == pytest.approx(expected.value) and expected.value in (0, 25, 50, 75, 100)
+
+
+def test_help_lists_plugin_suites_and_a_running_command_refuses_registration(monkeypatch, capsys, tmp_path):
+    """`bench eval --help` and `bench run --help` list the suites the registry holds (a plug-in's too) and the attack
+    families; once a command starts, the method, attack and suite registries refuse registration, while their
+    entries (built-ins, installed entry points) still resolve."""
+    from bench.cli import main
+    from bench.evaluate.attacks import registry as attacks
+    from bench.evaluate.suites import metadata as suites
+    from bench.evaluate.suites.registry import register_suite
+    from bench.train import registry as methods
+
+    for module, attr in ((methods, "METHODS"), (attacks, "FAMILIES"), (suites, "SUITES")):
+        monkeypatch.setattr(module, attr, getattr(module, attr).fresh())
+    register_suite(suites.SuiteMeta("my-suite", "mypkg.suite:make_suite", "score", "items", usage="my-suite:THING"))
+    for command in ("eval", "run"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        out = " ".join(capsys.readouterr().out.split())
+        assert "my-suite:THING" in out and "beir:NAME[,NAME]" in out and "needle" in out and "beir14" in out, command
+        assert "@elong, @pad, @shuffle" in out, command
+    assert main(["results", "--db", str(tmp_path / "absent.sqlite")]) == 2  # a command ran (and failed)
+    for registry in (methods.METHODS, attacks.FAMILIES, suites.SUITES):
+        with pytest.raises(RegistrationRefused, match="frozen"):
+            registry.register(Thing("late"))  # type: ignore[arg-type]
+    assert suites.SUITES.get("sts").main_metric == "spearman" and attacks.FAMILIES.get("elong").name == "elong"
+    assert suites.SUITES.get("my-suite").usage == "my-suite:THING"

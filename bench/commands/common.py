@@ -13,6 +13,34 @@ if TYPE_CHECKING:  # the database layer (SQLAlchemy, pandas) loads only in the c
     from results_db import ResultsDB
 
 
+def registry_names(text: str) -> str:
+    """`{suites}` and `{attacks}` in a help text, filled from the suite and attack registries (a plug-in's appear)."""
+    if "{suites}" in text:
+        from bench.evaluate.suites.metadata import suite_usages
+
+        text = text.replace("{suites}", ", ".join(suite_usages()))
+    if "{attacks}" in text:
+        from bench.evaluate.attacks.registry import families
+
+        text = text.replace("{attacks}", ", ".join(f"@{f.name}" for f in families() if f.selectable))
+    return text
+
+
+class RegistryHelp(argparse.HelpFormatter):
+    """Fills `{suites}` / `{attacks}` (`registry_names`) in a parser's description and its options' help when the
+    help is shown, so building the parser (every command, `bench --help`, an argument error) reads no registry."""
+
+    def _format_text(self, text: str) -> str:
+        return super()._format_text(registry_names(text))
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return registry_names(super()._expand_help(action))
+
+
+class RawRegistryHelp(RegistryHelp, argparse.RawDescriptionHelpFormatter):
+    """`RegistryHelp` for a description written with its own line breaks."""
+
+
 def add_db(p: argparse.ArgumentParser, writes: bool = False) -> None:
     p.add_argument(
         "--db",

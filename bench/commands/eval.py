@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from bench.commands.common import (
+    RegistryHelp,
     add_data_dir,
     add_db,
     add_encoder_options,
@@ -20,12 +21,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "eval",
         help="evaluate an encoder (or bm25) on suites, clean and @elong",
-        description="Evaluate a model on suites: sts, beir14, beir:NAME[,NAME], knn[:NAME], mteb:TASK[,TASK], diag, "
-        "needle, heldout; append @elong, @pad, @shuffle (or several: @elong,pad) for attacked variants; several suites "
-        "with '+' or repeated --suite.",
+        description="Evaluate a model on suites: {suites}; append {attacks} (or several: @elong,pad) for attacked "
+        "variants; several suites with '+' or repeated --suite.",
+        formatter_class=RegistryHelp,
     )
     p.add_argument("--model", required=True, help="local model folder, hub id, 'minilm' (packaged all-MiniLM-L6-v2) or 'bm25'")
-    p.add_argument("--suite", action="append", required=True, help="suite string, e.g. sts@elong or beir:scifact")
+    p.add_argument("--suite", action="append", required=True, help="suite string, e.g. sts@elong or beir:scifact (suites: {suites})")
     add_encoder_options(p)
     add_eval_options(p)
     add_nproc(p)

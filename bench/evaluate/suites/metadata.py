@@ -35,6 +35,7 @@ class SuiteMeta:
     # The version of how this suite scores: raise it when a change to the suite changes its scores (items, metric,
     # protocol). Every score records it (Score.info suite_version) and the leaderboard never merges two versions.
     version: int = 1
+    usage: str = ""  # how a suite string names it, in help texts (e.g. "beir:NAME[,NAME]"); "" shows the name alone
 
     @property
     def averages(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -43,14 +44,18 @@ class SuiteMeta:
 
 
 STS = SuiteMeta("sts", "bench.evaluate.suites.sts:make_suite", "spearman", "sentence pairs", sets=("sts7",),
+                usage="sts[:NAME]",
                 summary="STS sets (Spearman x100)")
 BEIR = SuiteMeta("beir", "bench.evaluate.suites.retrieval:make_suite", "ndcg_at_10", "queries", sets=("beir14",),
+                 usage="beir:NAME[,NAME]",
                  summary="retrieval (nDCG@10, recall@100, MRR@10)")
 HELDOUT = SuiteMeta("heldout", "bench.evaluate.suites.heldout:make_suite", "ndcg_at_10", "queries",
                     summary="constructed known-item task (bench run offline default)")
 KNN = SuiteMeta("knn", "bench.evaluate.suites.knn:make_suite", "knn_acc_euclidean", "test texts",
+                usage="knn[:NAME]",
                 summary="kNN accuracy (k=10)")
 MTEB = SuiteMeta("mteb", "bench.evaluate.suites.mteb_suite:make_suite", "main_score", "task items",
+                 usage="mteb:TASK[,TASK]",
                  summary="MTEB tasks run by the mteb package")
 NEEDLE = SuiteMeta("needle", "bench.evaluate.suites.needle:make_suite", "ndcg_at_1", "queries",
                    summary="synthetic passkey / needle retrieval per context length")  # variants: len-64 ..., no clean
@@ -96,3 +101,10 @@ def items_word(suites: list[str]) -> str:
         if word not in words:
             words.append(word)
     return "/".join(words) or "items"
+
+
+def suite_usages() -> list[str]:
+    """How `--suite` names each registered suite (plug-ins included), then the named sets (`beir14`): for help texts."""
+    from bench.data.catalog import NAMED_SETS as sets
+
+    return [meta.usage or meta.name for meta in SUITES.values()] + list(sets)
