@@ -52,10 +52,42 @@ def robustness_for(location: str, version: tuple[int, ...], suite: str, metric: 
         seeds = curve.groupby("label", sort=False)["seeds"].max()
         return table.assign(seeds=table["label"].map(seeds)), curve
     table = attack_curves.build_robustness(scores, runs, dataset, rates)
+    table = with_reference_differences(location, version, suite, metric, filters, table)
     curve = attack_curves.robustness_curve(scores, runs, dataset, rates)
     curve = _one_run_intervals(location, version, suite, metric, dataset, scores, runs, curve)
     # Subset runs are rows of their own ("subset" = "limit N"), never merged with a full-set row.
     return table, curve
+
+
+REFERENCE = "vanilla"
+
+
+def with_reference_differences(location: str, version: tuple[int, ...], suite: str, metric: str,
+                               filters: grouping.RunFilters, table: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
+    """The table with 'Δ vs vanilla <variant>' per variant: each row minus the untrained row of its backbone and
+    subset, with the 95% interval, on the suite's headline score (the main board's own Δ column, the same paired
+    bootstrap or t-interval over seeds), so the view shows what a method changed against its reference clean and
+    under each attack."""
+    if table.empty or "method" not in table:
+        return table
+    from leaderboard.views import main as main_view
+
+    variants = [c for c in table.columns if c == CLEAN or (c in order_variants(list(table.columns)) and
+                                                            not str(c).startswith(("change ", "changed ")))]  # fmt: skip
+    variants = [v for v in variants if v not in (*grouping.GROUP_KEYS, "seeds", "label", "subset")]
+    out = table.copy()
+    keys = [*grouping.GROUP_KEYS, "subset"]
+    for variant in variants:
+        board = main_view.main_table(location, version, suite, metric, variant, filters, False, REFERENCE)
+        if board.board.empty or not any(board.delta):
+            continue
+        info = board.board.info
+        found = {tuple(str(x) for x in key): delta for key, delta in zip(
+            zip(*[info[k] for k in grouping.GROUP_KEYS], board.board.subsets), board.delta)}  # fmt: skip
+        subset = out["subset"] if "subset" in out else pd.Series("", index=out.index)
+        out[f"Δ vs {REFERENCE} {variant}"] = [found.get(tuple(str(x) for x in (*row, s)), "")
+                                             for row, s in zip(out[grouping.GROUP_KEYS].itertuples(index=False), subset)]
+    return out
 
 
 def _one_run_intervals(location: str, version: tuple[int, ...], suite: str, metric: str, dataset: str | None,
@@ -182,7 +214,8 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
         "'% changed': the share of texts whose model input the attack changed (a text already longer than max_len "
         "is truncated to the clean input)."
     )
-    score_columns = [c for c in table.columns if c not in (*grouping.GROUP_KEYS, "seeds", "label", "subset") and not c.startswith("changed ")]
+    score_columns = [c for c in table.columns if c not in (*grouping.GROUP_KEYS, "seeds", "label", "subset")
+                     and not c.startswith(("changed ", "Δ vs "))]  # fmt: skip
     if "subset" in table and table["subset"].astype(bool).any():
         st.warning("Rows with a 'subset' entry were scored on a subset (--limit): rows of their own, not comparable "
                    "with full-set rows.")  # fmt: skip
@@ -192,7 +225,9 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
                formats={c: "%.2f" for c in table.columns if c.startswith("changed ")})  # fmt: skip
     st.caption(
         "'change elong-m' = attacked − clean, per seed over the datasets scored both ways, then averaged over seeds; "
-        "closer to 0 is more robust. 'changed elong-m': fraction of texts the attack changed (1 = all)."
+        "closer to 0 is more robust. 'changed elong-m': fraction of texts the attack changed (1 = all). "
+        "'Δ vs vanilla <variant>': the row minus the untrained row of its backbone and subset on that variant, with "
+        "its 95% CI (the main board's difference, on the suite's headline score)."
     )
     csv_button(table, f"robustness-{suite}-{metric}-{dataset_choice}", key="rob_csv")
 
