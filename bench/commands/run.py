@@ -50,7 +50,6 @@ from bench.commands.common import (
 )
 from bench.encode.options import BACKENDS, EMB_DTYPES, POOLINGS
 from bench.experiment.comparison import (  # noqa: F401 - elapsed_eta, stop_reason: re-exported
-    BACKBONE_NOTES,
     check_spec,
     elapsed_eta,
     run_comparison,

@@ -67,7 +67,7 @@ from bench.encode.model_check import (
     safetensors_shapes,
 )
 from bench.encode.st_config import folder_pooling, write_st_config
-from bench.runtime.device import PRECISIONS, autocast, cuda_possible, default_device, resolve_precision  # noqa: F401
+from bench.runtime.device import autocast, default_device, resolve_precision
 from bench.runtime.errors import ConfigError, ModelLoadError
 
 if TYPE_CHECKING:  # torch is imported only when a model must run
