@@ -9,6 +9,7 @@ import streamlit as st
 
 from leaderboard import cache
 from leaderboard.queries import DBState
+from leaderboard.text import literal
 from leaderboard.views.common import csv_button
 
 
