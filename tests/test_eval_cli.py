@@ -248,3 +248,22 @@ def test_beir_elong_documents_are_cut_at_max_len_and_queries_stay_clean(tiny_mod
     assert seen["scifact clean corpus"] == clean
     for c, d in zip(clean, docs):
         assert len(tok(d)["input_ids"]) == 16 and (c + " " + c).startswith(d)  # cut at max_len on a token boundary
+
+
+def test_commands_that_share_elong_share_its_default(capsys):
+    """`--elong` has one default for `bench run`, `bench eval` and whatever builds settings without it (the API's
+    settings, a suite context): the variants of the README's main job, m = 2 and random m."""
+    from bench.cli import build_parser
+    from bench.evaluate.attacks import parse_elong_variants
+    from bench.evaluate.suites.base import EvalContext
+    from bench.experiment.settings import EvalSettings
+
+    parser = build_parser()
+    run = parser.parse_args(["run"])
+    ev = parser.parse_args(["eval", "--model", "minilm", "--suite", "sts@elong"])
+    assert run.elong == ev.elong == "2,rand"
+    assert EvalSettings().elong == EvalContext().elong == parse_elong_variants(None) == ["2", "rand"]
+    for command in ("run", "eval"):
+        with pytest.raises(SystemExit):
+            parser.parse_args([command, "--help"])
+        assert "(default 2,rand;" in re.sub(r"\s+", " ", capsys.readouterr().out), command

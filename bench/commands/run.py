@@ -56,7 +56,7 @@ from bench.experiment.comparison import (  # noqa: F401 - elapsed_eta, stop_reas
     stop_reason,
 )
 from bench.experiment.presets import PRESETS, apply_preset
-from bench.experiment.run_spec import DEFAULT_BACKBONE, DEFAULT_BUDGET, DEFAULT_ELONG, DEFAULT_METHODS, RunSpec
+from bench.experiment.run_spec import DEFAULT_BACKBONE, DEFAULT_BUDGET, DEFAULT_METHODS, RunSpec
 from bench.runtime import distributed
 from bench.runtime.device import resolve_device, resolve_precision
 
@@ -107,7 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--eval-max-len", type=int, default=D.eval_max_len, help="evaluation max tokens (default 256: elongated texts fit)")
     p.add_argument("--eval-batch-size", type=int, default=D.eval_batch_size,
                    help=f"texts per encoding batch when scoring (default {D.eval_batch_size}; on the CPU also capped by token slots)")
-    add_attack_options(p, DEFAULT_ELONG, "; 2,4,8,rand is the full set, about twice the evaluation time")
+    add_attack_options(p)
     add_limit(p)
     p.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")

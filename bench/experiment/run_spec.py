@@ -25,13 +25,13 @@ from functools import cached_property
 from typing import Any, Callable
 
 from bench.encode.options import BACKENDS, EMB_DTYPES, POOLINGS
+from bench.evaluate.attacks.elong import DEFAULT_ELONG  # noqa: F401  (re-exported: run.py and the API read it here)
 from bench.experiment.settings import EvalSettings, attack_settings
 from bench.runtime.device import PRECISIONS
 from bench.runtime.errors import ConfigError
 
 DEFAULT_METHODS = "laser3-self,simcse"
 DEFAULT_BUDGET = "steps=60"
-DEFAULT_ELONG = "2,rand"  # the bare job's attacks; `bench eval` and SPEC §3 @elong default to 2,4,8,rand
 DEFAULT_BACKBONE = "minilm"
 
 

@@ -11,7 +11,7 @@ class EvalSettings:
     max_len: int = 256  # tokens an encoder reads of each text, special tokens included
     pooling: str | None = None  # None: the model folder's own, else mean
     batch_size: int = 64
-    elong: list[str] = field(default_factory=lambda: ["2", "4", "8", "rand"])  # variants of @elong suites
+    elong: list[str] = field(default_factory=lambda: _default_elong())  # variants of @elong suites (--elong's default)
     limit: int | None = None  # first N items of each dataset
     seed: int = 0  # random elongation, kNN splits, diagnostics
     data_dir: str | None = None
@@ -39,6 +39,12 @@ class EvalSettings:
         return load_model(model, pooling=self.pooling, max_len=self.max_len, batch_size=self.batch_size,
                           device=self.device, use_cache=self.use_cache, backend=self.backend,
                           emb_dtype=self.emb_dtype, precision=self.precision)  # fmt: skip
+
+
+def _default_elong() -> list[str]:
+    from bench.evaluate.attacks.elong import parse_elong_variants
+
+    return parse_elong_variants(None)
 
 
 def attack_settings(elong: str, attack: list[str] | None) -> tuple[list[str], dict[str, list[str]]]:

@@ -93,12 +93,16 @@ def shuffle_words(text: str, rng: random.Random) -> str:
 
 
 MAX_COPIES = 1000  # copies of a text in one elongation variant (max_len cuts them anyway)
+# The one default of `--elong` (bench run, bench eval, the Python API, suites built without one): m = 2 and random m,
+# the README's main job. `2,4,8,rand` is the full @elong set of SPEC §3 (about twice the evaluation time); stored rows
+# keep the list they recorded in their config, so changing this only changes new commands that omit `--elong`.
+DEFAULT_ELONG = "2,rand"
 
 
 def parse_elong_variants(spec: str | Sequence[str | int] | None) -> list[str]:
     """'2,4,8,rand' -> ['2', '4', '8', 'rand']; validates each entry (a bad one is a ConfigError, a ValueError)."""
     if spec is None:
-        spec = "2,4,8,rand"
+        spec = DEFAULT_ELONG
     items = spec.split(",") if isinstance(spec, str) else [str(s) for s in spec]
     out = []
     for item in (i.strip() for i in items):
@@ -217,7 +221,7 @@ FAMILY = AttackFamily(
     name="elong",
     summary="each text copied m times and joined with a space, cut at max_len (LA(SER)^3); rand: m ~ U{1..max_m}",
     axis="m (length factor)",
-    defaults=("2", "4", "8", "rand"),
+    defaults=tuple(DEFAULT_ELONG.split(",")),
     make=make,
     order=0,
     param_help="integers >= 2 or 'rand' (e.g. --elong 2,4,8,rand)",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from bench.evaluate.attacks import CLEAN, Attack, attacks_for
+from bench.evaluate.attacks import CLEAN, Attack, attacks_for, parse_elong_variants
 from results_db.records import ScoreRecord
 
 T = TypeVar("T")
@@ -30,7 +30,7 @@ class EvalContext:
     data_dir: str | None = None  # (how many tokens a model reads is the model's own max_len, never the context's)
     seed: int = 0
     attacked: bool = False  # evaluate the attacked variants of `families` as well as clean
-    elong: list[str] = field(default_factory=lambda: ["2", "4", "8", "rand"])  # the elong family's parameters
+    elong: list[str] = field(default_factory=lambda: parse_elong_variants(None))  # the elong family's parameters
     families: tuple[str, ...] = ("elong",)  # the suite's suffix: `@elong,pad` -> ("elong", "pad")
     attack_params: dict[str, list[str]] = field(default_factory=dict)  # `--attack pad=start-2`; absent: defaults
     limit: int | None = None  # use only the first N items of each dataset (smoke tests, CI slices)

@@ -1,7 +1,7 @@
 """`diag`: the LA(SER)^3 length diagnostics (paper §3 PoC experiments 1-2, §6.1) on STS-B test (dataset "stsb").
 
 The suite always compares clean texts with attacked ones: its variants are "clean" and one per entry of
-`--elong` (default 2,4,8,rand), whether or not `@elong` is written; other families named as a suffix
+`--elong` (default 2,rand), whether or not `@elong` is written; other families named as a suffix
 (`diag@pad`) are added after them. The paper attacks with m=100; pass
 `--elong 100` for that (every attack is `elongate_within`: copies cut at the model's max_len).
 
