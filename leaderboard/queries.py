@@ -144,6 +144,15 @@ def _json(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _version(value: Any) -> int | None:
+    """A version number stored in a config (SQLite may hand back text); None when absent or not a whole number."""
+    try:
+        value = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _in_domain(value: Any) -> str:
     """Config's in_domain list (JSON text on SQLite, a list on PostgreSQL) as "scifact, nfcorpus"; "" when absent."""
     if isinstance(value, str):
@@ -166,8 +175,11 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
     train = table.c.config["train"].label("train_config")  # training settings: runs that differ never pool as seeds
     evaluation = table.c.config["eval"].label("eval_config")
     comparison = table.c.config["comparison"].as_string().label("comparison")  # a `bench run` row's comparison
+    # the versions of the training code (RunSpec.configs): runs of other recipe or method code never pool as seeds
+    recipe = table.c.config["train_recipe"].label("train_recipe")
+    method_version = table.c.config["method_version"].label("method_version")
     stmt = select(*[table.c[name] for name in wanted], limit.label("config_limit"), method_config, in_domain,
-                  weights, train, evaluation, comparison).order_by(table.c.id)  # fmt: skip
+                  weights, train, evaluation, comparison, recipe, method_version).order_by(table.c.id)  # fmt: skip
     with db.engine.connect() as conn:
         frame = _frame(conn, stmt)
     for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind", "sweep", "sweep_point",
@@ -176,9 +188,11 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
     frame["model_info"] = [_json(v) for v in frame["model_info"]] if "model_info" in frame else [{} for _ in range(len(frame))]
     frame["method_config"] = [_json(v) for v in frame["method_config"]] if "method_config" in frame else [{} for _ in range(len(frame))]
     frame["in_domain"] = [_in_domain(v) for v in frame["in_domain"]] if "in_domain" in frame else ""
-    frame["run_settings"] = [run_settings(_json(t), _json(e)) for t, e in zip(frame.get("train_config", [None] * len(frame)),
-                                                                           frame.get("eval_config", [None] * len(frame)))]
-    frame = frame.drop(columns=[c for c in ("train_config", "eval_config") if c in frame])
+    none = [None] * len(frame)
+    frame["run_settings"] = [run_settings(_json(t), _json(e), _version(r), _version(v)) for t, e, r, v in
+                             zip(frame.get("train_config", none), frame.get("eval_config", none),
+                                 frame.get("train_recipe", none), frame.get("method_version", none))]  # fmt: skip
+    frame = frame.drop(columns=[c for c in ("train_config", "eval_config", "train_recipe", "method_version") if c in frame])
     frame["id"] = frame["id"].astype(int)
     frame["seed"] = pd.to_numeric(frame["seed"]).fillna(0).astype(int)
     frame["config_limit"] = pd.to_numeric(frame["config_limit"], errors="coerce")
@@ -188,10 +202,14 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
 SCORING_EVAL_KEYS = ("max_len", "pooling")  # evaluation settings that change a score (attacks and limit: own columns)
 
 
-def run_settings(train: dict, evaluation: dict) -> dict[str, Any]:
+def run_settings(train: dict, evaluation: dict, recipe: Any = None, method_version: Any = None) -> dict[str, Any]:
     """The settings of a `bench run` row besides its method's hyper-parameters that change what it computes: every
-    training setting but the seed ("train.lr"), and the evaluation's max_len and pooling ("eval.max_len")."""
+    training setting but the seed ("train.lr"), the versions of the training code of a trained row ("train.recipe",
+    "method.version"; 1 when the row predates them), and the evaluation's max_len and pooling ("eval.max_len")."""
     out = {f"train.{k}": v for k, v in (train or {}).items() if k != "seed"}
+    if train:
+        out["train.recipe"] = recipe if isinstance(recipe, int) else 1
+        out["method.version"] = method_version if isinstance(method_version, int) else 1
     out.update({f"eval.{k}": (evaluation or {})[k] for k in SCORING_EVAL_KEYS if k in (evaluation or {})})
     return out
 

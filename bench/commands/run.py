@@ -17,7 +17,8 @@ dataset and each method's difference from the reference row (`--reference`, defa
 95% interval, and what each attack changed.
 
 A run is keyed by what it computes (its config hash: the shared settings, the method and its hyper-parameters,
-the training seed), not by the command: a finished run asked for again is reused (one line says so), so
+the training seed, the versions of the training recipe and of the method's code), not by the command: a finished
+run asked for again is reused (one line says so; `--rerun` trains and scores it again in a new row), so
 `--seeds 0,1` then `--seeds 2` trains three runs and `--seeds 0,1,2` after them trains none. The table pools every
 finished run with the same shared settings, whichever command made it. `--resume` takes over each unfinished row
 with the same config hash whose process is gone (never a live one) and continues it: training from its last
@@ -100,6 +101,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keep-checkpoints", action="store_true",
                    help="keep the training checkpoints after a successful run (default: deleted; the encoder stays)")
     p.add_argument("--resume", action="store_true", help="continue the unfinished runs of these settings whose process is gone (never a live one)")
+    p.add_argument("--rerun", action="store_true", help="train and score again even when a finished run with these "
+                   "settings exists (a new row; the old one is kept): after a code change that kept the version numbers")
     p.add_argument("--no-baseline", action="store_true", help="do not evaluate the untrained backbone")
     p.add_argument("--out", default=D.out, help="folder for checkpoints and trained encoders (default ./runs)")
     p.add_argument("--pooling", choices=POOLINGS, default=D.pooling,

@@ -7,7 +7,8 @@
 fields have `bench run`'s defaults). For each (method, training seed) of the spec:
 
 - a finished row with the same config hash (the run's identity: shared settings, method and hyper-parameters,
-  training seed) is reused, and one line says so: nothing is trained or scored again;
+  training seed, the training recipe's and the method's versions) is reused, and one line says so: nothing is
+  trained or scored again; with `rerun`, it is kept and a new row is trained and scored (one line says so);
 - with `resume`, an unfinished row with that hash whose process is gone is taken over through
   `record.resume_row`, the function `bench eval --resume` uses (a row whose process is alive never is);
 - else a new row is made, its method trained (the trainer saves the weights), the folder declared for scoring
@@ -344,7 +345,10 @@ def _find_or_create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash
     runs = with_liveness(db.runs())
     same = runs[(runs["config_hash"] == chash) & (runs["method"] == method)].sort_values("id") if not runs.empty else runs
     done = same[same["status"] == "finished"] if not same.empty else same
-    if not done.empty:
+    if not done.empty and getattr(spec, "rerun", False):
+        say(f"{who} --rerun: run {int(done.iloc[-1]['id'])} already finished with these settings; "
+            f"{'training and scoring' if trains else 'scoring'} again in a new row (the old one is kept)")
+    elif not done.empty:
         row = done.iloc[-1]
         say(f"{who} run {int(row['id'])} already finished with these settings; reusing it (nothing trained)")
         return int(row["id"]), Path(row["output_dir"] or out_root), "finished"

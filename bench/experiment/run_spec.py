@@ -6,7 +6,8 @@ typed as the parser would) and goes back to a command line (`option_argv`) witho
 From a spec: the parsed settings (`settings`: methods, hyper-parameter overrides, suites, budget, training config,
 rows, seeds), every row's config and config hash (`configs`), the command that redoes one row
 (`reproduce_command`) and the evaluation settings (`eval_settings`). What goes into a config, and so into its hash,
-is what defines a result; --out, --db, --resume, --sweep, device and progress never do. A config records the
+is what defines a result, the version of the training code included (`train_recipe`, `method_version`); --out, --db,
+--resume, --rerun, --sweep, device and progress never do. A config records the
 training corpus's text count (`corpus_texts`) and, for a corpus file, the digest of its bytes (`corpus_sha256`); the
 caller passes them (`bench run` from the corpus it loaded, a sweep from what an earlier load noted,
 `bench.data.corpus.known_text_count` and `known_corpus_digest`).
@@ -85,6 +86,7 @@ class RunSpec:
     checkpoint_minutes: float = _opt(10.0, float)
     keep_checkpoints: bool = _opt(False, FLAG)
     resume: bool = _opt(False, FLAG)
+    rerun: bool = _opt(False, FLAG)  # train and score again even when a finished run has this hash: outside the hash
     no_baseline: bool = _opt(False, FLAG)
     out: str = _opt("runs")
     pooling: str = _opt("mean", choices=POOLINGS)
@@ -192,7 +194,8 @@ class RunSpec:
         )
 
     # ----------------------------------------------------------------- config and hash
-    def configs(self, corpus_texts: int | str, corpus_digest: str | None = None) -> "RunConfigs":
+    def configs(self, corpus_texts: int | str, corpus_digest: str | None = None,
+                train_recipe: int | None = None) -> "RunConfigs":
         """Config and config hash of every row of this run, given the training corpus's text count (`bench sweep`
         passes a stand-in when the count is unknown, to compare points) and its content digest
         (`TrainingCorpus.digest`: None for the packaged wiki-offline, whose runs hash as before).
@@ -201,9 +204,19 @@ class RunSpec:
         hash), the method and its hyper-parameters (`method_config`), and its training seed. The other methods and
         seeds of the same command are not in it: a finished row asked for again is the same row.
 
-        Only what defines the result goes in: --sweep/--sweep-point, --out, --db, --resume, device and progress do not."""
+        The code that trains is in it too: the shared training recipe's version (`train_recipe`,
+        bench.train.config.TRAIN_RECIPE_VERSION) among the shared settings, so in the comparison key as well (seeds
+        drawn by other batching code are another procedure, never pooled), and each trained row's method version
+        (`method_version`, MethodSpec.version). `train_recipe=1` rebuilds the configs of rows written before either
+        was recorded (neither key present): how tests check legacy hashes; such rows stay in their own comparison.
+
+        Only what defines the result goes in: --sweep/--sweep-point, --out, --db, --resume, --rerun, device and
+        progress do not."""
         from bench.runtime.provenance import config_hash
+        from bench.train.config import TRAIN_RECIPE_VERSION
         from bench.train.registry import get_method
+
+        recipe = TRAIN_RECIPE_VERSION if train_recipe is None else train_recipe
 
         settings = self.settings
         shared = {
@@ -220,6 +233,7 @@ class RunSpec:
                      **({"attacks": settings.attack_params} if settings.attack_params else {}),
                      **({"precision": self.precision} if self.precision != "auto" else {})},  # auto: hashes as before
             **({"emb_dtype": self.emb_dtype} if self.emb_dtype != "fp32" else {}),
+            **({"train_recipe": recipe} if recipe != 1 else {}),  # 1: before it was recorded
         }
         seeds = settings.seeds
         # The comparison is the shared settings alone: which other methods, hyper-parameters or seeds one command
@@ -233,8 +247,11 @@ class RunSpec:
                 train = replace(settings.train_cfg, seed=seed).shared()
                 config = {**shared, "train": train, "method": method, "method_config": asdict(method_cfg),
                           "comparison": comparison}  # fmt: skip
+                if recipe != 1:
+                    config["method_version"] = spec.version
                 if not spec.trains:  # the untrained backbone: nothing but evaluation
-                    for k in ("train", "budget", "corpus", "corpus_limit", "corpus_texts", "corpus_sha256"):
+                    for k in ("train", "budget", "corpus", "corpus_limit", "corpus_texts", "corpus_sha256",
+                              "train_recipe", "method_version"):
                         config.pop(k, None)
                 per_run[(method, seed)] = (config, config_hash(config))
         per_method = {m: per_run[(m, s)] for (m, s) in per_run if s == seeds[0]}

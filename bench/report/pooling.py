@@ -32,7 +32,9 @@ def comparison_of(row: dict) -> str:
 
 def method_labels(rows: list[dict]) -> list[str]:
     """Each row's method, with the hyper-parameters whose values differ among the rows of that method."""
-    configs = [_config(r).get("method_config") or {} for r in rows]
+    # a method's version (MethodSpec.version, `method_version`; 1 before it was recorded) tells two codes of one
+    # method apart as a hyper-parameter does: their runs are never pooled as seeds of one label
+    configs = [{**(_config(r).get("method_config") or {}), "method-version": _config(r).get("method_version", 1)} for r in rows]
     labels = [str(r.get("method") or "") for r in rows]
     for method in dict.fromkeys(labels):
         mine = [i for i, label in enumerate(labels) if label == method]

@@ -12,6 +12,15 @@ from typing import Any
 from bench.runtime.device import PRECISIONS
 from bench.runtime.errors import ConfigError
 
+# The version of the shared training recipe: how the trainer turns a seed into batches (the text stream, each draw's
+# generator, bench.train.loader) and steps. It is part of every trained run's identity (RunSpec.configs records it as
+# `train_recipe` in the config, its hash and the comparison key), so a run trained by other recipe code is never
+# reused or pooled with runs of this one. Bump it in the commit that changes what a seed trains (e.g. which randomness
+# a batch draws); a change that leaves every batch and step the same (speed, logging) keeps it.
+#   1: rows before the recipe was recorded (one generator for the whole run)
+#   2: every draw has its own generator, draw_rng(seed, draw)
+TRAIN_RECIPE_VERSION = 2
+
 
 @dataclass
 class TrainConfig:

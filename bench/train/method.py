@@ -21,6 +21,10 @@ Lifecycle, as the trainer drives it:
 the trainer and the batch loader read them through `AdapterHooks.of(adapter)`, so an adapter that does not subclass
 `BaseAdapter` gets the same defaults.
 
+A method's `MethodSpec.version` (default 1) is part of each of its runs' identity: bump it when a change to the
+adapter makes the same config and seed train differently (another loss, another use of the rng); a change that
+trains the same (speed, messages) keeps it. The shared trainer's own version is bench.train.config.TRAIN_RECIPE_VERSION.
+
 `make_batch` may run ahead of the step that uses it, in a worker process (bench.train.loader): it must depend only on
 its texts and the rng it is given (and the adapter's settings), never on training state. An adapter whose texts are
 split into sentences (`bench.data.sentences.split_sentences`) sets `splits_sentences = True`: the trainer then
@@ -135,6 +139,15 @@ class MethodSpec:
     # method is refused on the bare embedding bag (`--backbone embedding-bag`), where every token is its own vector.
     needs_context: bool = False
     aliases: tuple[str, ...] = field(default_factory=tuple)
+    # The version of this method's own recipe (its adapter's batches and loss). Recorded in each trained run's config
+    # and config hash (`method_version`), so a run trained by older code of the method is never reused for a new
+    # request nor pooled with its seeds. Bump it when a change makes the same config and seed train differently
+    # (another loss, another use of the batch rng); a change that trains the same (speed, messages) keeps it.
+    version: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.version, int) or isinstance(self.version, bool) or self.version < 1:
+            raise ValueError(f"method {self.name!r}: version {self.version!r} is not a whole number >= 1")
 
     def defaults(self) -> Any:
         return self.config_cls()
