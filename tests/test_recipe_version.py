@@ -68,6 +68,14 @@ def test_a_finished_run_of_an_older_recipe_is_not_reused_nor_pooled(setup, capsy
     from bench.report.pooling import comparison_runs
 
     assert comparison_runs(ResultsDB(db).runs(), runs.loc[new_id, "config"]["comparison"]) == {"simcse": [new_id]}
+    # the leaderboard: two rows, never one row of two seeds
+    from leaderboard import grouping, main_board, queries
+
+    board_runs = grouping.group_runs(queries.run_list(ResultsDB(db)))
+    frame = main_board.build_leaderboard(queries.suite_scores(ResultsDB(db), "sts", ["spearman"], ["clean"]),
+                                         board_runs).numeric()  # fmt: skip
+    simcse = frame[frame["method"].str.startswith("simcse")]
+    assert len(simcse) == 2 and (simcse["seeds"].astype(int) == 1).all(), list(frame["method"])
 
     # a row of another version of the method itself: same comparison, but never reused nor pooled as a seed
     other = {**runs.loc[new_id, "config"], "method_version": 2}
