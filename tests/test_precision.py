@@ -83,3 +83,27 @@ def test_bf16_autocast_keeps_the_stsb_score_within_002_on_the_cpu(reference_dir,
     assert scores["fp32"] == pytest.approx(82.03, abs=0.3)  # the published figure: the fp32 path is the reference
     assert abs(difference) <= 0.02
     assert resolve_precision("auto", "cpu") == "fp32"
+
+
+
+def test_entries_cached_before_the_precision_was_keyed_are_not_read_as_fp32(tiny_model_dir, tmp_path):
+    """Before --precision, a CUDA encoder ran under bf16 autocast and wrote its vectors to the namespace without a
+    precision; an fp32 encoder must never be served those vectors."""
+    import sqlite3
+
+    from bench.encode.cache import EmbeddingCache
+
+    texts = ["cat dog sun", "tree car boat bird"]
+    first = load(tiny_model_dir, tmp_path / "a")
+    clean = first.encode(texts)
+    namespace = first.cache.namespace
+    assert namespace.endswith("|fp32")
+    with sqlite3.connect(first.cache.path) as conn:
+        keys = [bytes(k) for (k,) in conn.execute("SELECT key FROM emb")]
+    assert len(keys) == 2
+    old = EmbeddingCache(tmp_path / "b" / "cache", namespace.removesuffix("|fp32"))  # what an older lenbench wrote
+    old.put(keys, np.full((2, clean.shape[1]), 0.5, dtype=np.float32))
+    old.close()
+    later = load(tiny_model_dir, tmp_path / "b")
+    np.testing.assert_allclose(later.encode(texts), clean, atol=1e-6)
+    assert later.texts_encoded == 2  # encoded afresh, not read from the unnamed namespace

@@ -434,8 +434,10 @@ class Encoder:
             return None
         if normalize not in self._caches:
             namespace = f"{self.fingerprint}|{self.pooling}|{self.max_len}" + ("" if normalize else "|raw")
-            if self.precision != "fp32":  # bf16 vectors differ in the last digits: kept apart (fp32 keys as before)
-                namespace += f"|{self.precision}"
+            # bf16 vectors differ in the last digits, so each precision has its own entries. fp32 is named too:
+            # before --precision, CUDA always ran under bf16 autocast and wrote to the unnamed namespace, so no entry
+            # written then is read as fp32 (CPU caches are rebuilt once).
+            namespace += f"|{self.precision}"
             try:
                 self._caches[normalize] = EmbeddingCache(self._cache_dir, namespace)
             except CacheUnavailable as exc:  # the cache only saves work: run without it rather than fail
