@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from bench.report.pooling import evaluated_label, model_name  # noqa: F401  (model_name: re-exported)
+
 NONE_LABEL = "—"  # what an empty budget / corpus (an untrained `bench eval` run) shows as
 
 GROUP_KEYS = ["method", "backbone", "budget", "corpus"]
@@ -88,32 +90,19 @@ def group_runs(runs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def model_name(model: str) -> str:
-    """How an evaluated model is named in a table: a hub id or alias as typed ('minilm', 'org/name'); a folder by its
-    last two path parts ('runs/x/simcse/encoder' -> 'simcse/encoder')."""
-    text = str(model).rstrip("/")
-    if text.startswith(("/", ".", "~")) or text.count("/") > 1:
-        parts = [p for p in text.split("/") if p not in ("", ".", "~")]
-        return "/".join(parts[-2:]) if parts else text
-    return text
-
-
 def evaluated_model_labels(runs: pd.DataFrame) -> pd.Series:
-    """`bench eval` rows (kind eval, outside any `bench run` comparison) of a backbone that a `bench run` comparison
-    also scored untrained are named by the model they scored ("minilm", "simcse/encoder"), not "vanilla": the
-    comparison's untrained row stays the reference, and the evaluated model is a row of its own with its difference
-    from it (two "vanilla" rows of one backbone would otherwise merge, or hide the reference). Where no comparison
-    scored that backbone, the `bench eval` row is its untrained row and keeps the name "vanilla"."""
+    """`bench eval` rows (kind eval, outside any `bench run` comparison) are named by the model they scored ("minilm",
+    "simcse/encoder"), not "vanilla", as bench eval and bench results name them (bench.report.pooling.evaluated_label):
+    a comparison's untrained row stays the reference, and an evaluated model is a row of its own with its difference
+    from it. Where no comparison scored that backbone, the row scored as `bench eval --model BACKBONE` stands in as the
+    reference (views.main)."""
     method = runs["method"].copy()
     if "comparison" not in runs or "kind" not in runs or "model" not in runs:
         return method
     in_comparison = runs["comparison"].fillna("").astype(str) != ""
-    vanilla = (runs["kind"] == "eval") & (runs["method"] == "vanilla")
-    subset = runs["subset"].astype(str) if "subset" in runs else pd.Series("", index=runs.index)
-    compared = set(zip(runs.loc[vanilla & in_comparison, "backbone"], subset[vanilla & in_comparison]))
-    evaluated = vanilla & ~in_comparison & (runs["model"].astype(str) != "")
-    evaluated &= pd.Series([(b, s) in compared for b, s in zip(runs["backbone"], subset)], index=runs.index)
-    method.loc[evaluated] = runs.loc[evaluated, "model"].map(model_name)
+    evaluated = (runs["kind"] == "eval") & (runs["method"] == "vanilla") & ~in_comparison
+    evaluated &= runs["model"].astype(str) != ""
+    method.loc[evaluated] = [evaluated_label("vanilla", m) for m in runs.loc[evaluated, "model"]]
     return method
 
 

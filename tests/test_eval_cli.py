@@ -195,7 +195,7 @@ def test_sts_elong_reports_attacked_scores_and_change_within_max_len(tiny_model_
     monkeypatch.setattr(Encoder, "encode", recording)
     db = tmp_path / "r.sqlite"
     max_len = 32
-    assert _eval(tiny_model_dir, "sts:stsb@elong", data_dir, db, "--max-len", str(max_len)) == 0
+    assert _eval(tiny_model_dir, "sts:stsb@elong", data_dir, db, "--max-len", str(max_len), "--elong", "2,4,8,rand") == 0
     out = capsys.readouterr().out
     for col in ("clean", "elong-2", "elong-4", "elong-8", "elong-rand", "change(elong-2)", "change(elong-rand)"):
         assert col in out
@@ -267,3 +267,18 @@ def test_commands_that_share_elong_share_its_default(capsys):
         with pytest.raises(SystemExit):
             parser.parse_args([command, "--help"])
         assert "(default 2,rand;" in re.sub(r"\s+", " ", capsys.readouterr().out), command
+
+
+def test_eval_tables_name_the_model_scored_not_vanilla(tiny_model_dir, data_dir, tmp_path, capsys):
+    """`bench eval` labels its row by the model's folder (its last two path parts) in its own table and in `bench
+    results`, as the leaderboard does; the method stored stays 'vanilla' (an untrained model)."""
+    db = tmp_path / "r.sqlite"
+    label = "/".join(tiny_model_dir.parts[-2:])
+    assert _eval(tiny_model_dir, "sts:stsb", data_dir, db, "--max-len", "32") == 0
+    printed = capsys.readouterr().out
+    assert main(["results", "--db", str(db)]) == 0
+    listed = capsys.readouterr().out
+    for out in (printed, listed):
+        rows = [line.split() for line in out.splitlines() if line.split()[:2] == ["sts", "stsb"]]
+        assert rows and all(row[4] == label for row in rows), out
+    assert list(ResultsDB(db).runs()["method"]) == ["vanilla"]

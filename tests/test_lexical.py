@@ -142,7 +142,7 @@ def test_bm25_ranks_the_obvious_document_first_clean_and_attacked(tmp_path):
     model = load_model("bm25")
     assert isinstance(model, BM25Model) and not hasattr(model, "encode")
     ((suite, attacked),) = parse_suites("beir:scifact@elong")
-    recs = suite.evaluate(model, "scifact", EvalContext(data_dir=str(tmp_path), attacked=attacked))
+    recs = suite.evaluate(model, "scifact", EvalContext(data_dir=str(tmp_path), attacked=attacked, elong=["2", "4", "8", "rand"]))
     assert {r.variant for r in recs} == {"clean", "elong-2", "elong-4", "elong-8", "elong-rand"}
     for r in recs:
         if r.metric in ("mrr_at_10", "ndcg_at_10"):

@@ -117,7 +117,7 @@ def test_bm25_elongation_is_word_level_and_untruncated():
 
 def test_bm25_beir_elong_via_cli(data_dir, tmp_path, capsys):
     db = tmp_path / "r.sqlite"
-    args = ["eval", "--model", "bm25", "--suite", "beir:scifact@elong", "--data-dir", str(data_dir), "--db", str(db)]
+    args = ["eval", "--model", "bm25", "--suite", "beir:scifact@elong", "--elong", "2,4,8,rand", "--data-dir", str(data_dir), "--db", str(db)]
     assert main(args) == 0
     scores = ResultsDB(db).scores()
     assert set(scores["suite"]) == {"beir"}

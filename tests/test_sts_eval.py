@@ -41,7 +41,7 @@ def test_sts_score_is_spearman_of_cosines(tiny_model_dir, data_dir):
 
 def test_eval_cli_records_attacked_and_hits_the_cache(tiny_model_dir, data_dir, tmp_path, capsys, monkeypatch):
     db_path = tmp_path / "r.sqlite"
-    args = ["eval", "--model", str(tiny_model_dir), "--suite", "sts:stsb,sts12@elong", "--max-len", "32",
+    args = ["eval", "--model", str(tiny_model_dir), "--suite", "sts:stsb,sts12@elong", "--elong", "2,4,8,rand", "--max-len", "32",
             "--data-dir", str(data_dir), "--db", str(db_path)]  # fmt: skip
     calls = []
     original = Encoder._forward

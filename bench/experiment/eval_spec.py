@@ -41,6 +41,13 @@ class EvalSpec:
         """The Run.method of an evaluation: the untrained model ('vanilla'), or 'bm25'."""
         return "bm25" if self.model.lower() == "bm25" else "vanilla"
 
+    @property
+    def label(self) -> str:
+        """The row's label in bench eval's table, bench results and the leaderboard: the model's name or folder."""
+        from bench.report.pooling import evaluated_label
+
+        return evaluated_label(self.method, self.model)
+
     def config(self, describe: dict[str, Any]) -> dict[str, Any]:
         """Run.config, given the loaded model's `describe()` (its pooling, weights fingerprint, BM25 settings)."""
         s = self.settings

@@ -99,4 +99,4 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
         encoded = distributed.all_gather_object(getattr(model, "texts_encoded", None))
         if db is not None and encoded[0] is not None:
             merge_runtime(db, run_id, {"texts_encoded_per_rank": encoded})
-    return EvaluationResult(run_id, spec.method, records, db, time.time() - t0)
+    return EvaluationResult(run_id, spec.label, records, db, time.time() - t0)

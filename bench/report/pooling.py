@@ -30,12 +30,36 @@ def comparison_of(row: dict) -> str:
     return _config(row).get("comparison") or f"run-{row['id']}"
 
 
+def model_name(model: str) -> str:
+    """How an evaluated model is named in a table: a hub id or alias as typed ('minilm', 'org/name'); a folder by its
+    last two path parts ('runs/x/simcse/encoder' -> 'simcse/encoder')."""
+    text = str(model).rstrip("/")
+    if text.startswith(("/", ".", "~")) or text.count("/") > 1:
+        parts = [p for p in text.split("/") if p not in ("", ".", "~")]
+        return "/".join(parts[-2:]) if parts else text
+    return text
+
+
+def evaluated_label(method: str, model: str) -> str:
+    """The label of a `bench eval` row: the model it scored ('minilm', 'simcse/encoder'; BM25 stays 'bm25'), not the
+    method 'vanilla' every evaluated model shares (bench eval's table, bench results and the leaderboard agree)."""
+    return model_name(model) if method == "vanilla" and str(model or "") else method
+
+
+def row_label(row: dict) -> str:
+    """A run row's label: its method; a `bench eval` row outside any `bench run` comparison by its model."""
+    method = str(row.get("method") or "")
+    if row.get("kind") == "eval" and not _config(row).get("comparison"):
+        return evaluated_label(method, str(row.get("model") or ""))
+    return method
+
+
 def method_labels(rows: list[dict]) -> list[str]:
-    """Each row's method, with the hyper-parameters whose values differ among the rows of that method."""
+    """Each row's label (`row_label`), with the hyper-parameters whose values differ among the rows of that label."""
     # a method's version (MethodSpec.version, `method_version`; 1 before it was recorded) tells two codes of one
     # method apart as a hyper-parameter does: their runs are never pooled as seeds of one label
     configs = [{**(_config(r).get("method_config") or {}), "method-version": _config(r).get("method_version", 1)} for r in rows]
-    labels = [str(r.get("method") or "") for r in rows]
+    labels = [row_label(r) for r in rows]
     for method in dict.fromkeys(labels):
         mine = [i for i, label in enumerate(labels) if label == method]
         seen = [{k: json.dumps(v, sort_keys=True) for k, v in configs[i].items()} for i in mine]

@@ -207,7 +207,7 @@ def _reference_codes(board: main_board.Leaderboard, reference: str | None) -> di
             out[(backbone, subset)] = int(g)
     if reference == DEFAULT_REFERENCE:  # the untrained backbone scored by `bench eval --model BACKBONE` stands in
         for g, method, backbone, subset, kind in rows:
-            if kind == "untrained" and method == backbone and (backbone, subset) not in out:
+            if kind == "untrained" and method in (backbone, grouping.model_name(backbone)) and (backbone, subset) not in out:
                 out[(backbone, subset)] = int(g)
     return out
 
@@ -322,8 +322,11 @@ def show(state: DBState) -> None:
     filters = run_filter_widgets(state, "main")
     runs = cache.runs(state.location, state.version)
     methods = sorted(runs["method"].unique().tolist())
-    default_ref = DEFAULT_REFERENCE if DEFAULT_REFERENCE in methods else None
-    reference_choices = [None, *methods]
+    # "vanilla": a bench run comparison's untrained row, or (standing in) a backbone scored by `bench eval`, which
+    # is labelled by its model's name (_reference_codes)
+    stands_in = "kind" in runs and bool(((runs["kind"] == "eval") & (runs["method"] == runs["backbone"])).any())
+    default_ref = DEFAULT_REFERENCE if DEFAULT_REFERENCE in methods or stands_in else None
+    reference_choices = [None, *dict.fromkeys([*([DEFAULT_REFERENCE] if default_ref else []), *methods])]
     reference = st.sidebar.selectbox(
         "Reference row (difference vs)", reference_choices, index=reference_choices.index(default_ref),
         format_func=lambda m: "none" if m is None else m, key="main_reference",
