@@ -328,8 +328,40 @@ def compare(app: AppTest, a: int, b: int) -> pd.DataFrame:
     go(app, "Compare")
     app.number_input(key="cmp_a").set_value(a).run()
     app.number_input(key="cmp_b").set_value(b).run()
+    app.multiselect(key="cmp_variants_sts_spearman").set_value(["clean"]).run()
     assert not app.exception
     return table(app, 1).set_index("dataset")
+
+
+def test_compare_opens_on_the_reference_against_the_best_run_of_its_backbone_on_every_variant(app):
+    """Without a choice, A = the reference row (here the untrained minilm, scored by `bench eval`), B = the best
+    finished full-set run of the same backbone, on clean and every attacked variant of the headline suite."""
+    go(app, "Compare")
+    assert not app.exception
+    side = table(app, 0).set_index("field")
+    assert list(side.columns) == ["A: run 5", "B: run 4"]  # vanilla/minilm and simcse/minilm, not the newest run 6
+    frame = table(app, 1)
+    assert set(frame["variant"]) == {"clean", "elong-2", "elong-4", "elong-8", "elong-rand"}
+    assert set(frame.loc[frame["variant"] == "clean", "dataset"]) == set(STS_DATASETS)
+
+
+def test_compare_default_pair_is_the_best_row_of_the_reference_backbone_and_subset():
+    from leaderboard.views.compare import _default_pair
+
+    runs = pd.DataFrame({
+        "id": [1, 2, 3, 4, 5, 6],
+        "method": ["vanilla", "simcse", "laser3-self", "mlm", "simcse", "laser3-self"],
+        "kind": ["eval", "train", "train", "train", "train", "train"],
+        "backbone": ["minilm", "minilm", "minilm", "bert", "minilm", "minilm"],
+        "subset": ["", "", "", "", "", "limit 40"],
+        "status": ["finished", "finished", "finished", "finished", "failed", "finished"],
+    })  # fmt: skip
+    headline = pd.Series({1: 70.0, 2: 75.0, 3: 80.0, 4: 90.0, 5: 95.0, 6: 99.0})
+    assert _default_pair(runs, headline) == (1, 3)  # not run 4 (another backbone), 5 (failed) or 6 (a subset)
+    assert _default_pair(runs, None) == (1, 3)  # nothing scored: the newest of that backbone
+    assert _default_pair(runs, headline.drop(3)) == (1, 2)
+    stand_in = runs.assign(method=["minilm", *runs["method"][1:]])  # `bench eval --model minilm`, named by its model
+    assert _default_pair(stand_in, headline) == (1, 3)
 
 
 def test_compare_bootstrap_ci_for_a_clearly_better_run(app):

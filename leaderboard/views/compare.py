@@ -52,23 +52,56 @@ def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataF
     return out.assign(_o=order).sort_values(["suite", "metric", "variant", "_o", "dataset"]).drop(columns="_o").reset_index(drop=True)
 
 
-def _default_pair(runs: pd.DataFrame, reference: str = "vanilla") -> tuple[int, int]:
-    """A = the latest finished full-set run of the reference method, B = the latest other finished full-set run
-    (what `bench results` compares); without a reference run, the two latest finished runs."""
-    full = runs[(runs["status"] == "finished") & ~runs["subset"].astype(bool)] if "subset" in runs else runs[runs["status"] == "finished"]
-    ref = sorted(full.loc[full["method"] == reference, "id"].tolist())
-    others = sorted(full.loc[full["method"] != reference, "id"].tolist())
-    if ref and others:
-        return ref[-1], others[-1]
-    finished = sorted(runs.loc[runs["status"] == "finished", "id"].tolist())
-    ids = finished if len(finished) > 1 else sorted(runs["id"].tolist())
+def _is_reference(runs: pd.DataFrame, reference: str) -> pd.Series:
+    """Rows of the reference method; a backbone scored by `bench eval --model BACKBONE` (labelled by its model's name)
+    stands in for 'vanilla', as on the main board."""
+    named = runs["method"] == reference
+    if reference == "vanilla" and "kind" in runs and "backbone" in runs:
+        named |= (runs["kind"] == "eval") & (runs["method"] == runs["backbone"])
+    return named
+
+
+def _default_pair(runs: pd.DataFrame, headline: pd.Series | None = None, reference: str = "vanilla") -> tuple[int, int]:
+    """A = the reference row (the latest finished full-set run of the reference method), B = the best run of the same
+    backbone and subset by its headline score (`headline`: run id -> its mean over the datasets of the suite's main
+    metric on clean texts; the latest such run where none is scored); without a reference run, the two latest finished
+    runs."""
+    finished = runs[runs["status"] == "finished"]
+    full = finished[~finished["subset"].astype(bool)] if "subset" in finished else finished
+    ref = full[_is_reference(full, reference)].sort_values("id")
+    if not ref.empty:
+        a = ref.iloc[-1]
+        same = full[(full["backbone"] == a["backbone"]) & (full["id"] != a["id"]) & ~_is_reference(full, reference)]
+        if same.empty:
+            same = full[(full["id"] != a["id"]) & ~_is_reference(full, reference)]
+        if not same.empty:
+            scored = same.assign(_score=same["id"].map(headline) if headline is not None else float("nan"))
+            best = scored.dropna(subset=["_score"]).sort_values(["_score", "id"])
+            return int(a["id"]), int((best if not best.empty else scored.sort_values("id"))["id"].iloc[-1])
+    ids = sorted(finished["id"].tolist()) if len(finished) > 1 else sorted(runs["id"].tolist())
     return (ids[-2], ids[-1]) if len(ids) > 1 else (ids[-1], ids[-1])
+
+
+def _headline_scores(state: DBState) -> pd.Series:
+    """Run id -> its mean clean score over the datasets of the headline suite ('sts' when scored, else the first) on
+    that suite's main metric: what Compare opens on."""
+    from bench.evaluate.suites.metadata import main_metric
+
+    catalog = cache.score_catalog(state.location, state.version)
+    if catalog.empty:
+        return pd.Series(dtype=float)
+    suites = sorted(catalog["suite"].unique().tolist())
+    suite = "sts" if "sts" in suites else suites[0]
+    metrics = sorted(catalog.loc[catalog["suite"] == suite, "metric"].unique().tolist())
+    metric = main_metric(suite, metrics) or metrics[0]
+    scores = cache.suite_scores(state.location, state.version, suite, (metric,), ("clean",))
+    return scores.groupby("run_id")["value"].mean() if not scores.empty else pd.Series(dtype=float)
 
 
 def show(state: DBState) -> None:
     st.header("Compare two runs")
     runs = cache.runs(state.location, state.version)
-    first, second = _default_pair(runs)
+    first, second = _default_pair(runs, _headline_scores(state))
     run_a = pick_run(runs, "cmp_a", "Run A", default=first, where=st.sidebar)
     run_b = pick_run(runs, "cmp_b", "Run B", default=second, where=st.sidebar)
     if run_a is None or run_b is None:
@@ -91,7 +124,7 @@ def show(state: DBState) -> None:
     suite = pick_suite(common, "cmp")
     metric = pick_metric(common, suite, "cmp")
     variants = order_variants(common.loc[(common["suite"] == suite) & (common["metric"] == metric), "variant"].tolist())
-    chosen = st.sidebar.multiselect("Variants", variants, default=variants[:1], key=f"cmp_variants_{suite}_{metric}")
+    chosen = st.sidebar.multiselect("Variants", variants, default=variants, key=f"cmp_variants_{suite}_{metric}")  # all: clean beside each attack
 
     def pick(frame: pd.DataFrame) -> pd.DataFrame:
         keep = (frame["suite"] == suite) & (frame["metric"] == metric) & frame["variant"].isin(chosen)
