@@ -2,10 +2,12 @@
 1,000 resamples, seed and cached per-score resamples as the CLI report and the Compare view, so a pair the rank
 calls different is the pair Compare and `bench results` call different).
 
-Per dataset, for every two ranked groups g, h, the 95% CI of (h - g) on the items both scored:
-  - the best group (highest score) has rank 1, and so has every group whose CI against the best contains 0: they
+Per dataset, for every two ranked groups g, h, the 95% CI of (h - g) on the items both scored, and whether it is
+real: its p-value after the Holm correction over every pair on every dataset of the table (the family the table
+shows; `stats.corrected_stars`, the function `bench results` stars its differences with):
+  - the best group (highest score) has rank 1, and so has every group not significantly worse than the best: they
     are tied with it;
-  - any other group's rank is 1 + the number of groups significantly better than it (CI of the difference > 0).
+  - any other group's rank is 1 + the number of groups significantly better than it.
 A group's **mean rank** is the mean of those ranks over the datasets it was ranked on. Its **rank interval**
 comes from the same pairwise CIs: on a dataset the group's rank can be no better than 1 + the groups
 significantly better than it (1 when tied with the best) and no worse than G - the groups significantly worse
@@ -28,6 +30,7 @@ from bench.report import stats
 RESAMPLES = stats.DEFAULT_RESAMPLES
 LEVEL = stats.DEFAULT_LEVEL
 MIN_ITEMS = 3
+CORRECTION = "holm"  # over each table's pairwise comparisons, as `bench results` corrects its differences
 
 
 @dataclass(frozen=True)
@@ -58,15 +61,18 @@ def pairwise_cis(items: dict[int, dict], keys: dict[int, Hashable] | None = None
     return out
 
 
-def dataset_ranks(full: dict[int, float], cis: dict[tuple[int, int], stats.BootstrapCI]
+def dataset_ranks(full: dict[int, float], cis: dict[tuple[int, int], stats.BootstrapCI],
+                  significant: set[tuple[int, int]] | None = None,
                   ) -> tuple[dict[int, float], dict[int, float], dict[int, float], set[tuple[int, int]]]:  # fmt: skip
-    """Per group: significance rank, rank-interval bounds; and the (better, worse) pairs."""
+    """Per group: significance rank, rank-interval bounds; and the (better, worse) pairs. significant: the pairs
+    whose difference is real after the family's correction (None: those whose CI excludes 0)."""
     groups = sorted(full)
     better: set[tuple[int, int]] = set()  # (h, g): h significantly better than g
     for (g, h), ci in cis.items():
-        if ci.low > 0:
+        real = ci.excludes_zero if significant is None else (g, h) in significant
+        if real and ci.difference > 0:
             better.add((h, g))
-        elif ci.high < 0:
+        elif real and ci.difference < 0:
             better.add((g, h))
     best = max(groups, key=lambda g: (full[g], -g))
     n_better = {g: sum((h, g) in better for h in groups) for g in groups}
@@ -81,24 +87,31 @@ def dataset_ranks(full: dict[int, float], cis: dict[tuple[int, int], stats.Boots
 
 
 def rank_groups(items: dict[str, dict[int, dict]], keys: dict[str, dict[int, Hashable]] | None = None,
-                resamples: int = RESAMPLES, level: float = LEVEL) -> Ranks:  # fmt: skip
+                resamples: int = RESAMPLES, level: float = LEVEL, correction: str = CORRECTION) -> Ranks:  # fmt: skip
     """items[dataset][group] = ScoreItems dict of that group's representative run; keys[dataset][group]: what names
-    that score (database, score id) so its resamples are computed once. Groups never seen get no row."""
+    that score (database, score id) so its resamples are computed once. Groups never seen get no row.
+
+    The family: every pairwise comparison on every dataset of this call (one table's rows); a pair is different
+    when its p-value after `correction` (`stats.corrected_stars`, as `bench results`) is under 1 - level."""
     all_groups = sorted({g for per in items.values() for g in per})
     datasets = list(items)
     frames = {name: pd.DataFrame(np.nan, index=all_groups, columns=datasets) for name in ("rank", "low", "high")}
     verdicts: dict[str, set[tuple[int, int]]] = {}
-    for dataset, per in items.items():
-        per = {g: item for g, item in per.items() if len(item["item_ids"]) >= MIN_ITEMS}
+    kept = {d: {g: item for g, item in per.items() if len(item["item_ids"]) >= MIN_ITEMS} for d, per in items.items()}
+    all_cis = {d: pairwise_cis(per, (keys or {}).get(d), resamples, level) for d, per in kept.items() if per}
+    family = [(d, pair) for d, cis in all_cis.items() for pair in cis]
+    starred = stats.corrected_stars([all_cis[d][pair].p for d, pair in family], correction, level)
+    significant = {(d, pair) for (d, pair), star in zip(family, starred) if star}
+    for dataset, per in kept.items():
         if not per:
             continue
-        cis = pairwise_cis(per, (keys or {}).get(dataset), resamples, level)
+        cis = all_cis[dataset]
         full = {}
         for g, item in per.items():
             values = np.asarray(item["values"], dtype=np.float64)[None, :]
             gold = None if item.get("gold") is None else np.asarray(item["gold"], dtype=np.float64)[None, :]
             full[g] = float(stats.score_rows(item["aggregate"], values, gold)[0])
-        ranks, lows, highs, better = dataset_ranks(full, cis)
+        ranks, lows, highs, better = dataset_ranks(full, cis, {pair for d, pair in significant if d == dataset})
         for g in per:
             frames["rank"].loc[g, dataset] = ranks[g]
             frames["low"].loc[g, dataset] = lows[g]

@@ -5,7 +5,8 @@ the same everywhere.
 A row (group) is represented on a dataset by its latest run that stored per-item values; one run per row: the
 paired bootstrap of the two representatives, as `bench results` does for one run per method; several seeds: the
 Student t-interval of the per-seed differences (each seed against the reference's run of the same seed, else
-the reference's first seed), as `bench results` does for several.
+the reference's first seed), as `bench results` does for several. Stars are corrected over the family a table
+shows (Holm, `bench.report.stats.corrected_stars`, the function `bench results` uses).
 
 No streamlit here: the main view caches what these return.
 """
@@ -48,18 +49,26 @@ def rank_partition(reps: dict[str, dict[int, int]], items: dict[int, dict], key:
 
 def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], datasets: list[str],
                           reps: dict[str, dict[int, int]], items: dict[int, dict], key: Callable[[int], Hashable],
-                          bootstrap_rows: set[int]) -> dict[int, str]:  # fmt: skip
+                          bootstrap_rows: set[int], correction: str = ranking.CORRECTION) -> dict[int, str]:  # fmt: skip
     """Per row (group code): its difference from the reference row with a 95% CI, as text ("+2.01 [1.44, 2.62]*").
 
     long: per (group, seed, dataset) value (`grouping.latest_per_seed`); datasets: the datasets the difference is
     taken on (one: that dataset's CI; several: the mean difference over them and how many of them exclude 0);
     bootstrap_rows: the rows whose one-run differences are bootstrapped (each costs a re-scoring). Vectorised over
     rows: 1,000 rows of several seeds take milliseconds.
+
+    '*': the difference is real after `correction` (Holm by default; `stats.corrected_stars`, as `bench results`)
+    over the family this call shows: every (row, dataset) difference from the reference. p-values: the paired
+    bootstrap's (`stats.bootstrap_p`, the p `bench results` gives one run against one run) and, for several seeds,
+    the t-test of the per-seed differences.
     """
+    from scipy.stats import t as student
+
+
     long = long[long["dataset"].isin(datasets)]
     ref = long[long["group"] == reference]
     mine = long[long["group"].isin([g for g in rows if g != reference])]
-    verdicts: dict[int, list[tuple[float, float, float, bool]]] = {}
+    verdicts: dict[int, list[list]] = {}  # per row: [difference, low, high, p] per dataset
     if not ref.empty and not mine.empty:
         # each seed against the reference's run of the same seed, else the reference's first seed
         first = ref.sort_values("seed").drop_duplicates("dataset").set_index("dataset")["value"]
@@ -71,7 +80,9 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
         for g, dataset, mean, count, h in zip(per["group"], per["dataset"], per["mean"], per["count"], half):
             g = int(g)
             if count > 1:
-                verdicts.setdefault(g, []).append((mean, mean - h, mean + h, bool(mean - h > 0 or mean + h < 0)))
+                se = h / float(stats.t_half_width(1.0, count)) if h > 0 else 0.0  # std / sqrt(count)
+                p = float(2.0 * student.sf(abs(mean) / se, count - 1)) if se > 0 else (0.0 if mean else 1.0)
+                verdicts.setdefault(g, []).append([mean, mean - h, mean + h, p])
                 continue
             if g not in bootstrap_rows:
                 continue
@@ -82,7 +93,10 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
                 ci = stats.paired_bootstrap(items[sa], items[sb], keys=(key(sa), key(sb)))
             except ValueError:
                 continue
-            verdicts.setdefault(g, []).append((ci.difference, ci.low, ci.high, ci.excludes_zero))
+            verdicts.setdefault(g, []).append([ci.difference, ci.low, ci.high, ci.p])
+    family = [v for found in verdicts.values() for v in found]
+    for v, star in zip(family, stats.corrected_stars([v[3] for v in family], correction)):
+        v[3] = bool(star)
     out: dict[int, str] = {}
     for g in rows:
         found = verdicts.get(g, [])

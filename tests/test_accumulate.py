@@ -144,3 +144,24 @@ def test_pooling_labels_hyper_parameters_and_counts_a_recomputed_run_once():
     assert by_method(rows[:6]) == {"simcse (dropout=0.1)": [2, 4], "simcse (dropout=0.2)": [3], "vanilla": [6]}
     assert comparison_runs(pd.DataFrame(rows), "c") == {"simcse (dropout=0.1)": [2, 4], "simcse (dropout=0.2)": [3],
                                                          "vanilla": [6]}  # fmt: skip
+
+
+def test_reference_with_hyper_parameter_variants_is_picked_deterministically_and_said(capsys):
+    """`bench results --reference simcse` on a comparison holding two simcse configurations: before, it fell back
+    to the default reference (vanilla) silently; now it compares against the first variant and says so."""
+    from bench.report.pooling import by_method, resolve_reference
+
+    def row(i, hp):
+        return {"id": i, "method": "simcse", "status": "finished", "seed": 0, "config_hash": f"h{i}",
+                "config": {"comparison": "c", "method_config": {"dropout": hp}}}  # fmt: skip
+
+    rows = [row(1, 0.2), row(2, 0.1), {"id": 3, "method": "vanilla", "status": "finished", "seed": 0,
+                                        "config_hash": "v", "config": {"comparison": "c"}}]  # fmt: skip
+    labels = list(by_method(rows))
+    ref, note = resolve_reference("simcse", labels)
+    assert ref == "simcse (dropout=0.1)" and note.count("\n") == 0
+    assert "simcse (dropout=0.1)" in note and "simcse (dropout=0.2)" in note and "comparing against" in note
+    assert resolve_reference("simcse", list(reversed(labels)))[0] == ref  # the order of the runs does not matter
+    assert resolve_reference("simcse (dropout=0.2)", labels) == ("simcse (dropout=0.2)", "")  # a label picks itself
+    assert resolve_reference("vanilla", labels) == ("vanilla", "")
+    assert resolve_reference("shuffle", labels) == (None, "")

@@ -33,12 +33,12 @@ def main_job(tmp_path_factory) -> Path:
     return fill_main_job(tmp_path_factory.mktemp("mainjob") / "results.sqlite")
 
 
-def cli_verdicts(path: Path, capsys) -> dict[tuple[str, str, str], bool]:  # noqa: ANN001
-    """(reference, method, variant) -> whether `bench results --reference` stars the difference (uncorrected: each
-    pair's own verdict, as the rank and the Compare view give it; the table's default stars are Holm-corrected)."""
+def cli_table(path: Path, capsys, correction: str) -> dict[tuple[str, str, str], tuple[bool, float]]:  # noqa: ANN001
+    """(reference, method, variant) -> (whether `bench results --reference --correction` stars the difference, its
+    printed p-value), for the main comparison's sts rows."""
     out = {}
     for reference in METHODS:
-        assert main(["results", "--db", str(path), "--reference", reference, "--correction", "none"]) == 0
+        assert main(["results", "--db", str(path), "--reference", reference, "--correction", correction]) == 0
         text = capsys.readouterr().out
         block = text[text.index("comparison main") : text.index("comparison quick")]
         table = block[block.index("difference vs") :].splitlines()[2:]
@@ -47,43 +47,75 @@ def cli_verdicts(path: Path, capsys) -> dict[tuple[str, str, str], bool]:  # noq
             if len(fields) < 8 or fields[0] != "sts":
                 break
             variant, method, diff = fields[3], fields[4], fields[6]
-            out[(reference, method, variant)] = diff.endswith("*")
+            out[(reference, method, variant)] = (diff.endswith("*"), float(fields[9]))
     return out
 
 
 def test_rank_compare_and_bench_results_agree_on_every_pair(main_job, capsys):
+    """Every place computes the same p-value for a pair and stars it with `stats.corrected_stars` (Holm) over the
+    family of the table it shows. The families differ, on purpose, as the tables do:
+      - `bench results --reference R`: every difference of its table, the 2 other methods x 3 variants (6);
+      - the main board's Δ column on one variant: that table's rows against its reference (2);
+      - the main board's rank on one variant: every pair of rows on its one dataset (3);
+      - Compare with one variant picked: its one row (a family of one: Holm changes nothing).
+    So the check is: each place's stars are `corrected_stars` of the same p-values over its own family."""
+    from bench.report import stats
     from leaderboard.views import compare, main as main_view
 
     state = queries.db_state(str(main_job))
-    cli = cli_verdicts(main_job, capsys)
+    uncorrected = cli_table(main_job, capsys, "none")
+    holm = cli_table(main_job, capsys, "holm")
     db = queries.open_readonly(state.location)
     run_of = {m: i + 1 for i, m in enumerate(METHODS)}  # runs 1-3, in MAIN_JOB order
+    p_of: dict[tuple[str, str, str], float] = {}
+    for variant in VARIANTS:
+        for a, b in itertools.permutations(METHODS, 2):
+            scores_a, scores_b = (queries.run_scores(db, run_of[m]) for m in (a, b))
+            pick = lambda f: f.loc[(f["variant"] == variant) & (f["suite"] == "sts"), ["score_id", "suite", "dataset", "variant", "metric", "value"]]  # noqa: E731
+            row = compare.comparison_table(state.location, state.version, pick(scores_a), pick(scores_b)).iloc[0]
+            p_of[(a, b, variant)] = float(row["p"])
+            assert float(f"{row['p']:.3g}") == uncorrected[(a, b, variant)][1]  # the CLI prints the same p
+            # a family of one: the Compare note is the uncorrected verdict, which is the CLI's with --correction none
+            assert (row["note"] == compare.REAL) == uncorrected[(a, b, variant)][0] == (row["p"] < 0.05)
+    for reference in METHODS:  # the CLI's Holm stars: over its 6 differences
+        family = [(reference, m, v) for v in VARIANTS for m in METHODS if m != reference]
+        expected = stats.corrected_stars([p_of[k] for k in family], "holm")
+        assert [holm[k][0] for k in family] == expected.tolist()
     checked = 0
     for variant in VARIANTS:
         table = main_view.main_table(state.location, state.version, "sts", "spearman", variant, grouping.RunFilters(),
                                      False, "vanilla")  # fmt: skip
         method_of = dict(zip(table.board.groups.tolist(), table.board.info["method"]))
         rank_better = {(method_of[h], method_of[g]) for h, g in table.better["stsb"]}
-        for a, b in itertools.combinations(METHODS, 2):
-            scores_a, scores_b = (queries.run_scores(db, run_of[m]) for m in (a, b))
-            pick = lambda f: f.loc[(f["variant"] == variant) & (f["suite"] == "sts"), ["score_id", "suite", "dataset", "variant", "metric", "value"]]  # noqa: E731
-            row = compare.comparison_table(state.location, state.version, pick(scores_a), pick(scores_b)).iloc[0]
-            compare_says = bool(row["CI low"] > 0 or row["CI high"] < 0)
-            assert (row["note"] == "difference is real (CI excludes 0)") == compare_says
+        pairs = list(itertools.combinations(METHODS, 2))
+        stars = stats.corrected_stars([p_of[(a, b, variant)] for a, b in pairs], "holm")
+        for (a, b), star in zip(pairs, stars):
             rank_says = (a, b) in rank_better or (b, a) in rank_better
-            assert rank_says == compare_says, (variant, a, b)
-            assert cli[(a, b, variant)] == compare_says == cli[(b, a, variant)], (variant, a, b)
-            if compare_says:  # and they agree on the direction
-                assert ((b, a) in rank_better) == (row["B − A"] > 0)
+            assert rank_says == bool(star), (variant, a, b)
+            if star:  # and the direction is the sign of the difference
+                assert ((b, a) in rank_better) == (uncorrected_diff(main_job, capsys, a, b, variant) > 0)
             checked += 1
-        # the difference column of the main table says the same as `bench results --reference vanilla`
-        for method, text in zip(table.board.info["method"], table.delta):
-            if method != "vanilla":
-                assert text.endswith("*") == cli[("vanilla", method, variant)], (variant, method, text)
+        # the difference column: Holm over the table's differences from vanilla
+        others = [m for m in table.board.info["method"] if m != "vanilla"]
+        stars = stats.corrected_stars([p_of[("vanilla", m, variant)] for m in others], "holm")
+        delta = dict(zip(table.board.info["method"], table.delta))
+        for method, star in zip(others, stars):
+            assert delta[method].endswith("*") == bool(star), (variant, method, delta[method])
     assert checked == 9
-    assert any(cli.values()) and not all(cli.values())  # some pairs differ, some do not
+    assert any(star for star, _ in uncorrected.values()) and not all(star for star, _ in uncorrected.values())
     # The pair the former rank (200 resamples) called different while Compare did not: now no one does.
-    assert not cli[("vanilla", "simcse", "clean")]
+    assert not uncorrected[("vanilla", "simcse", "clean")][0]
+
+
+def uncorrected_diff(path: Path, capsys, a: str, b: str, variant: str) -> float:  # noqa: ANN001
+    """B - A on sts/stsb for one variant, from the database."""
+    db = queries.open_readonly(queries.db_state(str(path)).location)
+    run_of = {m: i + 1 for i, m in enumerate(METHODS)}
+    value = {}
+    for m in (a, b):
+        f = queries.run_scores(db, run_of[m])
+        value[m] = float(f.loc[(f["variant"] == variant) & (f["suite"] == "sts"), "value"].iloc[0])
+    return value[b] - value[a]
 
 
 def open_app(path: Path, monkeypatch) -> AppTest:

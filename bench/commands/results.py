@@ -101,10 +101,12 @@ def print_curves(db: ResultsDB, run_ids: list[int], fmt: str) -> int:
 
 def print_tables(db: ResultsDB, runs, reference: str | None, correction: str = "holm") -> None:  # noqa: ANN001
     from bench.report.pooling import by_method as pooled_by_method
-    from bench.report.pooling import comparison_groups
+    from bench.report.pooling import method_labels
+    from bench.report.pooling import comparison_groups, resolve_reference
 
     groups = comparison_groups(runs)
-    if reference and not any(reference == r["method"] for group in groups for r in group):
+    if reference and not any(reference in (r["method"], label) for group in groups
+                             for r, label in zip(group, method_labels(group))):
         raise ConfigError(f"--reference {reference!r}: no listed run has that method")
     for group in groups:
         by_method = pooled_by_method(group)
@@ -115,7 +117,9 @@ def print_tables(db: ResultsDB, runs, reference: str | None, correction: str = "
             comparison = group[0]["config"].get("comparison", "")
             listing = ", ".join(f"{r['method']} #{r['id']} [{r['status']}]" for r in group)
             print(f"comparison {comparison}: {listing}")
-        ref = reference if reference in by_method else None
+        ref, note = resolve_reference(reference, list(by_method))
+        if note:
+            print(note)
         from bench.report.tables import comparison_report  # (scipy: imported when a table is printed)
 
         print(comparison_report(db, by_method, ref, correction=correction))

@@ -88,6 +88,22 @@ def by_method(rows: list[dict], finished_only: bool = False) -> dict[str, list[i
     return out
 
 
+def resolve_reference(reference: str | None, labels: list[str]) -> tuple[str | None, str]:
+    """The label `--reference NAME` picks among one comparison's method labels, and a line to print when it had to
+    choose: NAME itself when it is a label; when NAME's method has several hyper-parameter variants here ("simcse
+    (dropout=0.1)", "simcse (dropout=0.2)"), the first of them in sorted order, named in the line; else None (the
+    default reference) with no line."""
+    if reference is None or reference in labels:
+        return reference, ""
+    variants = sorted(label for label in labels if label.startswith(f"{reference} ("))
+    if not variants:
+        return None, ""
+    if len(variants) == 1:
+        return variants[0], ""
+    return variants[0], (f"--reference {reference}: {len(variants)} variants of it in this comparison "
+                         f"({'; '.join(variants)}); comparing against {variants[0]!r} (name one exactly to pick another)")
+
+
 def comparison_groups(runs: pd.DataFrame) -> list[list[dict]]:
     """Runs grouped by the comparison they belong to, in the order each first appears (a run outside any: a
     group of its own)."""

@@ -44,6 +44,7 @@ class BootstrapCI:
     n_items: int
     resamples: int  # resamples with a defined difference
     level: float
+    p: float = float("nan")  # two-sided p-value (`bootstrap_p`), what a multiplicity correction adjusts
 
     @property
     def excludes_zero(self) -> bool:
@@ -221,7 +222,9 @@ def difference_ci(a: tuple[float, np.ndarray], b: tuple[float, np.ndarray], n_it
     diffs = diffs[~np.isnan(diffs)]  # a constant resample has no Spearman; it says nothing about the difference
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(diffs, [alpha, 1.0 - alpha]) if len(diffs) else (np.nan, np.nan)
-    return BootstrapCI(float(b[0] - a[0]), float(low), float(high), n_items, int(len(diffs)), level)
+    difference = float(b[0] - a[0])
+    return BootstrapCI(difference, float(low), float(high), n_items, int(len(diffs)), level,
+                       bootstrap_p(difference, diffs, n_items))  # fmt: skip
 
 
 def paired_bootstrap(a: dict, b: dict, resamples: int = DEFAULT_RESAMPLES, level: float = DEFAULT_LEVEL,
@@ -419,6 +422,12 @@ def adjust_p(p: Sequence[float], method: str = "holm") -> np.ndarray:
     back[order] = adjusted
     out[ok] = back
     return out
+
+
+def corrected_stars(p: Sequence[float], correction: str = "holm", level: float = DEFAULT_LEVEL) -> np.ndarray:
+    """Which differences of one family get a star: their `adjust_p` p-value is under 1 - level (NaN: none). The
+    one verdict of `bench results` and the leaderboard; "none" stars each p-value on its own."""
+    return np.asarray(adjust_p(p, correction) < 1.0 - level, dtype=bool)
 
 
 # ------------------------------------------------------------------------------------------------ across datasets

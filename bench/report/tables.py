@@ -175,8 +175,7 @@ def differences_table(db: ResultsDB, scores: pd.DataFrame, reference: str, metho
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    adjusted = stats.adjust_p(table["p"].to_numpy(dtype=float), correction)
-    star = adjusted < 1.0 - stats.DEFAULT_LEVEL
+    star = stats.corrected_stars(table["p"].to_numpy(dtype=float), correction)
     table["diff"] = [_fmt(d) + ("*" if s else "") for d, s in zip(table["diff"], star)]
     table["p"] = [f"{p:.3g}" if np.isfinite(p) else "" for p in table["p"]]
     return table.drop(columns=["low", "high"])[["suite", "dataset", "metric", "variant", "method", "n", "diff", "ci",

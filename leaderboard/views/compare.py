@@ -18,36 +18,45 @@ from leaderboard.views.common import csv_button, pick_metric, pick_suite
 from leaderboard.views.run import pick_run
 
 RESAMPLES = stats.DEFAULT_RESAMPLES
+CORRECTION = "holm"  # over the differences of the table shown, as `bench results` and the main board
+REAL = f"difference is real ({stats.CORRECTION_NAMES[CORRECTION]}-corrected)"
+NOT_REAL = "not shown to differ"
 SUMMARY_FIELDS = ("method", "backbone", "model", "budget_label", "train_corpus", "seed", "status", "code_version", "config_hash")
 
 
 def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataFrame, scores_b: pd.DataFrame) -> pd.DataFrame:
-    """Rows for the (suite, dataset, variant, metric) both runs have: A, B, B − A and its 95% bootstrap CI."""
+    """Rows for the (suite, dataset, variant, metric) both runs have: A, B, B − A, its 95% bootstrap CI
+    (uncorrected) and p; 'note' says whether the difference is real after the Holm correction over this table's
+    differences (`stats.corrected_stars`, as `bench results` and the main board)."""
     keys = ["suite", "dataset", "variant", "metric"]
     both = scores_a.merge(scores_b, on=keys, suffixes=(" A", " B"))
     if both.empty:
-        return pd.DataFrame(columns=[*keys, "A", "B", "B − A", "CI low", "CI high", "items", "note"])
+        return pd.DataFrame(columns=[*keys, "A", "B", "B − A", "CI low", "CI high", "p", "items", "note"])
     out = both[keys].copy()
     out["A"] = both["value A"]
     out["B"] = both["value B"]
     out["B − A"] = both["value B"] - both["value A"]
-    lows, highs, n_items, notes = [], [], [], []
+    lows, highs, ps, n_items, notes = [], [], [], [], []
     for sid_a, sid_b in zip(both["score_id A"], both["score_id B"]):
         result = cache.bootstrap(location, version, int(sid_a), int(sid_b))
         if isinstance(result, stats.BootstrapCI):
             lows.append(result.low)
             highs.append(result.high)
+            ps.append(result.p)
             n_items.append(result.n_items)
-            notes.append("difference is real (CI excludes 0)" if result.excludes_zero else "CI includes 0")
+            notes.append("")
         else:
             lows.append(math.nan)
             highs.append(math.nan)
+            ps.append(math.nan)
             n_items.append(0)
             notes.append(result)
+    stars = stats.corrected_stars(ps, CORRECTION)
     out["CI low"] = lows
     out["CI high"] = highs
+    out["p"] = ps
     out["items"] = n_items
-    out["note"] = notes
+    out["note"] = [note or (REAL if star else NOT_REAL) for note, star in zip(notes, stars)]
     order = out["dataset"].map(lambda d: grouping.DATASET_ORDER.get(d, len(grouping.DATASET_ORDER)))
     return out.assign(_o=order).sort_values(["suite", "metric", "variant", "_o", "dataset"]).drop(columns="_o").reset_index(drop=True)
 
@@ -136,15 +145,17 @@ def show(state: DBState) -> None:
         st.info("Pick at least one variant in the sidebar.")
         return
     st.dataframe(
-        table.style.format({c: "{:.2f}" for c in ("A", "B", "B − A", "CI low", "CI high")}, na_rep="—"),
+        table.style.format({**{c: "{:.2f}" for c in ("A", "B", "B − A", "CI low", "CI high")}, "p": "{:.3g}"}, na_rep="—"),
         hide_index=True,
         key="cmp_table",
         width="stretch",
     )
     st.caption(
         f"95% paired bootstrap CI of B − A ({RESAMPLES:,} resamples of the items both runs scored: queries, pairs "
-        "or test examples): the computation the leaderboard's rank and `bench results` use, so they agree on every "
-        "pair. Datasets without stored per-item scores have no CI and say so in 'note'."
+        "or test examples), uncorrected, and its two-sided p: the computation the leaderboard's rank and `bench "
+        f"results` use. 'note': real after the {stats.CORRECTION_NAMES[CORRECTION]} correction over the "
+        f"{int(table['p'].notna().sum())} differences of this table, as the main board and `bench results` correct "
+        "theirs. Datasets without stored per-item scores have no CI and say so in 'note'."
     )
     csv_button(table, f"compare-{run_a}-{run_b}-{suite}-{metric}", key="cmp_csv")
     with_ci = table.dropna(subset=["CI low", "CI high"])

@@ -446,16 +446,20 @@ def _notes(table: MainTable, highlight: bool, variant: str) -> None:
             f"Δ vs {literal(table.reference)}: each row minus the {literal(table.reference)} row of the same backbone and subset on "
             f"{literal(variant)}, with its 95% CI: a paired bootstrap ({stats.DEFAULT_RESAMPLES:,} resamples of the "
             "items both scored) for one run, the t-interval of the per-seed differences for several seeds, as "
-            "`bench results`; * = the CI excludes 0. With several datasets: the mean difference and on how many "
-            "datasets it excludes 0."
+            f"`bench results`. The CI is uncorrected; * = the difference is real after the "
+            f"{stats.CORRECTION_NAMES[ranking.CORRECTION]} correction over this table's differences from its "
+            "reference (every row and dataset; `bench results` corrects its table's the same way). With several "
+            "datasets: the mean difference and on how many datasets it is starred."
         )
     if table.ranked_rows:
         st.caption(
-            "rank: per dataset, rows whose 95% CI against the best covers 0 are tied with it (rank 1); any other row "
+            "rank: per dataset, rows not significantly worse than the best are tied with it (rank 1); any other row "
             "is 1 + the rows significantly better than it; the mean over datasets. rank 95% CI: the best rank a row "
             "can have (1 + rows significantly better) to the worst (rows − rows significantly worse). Every verdict "
             f"is the paired bootstrap Compare and `bench results` give the same pair ({ranking.RESAMPLES:,} "
-            f"resamples). The {MAX_RANKED} best rows of each table are ranked; subset rows only among themselves."
+            f"resamples), significant after the {stats.CORRECTION_NAMES[ranking.CORRECTION]} correction over every "
+            f"pair of rows on every dataset of the table. The {MAX_RANKED} best rows of each table are ranked; subset "
+            "rows only among themselves."
         )
     else:
         st.caption("rank: no per-item scores stored for these runs, so no significance rank.")
