@@ -465,3 +465,62 @@ def test_new_runs_show_up_and_a_replaced_file_is_reread(tmp_path, monkeypatch):
     os.replace(tmp_path / "other.sqlite", path)
     at.run()
     assert list(table(at)["method"]) == ["only-one"]
+
+
+# ------------------------------------------------------------------------------------- no None in any cell
+def _shown_cells(at: AppTest) -> list[tuple[str, str, str]]:
+    """(table key, column, the text a cell shows) for every table of the page: a styled table's display values, a
+    plain table's values (Streamlit draws a missing value as the text 'None')."""
+    out = []
+    for element in at.dataframe:
+        proto = element.proto.arrow_data
+        if proto.styler.display_values:
+            frame = pa.ipc.open_stream(proto.styler.display_values).read_all().to_pandas()
+        else:
+            frame = element.value
+        for column in frame.columns:
+            for value in frame[column]:
+                text = "None" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+                out.append((str(element.key), str(column), text))
+    return out
+
+
+def _bad_cells(at: AppTest, where: str) -> list[tuple[str, str, str, str]]:
+    assert not at.exception, (where, at.exception)
+    return [(where, *cell) for cell in _shown_cells(at) if cell[2].strip() in ("None", "nan", "NaN", "<NA>", "NaT")]
+
+
+def test_no_cell_of_any_view_shows_none_or_nan_on_a_mixed_database(tmp_path, monkeypatch):
+    """A database filled every way (bench run comparisons, bench eval rows, a --limit subset, a failed run, a sweep,
+    an imported reference row, diag scores): every table of every view, subsets and unfinished runs included,
+    shows text or an empty cell, never 'None' or 'nan'."""
+    from results_db import ResultsDB
+    from results_db.records import ScoreRecord
+    from tests.test_leaderboard_fixtures import fill_extras, fill_main_job
+
+    path = fill_main_job(fill_extras(tmp_path / "mixed.sqlite"))
+    db = ResultsDB(path)  # a folder scored by `bench eval`, outside any comparison
+    run_id = db.create_run(kind="eval", model="runs/x/simcse/encoder", method="vanilla", backbone="minilm",
+                           suite="sts", config={"model": "runs/x/simcse/encoder", "pooling": "mean", "limit": None},
+                           status="running")  # fmt: skip
+    db.add_scores(run_id, [ScoreRecord("sts", "stsb", "spearman", 80.0, 10, "clean")])
+    db.finish_run(run_id)
+    at = open_app(path, monkeypatch)
+    for view in ("Leaderboard", "Robustness"):
+        go(at, view)
+        prefix = "main" if view == "Leaderboard" else "rob"
+        for box in (f"{prefix}_subsets", f"{prefix}_unfinished"):
+            at.checkbox(key=box).check().run()
+    bad = []
+    for view in ("Leaderboard", "Robustness", "Compare"):
+        go(at, view)
+        bad += _bad_cells(at, view)
+    runs = ResultsDB(path, read_only=True).runs()
+    for a in runs["id"]:
+        at.number_input(key="cmp_a").set_value(int(a)).run()
+        bad += _bad_cells(at, f"Compare A={a}")
+    go(at, "Run")
+    for rid in runs["id"]:
+        at.number_input(key="run_id").set_value(int(rid)).run()
+        bad += _bad_cells(at, f"Run {rid}")
+    assert not bad, "\n".join(map(str, sorted({b[:3] for b in bad})))

@@ -177,11 +177,15 @@ def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, k
     # a click on any cell (or the row's tick box) selects its row
     select = {"on_select": "rerun", "selection_mode": ["single-row", "single-cell"]} if selectable else {}
     seed_cells = any(isinstance(v, main_board.SeedMean) for col in score_columns for v in frame[col].head(1000))
-    if not highlight and not seed_cells:
+    # a missing value (a variant a row was not scored on) would be drawn by the grid as the text 'None': such a table
+    # goes through the Styler, which shows it as an empty cell and still sorts by the numbers
+    missing = bool(frame.isna().to_numpy().any())
+    if not highlight and not seed_cells and not missing:
         config.update({col: st.column_config.NumberColumn(format=fmt, width="small") for col, fmt in formats.items()})
         config.update({col: st.column_config.NumberColumn(format=f"%.{digits}f", help=help_text.get(col)) for col in score_columns})
         return st.dataframe(frame, hide_index=True, key=key, width="stretch", column_config=config, **select)
-    styler = frame.style.format(lambda v: main_board.format_cell(v, digits), subset=score_columns, na_rep="")
+    styler = frame.style.format(na_rep="")  # every column: a missing value is an empty cell
+    styler = styler.format(lambda v: main_board.format_cell(v, digits), subset=score_columns, na_rep="")
     for col, fmt in formats.items():
         styler = styler.format(lambda v, fmt=fmt: "" if pd.isna(v) else fmt % v, subset=[col])
     if highlight and score_columns and best is not None:
