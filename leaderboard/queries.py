@@ -338,13 +338,16 @@ def run_detail(db: ResultsDB, run_id: int) -> dict[str, Any] | None:
 
 
 def run_scores(db: ResultsDB, run_id: int) -> pd.DataFrame:
-    """Every score of one run, with whether per-item values (for the bootstrap) are stored and its subset limit."""
+    """Every score of one run, with whether per-item values (for the bootstrap) are stored, its subset limit and its
+    suite's scoring version (Score.info suite_version; 1 before it was recorded)."""
     s, items = Score.__table__, ScoreItems.__table__
-    limit = s.c.info["limit"].as_integer() if "info" in _columns(db, "scores") else literal_column("NULL")
+    has_info = "info" in _columns(db, "scores")
+    limit = s.c.info["limit"].as_integer() if has_info else literal_column("NULL")
+    scoring = func.coalesce(s.c.info["suite_version"].as_integer(), 1) if has_info else literal_column("1")
     stmt = (
         select(
             s.c.id.label("score_id"), s.c.suite, s.c.dataset, s.c.variant, s.c.metric, s.c.value, s.c.n,
-            (items.c.score_id.isnot(None)).label("has_items"), limit.label("limit"),
+            (items.c.score_id.isnot(None)).label("has_items"), limit.label("limit"), scoring.label("suite_version"),
         )  # fmt: skip
         .select_from(s.outerjoin(items, items.c.score_id == s.c.id))
         .where(s.c.run_id == int(run_id))

@@ -37,8 +37,13 @@ def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataF
     out["B"] = both["value B"]
     out["B − A"] = both["value B"] - both["value A"]
     lows, highs, ps, n_items, notes = [], [], [], [], []
-    for sid_a, sid_b in zip(both["score_id A"], both["score_id B"]):
-        result = cache.bootstrap(location, version, int(sid_a), int(sid_b))
+    # scores of two versions of a suite's scoring are never compared (issue 27): no difference, no CI, a note
+    scoring = (both["suite_version A"], both["suite_version B"]) if "suite_version A" in both else ([1] * len(both),) * 2
+    apart = [int(va) != int(vb) for va, vb in zip(*scoring)]
+    out.loc[apart, "B − A"] = math.nan
+    for sid_a, sid_b, va, vb, differ in zip(both["score_id A"], both["score_id B"], *scoring, apart):
+        result = (f"scoring versions differ (v{int(va)} vs v{int(vb)}): not compared" if differ
+                  else cache.bootstrap(location, version, int(sid_a), int(sid_b)))  # fmt: skip
         if isinstance(result, stats.BootstrapCI):
             lows.append(result.low)
             highs.append(result.high)
@@ -137,7 +142,7 @@ def show(state: DBState) -> None:
 
     def pick(frame: pd.DataFrame) -> pd.DataFrame:
         keep = (frame["suite"] == suite) & (frame["metric"] == metric) & frame["variant"].isin(chosen)
-        return frame.loc[keep, ["score_id", "suite", "dataset", "variant", "metric", "value"]]
+        return frame.loc[keep, ["score_id", "suite", "dataset", "variant", "metric", "value", "suite_version"]]
 
     table = comparison_table(state.location, state.version, pick(scores_a), pick(scores_b))
     st.subheader(f"B − A on {literal(suite)} · {literal(metric)}")

@@ -41,6 +41,8 @@ def robustness_for(location: str, version: tuple[int, ...], suite: str, metric: 
     without a clean score (needle's context lengths): the curve alone, its table the scores per length."""
     limits = cache.score_limits(location, version, suite)
     runs = filters.apply(grouping.mark_subsets(cache.runs(location, version), limits))
+    # rows of different scoring versions of the suite stay apart, as on the main board
+    runs = grouping.split_scoring_versions(runs.reset_index(drop=True), cache.suite_versions(location, version, suite))
     scores = family_variants(cache.suite_scores(location, version, suite, (metric,), ()), family)
     rates = cache.attack_rates(location, version, suite)
     if not (scores["variant"] == CLEAN).any():
