@@ -13,7 +13,7 @@ import streamlit as st
 
 from bench.evaluate.attacks import CLEAN, order_variants
 from bench.report import stats
-from leaderboard import attack_curves, cache, diag_table, grouping, significance
+from leaderboard import attack_curves, cache, diag_table, grouping, ranking, significance
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views.common import (
@@ -229,7 +229,10 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
         "'change elong-m' = attacked − clean, per seed over the datasets scored both ways, then averaged over seeds; "
         "closer to 0 is more robust. 'changed elong-m': fraction of texts the attack changed (1 = all). "
         "'Δ vs vanilla <variant>': the row minus the untrained row of its backbone and subset on that variant, with "
-        "its 95% CI (the main board's difference, on the suite's headline score)."
+        "its 95% CI, uncorrected (the main board's difference, on the suite's headline score); * = real after the "
+        f"{stats.CORRECTION_NAMES[ranking.CORRECTION]} correction over the main board's differences "
+        "on that variant, as there. Rows of two scoring versions of a suite are labelled '[scoring vN]' and never "
+        "pooled."
     )
     csv_button(table, f"robustness-{suite}-{metric}-{dataset_choice}", key="rob_csv")
 
