@@ -242,4 +242,4 @@ def test_results_on_several_seeds_and_datasets_print_corrected_stars_aggregates_
     assert agg["simcse"].split()[-1] == f"{stats.probability_of_improvement(per['simcse'], per['vanilla']):.2f}" == "1.00"
     assert "P(> vanilla)" in out[head:] and "mean and interquartile mean" in out[head:]
     assert main(["results", "--db", str(db.location.shown), "--correction", "none"]) == 0
-    assert "* = the uncorrected CI excludes 0" in capsys.readouterr().out
+    assert "* = p < 0.05, uncorrected" in capsys.readouterr().out

@@ -303,7 +303,7 @@ def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]
             items = items_word(diffs["suite"].unique().tolist())
             family = len(diffs)
             star = (f"* = excludes 0 after {stats.CORRECTION_NAMES[correction]} correction over the {family} differences "
-                    "of this table" if correction != "none" else "* = the uncorrected CI excludes 0")
+                    "of this table" if correction != "none" else "* = p < 0.05, uncorrected")
             parts += ["", f"difference vs {reference} (95% CI, uncorrected: interval 'bootstrap' = paired bootstrap "
                           f"over the {items}; 'seeds+items' = the between-seed variance (3+ seeds) plus the paired "
                           f"bootstrap over the {items}, t with Welch-Satterthwaite df; p = two-sided; {star})",
