@@ -452,3 +452,20 @@ def test_a_second_sweep_skips_a_point_another_sweep_has_claimed(workdir, tiny_mo
     assert runs["status"].tolist() == ["finished"]
     with rdb.engine.connect() as conn:  # released when the point ended
         assert conn.execute(Meta.__table__.select().where(Meta.key == claim_key(point.argv))).first() is None
+
+
+def test_rerun_runs_a_done_point_again_in_a_new_row(workdir, tiny_model_dir, capsys):
+    """`bench sweep --rerun` (after a code change that kept the version numbers): a done point trains and scores again
+    through `bench run --rerun`, in a new row with the same hash; the old row is kept."""
+    spec = write_spec(workdir / "again.toml", tiny_model_dir, 'method = ["simcse"]')
+    db = workdir / "r.sqlite"
+    argv = ["sweep", str(spec), "--db", str(db), "--retries", "0", "--folder", "sw"]
+    assert main(argv) == 0
+    assert main(argv) == 0
+    assert "nothing to run: every point is done" in capsys.readouterr().out
+    assert main([*argv, "--rerun"]) == 0
+    out = capsys.readouterr().out
+    assert "--rerun: 1 point(s) trained and scored again" in out, out
+    runs = ResultsDB(db).runs()
+    assert runs["status"].tolist() == ["finished", "finished"] and runs["config_hash"].nunique() == 1, out
+    assert set(ResultsDB(db).scores()["run_id"]) == set(runs["id"])

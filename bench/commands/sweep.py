@@ -30,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metric", default=None, help="--status: only this metric in the comparison (e.g. ndcg_at_10)")
     p.add_argument("--executor", choices=("local", "slurm"), default="local", help="where the points run (default local)")
     p.add_argument("--jobs", type=int, default=1, help="local: points at once (default 1); each gets cores // jobs threads")
+    p.add_argument("--rerun", action="store_true", help="run every point again, done ones too (`bench run --rerun`: a "
+                   "new row each, the old ones kept): after a code change that kept the version numbers")
     p.add_argument("--retries", type=int, default=1, help="times a failing point is run again before it is reported (default 1)")
     p.add_argument("--folder", default=None, help="the sweep's folder: runs, per-point logs, submitit files (default runs/sweeps/NAME)")
     slurm = p.add_argument_group("slurm (--executor slurm)")
@@ -60,7 +62,7 @@ def sweep(args: argparse.Namespace) -> int:
     db_arg = args.db or default_db_url()
     db_url = db_arg if "://" in db_arg else str(Path(db_arg).expanduser().resolve())
     settings = WorkerSettings(db=db_url, out=str((folder / "runs").resolve()), log_dir=str((folder / "logs").resolve()),
-                              retries=args.retries)
+                              retries=args.retries, rerun=args.rerun)
     if args.dry_run:
         for point in points:
             cmd = ["bench", *redact_args(point_command(point, settings)[3:])]
@@ -84,7 +86,9 @@ def sweep(args: argparse.Namespace) -> int:
             print(comparison_table(db, spec, states, metric=args.metric))
         return 0
 
-    todo = [s.point for s in states if s.state not in ("done", "running")]
+    todo = [s.point for s in states if s.state != "running" and (args.rerun or s.state != "done")]
+    if args.rerun:
+        print(f"--rerun: {len(todo)} point(s) trained and scored again, done ones too (new rows; the old ones are kept)")
     busy = [s for s in states if s.state == "running"]
     for s in busy:
         print(f"{s.point.key}: run {s.run_id} is running in a live process; not started again")

@@ -345,10 +345,8 @@ def _find_or_create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash
     runs = with_liveness(db.runs())
     same = runs[(runs["config_hash"] == chash) & (runs["method"] == method)].sort_values("id") if not runs.empty else runs
     done = same[same["status"] == "finished"] if not same.empty else same
-    if not done.empty and getattr(spec, "rerun", False):
-        say(f"{who} --rerun: run {int(done.iloc[-1]['id'])} already finished with these settings; "
-            f"{'training and scoring' if trains else 'scoring'} again in a new row (the old one is kept)")
-    elif not done.empty:
+    rerun_of = int(done.iloc[-1]["id"]) if not done.empty and getattr(spec, "rerun", False) else None
+    if not done.empty and rerun_of is None:
         row = done.iloc[-1]
         say(f"{who} run {int(row['id'])} already finished with these settings; reusing it (nothing trained)")
         return int(row["id"]), Path(row["output_dir"] or out_root), "finished"
@@ -364,6 +362,9 @@ def _find_or_create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash
                 f"{row['host']}); --resume never takes over a live run, so it is left to finish")  # fmt: skip
             return int(row["id"]), Path(row["output_dir"] or out_root), "live"
         say(f"{who} --resume: no earlier unfinished run of these settings; starting one")
+    if rerun_of is not None:  # an unfinished re-run (its process gone) was resumed above instead
+        say(f"{who} --rerun: run {rerun_of} already finished with these settings; "
+            f"{'training and scoring' if trains else 'scoring'} again in a new row (the old one is kept)")
     return _create_run(db, spec, method, trains, chash, config, corpus, out_root, seed, multi_seed), \
         run_folder(out_root, method, seed, multi_seed and trains), "running"  # fmt: skip
 

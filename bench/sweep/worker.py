@@ -2,8 +2,8 @@
 
 This is the one function every executor runs (a local thread, a submitit job on Slurm, submitit's local and
 debug executors), so a point behaves the same wherever it runs. `--resume` makes it idempotent: a finished run
-of the same config hash is reported, not redone; an unfinished one continues from its last checkpoint. The
-child's output goes to the point's log file under the sweep's folder (appended, one header per attempt).
+of the same config hash is reported, not redone (`bench sweep --rerun`: redone in a new row); an unfinished one
+continues from its last checkpoint. The child's output goes to the point's log file under the sweep's folder (appended, one header per attempt).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class WorkerSettings:
     log_dir: str
     retries: int = 1
     threads: int | None = None  # torch/OMP threads of the child (None: leave the environment's)
+    rerun: bool = False  # `bench sweep --rerun`: every point trains and scores again (`bench run --rerun`)
 
 
 class ChildRegistry:
@@ -102,7 +103,7 @@ def point_command(point: Point, settings: WorkerSettings) -> list[str]:
     return [
         sys.executable, "-m", "bench.cli", "run", *point.argv,
         "--no-baseline", "--resume", "--no-progress", *db, "--out", settings.out,
-        "--sweep", point.sweep, "--sweep-point", point.key,
+        "--sweep", point.sweep, "--sweep-point", point.key, *(["--rerun"] if settings.rerun else []),
     ]
 
 
@@ -165,6 +166,8 @@ def _attempts(point: Point, settings: WorkerSettings, registry: ChildRegistry | 
     for attempt in range(1, settings.retries + 2):
         # Another worker may have finished this point, or hold it now (a sweep submitted twice): never run it twice.
         state = current_state(point, settings.db)
+        if state == "done" and settings.rerun:  # done by an earlier row: run again (a failed re-run is resumed)
+            state = "missing"
         if state in ("done", "running"):
             status = "finished" if state == "done" else "running elsewhere"
             return PointResult(point.key, status, attempt - 1, rc, str(log), time.time() - t0,
