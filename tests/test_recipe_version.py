@@ -108,3 +108,19 @@ def test_rerun_trains_and_scores_a_finished_run_again_in_a_new_row(setup, capsys
     assert comparison_runs(ResultsDB(db).runs(), runs.loc[second, "config"]["comparison"]) == {"simcse": [second]}
     scores = ResultsDB(db).scores([first, second])
     assert set(scores["run_id"]) == {first, second}  # scored again; the old row's scores kept
+
+
+def test_a_new_row_never_takes_another_rows_folder(tmp_path):
+    """Two commands of one comparison started in the same second share --out/STAMP-COMPARISON: a new row (a re-run,
+    or another method version) gets a folder of its own, never the finished row's encoder and TRAINED marker."""
+    from bench.experiment.comparison import new_run_folder
+
+    first = new_run_folder(tmp_path, "simcse", 0, per_seed=False)
+    assert first == tmp_path / "simcse"
+    (first / "encoder").mkdir(parents=True)
+    (first / "TRAINED").write_text("{}")
+    second = new_run_folder(tmp_path, "simcse", 0, per_seed=False)
+    assert second == tmp_path / "simcse-2" and not second.exists()
+    second.mkdir()
+    assert new_run_folder(tmp_path, "simcse", 1, per_seed=True) == tmp_path / "simcse-seed1"
+    assert new_run_folder(tmp_path, "simcse", 0, per_seed=False) == tmp_path / "simcse-3"

@@ -365,8 +365,8 @@ def _find_or_create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash
     if rerun_of is not None:  # an unfinished re-run (its process gone) was resumed above instead
         say(f"{who} --rerun: run {rerun_of} already finished with these settings; "
             f"{'training and scoring' if trains else 'scoring'} again in a new row (the old one is kept)")
-    return _create_run(db, spec, method, trains, chash, config, corpus, out_root, seed, multi_seed), \
-        run_folder(out_root, method, seed, multi_seed and trains), "running"  # fmt: skip
+    out_dir = new_run_folder(out_root, method, seed, multi_seed and trains)
+    return _create_run(db, spec, method, trains, chash, config, corpus, out_dir, seed), out_dir, "running"
 
 
 def run_folder(out_root: Path, method: str, seed: int, per_seed: bool) -> Path:
@@ -375,12 +375,23 @@ def run_folder(out_root: Path, method: str, seed: int, per_seed: bool) -> Path:
     return child_folder(out_root, f"{method}-seed{seed}" if per_seed else method)
 
 
+def new_run_folder(out_root: Path, method: str, seed: int, per_seed: bool) -> Path:
+    """The folder of a new row: `run_folder`, or METHOD-2, METHOD-3... when that one is there already (another row's:
+    a re-run, or a run of other code with the same settings started in the same second), so a new row never finds
+    another row's encoder and takes it for its own training."""
+    folder = run_folder(out_root, method, seed, per_seed)
+    n = 2
+    while folder.exists():
+        folder = child_folder(out_root, f"{run_folder(out_root, method, seed, per_seed).name}-{n}")
+        n += 1
+    return folder
+
+
 def _create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus: Any,
-                out_root: Path, seed: int, multi_seed: bool) -> int:  # fmt: skip
+                out_dir: Path, seed: int) -> int:  # fmt: skip
     from bench.runtime.provenance import code_version, package_versions
 
     budget = spec.settings.budget
-    out_dir = run_folder(out_root, method, seed, multi_seed and trains)
     return db.create_run(
         kind="train" if trains else "eval",
         model=str(out_dir / "encoder") if trains else spec.backbone,
