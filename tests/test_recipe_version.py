@@ -124,3 +124,15 @@ def test_a_new_row_never_takes_another_rows_folder(tmp_path):
     second.mkdir()
     assert new_run_folder(tmp_path, "simcse", 1, per_seed=True) == tmp_path / "simcse-seed1"
     assert new_run_folder(tmp_path, "simcse", 0, per_seed=False) == tmp_path / "simcse-3"
+
+
+def test_a_method_version_is_a_whole_number_from_1():
+    """A plug-in's spec with a version that is not a whole number >= 1 is a ValueError (the registry turns it into a
+    warning naming the entry point); the default is 1."""
+    from bench.train.method import MethodSpec
+
+    spec = MethodSpec(name="x", paper="", summary="", config_cls=dict, factory=None)
+    assert spec.version == 1 and MethodSpec(name="x", paper="", summary="", config_cls=dict, factory=None, version=3).version == 3
+    for bad in (0, -1, 1.5, "2", True):
+        with pytest.raises(ValueError, match="version"):
+            MethodSpec(name="x", paper="", summary="", config_cls=dict, factory=None, version=bad)
