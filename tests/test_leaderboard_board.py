@@ -44,7 +44,10 @@ def test_ranks_sizes_references_and_hidden_subset(app):
     laser = frame.loc["laser3-self"]
     assert laser["run ids"] == "3, 7" and laser["seeds"] == 2  # run 7 (a sweep point) is its second seed
     assert (laser["params (M)"], laser["dim"], laser["max tokens"]) == (pytest.approx(4.4), 128, 512)
-    assert laser["rank"] == 1.0 and laser["rank 95% CI"] == "1.0–1.0"  # clearly the best on every dataset
+    # the best on every dataset (rank 1), but after the Holm correction over every pair of the table one of its
+    # separations from the next row no longer holds, so its worst possible rank is above 1 (uncorrected: 1.0-1.0,
+    # tests/test_leaderboard_correction.py checks the correction itself)
+    assert laser["rank"] == 1.0 and laser["rank 95% CI"] == "1.0–1.7"
     assert frame["rank"].idxmax() == "simcse"  # the noisiest method of this backbone's table is last
     assert "vanilla" not in frame.index and list(app.dataframe[1].value["backbone"].unique()) == ["minilm"]  # apart
     for rank, interval in zip(frame["rank"], frame["rank 95% CI"]):
@@ -54,7 +57,8 @@ def test_ranks_sizes_references_and_hidden_subset(app):
     assert simcse["run ids"] == "2, 8"  # run 8 re-ran seed 0: it replaces run 1
     captions = "\n".join(c.value for c in app.caption)
     assert set(frame["n"]) == {"80"}  # the items behind each row's scores, per row
-    assert "rows whose 95% CI against the best covers 0 are tied with it" in captions
+    assert "rows not significantly worse than the best are tied with it" in captions
+    assert "significant after the Holm correction over every pair of rows" in captions
 
 
 def test_aggregate_over_datasets_and_performance_profile_are_shown(app):
