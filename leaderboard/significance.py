@@ -2,11 +2,14 @@
 column, both from `bench.report.stats` (the computation the CLI report and the Compare view use), so a pair reads
 the same everywhere.
 
-A row (group) is represented on a dataset by its latest run that stored per-item values; one run per row: the
-paired bootstrap of the two representatives, as `bench results` does for one run per method; several seeds: the
-Student t-interval of the per-seed differences (each seed against the reference's run of the same seed, else
-the reference's first seed), as `bench results` does for several. Stars are corrected over the family a table
-shows (Holm, `bench.report.stats.corrected_stars`, the function `bench results` uses).
+A row (group) is represented on a dataset by its latest run that stored per-item values (the rank), and by the
+latest run of each of its seeds with per-item values (the difference from the reference). One run against one
+run: the paired bootstrap of the two (`stats.paired_bootstrap`); several seeds on either side:
+`stats.seed_item_ci` on every seed's run rescored on the same resamples of the items all of them share (between-
+seed variance + item bootstrap, Welch-Satterthwaite t; under 3 seeds the item bootstrap alone, seed variance not
+estimated), exactly as `bench results` computes a method's difference from its reference, with the same inputs
+and p-value. Stars are corrected over the family a table shows (Holm, `bench.report.stats.corrected_stars`, the
+function `bench results` uses).
 
 No streamlit here: the main view caches what these return.
 """
@@ -47,44 +50,100 @@ def rank_partition(reps: dict[str, dict[int, int]], items: dict[int, dict], key:
     return ranking.rank_groups(per_dataset, keys)
 
 
+def seed_representatives(with_items: pd.DataFrame, runs: pd.DataFrame, groups: set[int], datasets: list[str]
+                         ) -> dict[str, dict[int, tuple[int, ...]]]:  # fmt: skip
+    """score ids of each wanted group's runs with per-item values, the latest run of each seed, in run order, per
+    dataset: {dataset: {group: (score_id, ...)}} (what `bench results` pools as one method's seeds)."""
+    runs = runs.reset_index(drop=True)
+    codes, _ = grouping.coded_groups(runs)
+    position = pd.Index(runs["id"]).get_indexer(with_items["run_id"])
+    ok = position >= 0
+    mine = with_items[ok].assign(group=codes[position[ok]], seed=runs["seed"].to_numpy()[position[ok]])
+    mine = mine[mine["group"].isin(groups) & mine["dataset"].isin(datasets)]
+    latest = mine.sort_values("run_id", kind="stable").drop_duplicates(["group", "seed", "dataset"], keep="last")
+    out: dict[str, dict[int, tuple[int, ...]]] = {}
+    for (dataset, group), part in latest.sort_values("run_id", kind="stable").groupby(["dataset", "group"], sort=False):
+        out.setdefault(dataset, {})[int(group)] = tuple(int(s) for s in part["score_id"])
+    return out
+
+
+def trained_groups(runs: pd.DataFrame) -> set[int]:
+    """Group codes with a training run (their runs are training seeds), as `bench results` tells a trained method
+    from an untrained model scored once."""
+    runs = runs.reset_index(drop=True)
+    codes, _ = grouping.coded_groups(runs)
+    kind = runs["kind"].to_numpy() if "kind" in runs else np.full(len(runs), "")
+    return {int(c) for c, k in zip(codes, kind) if k == "train"}
+
+
+def seed_difference(reference_ids: tuple[int, ...], row_ids: tuple[int, ...], items: dict[int, dict],
+                    key: Callable[[int], Hashable], seeds_vary: tuple[bool, bool]) -> stats.DifferenceCI | None:  # fmt: skip
+    """mean(row) - mean(reference) over their seeds' runs with `stats.seed_item_ci`, every run rescored on the same
+    resamples of the items all of them share (each run's resamples cached by its key, as the rank's); None when a
+    run has no per-item values or they share too few items (as `bench results`, no interval then)."""
+    ids = [*reference_ids, *row_ids]
+    if any(s not in items for s in ids):
+        return None
+    chosen = [items[s] for s in ids]
+    if len({i["aggregate"] for i in chosen}) > 1:
+        return None
+    common = stats.common_items(*chosen)
+    if len(common) < stats.MIN_ITEMS.get(chosen[0]["aggregate"], 1):
+        return None
+    try:
+        pairs = [stats.resampled(item, common, key(s)) for item, s in zip(chosen, ids)]
+    except ValueError:
+        return None
+    full = np.array([p[0] for p in pairs])
+    boot = np.array([p[1] for p in pairs])
+    k = len(reference_ids)
+    return stats.seed_item_ci(full[:k], boot[:k], full[k:], boot[k:], seeds_vary=seeds_vary, n_items=len(common))
+
+
 def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], datasets: list[str],
                           reps: dict[str, dict[int, int]], items: dict[int, dict], key: Callable[[int], Hashable],
-                          bootstrap_rows: set[int], correction: str = ranking.CORRECTION) -> dict[int, str]:  # fmt: skip
+                          bootstrap_rows: set[int], correction: str = ranking.CORRECTION,
+                          seed_reps: dict[str, dict[int, tuple[int, ...]]] | None = None,
+                          trained: set[int] = frozenset()) -> dict[int, str]:  # fmt: skip
     """Per row (group code): its difference from the reference row with a 95% CI, as text ("+2.01 [1.44, 2.62]*").
 
     long: per (group, seed, dataset) value (`grouping.latest_per_seed`); datasets: the datasets the difference is
     taken on (one: that dataset's CI; several: the mean difference over them and how many of them exclude 0);
-    bootstrap_rows: the rows whose one-run differences are bootstrapped (each costs a re-scoring). Vectorised over
-    rows: 1,000 rows of several seeds take milliseconds.
+    bootstrap_rows: the rows whose differences get an interval (each costs a re-scoring per run, cached per score);
+    seed_reps: each row's seed runs with per-item values (`seed_representatives`; `items` must hold them);
+    trained: the rows whose runs are training seeds (`trained_groups`).
 
+    One run against one run: `stats.paired_bootstrap`; several seeds on either side: `stats.seed_item_ci` (as
+    `bench results`: under 3 seeds of a trained row, the item bootstrap alone). A row without per-item values for
+    every seed, or outside bootstrap_rows, shows the mean difference over seeds without an interval.
     '*': the difference is real after `correction` (Holm by default; `stats.corrected_stars`, as `bench results`)
-    over the family this call shows: every (row, dataset) difference from the reference. p-values: the paired
-    bootstrap's (`stats.bootstrap_p`, the p `bench results` gives one run against one run) and, for several seeds,
-    the t-test of the per-seed differences.
+    over the family this call shows: every (row, dataset) difference from the reference, with each one's p-value
+    as `bench results` gives it.
     """
-    from scipy.stats import t as student
-
-
     long = long[long["dataset"].isin(datasets)]
     ref = long[long["group"] == reference]
     mine = long[long["group"].isin([g for g in rows if g != reference])]
+    seed_reps = seed_reps or {}
     verdicts: dict[int, list[list]] = {}  # per row: [difference, low, high, p] per dataset
     if not ref.empty and not mine.empty:
-        # each seed against the reference's run of the same seed, else the reference's first seed
-        first = ref.sort_values("seed").drop_duplicates("dataset").set_index("dataset")["value"]
-        same_seed = mine.merge(ref[["dataset", "seed", "value"]], on=["dataset", "seed"], how="left", suffixes=("", "_ref"))
-        base = same_seed["value_ref"].fillna(same_seed["dataset"].map(first))
-        diffs = same_seed.assign(diff=same_seed["value"] - base).dropna(subset=["diff"])
-        per = diffs.groupby(["group", "dataset"], sort=False)["diff"].agg(["mean", "std", "count"]).reset_index()
-        half = stats.t_half_width(per["std"].to_numpy(), per["count"].to_numpy())
-        for g, dataset, mean, count, h in zip(per["group"], per["dataset"], per["mean"], per["count"], half):
+        ref_mean = ref.groupby("dataset")["value"].mean()
+        per = mine.groupby(["group", "dataset"], sort=False)["value"].agg(["mean", "count"]).reset_index()
+        ref_count = ref.groupby("dataset")["value"].count()
+        for g, dataset, mean, count in zip(per["group"], per["dataset"], per["mean"], per["count"]):
             g = int(g)
-            if count > 1:
-                se = h / float(stats.t_half_width(1.0, count)) if h > 0 else 0.0  # std / sqrt(count)
-                p = float(2.0 * student.sf(abs(mean) / se, count - 1)) if se > 0 else (0.0 if mean else 1.0)
-                verdicts.setdefault(g, []).append([mean, mean - h, mean + h, p])
+            if dataset not in ref_mean.index:
                 continue
+            plain = [float(mean - ref_mean[dataset]), np.nan, np.nan, np.nan]
             if g not in bootstrap_rows:
+                if count > 1 or ref_count[dataset] > 1:
+                    verdicts.setdefault(g, []).append(plain)
+                continue
+            ref_ids, row_ids = seed_reps.get(dataset, {}).get(reference), seed_reps.get(dataset, {}).get(g)
+            if (ref_ids is not None and row_ids is not None and (len(ref_ids) > 1 or len(row_ids) > 1)) or \
+                    count > 1 or ref_count[dataset] > 1:  # fmt: skip
+                ci = None if ref_ids is None or row_ids is None else seed_difference(
+                    ref_ids, row_ids, items, key, (reference in trained or len(ref_ids) > 1, g in trained or len(row_ids) > 1))
+                verdicts.setdefault(g, []).append(plain if ci is None else [ci.difference, ci.low, ci.high, ci.p])
                 continue
             sa, sb = reps.get(dataset, {}).get(reference), reps.get(dataset, {}).get(g)
             if sa not in items or sb not in items:

@@ -91,7 +91,10 @@ def main_table(location: str, version: tuple[int, ...], suite: str, metric: str,
     reference_codes = _reference_codes(board, reference)
     wanted |= set(reference_codes.values())
     reps = significance.representatives(with_items, runs, wanted, board.datasets)
-    items = cache.items_for_scores(location, version, tuple(sorted({s for per in reps.values() for s in per.values()})))
+    diff_datasets = [headline] if headline in board.datasets else list(board.datasets)
+    seed_reps = significance.seed_representatives(with_items, runs, wanted, diff_datasets) if reference_codes else {}
+    ids = {s for per in reps.values() for s in per.values()} | {s for per in seed_reps.values() for ss in per.values() for s in ss}
+    items = cache.items_for_scores(location, version, tuple(sorted(ids)))
 
     def key(score_id: int) -> tuple:
         return cache.score_key(location, version, score_id)
@@ -109,11 +112,12 @@ def main_table(location: str, version: tuple[int, ...], suite: str, metric: str,
 
     long, _ = grouping.latest_per_seed(scores[["run_id", "dataset", "value"]], runs, ["dataset"])
     delta = [""] * len(board)
-    diff_datasets = [headline] if headline in board.datasets else list(board.datasets)
+    trained = significance.trained_groups(runs)
     for (backbone, subset), ref_code in reference_codes.items():
         rows = [int(g) for g, b, sub in zip(board.groups, board.info["backbone"], board.subsets) if b == backbone and sub == subset]
         texts = significance.reference_differences(long, ref_code, rows, diff_datasets, reps, items, key,
-                                                   set(board.groups[:MAX_RANKED].tolist()))  # fmt: skip
+                                                   set(board.groups[:MAX_RANKED].tolist()), seed_reps=seed_reps,
+                                                   trained=trained)  # fmt: skip
         for i, g in enumerate(board.groups):
             if int(g) in texts:
                 delta[i] = texts[int(g)]
@@ -445,8 +449,9 @@ def _notes(table: MainTable, highlight: bool, variant: str) -> None:
         st.caption(
             f"Δ vs {literal(table.reference)}: each row minus the {literal(table.reference)} row of the same backbone and subset on "
             f"{literal(variant)}, with its 95% CI: a paired bootstrap ({stats.DEFAULT_RESAMPLES:,} resamples of the "
-            "items both scored) for one run, the t-interval of the per-seed differences for several seeds, as "
-            f"`bench results`. The CI is uncorrected; * = the difference is real after the "
+            "items both scored) for one run against one run; for several seeds, the seeds' variance plus that "
+            "bootstrap over the items (t, Welch-Satterthwaite; under 3 seeds the items alone: seed variance not "
+            "estimated), as `bench results` computes it, for the 20 best rows. The CI is uncorrected; * = the difference is real after the "
             f"{stats.CORRECTION_NAMES[ranking.CORRECTION]} correction over this table's differences from its "
             "reference (every row and dataset; `bench results` corrects its table's the same way). With several "
             "datasets: the mean difference and on how many datasets it is starred."

@@ -68,7 +68,7 @@ def with_reference_differences(location: str, version: tuple[int, ...], suite: s
                                filters: grouping.RunFilters, table: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
     """The table with 'Δ vs vanilla <variant>' per variant: each row minus the untrained row of its backbone and
     subset, with the 95% interval, on the suite's headline score (the main board's own Δ column, the same paired
-    bootstrap or t-interval over seeds), so the view shows what a method changed against its reference clean and
+    bootstrap, or `stats.seed_item_ci` over seeds as `bench results`), so the view shows what a method changed against its reference clean and
     under each attack."""
     if table.empty or "method" not in table:
         return table
