@@ -341,8 +341,11 @@ def test_main_job_scores_in_view_subsets_apart_and_a_click_opens_the_run(main_jo
             page.wait_for_timeout(300)
             _settle(page)
             page.locator(TABLE).nth(1).wait_for()
-            page.evaluate("window.scrollTo(0, 0)")
-            page.wait_for_timeout(300)
+            # Streamlit scrolls its own main container, not the window (clicking the sidebar box can leave it scrolled
+            # by a rerun's layout shift): back to the top of every scrolled element, after the rerun has settled
+            page.evaluate("""() => { window.scrollTo(0, 0);
+                for (const el of document.querySelectorAll('*')) { if (el.scrollTop > 0) el.scrollTop = 0; } }""")
+            _settle(page)
             rows = _first_rows(page)
             assert len(rows) == 3
             first_header = page.locator(TABLE).first.locator("table[role='grid'] thead th").all_text_contents()
