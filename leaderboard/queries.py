@@ -28,6 +28,7 @@ from results_db.redact import redact
 
 from results_db import ResultsDB, default_db_url
 from results_db.models import Run, Score, ScoreItems, TrainLog
+from results_db.records import json_column
 
 # What the main view needs of a run; the JSON columns (config, package versions...) are read per run only.
 # (No timestamps: parsing 10,000 of them costs more than the rest of the list; the Run view reads them per run.)
@@ -134,16 +135,6 @@ def _columns(db: ResultsDB, table: str) -> set[str]:
     return {c["name"] for c in inspect(db.engine).get_columns(table)}
 
 
-def _json(value: Any) -> dict:
-    """A JSON column's value as a dict (SQLite hands back text, PostgreSQL a dict; anything else: empty)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _version(value: Any) -> int | None:
     """A version number stored in a config (SQLite may hand back text); None when absent or not a whole number."""
     try:
@@ -185,11 +176,11 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
     for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind", "sweep", "sweep_point",
                 "model_fingerprint", "comparison"):  # fmt: skip
         frame[col] = frame[col].fillna("").astype(str) if col in frame else ""
-    frame["model_info"] = [_json(v) for v in frame["model_info"]] if "model_info" in frame else [{} for _ in range(len(frame))]
-    frame["method_config"] = [_json(v) for v in frame["method_config"]] if "method_config" in frame else [{} for _ in range(len(frame))]
+    frame["model_info"] = [json_column(v) for v in frame["model_info"]] if "model_info" in frame else [{} for _ in range(len(frame))]
+    frame["method_config"] = [json_column(v) for v in frame["method_config"]] if "method_config" in frame else [{} for _ in range(len(frame))]
     frame["in_domain"] = [_in_domain(v) for v in frame["in_domain"]] if "in_domain" in frame else ""
     none = [None] * len(frame)
-    frame["run_settings"] = [run_settings(_json(t), _json(e), _version(r), _version(v)) for t, e, r, v in
+    frame["run_settings"] = [run_settings(json_column(t), json_column(e), _version(r), _version(v)) for t, e, r, v in
                              zip(frame.get("train_config", none), frame.get("eval_config", none),
                                  frame.get("train_recipe", none), frame.get("method_version", none))]  # fmt: skip
     frame = frame.drop(columns=[c for c in ("train_config", "eval_config", "train_recipe", "method_version") if c in frame])

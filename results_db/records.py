@@ -3,8 +3,19 @@ an attack or a plug-in builds them without loading the database layer)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
+
+
+def json_column(value: Any) -> dict[str, Any]:
+    """A JSON column's value as a dict (SQLite hands back text, PostgreSQL a dict; anything else: empty)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
 
 
 @dataclass

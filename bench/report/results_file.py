@@ -25,6 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from results_db.records import json_column
+
 FORMAT = "lenbench-results"
 FORMAT_VERSION = 1
 FILE_NAME = "results.json"
@@ -37,15 +39,6 @@ def _finite(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return value if math.isfinite(value) else None
-
-
-def _info(value: Any) -> dict[str, Any]:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _when(value: Any) -> str | None:
@@ -74,7 +67,7 @@ def score_entries(db: Any, run_id: int) -> list[dict[str, Any]]:
     scores = db.scores([run_id])
     out = []
     for _, s in scores.sort_values(["suite", "dataset", "metric", "variant"], kind="stable").iterrows():
-        info = _info(s.get("info"))
+        info = json_column(s.get("info"))
         items = db.score_items(int(s["id"]))
         low = high = None
         if items is not None:
@@ -96,7 +89,7 @@ def curve_entries(db: Any, run_id: int) -> list[dict[str, Any]]:
     points = db.curve_points([run_id])
     return [{"step": int(p["step"]), "suite": str(p["suite"]), "dataset": str(p["dataset"]), "metric": str(p["metric"]),
              "variant": str(p["variant"]), "value": _finite(p["value"]), "n": int(p["n"] or 0),
-             "subset": _subset(_info(p.get("info")))} for _, p in points.iterrows()]  # fmt: skip
+             "subset": _subset(json_column(p.get("info")))} for _, p in points.iterrows()]  # fmt: skip
 
 
 SCORE_COLUMNS = ["run_id", "kind", "method", "model", "backbone", "budget", "corpus", "seed", "status", "suite", "dataset",
