@@ -12,6 +12,7 @@ from bench.train import Budget, TrainConfig, train
 from bench.train import checkpoint as ckpt_mod
 from bench.train.checkpoint import checkpoint_root, latest_checkpoint, load_checkpoint
 from methods import get_method
+from tests.test_trainer import NanAt
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -59,19 +60,6 @@ def test_same_seed_same_losses_and_weights_whatever_the_loader_workers(bag, meth
         a, b = _weights(base), _weights(results[workers])
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
         assert results[workers].consumed.tokens == base.consumed.tokens
-
-
-class NanAt:
-    def __init__(self, inner, step: int):
-        self.inner, self.nan_step, self.calls, self.name = inner, step, 0, inner.name
-
-    def __getattr__(self, item):
-        return getattr(self.inner, item)
-
-    def loss(self, model, batch):
-        self.calls += 1
-        loss, logs = self.inner.loss(model, batch)
-        return (loss * float("nan") if self.calls == self.nan_step else loss), logs
 
 
 def test_loss_read_every_few_steps_still_stops_on_nan_without_saving_damaged_weights(bag, tmp_path):
