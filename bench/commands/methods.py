@@ -23,8 +23,11 @@ def run(args: argparse.Namespace) -> int:
     for spec in all_methods():
         aliases = f" (alias: {', '.join(spec.aliases)})" if spec.aliases else ""
         trains = "" if spec.trains else " [no training]"
-        print(f"{spec.name}{aliases}{trains}")
+        control = " [control]" if spec.control else ""
+        print(f"{spec.name}{aliases}{trains}{control}")
         print(f"    {spec.summary}")
+        if spec.claim:
+            print(f"    tests: {spec.claim}")
         print(f"    paper: {spec.paper}")
         defaults = ", ".join(f"{k}={v!r}" for k, v in declared_defaults(spec.config_cls).items())
         print(f"    defaults: {defaults or '-'}")

@@ -144,6 +144,11 @@ class MethodSpec:
     # request nor pooled with its seeds. Bump it when a change makes the same config and seed train differently
     # (another loss, another use of the batch rng); a change that trains the same (speed, messages) keeps it.
     version: int = 1
+    # A control (methods/controls.py): a trivial augmentation that shares a treatment's anchor and budget and changes
+    # only the positive, trained to test a paper's claim (claims/*.toml) rather than as a method of its own; `claim`
+    # says which claim it tests. The leaderboard and `bench methods` show controls apart.
+    control: bool = False
+    claim: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.version, int) or isinstance(self.version, bool) or self.version < 1:

@@ -18,6 +18,18 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "lenbench.methods"
 
 METHODS: Registry[MethodSpec] = Registry("method", MethodSpec, ENTRY_POINT_GROUP, log=log)
+# The same targets as pyproject.toml's entry points: imported only when the installed metadata lacks one (a checkout
+# newer than its install), so a new built-in method resolves without reinstalling.
+BUILTIN = {
+    "vanilla": "methods.vanilla:SPEC", "simcse": "methods.simcse:SPEC", "esimcse": "methods.esimcse:SPEC",
+    "laser3-self": "methods.laser3:SPEC_SELF", "laser3-intra": "methods.laser3:SPEC_INTRA",
+    "cocodr-pt": "methods.cocodr:SPEC", "crop": "methods.crop:SPEC", "paser": "methods.paser:SPEC",
+    "mlm": "methods.mlm:SPEC", "delete-words": "methods.controls:SPEC_DELETE",
+    "random-span": "methods.controls:SPEC_SPAN", "identity": "methods.controls:SPEC_IDENTITY",
+    "eda-positive": "methods.controls:SPEC_EDA",
+}
+for _name, _target in BUILTIN.items():
+    METHODS.add_lazy(_name, _target)
 
 
 class UnknownMethodError(KeyError):
