@@ -26,12 +26,13 @@ def user_errors() -> tuple[type[BaseException], ...]:
     """The exceptions that mean the user's input is at fault: shown as one line (exit 2), not a traceback. Each
     stage defines its own; only the top of the program knows them all."""
     from bench.data.errors import DataError
+    from bench.environment import EnvironmentSettingError
     from bench.evaluate.suites.base import SuiteError
     from bench.runtime.errors import ConfigError, ModelLoadError, TrainingError
     from results_db.errors import ResultsDBError
 
     return (DataError, ModelLoadError, SuiteError, ConfigError, TrainingError, FileNotFoundError, KeyError,
-            ResultsDBError)  # fmt: skip
+            ResultsDBError, EnvironmentSettingError)  # fmt: skip
 
 
 def package_version() -> str:
@@ -84,6 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     # `bench` alone is the README's main job: `bench run` with its defaults.
     if not argv or argv[0] in ("-v", "--verbose") and len(argv) == 1:
         argv = argv + ["run"]
+    from bench import environment
+    from bench.runtime.terminal import safe
+
+    try:
+        environment.check_all()  # a bad $LENBENCH_* value: one line naming it, before anything (the parser) reads it
+    except environment.EnvironmentSettingError as exc:
+        print(f"bench: error: {safe(exc)}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = argv  # the command as given: `--nproc N` re-launches it under torchrun

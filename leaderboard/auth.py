@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import os
 import tomllib
 from pathlib import Path
+
+from bench import environment
 
 PASSWORD_ENV = "LENBENCH_LEADERBOARD_PASSWORD"
 SECRET_KEY = "leaderboard_password"
@@ -40,7 +41,7 @@ def secrets_files(cwd: Path | None = None) -> list[Path]:
 
 def configured_password(cwd: Path | None = None) -> str | None:
     """The password from the environment or the secrets files (None when none is set; an empty one counts as none)."""
-    from_env = os.environ.get(PASSWORD_ENV, "")
+    from_env = environment.text(PASSWORD_ENV, strip=False)  # kept verbatim: blanks may be part of a password
     if from_env:
         return from_env
     found = None

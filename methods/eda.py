@@ -30,7 +30,9 @@ _MORPHY_RULES = {
 
 
 def wordnet_dir() -> Path:
-    return Path(os.environ.get("LENBENCH_WORDNET", DEFAULT_WORDNET_DIR))
+    from bench import environment
+
+    return Path(environment.text("LENBENCH_WORDNET") or DEFAULT_WORDNET_DIR)
 
 
 def wordnet_available(folder: Path | None = None) -> bool:

@@ -23,7 +23,9 @@ DEFAULT_DB = "lenbench.sqlite"
 
 
 def default_db_url() -> str:
-    return os.environ.get("LENBENCH_DB", DEFAULT_DB)
+    from bench import environment
+
+    return environment.text("LENBENCH_DB") or DEFAULT_DB
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,6 @@ def connection_settings(engine: Engine, read_only: bool) -> None:
 
 def busy_timeout_ms() -> int:
     """How long a write waits for another process's lock before it fails ($LENBENCH_DB_BUSY_TIMEOUT seconds, 30)."""
-    try:
-        return max(0, int(float(os.environ.get("LENBENCH_DB_BUSY_TIMEOUT", "30")) * 1000))
-    except ValueError:
-        return 30_000
+    from bench import environment
+
+    return int(environment.number("LENBENCH_DB_BUSY_TIMEOUT", 30.0) * 1000)

@@ -171,8 +171,3 @@ def open_db(args: Any) -> "ResultsDB":
     from results_db import ResultsDB
 
     return ResultsDB(args.db, init_foreign=args.db_init_foreign)
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in ("1", "true", "yes")
-

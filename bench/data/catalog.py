@@ -25,6 +25,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import environment
 from bench.data.errors import DataError, DatasetMissingError
 
 BEIR_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{name}.zip"
@@ -201,7 +202,7 @@ def search_dirs(data_dir: str | os.PathLike[str] | None = None, will_download: b
     dirs: list[Path] = []
     # A folder the user named must exist (unless a download will create it): falling back to the defaults would
     # score other data than asked for.
-    for given, shown in ((data_dir, "--data-dir"), (os.environ.get("LENBENCH_DATA"), "$LENBENCH_DATA")):
+    for given, shown in ((data_dir, "--data-dir"), (environment.text("LENBENCH_DATA"), "$LENBENCH_DATA")):
         if given:
             path = Path(given).expanduser()
             if not path.is_dir() and not (will_download and not path.exists()):

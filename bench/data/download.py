@@ -53,7 +53,9 @@ BEIR_MD5 = {
 
 
 def download_default() -> bool:
-    return os.environ.get(ENV, "").strip().lower() in ("1", "true", "yes")
+    from bench import environment
+
+    return environment.flag(ENV)
 
 
 def check_reachable(url: str, timeout: float = CONNECT_SECONDS) -> None:

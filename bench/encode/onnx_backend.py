@@ -42,6 +42,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from bench import environment
 from bench.encode.pooling import eval_mode, pool, pooled_output
 
 TOKENS = "tokens"  # the pseudo-pooling of the token-level graph: (batch, length, dim) last hidden states
@@ -66,9 +67,9 @@ class ExportSource(Protocol):
 
 OPSET = 17
 # Part of the file name. 1: SDPA export, unverified. 2: eager export + ORT transformer fusion, probe-verified.
-# 3: eager export, fusion opt-in (FUSE), probe-verified.
+# 3: eager export, fusion opt-in ($LENBENCH_ONNX_FUSE), probe-verified.
 FORMAT = 3
-FUSE = os.environ.get("LENBENCH_ONNX_FUSE", "0") == "1"  # see the module docstring for why fusion is opt-in
+FUSE_ENV = "LENBENCH_ONNX_FUSE"  # see the module docstring for why fusion is opt-in
 MIN_COSINE = 0.9999
 MAX_NORM_ERROR = 1e-3  # relative, on the pooled (unnormalised) vectors: kNN uses them raw
 PROBE_LENGTHS = (24, 17, 9, 3)  # rows of the probe batch: full, padded, padded, nearly all padding
@@ -298,7 +299,7 @@ class OnnxPooledModel:
 
         say = progress.say if encoder.show_progress else (lambda _msg: None)
         pooling = pooling or encoder.pooling
-        fuse = FUSE and pooling != TOKENS
+        fuse = environment.flag(FUSE_ENV) and pooling != TOKENS
         path = onnx_path(encoder.cache_dir, encoder.fingerprint, pooling, fuse)
         if path.is_file():
             try:

@@ -31,7 +31,9 @@ def set_allow_pickle(allowed: bool) -> None:
 
 
 def pickle_allowed() -> bool:
-    return os.environ.get(ALLOW_PICKLE_ENV, "").lower() in ("1", "true", "yes")
+    from bench import environment
+
+    return environment.flag(ALLOW_PICKLE_ENV)
 
 
 def load_options(name: str, source: str) -> dict[str, Any]:

@@ -56,11 +56,9 @@ def env_world_size() -> int:
 
 
 def timeout_seconds() -> float:
-    raw = os.environ.get("LENBENCH_DIST_TIMEOUT")
-    try:
-        return float(raw) if raw else DEFAULT_TIMEOUT_S
-    except ValueError:
-        return DEFAULT_TIMEOUT_S
+    from bench import environment
+
+    return float(environment.number("LENBENCH_DIST_TIMEOUT", DEFAULT_TIMEOUT_S))
 
 
 def active() -> bool:

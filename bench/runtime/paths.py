@@ -9,7 +9,9 @@ from pathlib import Path
 
 def cache_dir() -> Path:
     """$LENBENCH_CACHE, else $XDG_CACHE_HOME/lenbench/embeddings (the embedding cache's folder since 0.1)."""
-    env = os.environ.get("LENBENCH_CACHE")
+    from bench import environment
+
+    env = environment.text("LENBENCH_CACHE")
     if env:
         return Path(env).expanduser()
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lenbench" / "embeddings"

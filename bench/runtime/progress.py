@@ -66,8 +66,9 @@ def restore() -> None:
 
 
 def _auto() -> str:
-    env = os.environ.get(ENV, "").strip().lower()
-    return env if env in MODES else ("bar" if _isatty(sys.stderr) else "lines")
+    from bench import environment
+
+    return environment.choice(ENV) or ("bar" if _isatty(sys.stderr) else "lines")
 
 
 def mode() -> str:

@@ -1,0 +1,84 @@
+"""Inputs checked where they enter, with their bounds (issue 37): environment variables, qrels grades, --limit above
+a set's size, options that affect nothing, degenerate training and kNN data, `--db :memory:`, a BOM wherever text is
+read, a corrupt schema version. Each bad input is one line naming it and what to do."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bench import environment
+from bench.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _one_error_line(capsys, pattern: str) -> str:  # noqa: ANN001
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("bench: error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert re.search(pattern, lines[0]), lines[0]
+    return lines[0]
+
+
+# ------------------------------------------------------------------------ environment variables
+@pytest.mark.parametrize("name, value, accepted", [
+    ("LENBENCH_PROGRESS", "bogus", "one of bar, lines, off"),
+    ("LENBENCH_MAX_LINE_BYTES", "abc", "a whole number >= 1"),
+    ("LENBENCH_MAX_LINE_BYTES", "-1", "a whole number >= 1"),
+    ("LENBENCH_DB_BUSY_TIMEOUT", "-5", "a number >= 0"),
+    ("LENBENCH_DB_BUSY_TIMEOUT", "nan", "a number >= 0"),
+    ("LENBENCH_DIST_TIMEOUT", "soon", "a number >= 1"),
+    ("LENBENCH_MEMMAP_BYTES", "2GB", "a whole number >= 0"),
+    ("LENBENCH_DOWNLOAD", "maybe", "one of 1, true"),
+])  # fmt: skip
+def test_a_bad_environment_value_is_one_line_naming_the_variable(name, value, accepted, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv(name, value)
+    db = tmp_path / "never.sqlite"
+    assert main(["results", "--db", str(db)]) == 2
+    line = _one_error_line(capsys, re.escape(f"${name}={value!r}"))
+    assert accepted in line and "unset it" in line
+    assert not db.exists()
+
+
+def test_a_bad_line_cap_is_blamed_on_the_variable_not_on_the_data_file(tmp_path, monkeypatch):
+    from bench.data.readers import read_lines
+
+    data = tmp_path / "corpus.txt"
+    data.write_text("one line\n")
+    for value in ("-1", "abc", "0"):
+        monkeypatch.setenv("LENBENCH_MAX_LINE_BYTES", value)
+        with pytest.raises(environment.EnvironmentSettingError, match=r"\$LENBENCH_MAX_LINE_BYTES") as caught:
+            list(read_lines(data))
+        assert "corpus.txt" not in str(caught.value)
+    monkeypatch.setenv("LENBENCH_MAX_LINE_BYTES", " 64 ")  # blanks around a good value are fine
+    assert list(read_lines(data)) == ["one line\n"]
+
+
+def test_good_values_are_read_and_blank_means_unset(monkeypatch):
+    from results_db.location import busy_timeout_ms
+
+    monkeypatch.setenv("LENBENCH_DB_BUSY_TIMEOUT", "2.5")
+    assert busy_timeout_ms() == 2500
+    monkeypatch.setenv("LENBENCH_DB_BUSY_TIMEOUT", "  ")
+    assert busy_timeout_ms() == 30_000
+    monkeypatch.setenv("LENBENCH_PROGRESS", "Lines")
+    assert environment.choice("LENBENCH_PROGRESS") == "lines"
+    monkeypatch.setenv("LENBENCH_ALLOW_PICKLE", "off")
+    assert environment.flag("LENBENCH_ALLOW_PICKLE") is False
+
+
+def test_every_lenbench_variable_the_code_names_is_declared_and_read_through_the_checked_reader():
+    """A variable named anywhere in the packages is declared in bench.environment.VARIABLES (its kind and bounds),
+    and no module reads one with os.environ.get / os.getenv directly."""
+    named, direct = set(), []
+    for top in ("bench", "methods", "leaderboard", "results_db", "lenbench"):
+        for path in (REPO / top).rglob("*.py"):
+            source = path.read_text()
+            named |= set(re.findall(r"(?<=[\"'$])LENBENCH_[A-Z_]*[A-Z]\b", source))  # quoted or $NAME
+            direct += [f"{path.relative_to(REPO)}: {m}" for m in
+                       re.findall(r"(?:environ\.get|getenv)\(\s*[\"']LENBENCH_\w+", source)]  # fmt: skip
+    assert named - set(environment.VARIABLES) == set()
+    assert direct == []
