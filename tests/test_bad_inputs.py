@@ -200,6 +200,10 @@ def _sts(rows: str) -> Callable[[Path], None]:
     return _write("sts/stsb-test.tsv", "sentence1\tsentence2\tscore\n" + rows)
 
 
+def _qrels(second: str) -> Callable[[Path], None]:
+    return _write("beir/scifact/qrels/test.tsv", f"query-id\tcorpus-id\tscore\nq1\td1\t1\n{second}q3\td4\t1\n")
+
+
 GOOD_ROWS = "".join(f"{a}\t{b}\t{s}\n" for a, b, s in PAIRS[:5])
 DOC = '{"_id": "d1", "title": "t", "text": "a man plays guitar"}\n'
 
@@ -229,13 +233,25 @@ BAD_DATA: dict[str, tuple[Callable[[Path], None], str, str]] = {
                                  "beir:scifact", r"queries\.jsonl:2: the text of query 'q2' is empty \(only white space\)"),
     "knn: empty text": (_write("knn/agnews_test.jsonl", "".join(json.dumps({"text": "" if i == 7 else f"text {i}", "label": "ab"[i % 2]}) + "\n" for i in range(20))),
                         "knn:agnews", r"agnews_test\.jsonl:8: 'text' is empty"),
+    # pytrec_eval keeps one slot per grade: 3e9 grew `bench eval` to 23 GB; 1e10 scored every query 0; 1.7 became 1
+    "beir: a grade pytrec_eval cannot hold": (_qrels("q2\td3\t3000000000\n"), "beir:scifact",
+                                              r"qrels/test\.tsv:3: score '3000000000' is outside the relevance grades .*-1000 to 1000"),
+    "beir: a grade of 1e10": (_qrels("q2\td3\t1e10\n"), "beir:scifact", r"qrels/test\.tsv:3: score '1e10' is outside"),
+    "beir: a fractional grade": (_qrels("q2\td3\t1.7\n"), "beir:scifact",
+                                 r"qrels/test\.tsv:3: score '1\.7' is not a whole number; relevance grades are integers"),
     "knn: blank label": (_write("knn/agnews_test.jsonl", "".join(json.dumps({"text": f"text {i}", "label": " " if i == 3 else "ab"[i % 2]}) + "\n" for i in range(20))),
                          "knn:agnews", r"agnews_test\.jsonl:4: 'label' is empty"),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("case", list(BAD_DATA))
-def test_bad_data_file(case, world, capsys):
+def test_bad_data_file(case, world, capsys, monkeypatch):
+    import pytrec_eval
+
+    def never_scored(*a, **k):  # a grade out of range must be refused before pytrec_eval sees it (23 GB at 3e9)
+        raise AssertionError("pytrec_eval was given bad qrels")
+
+    monkeypatch.setattr(pytrec_eval, "RelevanceEvaluator", never_scored)
     corrupt, suite, message = BAD_DATA[case]
     before = rows_digest(world.db)
     (world.data / "knn").mkdir(exist_ok=True)

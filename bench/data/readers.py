@@ -302,6 +302,28 @@ def document_text(doc: Document) -> str:
     return f"{title} {doc['text']}".strip() if title else doc["text"]
 
 
+# pytrec_eval (trec_eval) keeps an array with one slot per grade up to the largest one: a grade of 3e9 asks for
+# about 23 GB, and one past 2**31 wraps. BEIR and TREC grades are small integers (0-4; TREC marks junk with -2).
+GRADE_RANGE = (-1000, 1000)
+
+
+def relevance_grade(text: str, path: Path | str, lineno: int) -> int:
+    """A qrels score as the integer grade pytrec_eval scores with: a whole number ('2', '2.0') inside GRADE_RANGE;
+    anything else (a fraction pytrec_eval would truncate, a grade it cannot hold) is a DataError naming the line."""
+    low, high = GRADE_RANGE
+    try:
+        value = float(text)
+    except ValueError:
+        raise DataError(f"{path}:{lineno}: score {text!r} is not a number") from None
+    if not math.isfinite(value) or value != int(value):
+        raise DataError(f"{path}:{lineno}: score {text!r} is not a whole number; relevance grades are integers "
+                        "(0 = not relevant, 1, 2, ... more relevant): fix that judgement")  # fmt: skip
+    if not low <= value <= high:
+        raise DataError(f"{path}:{lineno}: score {text!r} is outside the relevance grades lenbench scores "
+                        f"({low} to {high}); fix that judgement")  # fmt: skip
+    return int(value)
+
+
 def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | None = None,
               lazy: bool | None = None) -> RetrievalData:  # fmt: skip
     """A BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv; each plain or .gz).
@@ -374,10 +396,7 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
                 raise DataError(f"{qrels_path}:{lineno}: corpus-id {did!r} is not in {corpus_path.name}")
             if qid not in all_queries:
                 raise DataError(f"{qrels_path}:{lineno}: query-id {qid!r} is not in {queries_path.name}")
-            try:
-                qrels.setdefault(qid, {})[did] = int(float(score))
-            except ValueError:
-                raise DataError(f"{qrels_path}:{lineno}: score {score!r} is not a number") from None
+            qrels.setdefault(qid, {})[did] = relevance_grade(score, qrels_path, lineno)
     if not qrels:
         raise DataError(f"{qrels_path}: no relevance judgements for split {split!r}")
     # Only judged queries are evaluated, as in BEIR; each must have a text to search with.
