@@ -82,3 +82,52 @@ def test_every_lenbench_variable_the_code_names_is_declared_and_read_through_the
                        re.findall(r"(?:environ\.get|getenv)\(\s*[\"']LENBENCH_\w+", source)]  # fmt: skip
     assert named - set(environment.VARIABLES) == set()
     assert direct == []
+
+
+# ------------------------------------------------------------------------ a byte order mark wherever text is read
+BOM = "\ufeff"
+
+
+def test_a_byte_order_mark_is_accepted_by_every_data_reader(tmp_path):
+    """Windows editors start UTF-8 files with a BOM. An STS header with one was refused ('\\ufeffsentence1'); in a
+    corpus or a jsonl file it became part of the first text. Every reader now drops it, also in .gz files, and the
+    BEIR corpus's first document is found again at its stored offset."""
+    import gzip
+    import json
+
+    from bench.data import read_beir, read_labelled, read_sts
+    from bench.data.corpus import load_file_corpus
+    from tests.test_eval_cli import write_beir
+
+    sts = tmp_path / "sts.tsv"
+    sts.write_text(BOM + "sentence1\tsentence2\tscore\na man\ta person\t4.0\na cat\tthe stock\t0.5\n", encoding="utf-8")
+    assert read_sts(sts).sentences1 == ["a man", "a cat"]
+    (tmp_path / "sts.tsv.gz").write_bytes(gzip.compress(sts.read_bytes()))
+    assert read_sts(tmp_path / "sts.tsv.gz").scores == [4.0, 0.5]
+
+    beir = tmp_path / "beir"
+    write_beir(beir)
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        path = beir / name
+        path.write_text(BOM + path.read_text(encoding="utf-8"), encoding="utf-8")
+    data = read_beir(beir)
+    first = json.loads((beir / "corpus.jsonl").read_text(encoding="utf-8-sig").splitlines()[0])
+    assert data.doc_text(first["_id"]).endswith(first["text"]) and BOM not in data.doc_text(first["_id"])
+    assert all(not q.startswith(BOM) for q in data.queries) and len(data.qrels) == 3
+
+    knn = tmp_path / "knn.jsonl"
+    knn.write_text(BOM + "".join(json.dumps({"text": f"text {i}", "label": "ab"[i % 2]}) + "\n" for i in range(4)),
+                   encoding="utf-8")  # fmt: skip
+    assert read_labelled(knn).texts[0] == "text 0"
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(BOM + "first text\nsecond text\n", encoding="utf-8")
+    assert load_file_corpus(corpus).texts == ["first text", "second text"]
+
+
+def test_a_sweep_file_with_a_byte_order_mark_is_read(tmp_path):
+    from bench.sweep.spec import load_spec
+
+    spec = tmp_path / "grid.toml"
+    spec.write_text(BOM + '[sweep]\nname = "bom"\n[grid]\nmethod = ["simcse"]\n', encoding="utf-8")
+    assert load_spec(spec).name == "bom"

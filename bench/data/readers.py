@@ -45,12 +45,16 @@ def max_line_bytes() -> int:
     return int(environment.number("LENBENCH_MAX_LINE_BYTES", MAX_LINE_BYTES))
 
 
+BOM = b"\xef\xbb\xbf"  # the UTF-8 byte order mark
+
+
 def _open_binary(path: Path) -> io.BufferedIOBase:
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
 def read_lines(path: str | os.PathLike[str]) -> Iterator[str]:
-    """The file's lines as text (line endings kept, as `open(newline="")` gives them); a line that is not UTF-8,
+    """The file's lines as text (line endings kept, as `open(newline="")` gives them; a leading byte order mark
+    dropped, so every reader accepts one); a line that is not UTF-8,
     longer than the cap, or a truncated/corrupt .gz is a DataError naming the file and line."""
     for _lineno, _offset, line in read_lines_at(path):
         yield line
@@ -69,6 +73,9 @@ def read_lines_at(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, str]
                 if not raw:
                     return
                 lineno += 1
+                if lineno == 1 and raw.startswith(BOM):  # Windows editors start UTF-8 files with one: not text
+                    raw = raw[len(BOM):]
+                    offset = len(BOM)
                 if len(raw) > cap:
                     raise DataError(
                         f"{p}:{lineno}: line longer than {cap:,} bytes; no encoder reads a text that long (it is cut "

@@ -354,7 +354,7 @@ def _identity(folder: Path) -> tuple[str, str, dict[str, Any]]:
     meta: dict[str, Any] = {}
     if meta_path.exists():
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            meta = json.loads(meta_path.read_text(encoding="utf-8-sig"))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{meta_path}: not readable as JSON ({exc})") from None
     name = str(meta.get("name") or folder.parent.name.replace("__", "/"))

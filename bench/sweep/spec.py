@@ -159,7 +159,7 @@ def _published_value(table: dict[str, Any], where: str) -> float:
 def load_spec(path: str | Path) -> SweepSpec:
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(p.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise ConfigError(f"sweep file {p} does not exist") from None
     except IsADirectoryError:
