@@ -43,6 +43,7 @@ VARIABLES: dict[str, Variable] = {
         Variable("LENBENCH_DOWNLOAD", "flag", "--download by default"),
         Variable("LENBENCH_ALLOW_PICKLE", "flag", "--allow-pickle"),
         Variable("LENBENCH_ONNX_FUSE", "flag", "ONNX Runtime's transformer fusion"),
+        Variable("LENBENCH_CUDNN_ATTENTION", "flag", "torch's default attention kernels on CUDA, cuDNN's included"),
         Variable("LENBENCH_DB", "text", "the results database"),
         Variable("LENBENCH_DATA", "text", "a data folder"),
         Variable("LENBENCH_CACHE", "text", "the embedding cache folder"),

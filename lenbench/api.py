@@ -156,7 +156,7 @@ def run(methods: str | Sequence[str] | None = None, suites: str | Sequence[str] 
     from bench.experiment.presets import apply_preset
     from bench.experiment.run_spec import RunSpec
     from bench.runtime import distributed
-    from bench.runtime.device import resolve_device, resolve_precision
+    from bench.runtime.device import resolve_device, runtime_fields
     from results_db import ResultsDB
 
     args = _parse("run", {"method": _joined(methods) if not isinstance(methods, (list, tuple)) else ",".join(methods),
@@ -167,8 +167,7 @@ def run(methods: str | Sequence[str] | None = None, suites: str | Sequence[str] 
     check_spec(spec)  # settings, reference and evaluation data, before any row
     device = resolve_device(args.device)
     spec = replace(spec, device=args.device)
-    runtime = {**distributed.describe(per_rank_batch=args.batch_size), "device": device,
-               "precision": resolve_precision(args.precision, device)}  # fmt: skip
+    runtime = {**distributed.describe(per_rank_batch=args.batch_size), **runtime_fields(device, args.precision)}
     database = ResultsDB(args.db, init_foreign=args.db_init_foreign)
     say = (lambda *a, **k: None) if quiet else print
     with _command_line(args.argv):

@@ -16,8 +16,9 @@ def test_auto_is_bf16_on_cuda_and_fp32_elsewhere():
     assert resolve_precision("auto", "cuda") == resolve_precision(None, "cuda:1") == "bf16"
     assert resolve_precision("auto", "cpu") == "fp32"
     assert resolve_precision("bf16", "cpu") == "bf16" and resolve_precision("fp32", "cuda") == "fp32"
-    with pytest.raises(ConfigError, match="fp16"):
-        resolve_precision("fp16", "cpu")
+    assert resolve_precision("fp16", "cpu") == "fp16"  # an evaluation precision since issue 36
+    with pytest.raises(ConfigError, match="fp8"):
+        resolve_precision("fp8", "cpu")
     assert resolve_device("cuda:1") == "cuda:1"
     import torch
 
@@ -25,6 +26,33 @@ def test_auto_is_bf16_on_cuda_and_fp32_elsewhere():
         assert torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
     with autocast("cpu", "auto"):
         assert not torch.is_autocast_enabled("cpu")
+
+
+def test_training_refuses_fp16_with_one_line():
+    from bench.train.config import TrainConfig
+
+    with pytest.raises(ConfigError, match="fp16 is for evaluation only"):
+        TrainConfig(precision="fp16")
+
+
+def test_cuda_runs_attention_without_cudnn_and_the_cpu_keeps_torchs_default(monkeypatch):
+    """The policy's context switches cuDNN attention off around lenbench's forward passes and restores it after (the
+    flags are torch's global ones, so this holds on a CPU build too); the runtime names the choice."""
+    import torch
+
+    from bench.runtime.device import attention_policy, forward_context, runtime_fields
+
+    cuda = attention_policy("cuda:0")
+    assert cuda.name == "sdpa without cuDNN" and attention_policy("cpu").name == "sdpa default"
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    with forward_context("cuda:0", "fp32"):
+        assert not torch.backends.cuda.cudnn_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
+    assert torch.backends.cuda.cudnn_sdp_enabled() == before
+    with forward_context("cpu", "bf16"):
+        assert torch.backends.cuda.cudnn_sdp_enabled() == before and torch.is_autocast_enabled("cpu")
+    assert runtime_fields("cuda", "auto") == {"device": "cuda", "precision": "bf16", "attention": "sdpa without cuDNN"}
+    monkeypatch.setenv("LENBENCH_CUDNN_ATTENTION", "1")
+    assert attention_policy("cuda").kernels == ()
 
 
 def load(tiny_model_dir, tmp_path, **kw):

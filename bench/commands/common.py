@@ -85,7 +85,7 @@ def add_precision(p: argparse.ArgumentParser, default: str = "auto") -> None:
     from bench.runtime.device import PRECISIONS
 
     p.add_argument("--precision", choices=PRECISIONS, default=default,
-                   help="model precision: fp32, bf16 (autocast) or auto = bf16 on CUDA, fp32 on the CPU (bench.runtime.device); recorded in the run and in the embedding cache key (default auto)")  # fmt: skip
+                   help="model precision: fp32, bf16 or fp16 (evaluation casts the weights; training runs bf16 autocast and refuses fp16), or auto = the fastest that keeps the fp32 scores: bf16 on CUDA, fp32 on the CPU (bench.runtime.device); recorded in the run and in the embedding cache key (default auto)")  # fmt: skip
 
 
 def add_allow_pickle(p: argparse.ArgumentParser) -> None:

@@ -59,7 +59,7 @@ from bench.experiment.comparison import (  # noqa: F401 - elapsed_eta, stop_reas
 from bench.experiment.presets import PRESETS, apply_preset
 from bench.experiment.run_spec import DEFAULT_BACKBONE, DEFAULT_BUDGET, DEFAULT_METHODS, RunSpec
 from bench.runtime import distributed
-from bench.runtime.device import resolve_device, resolve_precision
+from bench.runtime.device import resolve_device, runtime_fields
 
 D = RunSpec()  # every option's default is RunSpec's (a sweep point builds a RunSpec without this parser)
 
@@ -165,8 +165,7 @@ def run(args: argparse.Namespace) -> int:
         say(f"preset {args.preset}: " + ", ".join(f"--{k.replace('_', '-')} {v if not isinstance(v, list) else '+'.join(v)}"
                                                   for k, v in ((k, getattr(args, k)) for k in preset_options)))
     device = resolve_device(args.device)
-    runtime = {**distributed.describe(per_rank_batch=rank_batch), "device": device,
-               "precision": resolve_precision(args.precision, device)}
+    runtime = {**distributed.describe(per_rank_batch=rank_batch), **runtime_fields(device, args.precision)}
     db = open_db(args) if main else None
     result = run_comparison(spec, db, say=say, runtime=runtime)
     if db is None:

@@ -11,11 +11,20 @@ exactly, by dynamic programming over the length-sorted inputs (each batch is a c
 most `max_batch` inputs). Inputs of equal length fill whole batches with no padding; a leftover few join the next
 shorter run only when that pads less than a batch costs. The embeddings do not change: padding is masked, so an
 input's vector is the same in any batch (to float rounding).
+
+On an accelerator the plan is `plan_shapes`: batches of at most `max_tokens` token slots (and `max_batch` rows) over
+the length-sorted inputs, each padded to a width from a small set (`bucket_width`: multiples of 8 up to 64, of 16 up
+to 256, of 32 up to 512, of 64 beyond) and a row count that is either the batch's full size for its width or a
+power of two (the last, short batch gets rows of padding). Kernels that specialise on shapes (cuDNN attention,
+torch.compile, CUDA graphs) then meet a bounded set of (rows, width) shapes however many texts and chunks a corpus
+has: on the order of the number of widths, twice. Padding costs little there: a GPU runs a batch of 1,024 short
+rows in about the time of one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -73,11 +82,13 @@ def sorted_runs(lengths: Sequence[int] | np.ndarray, max_batch: int) -> list[np.
 
 
 def pad_batch(rows: Sequence[Sequence[int]] | Sequence[np.ndarray], pad_id: int, width: int | None = None,
-              dtype: type = np.int64) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """(ids, attention mask), both (len(rows), width) arrays of `dtype`: each row's ids left-aligned, then `pad_id`;
-    the mask is 1 on real tokens. `width` defaults to the longest row. The one padding function of lenbench (the
-    encoder's batches, token-level diagnostics, the ONNX path and the training methods' pair batches all call it): the
-    rows are concatenated once and scattered through a boolean mask, with no Python loop over the rows."""
+              dtype: type = np.int64, n_rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(ids, attention mask), both (n_rows, width) arrays of `dtype`: each row's ids left-aligned, then `pad_id`;
+    the mask is 1 on real tokens. `width` defaults to the longest row, `n_rows` to len(rows); rows beyond len(rows)
+    are padding whose mask keeps one slot (a row with no key to attend to is NaN in some attention kernels). The
+    one padding function of lenbench (the encoder's batches, token-level diagnostics, the ONNX path and the training
+    methods' pair batches all call it): the rows are concatenated once and scattered through a boolean mask, with no
+    Python loop over the rows."""
     import itertools
 
     n = len(rows)
@@ -86,8 +97,67 @@ def pad_batch(rows: Sequence[Sequence[int]] | Sequence[np.ndarray], pad_id: int,
     width = longest if width is None else int(width)
     if width < longest:
         raise ValueError(f"pad_batch: width {width} is shorter than the longest row ({longest})")
+    total = n if n_rows is None else int(n_rows)
+    if total < n:
+        raise ValueError(f"pad_batch: n_rows {total} is fewer than the rows given ({n})")
+    if total > n:
+        lengths = np.concatenate([lengths, np.full(total - n, min(1, width), dtype=np.int64)])
+        rows = [*rows, *([[pad_id][:width]] * (total - n))]
     flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=dtype, count=int(lengths.sum()))
     real = np.arange(width)[None, :] < lengths[:, None]
-    ids = np.full((n, width), pad_id, dtype=dtype)
+    ids = np.full((total, width), pad_id, dtype=dtype)
     ids[real] = flat  # row-major order of the mask = the rows' tokens in order
     return ids, real.astype(dtype)
+
+
+# ------------------------------------------------------------------------------ shape-bounded plans (accelerators)
+def bucket_width(width: int, limit: int | None = None) -> int:
+    """`width` rounded up to the next multiple of 8 (up to 64), 16 (up to 256), 32 (up to 512) or 64; never above
+    `limit` (the encoder's max_len) when the width itself is not."""
+    step = 8 if width <= 64 else 16 if width <= 256 else 32 if width <= 512 else 64
+    rounded = -(-int(width) // step) * step
+    return min(rounded, limit) if limit is not None and width <= limit else rounded
+
+
+def bucket_rows(rows: int, full: int) -> int:
+    """The row count a batch of `rows` inputs runs at: `full` (its width's full batch), else the next power of two
+    (at most `full`)."""
+    if rows >= full:
+        return full
+    return min(full, 1 << max(0, int(rows) - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class ShapedBatch:
+    """One batch of an accelerator plan: indices into the lengths (longest first) and the padded shape it runs at."""
+
+    members: np.ndarray
+    rows: int  # >= len(members): the extra rows are padding
+    width: int  # >= the longest member
+
+
+def plan_shapes(lengths: Sequence[int] | np.ndarray, max_batch: int, max_tokens: int | None = None,
+                limit: int | None = None) -> list[ShapedBatch]:  # fmt: skip
+    """Batches of the length-sorted inputs (longest first) with bucketed shapes (see the module docstring): each
+    batch starts at the longest input left, is padded to `bucket_width` of it and takes as many inputs as
+    `max_tokens` slots allow at that width (at most `max_batch`, at least one); the last batch's rows are rounded up
+    to a power of two."""
+    if max_batch < 1:
+        raise ValueError(f"max_batch must be at least 1, got {max_batch}")
+    if max_tokens is not None and max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    out, i, n = [], 0, len(order)
+    while i < n:
+        width = bucket_width(max(1, int(lengths[order[i]])), limit)
+        full = min(max_batch, max(1, max_tokens // width)) if max_tokens else max_batch
+        members = order[i : i + full]
+        out.append(ShapedBatch(members, bucket_rows(len(members), full), width))
+        i += len(members)
+    return out
+
+
+def distinct_shapes(batches: Sequence[ShapedBatch]) -> set[tuple[int, int]]:
+    """The (rows, width) shapes a plan runs."""
+    return {(b.rows, b.width) for b in batches}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench.runtime.device import PRECISIONS
+from bench.runtime.device import TRAIN_PRECISIONS
 from bench.runtime.errors import ConfigError
 
 # The version of the shared training recipe: how the trainer turns a seed into batches (the text stream, each draw's
@@ -56,8 +56,9 @@ class TrainConfig:
             raise ConfigError("warmup_steps, checkpoint_every and checkpoint_minutes must be >= 0 and log_every >= 1")
         if (self.loader_workers is not None and self.loader_workers < 0) or (self.nan_check_every or 1) < 1:
             raise ConfigError("loader_workers must be >= 0 and nan_check_every >= 1")
-        if self.precision not in PRECISIONS:
-            raise ConfigError(f"precision {self.precision!r} is not one of {PRECISIONS}")
+        if self.precision not in TRAIN_PRECISIONS:  # fp16 would need loss scaling: it is an evaluation precision
+            raise ConfigError(f"training precision {self.precision!r} is not one of {', '.join(TRAIN_PRECISIONS)} "
+                              "(fp16 is for evaluation only; train with --precision bf16 or auto)")
 
     def shared(self) -> dict[str, Any]:
         """The fields that define a comparison (progress/logging/device cadence excluded)."""

@@ -46,7 +46,7 @@ import torch
 
 from bench.runtime import distributed, progress
 from bench.runtime.device import resolve_device, resolve_precision
-from bench.runtime.device import autocast as device_autocast
+from bench.runtime.device import forward_context
 from bench.runtime.errors import ConfigError, TrainingError
 from bench.runtime.provenance import config_hash
 from bench.train.budget import Budget, Consumption
@@ -226,7 +226,8 @@ def train(
         device = torch.device("cuda", torch.cuda.current_device())  # cuda:LOCAL_RANK, set by init_from_env
     per_rank_batch(config.batch_size, world)
     precision = resolve_precision(config.precision, device)  # auto: bf16 on CUDA, fp32 elsewhere (bench.runtime.device)
-    autocast = lambda: device_autocast(device, precision)  # noqa: E731
+    # autocast to the precision, and the device's attention kernels (no cuDNN attention on CUDA: bench.runtime.device)
+    autocast = lambda: forward_context(device, precision)  # noqa: E731
 
     ckpt = latest_checkpoint(out)
     if ckpt is not None and not resume:

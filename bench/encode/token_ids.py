@@ -1,0 +1,190 @@
+"""Token ids of evaluation texts, computed once per tokenizer and kept on disk: tokenisation off the critical path.
+
+An encoder reads each text as its token ids with special tokens, cut at max_len (`bench.encode.inputs`). Those ids
+depend on the tokenizer and max_len only, not on the model's weights, its pooling or its precision. So
+`TokenIdCache(tokenizer, max_len).model_inputs(texts)` keeps them in one SQLite file per (tokenizer fingerprint,
+max_len), keyed by each text's digest:
+
+    <lenbench cache>/tokens/ids-<sha256(tokenizer fingerprint | max_len)>.sqlite
+        ids (text = sha256(text)[:16]) -> the ids as little-endian uint16 (vocabularies up to 65,536) or int32,
+                                          and whether the text was cut
+
+Every model with the same tokenizer (a trained checkpoint and its backbone, the nine methods of a paper table),
+every re-run at another precision or with the embedding cache off, and every attack variant that meets a text again
+reads its ids instead of tokenising it. The fingerprint is that of the training pipeline's token cache
+(`bench.data.token_cache.tokenizer_id`: the serialised fast tokenizer). A tokenizer without a serialised form (a
+slow Python one) is never cached on disk. A cache that cannot be opened or written only costs the tokenisation.
+
+Cold texts are tokenised in parallel over all cores: by the fast tokenizer's own thread pool (one batch call, GIL
+released) and, for `PROCESS_TEXTS` texts or more on a machine with more than two cores, by a process pool whose
+workers each run a copy of the tokenizer, so the per-text Python work of turning encodings into lists runs on every
+core as well.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.data.sentence_cache import usable_cores
+from bench.data.token_cache import FOLDER, tokenizer_id
+from bench.encode.cache import text_key
+from bench.encode.inputs import ModelInputs, model_inputs, truncating_backend
+from bench.runtime.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+SQLITE_VARS = 500  # bound parameters per statement
+PROCESS_TEXTS = 20_000  # cold texts from which a process pool tokenises (below it, the tokenizer's threads do)
+PROCESS_CHUNK = 4_096  # texts per process-pool task
+
+
+class TokenIdCache:
+    """text -> the model input ids of one tokenizer at one max_len, on disk (see the module docstring).
+
+    Counters: `hits` (texts whose ids were read), `tokenized` (texts tokenised here)."""
+
+    def __init__(self, tokenizer: Any, max_len: int, directory: str | Path | None = None, use_disk: bool = True):
+        self.tokenizer, self.max_len = tokenizer, int(max_len)
+        self.hits = self.tokenized = 0
+        self.path: Path | None = None
+        self._conn: sqlite3.Connection | None = None
+        ident = tokenizer_id(tokenizer) if use_disk else None
+        if ident is not None:
+            name = hashlib.sha256(f"ids-{FORMAT}|{ident}|{self.max_len}".encode()).hexdigest()[:24]
+            self.path = Path(directory if directory is not None else cache_dir()) / FOLDER / f"ids-{name}.sqlite"
+        try:
+            vocab = len(tokenizer)  # added tokens included
+        except TypeError:
+            vocab = 1 << 31
+        self._dtype = np.dtype("<u2") if vocab <= 65536 else np.dtype("<i4")
+
+    @property
+    def on_disk(self) -> bool:
+        return self.path is not None
+
+    def model_inputs(self, texts: Sequence[str]) -> ModelInputs:
+        """What the model reads of each text (as `bench.encode.inputs.model_inputs`): from the disk where this
+        tokenizer already tokenised the text at this max_len, else tokenised now (in parallel) and stored."""
+        texts = list(texts)
+        conn = self._connection()
+        if conn is None:
+            self.tokenized += len(texts)
+            return tokenize_parallel(texts, self.tokenizer, self.max_len)
+        digests = [text_key(t) for t in texts]
+        found = self._read(conn, digests)
+        ids: list[list[int] | None] = [None] * len(texts)
+        cut = np.zeros(len(texts), dtype=bool)
+        for i, d in enumerate(digests):
+            row = found.get(d)
+            if row is not None:
+                ids[i] = np.frombuffer(row[0], dtype=self._dtype).tolist()
+                cut[i] = bool(row[1])
+        missing = [i for i, x in enumerate(ids) if x is None]
+        self.hits += len(texts) - len(missing)
+        if missing:
+            fresh = tokenize_parallel([texts[i] for i in missing], self.tokenizer, self.max_len)
+            self.tokenized += len(missing)
+            for j, i in enumerate(missing):
+                ids[i], cut[i] = fresh.ids[j], fresh.truncated[j]
+            self._write(conn, [(digests[i], ids[i], bool(cut[i])) for i in missing])
+        return ModelInputs(ids, cut)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------------------------------- storage
+    def _connection(self) -> sqlite3.Connection | None:
+        if self.path is None or self._conn is not None:
+            return self._conn
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("CREATE TABLE IF NOT EXISTS ids (text BLOB PRIMARY KEY, ids BLOB NOT NULL, cut INTEGER NOT NULL)")
+            conn.commit()
+        except (OSError, sqlite3.Error) as exc:
+            log.info("token ids not cached on disk (%s: %s)", self.path, exc)
+            self.path = None
+            return None
+        self._conn = conn
+        return conn
+
+    def _read(self, conn: sqlite3.Connection, digests: list[bytes]) -> dict[bytes, tuple[bytes, int]]:
+        out: dict[bytes, tuple[bytes, int]] = {}
+        try:
+            for s in range(0, len(digests), SQLITE_VARS):
+                part = digests[s : s + SQLITE_VARS]
+                sql = f"SELECT text, ids, cut FROM ids WHERE text IN ({','.join('?' * len(part))})"
+                out.update((bytes(t), (bytes(b), c)) for t, b, c in conn.execute(sql, part))
+        except sqlite3.Error as exc:  # unreadable: tokenise instead (and stop using the file)
+            log.info("token-id cache %s unreadable (%s); tokenising", self.path, exc)
+            self.path, self._conn = None, None
+            return {}
+        return out
+
+    def _write(self, conn: sqlite3.Connection, rows: list[tuple[bytes, list[int], bool]]) -> None:
+        try:
+            conn.executemany("INSERT OR IGNORE INTO ids (text, ids, cut) VALUES (?, ?, ?)",
+                             [(d, np.asarray(x, dtype=self._dtype).tobytes(), int(c)) for d, x, c in rows])  # fmt: skip
+            conn.commit()
+        except (OSError, sqlite3.Error) as exc:  # full disk, read-only folder: the ids are only not kept
+            log.info("token ids not written to %s (%s)", self.path, exc)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+# ---------------------------------------------------------------------------------- parallel tokenisation
+def tokenize_parallel(texts: list[str], tokenizer: Any, max_len: int, workers: int | None = None) -> ModelInputs:
+    """`model_inputs` of many texts over every core: a process pool of tokenizer copies for PROCESS_TEXTS texts or
+    more on more than two cores (a fast tokenizer only), else the fast tokenizer's own threads."""
+    workers = usable_cores() if workers is None else max(1, workers)
+    backend = truncating_backend(tokenizer, max_len) if len(texts) >= PROCESS_TEXTS and workers > 2 else None
+    if backend is None:
+        return model_inputs(texts, tokenizer, max_len)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # Forked where the platform can (no re-import of the caller's main module). A child never touches CUDA, and it
+    # tokenises with a fresh copy of the tokenizer on one thread, never with the parent's thread pool.
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    chunks = [texts[s : s + PROCESS_CHUNK] for s in range(0, len(texts), PROCESS_CHUNK)]
+    ids: list[list[int]] = []
+    cut: list[np.ndarray] = []
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                             initargs=(backend.to_str(),)) as pool:  # fmt: skip
+        for flat, offsets, truncated in pool.map(_tokenize_chunk, chunks):
+            ids.extend(flat[offsets[i] : offsets[i + 1]].tolist() for i in range(len(offsets) - 1))
+            cut.append(truncated)
+    return ModelInputs(ids, np.concatenate(cut) if cut else np.zeros(0, dtype=bool))
+
+
+_WORKER_BACKEND: Any = None
+
+
+def _start_worker(serialised: str) -> None:
+    import os
+
+    global _WORKER_BACKEND
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one thread per process: the pool is the parallelism
+    from tokenizers import Tokenizer
+
+    _WORKER_BACKEND = Tokenizer.from_str(serialised)  # truncation at max_len is part of the serialised copy
+
+
+def _tokenize_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flat int32 ids, offsets, cut flags) of one chunk: compact to send back."""
+    encode = getattr(_WORKER_BACKEND, "encode_batch_fast", _WORKER_BACKEND.encode_batch)
+    encodings = encode(texts, add_special_tokens=True)
+    offsets = np.zeros(len(encodings) + 1, dtype=np.int64)
+    np.cumsum([len(e.ids) for e in encodings], out=offsets[1:])
+    flat = np.fromiter((i for e in encodings for i in e.ids), dtype=np.int32, count=int(offsets[-1]))
+    return flat, offsets, np.fromiter((bool(e.overflowing) for e in encodings), dtype=bool, count=len(encodings))

@@ -1,0 +1,64 @@
+"""Token ids on disk (bench.encode.token_ids): keyed by the tokenizer's fingerprint, max_len and each text's digest, so
+a second model with the same tokenizer (or a re-run) reads them instead of tokenising, with the same ids and cut
+flags as the tokenizer gives."""
+
+import numpy as np
+
+from bench.encode.inputs import model_inputs
+from bench.encode.token_ids import TokenIdCache, tokenize_parallel
+
+TEXTS = ["a short one", "the cat sat on the mat " * 20, "another sentence about dogs", "a short one"]
+
+
+def _tokenizer(reference_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(reference_dir))
+
+
+def test_a_second_tokenizer_of_the_same_kind_reads_the_ids_the_first_wrote(reference_dir, tmp_path):
+    first = TokenIdCache(_tokenizer(reference_dir), 16, tmp_path)
+    expected = model_inputs(TEXTS, first.tokenizer, 16)
+    got = first.model_inputs(TEXTS)
+    assert (first.hits, first.tokenized) == (0, 4)
+    second = TokenIdCache(_tokenizer(reference_dir), 16, tmp_path)  # another model's copy of the tokenizer
+    again = second.model_inputs(TEXTS[::-1] + ["new text"])
+    assert (second.hits, second.tokenized) == (4, 1)
+    assert got.ids == expected.ids and again.ids[:4] == expected.ids[::-1]
+    assert got.truncated.tolist() == [False, True, False, False] == expected.truncated.tolist()
+    assert again.truncated[:4].tolist() == expected.truncated[::-1].tolist()
+    assert second.path == first.path
+
+
+def test_max_len_and_the_tokenizer_are_part_of_the_key(reference_dir, tmp_path):
+    tok = _tokenizer(reference_dir)
+    at16 = TokenIdCache(tok, 16, tmp_path)
+    at16.model_inputs(TEXTS)
+    at32 = TokenIdCache(tok, 32, tmp_path)
+    assert max(map(len, at32.model_inputs(TEXTS).ids)) == 32 and at32.hits == 0
+    lower = _tokenizer(reference_dir)
+    lower.backend_tokenizer.normalizer = None  # another normalisation: another tokenizer
+    other = TokenIdCache(lower, 16, tmp_path)
+    other.model_inputs(TEXTS)
+    assert other.hits == 0 and other.path != at16.path
+
+
+def test_an_unwritable_cache_folder_only_costs_the_tokenisation(reference_dir, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    cache = TokenIdCache(_tokenizer(reference_dir), 16, blocker)
+    assert cache.model_inputs(TEXTS).ids == model_inputs(TEXTS, cache.tokenizer, 16).ids
+    assert not cache.on_disk
+
+
+def test_the_process_pool_gives_the_tokenizers_ids(reference_dir, monkeypatch):
+    import bench.encode.token_ids as token_ids
+
+    monkeypatch.setattr(token_ids, "PROCESS_TEXTS", 4)
+    monkeypatch.setattr(token_ids, "PROCESS_CHUNK", 3)
+    tok = _tokenizer(reference_dir)
+    texts = TEXTS * 3
+    pooled = tokenize_parallel(texts, tok, 16, workers=3)
+    expected = model_inputs(texts, tok, 16)
+    assert pooled.ids == expected.ids
+    np.testing.assert_array_equal(pooled.truncated, expected.truncated)
