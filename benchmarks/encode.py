@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from bench.encode.encoder import Encoder, resolve_model
+    from bench.encode.encoder import Encoder
+    from bench.encode.loading import resolve_model
 
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     ours = {b: Encoder.load(args.model, max_len=args.max_len, batch_size=args.batch_size, device=args.device,

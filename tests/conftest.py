@@ -27,7 +27,7 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
-    from bench.encode.encoder import reference_model_dir
+    from bench.encode.loading import reference_model_dir
 
     ref = reference_model_dir()
     if ref is None:

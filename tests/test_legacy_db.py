@@ -95,7 +95,7 @@ def test_config_hashes_and_commands_recomputed_from_the_stored_commands_are_the_
     import pytest
 
     from bench.cli import build_parser
-    from bench.encode.encoder import reference_model_dir
+    from bench.encode.loading import reference_model_dir
     from bench.experiment.eval_spec import EvalSpec
     from bench.experiment.run_spec import RunSpec
 

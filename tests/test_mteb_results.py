@@ -157,7 +157,7 @@ def test_bad_export_and_import_input_is_one_clear_line(exported, tmp_path, capsy
 def test_scores_on_data_that_is_not_the_tasks_are_not_exported_as_mteb_results(tmp_path, capsys, tiny_model_dir):
     """A 200-pair local stsb-test.tsv and a 244-document SciFact would be written with the task's official dataset
     revision: refused with the reason. The untrained backbone gets its weights' fingerprint as revision."""
-    from bench.encode.encoder import _folder_fingerprint
+    from bench.encode.loading import folder_fingerprint as _folder_fingerprint
 
     corpus = tmp_path / "data" / "beir" / "scifact" / "corpus.jsonl"
     corpus.parent.mkdir(parents=True)

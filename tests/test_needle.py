@@ -12,7 +12,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture()
 def no_packaged_minilm(monkeypatch):
-    import bench.encode.encoder as encoder_module
+    import bench.encode.loading as encoder_module
 
     monkeypatch.setattr(encoder_module, "reference_model_dir", lambda: None)
     needle.default_counter.cache_clear()

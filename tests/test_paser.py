@@ -195,7 +195,8 @@ def test_decoder_shares_word_embeddings_and_trains_them(tok, tiny_model_dir):
 
 
 def test_training_lowers_loss_and_saved_encoder_has_no_decoder(tok, tiny_model_dir, tmp_path):
-    from bench.encode.encoder import Encoder, save_encoder
+    from bench.encode.encoder import Encoder
+    from bench.encode.loading import save_encoder
 
     model = _model(tiny_model_dir)
     adapter = _adapter(tok, synonyms_source="none", decoder_layers=2)

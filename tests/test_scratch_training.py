@@ -19,7 +19,7 @@ def test_crop_from_scratch_beats_the_untrained_backbone_and_records_its_curve(tm
     0 (the untrained table's score), 100 and 200 (the last of which is the final encoder's score)."""
     from bench.data.corpus import wiki_offline_file
     from bench.data.errors import DataError
-    from bench.encode.encoder import reference_model_dir
+    from bench.encode.loading import reference_model_dir
 
     try:
         wiki_offline_file()

@@ -3,7 +3,8 @@ import pytest
 from scipy.stats import spearmanr
 
 from bench.cli import main
-from bench.encode.encoder import Encoder, save_encoder
+from bench.encode.encoder import Encoder
+from bench.encode.loading import save_encoder
 from bench.evaluate.suites import EvalContext, parse_suites
 from results_db import ResultsDB
 from tests.conftest import write_sts

@@ -62,7 +62,7 @@ def test_an_encoder_save_past_the_limit_leaves_no_partial_folder_and_keeps_the_e
     proc = _child(LIMIT + f"""
 import hashlib, pathlib
 from transformers import AutoModel, AutoTokenizer
-from bench.encode.encoder import save_encoder
+from bench.encode.loading import save_encoder
 from bench.runtime.errors import TrainingError
 model, tok = AutoModel.from_pretrained({str(tiny_model_dir)!r}), AutoTokenizer.from_pretrained({str(tiny_model_dir)!r})
 save_encoder(model, tok, "kept")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from bench.encode.encoder import reference_model_dir
+from bench.encode.loading import reference_model_dir
 from bench.runtime.errors import ModelLoadError
 
 

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from bench.encode import backends
 from bench.encode.pooling import POOLINGS
 
-BACKENDS = ("auto", "torch", "onnx")  # inference backend; auto: onnx on the CPU when onnxruntime is installed
+# inference backend (bench.encode.backends); auto: onnx on the CPU when onnxruntime is installed, else torch
+BACKENDS = ("auto", *backends.BACKENDS)
 EMB_DTYPES = ("fp32", "fp16")  # precision of the returned embedding matrix
 
 __all__ = ["BACKENDS", "EMB_DTYPES", "POOLINGS"]

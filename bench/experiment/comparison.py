@@ -448,7 +448,7 @@ def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg,
     from bench.train.trainer import train_method
 
     if not method_spec.trains:  # the backbone itself (a random BERT is written once under --out/backbones)
-        from bench.encode.encoder import resolve_model
+        from bench.encode.loading import resolve_model
 
         if not is_generated_backbone(spec.backbone):
             return resolve_model(spec.backbone)

@@ -45,7 +45,7 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
     """Score `spec.model` on `spec.suite_args` and record it (see the module docstring). db: a results_db.ResultsDB
     on rank 0 (None: nothing recorded), or `open_db`, called once the inputs are checked (a bad input never creates
     a database file); command: what Run.command records (default: this process's command line)."""
-    from bench.encode.encoder import resolve_model
+    from bench.encode.loading import resolve_model
     from bench.encode.model_info import model_info
     from bench.evaluate.models import LEXICAL_MODELS
     from bench.evaluate.runner import check_model, evaluate, locate_datasets

@@ -93,8 +93,8 @@ MODEL_OPTIONS = {"backbone": "--backbone", "model": "--model"}  # by argparse de
 
 
 def check_model_names(args: argparse.Namespace) -> None:
-    """A hub id given offline: one line within seconds, before any row (bench.encode.encoder.check_hub_model)."""
-    from bench.encode.encoder import check_hub_model, resolve_model
+    """A hub id given offline: one line within seconds, before any row (bench.encode.loading.check_hub_model)."""
+    from bench.encode.loading import check_hub_model, resolve_model
     from bench.encode.names import is_generated_backbone
     from bench.evaluate.models import LEXICAL_MODELS
 

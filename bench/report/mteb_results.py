@@ -90,10 +90,10 @@ def _weights_fingerprint(model: str) -> str:
     """The weights' fingerprint of a model folder (or 'minilm'), as the encoder computes it: the revision of an
     evaluation row that did not record one (the untrained backbone of `bench run`). '' when it cannot be read."""
     try:
-        from bench.encode.encoder import _folder_fingerprint, resolve_model
+        from bench.encode.loading import folder_fingerprint, resolve_model
 
         source = resolve_model(model)
-        return _folder_fingerprint(source)[:12] if Path(source).is_dir() else ""
+        return folder_fingerprint(source)[:12] if Path(source).is_dir() else ""
     except Exception:  # noqa: BLE001 - a folder moved or deleted since the run: no fingerprint, said by the fallback
         return ""
 

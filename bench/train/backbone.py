@@ -47,7 +47,7 @@ def check_backbone_methods(backbone: str, methods: Sequence[str]) -> None:
 def check_backbone_lengths(backbone: str, lengths: dict[str, int]) -> None:
     """Each max_len option (--max-len, --eval-max-len) within the backbone's positions, refused before any row
     rather than failing mid-run when an elongated text reaches it."""
-    from bench.encode.encoder import REFERENCE_ALIASES, reference_model_dir
+    from bench.encode.loading import REFERENCE_ALIASES, reference_model_dir
     from bench.encode.model_check import check_max_len, read_config
 
     folder = Path(backbone).expanduser()
@@ -68,7 +68,7 @@ def load_backbone(name: str, cache_dir: str | Path | None = None) -> tuple["torc
     'random-bert-tiny|mini|small' (random BERT on the packaged vocab) or 'embedding-bag[-DIM]' (a random token-
     embedding table on that vocab, no transformer; DIM 256 by default); generated ones are written once under
     cache_dir, seed 0."""
-    from bench.encode.encoder import load_transformer
+    from bench.encode.loading import load_transformer
 
     source = None
     if is_generated_backbone(name):

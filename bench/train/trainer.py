@@ -479,7 +479,7 @@ def train(
         losses=losses,
     )
     if save_encoder_dir is not None:
-        from bench.encode.encoder import save_encoder
+        from bench.encode.loading import save_encoder
 
         target = Path(save_encoder_dir)
         target = target if target.is_absolute() else out / target

@@ -93,7 +93,7 @@ def length_counter(model: Any = None) -> LengthCounter:
 def default_counter() -> LengthCounter:
     from transformers import AutoTokenizer
 
-    from bench.encode.encoder import reference_model_dir
+    from bench.encode.loading import reference_model_dir
 
     path = reference_model_dir()
     if path is not None:

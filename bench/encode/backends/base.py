@@ -1,0 +1,80 @@
+"""What the encoder asks of a backend: run one padded batch of token ids through the model, pooled or per token.
+
+The encoder owns everything around it (tokenising, length-sorted batch plans, padding, the cache, normalisation);
+a backend owns only how a batch runs: where the weights live and in which form (`place`), the forward itself
+(`pooled`, `tokens`) and bringing a chunk's vectors back to the host (`to_host`). One is chosen when the encoder is
+built (`bench.encode.backends.make_backend`); no encoder method asks which one it has.
+
+A batch is the padded numpy arrays `bench.encode.batching.pad_batch` makes: {"input_ids": int64 (rows, width),
+"attention_mask": int64 (rows, width)}. `pooled` may leave its vectors where the model ran (a tensor on the GPU):
+the encoder hands a chunk's worth of them to `to_host` at once, so an accelerator syncs once per chunk.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+
+Batch = dict[str, np.ndarray]
+
+
+class BackendHost(Protocol):
+    """What a backend reads of its encoder (`bench.encode.encoder.Encoder` has it): the options it runs under and
+    the torch model, loaded on first use."""
+
+    name: str
+    pooling: str
+    device_name: str
+    precision: str
+    show_progress: bool
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def cache_dir(self) -> Path: ...
+
+    @property
+    def model(self) -> Any: ...
+
+
+class Backend(Protocol):
+    """One way to run batches (see the module docstring). `cpu_batch_tokens`: token slots per batch on the CPU,
+    where throughput peaks when a batch's activations stay in the CPU caches (None: batch_size alone)."""
+
+    cpu_batch_tokens: ClassVar[int | None]
+
+    def __init__(self, host: BackendHost) -> None: ...
+
+    @property
+    def name(self) -> str:
+        """The backend that runs the batches, as recorded in a run's description."""
+        ...
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the backend holds a runnable model of its own (an ONNX session), apart from the torch model."""
+        ...
+
+    @staticmethod
+    def unusable(device: str, precision: str) -> str | None:
+        """Why this backend cannot run on `device` at `precision` (one line naming the option to change), or None."""
+        ...
+
+    def place(self, model: Any) -> Any:
+        """The torch model as this backend keeps it: on its device, in eval mode (and in whatever form it runs)."""
+        ...
+
+    def pooled(self, batch: Batch) -> Any:
+        """(rows, dim) float32 pooled vectors, not normalised: numpy, or a tensor left on the model's device."""
+        ...
+
+    def tokens(self, batch: Batch) -> np.ndarray:
+        """(rows, width, dim) float32 last hidden states on the host (padding rows included)."""
+        ...
+
+    def to_host(self, parts: list[Any]) -> np.ndarray:
+        """One float32 host matrix of a chunk's `pooled` outputs, in order (one device-to-host copy)."""
+        ...
