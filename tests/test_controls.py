@@ -23,7 +23,7 @@ def test_controls_are_marked_and_name_the_claim_they_test():
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from bench.encode.encoder import reference_model_dir
+    from bench.encode.loading import reference_model_dir
     from transformers import AutoTokenizer
 
     folder = reference_model_dir()
