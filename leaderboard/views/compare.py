@@ -10,7 +10,7 @@ import streamlit as st
 
 from bench.evaluate.attacks import order_variants
 from bench.report import stats
-from leaderboard import cache, grouping
+from leaderboard import cache, comparable, grouping
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views import curves
@@ -24,10 +24,15 @@ NOT_REAL = "not shown to differ"
 SUMMARY_FIELDS = ("method", "backbone", "model", "budget_label", "train_corpus", "seed", "status", "code_version", "config_hash")
 
 
-def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataFrame, scores_b: pd.DataFrame) -> pd.DataFrame:
+def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataFrame, scores_b: pd.DataFrame,
+                     imported: tuple[bool, bool] = (False, False)) -> pd.DataFrame:  # fmt: skip
     """Rows for the (suite, dataset, variant, metric) both runs have: A, B, B − A, its 95% bootstrap CI
     (uncorrected) and p; 'note' says whether the difference is real after the Holm correction over this table's
-    differences (`stats.corrected_stars`, as `bench results` and the main board)."""
+    differences (`stats.corrected_stars`, as `bench results` and the main board).
+
+    Scores on other items (a `--limit` subset against the full set, or two subsets) or of another scoring version
+    get no difference and say why (`leaderboard.comparable`); imported: whether A / B are imported published
+    results, whose differences below their stated rounding are ties."""
     keys = ["suite", "dataset", "variant", "metric"]
     both = scores_a.merge(scores_b, on=keys, suffixes=(" A", " B"))
     if both.empty:
@@ -37,13 +42,17 @@ def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataF
     out["B"] = both["value B"]
     out["B − A"] = both["value B"] - both["value A"]
     lows, highs, ps, n_items, notes = [], [], [], [], []
-    # scores of two versions of a suite's scoring are never compared (issue 27): no difference, no CI, a note
-    scoring = (both["suite_version A"], both["suite_version B"]) if "suite_version A" in both else ([1] * len(both),) * 2
-    apart = [int(va) != int(vb) for va, vb in zip(*scoring)]
-    out.loc[apart, "B − A"] = math.nan
-    for sid_a, sid_b, va, vb, differ in zip(both["score_id A"], both["score_id B"], *scoring, apart):
-        result = (f"scoring versions differ (v{int(va)} vs v{int(vb)}): not compared" if differ
-                  else cache.bootstrap(location, version, int(sid_a), int(sid_b)))  # fmt: skip
+    ones = [1] * len(both)
+    scoring = (both.get("suite_version A", ones), both.get("suite_version B", ones))
+    limits = (both.get("limit A", [None] * len(both)), both.get("limit B", [None] * len(both)))
+    apart = [comparable.why_apart(la, lb, va, vb) for la, lb, va, vb in zip(*limits, *scoring)]
+    out.loc[[bool(a) for a in apart], "B − A"] = math.nan
+    for sid_a, sid_b, a, b, why in zip(both["score_id A"], both["score_id B"], out["A"], out["B"], apart):
+        step_a = comparable.stated_step(a) if imported[0] else 0.0
+        step_b = comparable.stated_step(b) if imported[1] else 0.0
+        if not why and comparable.is_tie(a, b, step_a, step_b):
+            why = (f"tie: within the rounding of the imported score (±{comparable.tie_tolerance(step_a, step_b):g})")
+        result = why or cache.bootstrap(location, version, int(sid_a), int(sid_b))
         if isinstance(result, stats.BootstrapCI):
             lows.append(result.low)
             highs.append(result.high)
@@ -64,6 +73,22 @@ def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataF
     out["note"] = [note or (REAL if star else NOT_REAL) for note, star in zip(notes, stars)]
     order = out["dataset"].map(lambda d: grouping.DATASET_ORDER.get(d, len(grouping.DATASET_ORDER)))
     return out.assign(_o=order).sort_values(["suite", "metric", "variant", "_o", "dataset"]).drop(columns="_o").reset_index(drop=True)
+
+
+def why_not_comparable(scores_a: pd.DataFrame, scores_b: pd.DataFrame) -> str:
+    """'' when two runs share a (suite, dataset, variant, metric) scored on the same items the same way, else why
+    not, in a sentence."""
+    keys = ["suite", "dataset", "variant", "metric"]
+    both = scores_a.merge(scores_b, on=keys, suffixes=(" A", " B"))
+    if both.empty:
+        return "they share no scored (suite, dataset, variant, metric)"
+    ones = [1] * len(both)
+    reasons = [comparable.why_apart(la, lb, va, vb) for la, lb, va, vb in zip(
+        both.get("limit A", [None] * len(both)), both.get("limit B", [None] * len(both)),
+        both.get("suite_version A", ones), both.get("suite_version B", ones))]  # fmt: skip
+    if any(not r for r in reasons):
+        return ""
+    return reasons[0].removesuffix(": not compared")
 
 
 def _is_reference(runs: pd.DataFrame, reference: str) -> pd.Series:
@@ -96,6 +121,38 @@ def _default_pair(runs: pd.DataFrame, headline: pd.Series | None = None, referen
     return (ids[-2], ids[-1]) if len(ids) > 1 else (ids[-1], ids[-1])
 
 
+MAX_PAIRS_TRIED = 200  # pairs of recent finished runs tried for one scored on the same items, when the default is not
+
+
+def _apart(state: DBState, run_a: int, run_b: int) -> str:
+    return why_not_comparable(cache.run_scores(state.location, state.version, run_a),
+                              cache.run_scores(state.location, state.version, run_b))  # fmt: skip
+
+
+def opening_pair(state: DBState, runs: pd.DataFrame) -> tuple[int, int, str]:
+    """(A, B, what the view says): the default pair (`_default_pair`) when its runs share scores on the same items
+    scored the same way; else the first such pair among the newest finished runs (the default's A first), and a
+    sentence saying why the default was left; with no such pair, the default and why it cannot be compared."""
+    first, second = _default_pair(runs, _headline_scores(state))
+    why = _apart(state, first, second) if first != second else ""
+    if not why:
+        return first, second, ""
+    finished = runs.loc[runs["status"] == "finished", "id"].astype(int).tolist()
+    recent = sorted(finished, reverse=True)
+    ordered = [first, *[r for r in recent if r != first]] if first in finished else recent
+    tried = 0
+    for i, a in enumerate(ordered):
+        for b in ordered[i + 1:]:
+            tried += 1
+            if tried > MAX_PAIRS_TRIED:
+                break
+            if not _apart(state, a, b):
+                a, b = sorted((a, b)) if a != first else (a, b)
+                return a, b, (f"Runs {first} and {second} cannot be compared: {why}. Opened on runs {a} and {b}, "
+                              "which were scored on the same items.")  # fmt: skip
+    return first, second, f"Runs {first} and {second} cannot be compared: {why}. No two finished runs here were scored on the same items."
+
+
 def _headline_scores(state: DBState) -> pd.Series:
     """Run id -> its mean clean score over the datasets of the headline suite ('sts' when scored, else the first) on
     that suite's main metric: what Compare opens on."""
@@ -115,7 +172,9 @@ def _headline_scores(state: DBState) -> pd.Series:
 def show(state: DBState) -> None:
     st.header("Compare two runs")
     runs = cache.runs(state.location, state.version)
-    first, second = _default_pair(runs, _headline_scores(state))
+    first, second, opened = opening_pair(state, runs)
+    if opened:
+        st.info(opened)
     run_a = pick_run(runs, "cmp_a", "Run A", default=first, where=st.sidebar)
     run_b = pick_run(runs, "cmp_b", "Run B", default=second, where=st.sidebar)
     if run_a is None or run_b is None:
@@ -142,9 +201,11 @@ def show(state: DBState) -> None:
 
     def pick(frame: pd.DataFrame) -> pd.DataFrame:
         keep = (frame["suite"] == suite) & (frame["metric"] == metric) & frame["variant"].isin(chosen)
-        return frame.loc[keep, ["score_id", "suite", "dataset", "variant", "metric", "value", "suite_version"]]
+        return frame.loc[keep, ["score_id", "suite", "dataset", "variant", "metric", "value", "suite_version", "limit"]]
 
-    table = comparison_table(state.location, state.version, pick(scores_a), pick(scores_b))
+    imported = tuple(bool((runs.loc[runs["id"] == r, "type"] == grouping.REFERENCE).any()) if "type" in runs else False
+                     for r in (run_a, run_b))  # fmt: skip
+    table = comparison_table(state.location, state.version, pick(scores_a), pick(scores_b), imported)
     st.subheader(f"B − A on {literal(suite)} · {literal(metric)}")
     if table.empty:
         st.info("Pick at least one variant in the sidebar.")

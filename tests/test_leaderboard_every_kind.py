@@ -1,0 +1,158 @@
+"""Every view of the leaderboard over a database holding each kind of row a user makes, read as text (AppTest).
+
+The database (fill_every_kind), as `bench eval`, `bench eval --limit 100`, `bench import` of the MTEB export of the
+same model, and a `bench sweep` of 2 seeds scored on a `--limit 100` subset write it:
+  run 1: `bench eval --model minilm` (stsb, clean and elong-2, per-item values)       kind eval, full set
+  run 2: `bench eval --model minilm --limit 100`                                       kind eval, subset
+  run 3: the MTEB result of all-MiniLM-L6-v2 imported (run 1's clean score at 4 decimals, no items, n 0)
+  runs 4, 5: sweep "tiny", simcse on random-bert-mini, seeds 0 and 1, `--limit 100`    kind train, subset
+  run 6: `bench run` comparison on minilm: laser3-self trained, full set              kind train
+A second database (fill_rounded_reference) holds one model's own scores on three datasets beside the same scores
+as an MTEB file rounds them, two rounded up and one down.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("streamlit")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from results_db import ItemValues, ResultsDB, ScoreRecord  # noqa: E402
+from tests.test_leaderboard_app import APP, TIMEOUT, board, go, texts  # noqa: E402
+
+N_FULL = 300
+MINILM_INFO = {"parameters": 22_713_728, "embedding_dim": 384, "max_tokens": 256}
+MTEB_INFO = {"source": "mteb", "split": "test", "main_score": "cosine_spearman"}
+
+
+def _spearman(values: np.ndarray, gold: np.ndarray) -> float:
+    from scipy.stats import spearmanr
+
+    return float(100.0 * spearmanr(values, gold).statistic)
+
+
+def _records(rng: np.random.Generator, gold: np.ndarray, noise: float, n: int, limit: int | None,
+             dataset: str = "stsb") -> list[ScoreRecord]:  # fmt: skip
+    ids = [str(i) for i in range(n)]
+    out = []
+    clean = gold[:n] / 5 + rng.normal(0, noise, n) * 0.3
+    for variant, extra in (("clean", 0.0), ("elong-2", 0.4)):
+        values = clean + rng.normal(0, extra, n) * 0.3 if extra else clean
+        info = {"suite_version": 1, **({"limit": limit} if limit else {}), **({"changed_frac": 1.0} if extra else {})}
+        items = ItemValues("spearman", ids, values.tolist(), gold[:n].tolist())
+        out.append(ScoreRecord("sts", dataset, "spearman", _spearman(values, gold[:n]), n, variant, items, info))
+    return out
+
+
+def fill_every_kind(path: Path) -> Path:
+    db = ResultsDB(path)
+    rng = np.random.default_rng(7)
+    gold = np.round(rng.uniform(0, 5, N_FULL), 2)
+    common = dict(suite="sts:stsb@elong", status="running")
+    minilm_eval = dict(kind="eval", method="vanilla", backbone="minilm", model="minilm", model_info=MINILM_INFO, **common)
+    own = db.create_run(**minilm_eval, config={"model": "minilm", "limit": None})
+    records = _records(rng, gold, 0.8, N_FULL, None)
+    db.add_scores(own, records)
+    db.finish_run(own)
+    subset = db.create_run(**minilm_eval, config={"model": "minilm", "limit": 100})
+    db.add_scores(subset, _records(rng, gold, 0.3, 100, 100))
+    db.finish_run(subset)
+    name = "sentence-transformers/all-MiniLM-L6-v2"
+    ref = db.create_run(kind="reference", method=name, model=name, backbone="", suite="mteb", status="running",
+                        config={"source": "mteb", "model": name}, model_info=MINILM_INFO)  # fmt: skip
+    db.add_scores(ref, [ScoreRecord("sts", "stsb", "spearman", round(records[0].value, 4), 0, info=MTEB_INFO)])
+    db.finish_run(ref)
+    for seed in (0, 1):
+        run = db.create_run(kind="train", method="simcse", backbone="random-bert-mini", model=f"runs/simcse-{seed}",
+                            budget_label="steps=5", train_corpus="wiki-offline", seed=seed, sweep="tiny",
+                            sweep_point=f"method=simcse seed={seed}", model_info={"parameters": 4_782_464},
+                            config={"eval": {"limit": 100}, "comparison": f"c{seed}"}, **common)  # fmt: skip
+        db.add_scores(run, _records(rng, gold, 2.0, 100, 100))
+        db.finish_run(run)
+    trained = db.create_run(kind="train", method="laser3-self", backbone="minilm", model="runs/laser3-self",
+                            budget_label="steps=60", train_corpus="wiki-offline", config={"comparison": "main"},
+                            model_info=MINILM_INFO, **common)  # fmt: skip
+    db.add_scores(trained, _records(rng, gold, 0.5, N_FULL, None))
+    db.finish_run(trained)
+    db.engine.dispose()
+    return path
+
+
+def fill_two_evals(path: Path) -> Path:
+    """Only `bench eval --model minilm` on the full set and on `--limit 100`, as the issue's Compare case."""
+    db = ResultsDB(path)
+    rng = np.random.default_rng(3)
+    gold = np.round(rng.uniform(0, 5, N_FULL), 2)
+    for limit in (None, 100):
+        run = db.create_run(kind="eval", method="vanilla", backbone="minilm", model="minilm", suite="sts:stsb",
+                            status="running", config={"model": "minilm", "limit": limit})  # fmt: skip
+        db.add_scores(run, _records(rng, gold, 0.8 if limit is None else 0.2, limit or N_FULL, limit))
+        db.finish_run(run)
+    db.engine.dispose()
+    return path
+
+
+ROUNDED = {"sts12": 71.234567, "stsb": 82.032467, "sickr": 79.876543}  # own scores; MTEB's file: 4 decimals
+
+
+def fill_rounded_reference(path: Path) -> Path:
+    """`bench eval --model minilm` on sts12, stsb, sickr (no items) and the same scores imported as MTEB rounds them:
+    71.2346 (up), 82.0325 (up), 79.8765 (down)."""
+    db = ResultsDB(path)
+    own = db.create_run(kind="eval", method="vanilla", backbone="minilm", model="minilm", suite="sts", status="running",
+                        config={"model": "minilm"}, model_info=MINILM_INFO)  # fmt: skip
+    db.add_scores(own, [ScoreRecord("sts", d, "spearman", v, 1000) for d, v in ROUNDED.items()])
+    db.finish_run(own)
+    name = "sentence-transformers/all-MiniLM-L6-v2"
+    ref = db.create_run(kind="reference", method=name, model=name, backbone="", suite="mteb", status="running",
+                        config={"source": "mteb"}, model_info=MINILM_INFO)  # fmt: skip
+    db.add_scores(ref, [ScoreRecord("sts", d, "spearman", round(v, 4), 0, info=MTEB_INFO) for d, v in ROUNDED.items()])
+    db.finish_run(ref)
+    db.engine.dispose()
+    return path
+
+
+def open_on(path: Path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("LENBENCH_DB", str(path))
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.fixture(scope="module")
+def every_kind(tmp_path_factory) -> Path:
+    return fill_every_kind(tmp_path_factory.mktemp("every-kind") / "results.sqlite")
+
+
+# ------------------------------------------------------------------------------------------------------- Compare
+def test_compare_never_opens_on_a_subset_against_the_full_set(tmp_path, monkeypatch):
+    at = go(open_on(fill_two_evals(tmp_path / "two.sqlite"), monkeypatch), "Compare")
+    shown = texts(at)
+    assert "cannot be compared" in shown and "100-item subset" in shown, shown
+    table = at.dataframe[-1].value
+    assert table["B − A"].isna().all(), table  # no difference of scores on other items, so no CI [0.00, 0.00], p 1
+    assert table["note"].str.contains("other items").all()
+
+
+def test_compare_opens_on_a_pair_scored_on_the_same_items(every_kind, monkeypatch):
+    at = go(open_on(every_kind, monkeypatch), "Compare")
+    a, b = (int(at.sidebar.number_input(key=k).value) for k in ("cmp_a", "cmp_b"))
+    table = at.dataframe[-1].value
+    assert not table.empty and not table["note"].str.contains("other items").any(), (a, b, table)
+
+
+def test_compare_an_imported_score_within_its_rounding_is_a_tie(every_kind, monkeypatch):
+    at = open_on(every_kind, monkeypatch)
+    go(at, "Compare")
+    at.sidebar.number_input(key="cmp_a").set_value(1)
+    at.sidebar.number_input(key="cmp_b").set_value(3).run()
+    table = at.dataframe[-1].value
+    row = table[(table["dataset"] == "stsb") & (table["variant"] == "clean")].iloc[0]
+    assert row["note"].startswith("tie"), row
