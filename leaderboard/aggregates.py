@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from bench.report import stats
+from leaderboard import comparable
 
 PROFILE_POINTS = 60  # thresholds of the performance profile
 
@@ -32,10 +33,12 @@ def per_seed(long: pd.DataFrame, groups: list[int], datasets: list[str]) -> dict
 
 def aggregate_table(long: pd.DataFrame, groups: list[int], labels: dict[int, str], datasets: list[str],
                     score_ids: dict[tuple[int, str], int], items: dict[int, dict], key: Callable[[int], Hashable],
-                    reference: int | None = None) -> pd.DataFrame:  # fmt: skip
+                    reference: int | None = None, imported: frozenset[int] | set[int] = frozenset(),
+                    ) -> pd.DataFrame:  # fmt: skip
     """One row per group that scored every dataset: datasets, seeds, mean and IQM with their 95% intervals, and
     P(> reference). score_ids: (run_id, dataset) -> score id with stored items; a score without items adds no item
-    noise (its run's score on every item resample is its score)."""
+    noise (its run's score on every item resample is its score). imported: the groups of imported published scores,
+    whose differences from another row below their file's rounding are ties in P(> reference)."""
     if len(datasets) < 2:
         return pd.DataFrame()
     cells = per_seed(long, groups, datasets)
@@ -57,9 +60,27 @@ def aggregate_table(long: pd.DataFrame, groups: list[int], labels: dict[int, str
     if table.empty:
         return table
     if reference is not None and reference in full_of:
-        table["P(> reference)"] = [np.nan if g == reference else stats.probability_of_improvement(full_of[g], full_of[reference])
-                                   for g in table["group"]]  # fmt: skip
+        table["P(> reference)"] = [
+            np.nan if g == reference else stats.probability_of_improvement(
+                tied_to(full_of[g], full_of[reference], g in imported, reference in imported), full_of[reference])
+            for g in table["group"]]  # fmt: skip
     return table.sort_values("IQM", ascending=False).reset_index(drop=True)
+
+
+def tied_to(row: list[np.ndarray], reference: list[np.ndarray], row_imported: bool, reference_imported: bool,
+            ) -> list[np.ndarray]:  # fmt: skip
+    """The row's seed values per dataset, with each value that ties a one-seed reference within the rounding of an
+    imported score (`leaderboard.comparable`) set to the reference's value, so the comparison counts it as a tie."""
+    out = []
+    for x, y in zip(row, reference):
+        x = np.asarray(x, dtype=float).copy()
+        if len(y) == 1:
+            step_y = comparable.stated_step(float(y[0])) if reference_imported else 0.0
+            step_x = comparable.steps(x, np.full(len(x), row_imported))
+            tolerance = (step_x + step_y) / 2.0
+            x[(tolerance > 0) & (np.abs(x - float(y[0])) <= tolerance + 1e-12)] = float(y[0])
+        out.append(x)
+    return out
 
 
 def _item_resamples(cell: pd.DataFrame, dataset: str, score_ids: dict[tuple[int, str], int], items: dict[int, dict],

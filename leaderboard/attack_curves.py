@@ -102,13 +102,19 @@ def variant_family(variant: str) -> str:
 
 
 
+def on_axis(variant: str) -> bool:
+    """Whether a variant is a point of its family's ordered axis, joined by the curve's line (the family declares it:
+    AttackFamily.ordered; random m and needle's mean have no x and stand apart)."""
+    return describe_variant(variant).on_axis
+
+
 def variant_m(variant: str) -> str:
     """The x position of a variant on the robustness curve: "1 (clean)", then the variant without its family prefix:
     "2", "4", "8", "rand" (elong), "start-2" (pad), "64" (needle's context lengths), "shuffle"."""
     if variant == CLEAN:
         return "1 (clean)"
-    family = variant_family(variant)
-    return variant.removeprefix(f"{family}-") if family not in ("", "other") else variant
+    family = describe_variant(variant).family
+    return variant.removeprefix(f"{family}-") if family else variant
 
 
 
@@ -118,7 +124,7 @@ def length_curve(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | None =
     `robustness_curve`."""
     from bench.report.stats import seeds_ci as mean_ci  # no t(1) interval over 2 seeds
 
-    columns = [*GROUP_KEYS, "label", "variant", "m", "score", "low", "high", "seeds", "changed_frac"]
+    columns = [*GROUP_KEYS, "label", "variant", "m", "on_axis", "score", "low", "high", "seeds", "changed_frac"]
     if dataset is not None:
         scores = scores[scores["dataset"] == dataset]
     per_seed, groups = latest_per_seed(scores[["run_id", "dataset", "variant", "value"]], runs, ["dataset", "variant"])
@@ -131,6 +137,7 @@ def length_curve(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | None =
         rows.append({"group": group, "variant": variant, "score": ci.mean, "low": ci.low, "high": ci.high, "seeds": ci.n})
     out = pd.DataFrame(rows).assign(changed_frac=np.nan)
     out["m"] = out["variant"].map(variant_m)
+    out["on_axis"] = out["variant"].map(on_axis)
     present = np.unique(out["group"].to_numpy())
     labels = pd.Series(group_label(groups.iloc[present]).to_numpy(), index=present)
     out["label"] = labels.reindex(out["group"].to_numpy()).to_numpy()
@@ -148,7 +155,7 @@ def robustness_curve(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | No
     row (the group's code, as `coded_groups` numbers `runs`)."""
     from bench.report.stats import seeds_ci as mean_ci  # no t(1) interval over 2 seeds
 
-    columns = [*GROUP_KEYS, "label", "variant", "m", "score", "low", "high", "seeds", "changed_frac", "row"]
+    columns = [*GROUP_KEYS, "label", "variant", "m", "on_axis", "score", "low", "high", "seeds", "changed_frac", "row"]
     per_variant, groups = _paired_per_seed(scores, runs, dataset)
     if per_variant.empty:
         return pd.DataFrame(columns=columns)
@@ -163,6 +170,7 @@ def robustness_curve(scores: pd.DataFrame, runs: pd.DataFrame, dataset: str | No
     changed = attack_rate_by_group(rates, runs, dataset)
     out = out.merge(changed, on=["group", "variant"], how="left") if not changed.empty else out.assign(changed_frac=np.nan)
     out["m"] = out["variant"].map(variant_m)
+    out["on_axis"] = out["variant"].map(on_axis)
     present = np.unique(out["group"].to_numpy())
     labels = pd.Series(group_label(groups.iloc[present]).to_numpy(), index=present)
     out["label"] = labels.reindex(out["group"].to_numpy()).to_numpy()
@@ -177,7 +185,7 @@ def robustness_long(table: pd.DataFrame) -> pd.DataFrame:
     """The robustness table as (label, variant, score) rows for the plot."""
     if table.empty:
         return pd.DataFrame(columns=["label", "variant", "score"])
-    variants = [c for c in table.columns if c == CLEAN or (c.startswith("elong-"))]
+    variants = [c for c in table.columns if c == CLEAN or describe_variant(str(c)).family is not None]
     frame = table.assign(label=group_label(table))
     return frame.melt(id_vars=["label"], value_vars=variants, var_name="variant", value_name="score").dropna()
 

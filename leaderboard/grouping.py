@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from bench.report.pooling import evaluated_label, model_name  # noqa: F401  (model_name: re-exported)
+from leaderboard import columns
 
 NONE_LABEL = "—"  # what an empty budget / corpus (an untrained `bench eval` run) shows as
 
@@ -24,15 +25,6 @@ GROUP_KEYS = ["method", "backbone", "budget", "corpus"]
 REFERENCE = "reference"
 
 TYPES = ("trained", "untrained", REFERENCE)
-
-# Size columns read from Run.model_info (the first key found; MTEB's ModelMeta names are accepted too).
-SIZE_COLUMNS = {
-    "params (M)": ("parameters", "n_parameters", "params"),
-    "dim": ("embedding_dim", "embed_dim", "dim"),
-    "max tokens": ("max_tokens", "max_seq_length", "max_len"),
-}
-
-
 
 def _catalog_order() -> list[str]:
     try:
@@ -74,9 +66,9 @@ def group_runs(runs: pd.DataFrame) -> pd.DataFrame:
     limit = out["config_limit"] if "config_limit" in out else pd.Series(np.nan, index=out.index)
     limit = pd.to_numeric(limit, errors="coerce").fillna(0).to_numpy()
     out["subset"] = [f"limit {int(x)}" if x > 0 else "" for x in limit]
-    infos = out["model_info"] if "model_info" in out else pd.Series([{}] * len(out), index=out.index)
-    for column, keys in SIZE_COLUMNS.items():
-        out[column] = [_size(info, keys, column) for info in infos]
+    stored = out.to_dict("records")  # each declared column (leaderboard.columns) read from what the run stored
+    for column in columns.COLUMNS:
+        out[column.name] = [column.value(run) for run in stored]
     out["budget"] = out["budget_label"].replace("", NONE_LABEL)
     out["corpus"] = out["train_corpus"].replace("", NONE_LABEL)
     if "in_domain" in out:  # trained on the texts of a dataset it is scored on (`--corpus beir:NAME`, `knn:NAME`)
@@ -155,17 +147,6 @@ def hyperparameter_labels(runs: pd.DataFrame) -> pd.Series:
 
 def _hp_value(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value)
-
-
-
-def _size(info: object, keys: tuple[str, ...], column: str) -> float:
-    if not isinstance(info, dict):
-        return np.nan
-    for key in keys:
-        value = info.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-            return float(value) / 1e6 if column == "params (M)" else float(value)
-    return np.nan
 
 
 

@@ -13,7 +13,8 @@ import pandas as pd
 
 from bench.evaluate.suites.metadata import CQADUPSTACK_PARTS, SUITES
 from bench.report import stats
-from leaderboard.grouping import GROUP_KEYS, SIZE_COLUMNS, coded_groups, latest_per_seed, order_datasets, part_datasets
+from leaderboard import columns
+from leaderboard.grouping import GROUP_KEYS, coded_groups, latest_per_seed, order_datasets, part_datasets
 
 AVERAGE = "average"
 
@@ -64,7 +65,8 @@ def format_cell(value: object, digits: int = 2) -> str:
 
 
 
-INFO_COLUMNS = [*GROUP_KEYS, "type", "seeds", *SIZE_COLUMNS, "subset", "n", "run ids", "latest run"]
+def info_columns() -> list[str]:
+    return [*GROUP_KEYS, "type", "seeds", *columns.names(), "subset", "n", "run ids", "latest run"]
 
 
 
@@ -182,7 +184,7 @@ class Leaderboard:
 
 
 def _empty_leaderboard() -> Leaderboard:
-    info = pd.DataFrame(columns=INFO_COLUMNS)
+    info = pd.DataFrame(columns=info_columns())
     return Leaderboard(info, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), [], [], True)
 
 
@@ -306,7 +308,7 @@ def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: b
     info.insert(len(GROUP_KEYS), "type", runs.groupby(codes)["type"].first().reindex(range(n_groups)).to_numpy()
                 if "type" in runs else "")  # fmt: skip
     by_id = runs.assign(_g=codes).sort_values("id")
-    for column in SIZE_COLUMNS:
+    for column in columns.names():
         info[column] = by_id.groupby("_g")[column].last().reindex(range(n_groups)).to_numpy() if column in runs else np.nan
     used = np.unique(run_of)
     used_groups = codes[pd.Index(runs["id"]).get_indexer(used)]
@@ -342,6 +344,7 @@ def _subset_size(label: str) -> float:
 def _n_labels(long: pd.DataFrame, n_groups: int, datasets: list[str]) -> list[str]:
     """Per group: the items its scores rest on, "1,379" or "100–1,379" when its datasets differ (largest over seeds)."""
     n = pd.to_numeric(long["n"], errors="coerce")
+    n = n.where(n > 0)  # 0: the source did not say (an imported published score), not a score over no items
     per = pd.DataFrame({"group": long["group"], "n": n}).dropna().groupby("group")["n"].agg(["min", "max"])
     out = [""] * n_groups
     for g, lo, hi in per.itertuples():

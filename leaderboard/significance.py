@@ -125,6 +125,7 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
     mine = long[long["group"].isin([g for g in rows if g != reference])]
     seed_reps = seed_reps or {}
     verdicts: dict[int, list[list]] = {}  # per row: [difference, low, high, p] per dataset
+    found_on: dict[int, list[str]] = {}  # per row: the datasets of its verdicts
     if not ref.empty and not mine.empty:
         ref_mean = ref.groupby("dataset")["value"].mean()
         per = mine.groupby(["group", "dataset"], sort=False)["value"].agg(["mean", "count"]).reset_index()
@@ -137,6 +138,7 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
             if g not in bootstrap_rows:
                 if count > 1 or ref_count[dataset] > 1:
                     verdicts.setdefault(g, []).append(plain)
+                    found_on.setdefault(g, []).append(dataset)
                 continue
             ref_ids, row_ids = seed_reps.get(dataset, {}).get(reference), seed_reps.get(dataset, {}).get(g)
             if (ref_ids is not None and row_ids is not None and (len(ref_ids) > 1 or len(row_ids) > 1)) or \
@@ -144,6 +146,7 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
                 ci = None if ref_ids is None or row_ids is None else seed_difference(
                     ref_ids, row_ids, items, key, (reference in trained or len(ref_ids) > 1, g in trained or len(row_ids) > 1))
                 verdicts.setdefault(g, []).append(plain if ci is None else [ci.difference, ci.low, ci.high, ci.p])
+                found_on.setdefault(g, []).append(dataset)
                 continue
             sa, sb = reps.get(dataset, {}).get(reference), reps.get(dataset, {}).get(g)
             if sa not in items or sb not in items:
@@ -153,6 +156,7 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
             except ValueError:
                 continue
             verdicts.setdefault(g, []).append([ci.difference, ci.low, ci.high, ci.p])
+            found_on.setdefault(g, []).append(dataset)
     family = [v for found in verdicts.values() for v in found]
     for v, star in zip(family, stats.corrected_stars([v[3] for v in family], correction)):
         v[3] = bool(star)
@@ -163,9 +167,11 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
             out[g] = "reference"
         elif not found:
             out[g] = ""
-        elif len(datasets) == 1:
+        elif len(found) == 1:  # one dataset (or the only one both rows scored): its difference and interval
             d, lo, hi, sig = found[0]
             out[g] = f"{d:+.2f} [{lo:.2f}, {hi:.2f}]{'*' if sig else ''}" if not np.isnan(lo) else f"{d:+.2f}"
+            if len(datasets) > 1:
+                out[g] += f" ({found_on[g][0]} only)"
         else:
             mean = float(np.mean([v[0] for v in found]))
             out[g] = f"{mean:+.2f} ({sum(v[3] for v in found)}/{len(found)} datasets*)"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage  
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from bench.report import stats  # noqa: E402
+from leaderboard import attack_curves  # noqa: E402
 from results_db import ResultsDB  # noqa: E402
 from tests.test_leaderboard_fixtures import STS_DATASETS, fill_db  # noqa: E402
 
@@ -58,13 +60,19 @@ def go(at: AppTest, view: str) -> AppTest:
     return at
 
 
+def values(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table's values with its missing cells as NaN (a styled table holds a missing number as an infinity, which
+    the grid shows as '–' instead of 'None')."""
+    return frame.replace([math.inf, -math.inf], math.nan)
+
+
 def table(at: AppTest, index: int = 0) -> pd.DataFrame:
-    return at.dataframe[index].value
+    return values(at.dataframe[index].value)
 
 
 def board(at: AppTest) -> pd.DataFrame:
     """Every table of the main view, in order: one per backbone (and subset), each ranked among its own rows."""
-    return pd.concat([d.value for d in at.dataframe if str(d.key or "").startswith("main_table")], ignore_index=True)
+    return values(pd.concat([d.value for d in at.dataframe if str(d.key or "").startswith("main_table")], ignore_index=True))
 
 
 def display_values(at: AppTest, index: int = 0) -> pd.DataFrame:
@@ -258,7 +266,10 @@ def test_robustness_view_clean_vs_attacked(app):
     # score vs m: x = 1 (clean), 2, 4, 8, then random m, each with the share of texts the attack changed
     assert all(x in text for x in ("1 (clean)", "2 (90% changed)", "4 (95% changed)", "8 (100% changed)", "rand (97% changed)"))
     line = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "line")
-    assert "rand" in json.dumps(line["transform"])  # random m is a point of its own, not joined to the line
+    # random m is a point of its own, not joined to the line: the line keeps the variants on the family's ordered
+    # axis (AttackFamily.ordered, with an x; elong-rand has none)
+    assert "on_axis" in json.dumps(line["transform"])
+    assert not attack_curves.on_axis("elong-rand") and attack_curves.on_axis("elong-8")
     assert '"y2"' in text  # CI bars
     assert '"orient": "bottom"' in text  # the legend sits under the plot, inside the chart
 

@@ -4,7 +4,7 @@ The database (fill_every_kind), as `bench eval`, `bench eval --limit 100`, `benc
 same model, and a `bench sweep` of 2 seeds scored on a `--limit 100` subset write it:
   run 1: `bench eval --model minilm` (stsb, clean and elong-2, per-item values)       kind eval, full set
   run 2: `bench eval --model minilm --limit 100`                                       kind eval, subset
-  run 3: the MTEB result of all-MiniLM-L6-v2 imported (run 1's clean score at 4 decimals, no items, n 0)
+  run 3: the MTEB result of all-MiniLM-L6-v2 imported (run 1's clean score at 4 decimals, and sts12; no items, n 0)
   runs 4, 5: sweep "tiny", simcse on random-bert-mini, seeds 0 and 1, `--limit 100`    kind train, subset
   run 6: `bench run` comparison on minilm: laser3-self trained, full set              kind train
 A second database (fill_rounded_reference) holds one model's own scores on three datasets beside the same scores
@@ -13,7 +13,7 @@ as an MTEB file rounds them, two rounded up and one down.
 
 from __future__ import annotations
 
-import re
+import json
 from pathlib import Path
 
 import numpy as np
@@ -24,10 +24,10 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from results_db import ItemValues, ResultsDB, ScoreRecord  # noqa: E402
-from tests.test_leaderboard_app import APP, TIMEOUT, board, go, texts  # noqa: E402
+from tests.test_leaderboard_app import APP, TIMEOUT, board, display_values, go, highlighted_cells, texts  # noqa: E402
 
 N_FULL = 300
-MINILM_INFO = {"parameters": 22_713_728, "embedding_dim": 384, "max_tokens": 256}
+MINILM_INFO = {"parameters": 22_713_728, "embedding_dim": 384, "max_tokens": 256, "max_position_embeddings": 512}
 MTEB_INFO = {"source": "mteb", "split": "test", "main_score": "cosine_spearman"}
 
 
@@ -66,7 +66,8 @@ def fill_every_kind(path: Path) -> Path:
     name = "sentence-transformers/all-MiniLM-L6-v2"
     ref = db.create_run(kind="reference", method=name, model=name, backbone="", suite="mteb", status="running",
                         config={"source": "mteb", "model": name}, model_info=MINILM_INFO)  # fmt: skip
-    db.add_scores(ref, [ScoreRecord("sts", "stsb", "spearman", round(records[0].value, 4), 0, info=MTEB_INFO)])
+    db.add_scores(ref, [ScoreRecord("sts", "stsb", "spearman", round(records[0].value, 4), 0, info=MTEB_INFO),
+                        ScoreRecord("sts", "sts12", "spearman", 72.3456, 0, info=MTEB_INFO)])  # an MTEB task run 1 lacks
     db.finish_run(ref)
     for seed in (0, 1):
         run = db.create_run(kind="train", method="simcse", backbone="random-bert-mini", model=f"runs/simcse-{seed}",
@@ -156,3 +157,111 @@ def test_compare_an_imported_score_within_its_rounding_is_a_tie(every_kind, monk
     table = at.dataframe[-1].value
     row = table[(table["dataset"] == "stsb") & (table["variant"] == "clean")].iloc[0]
     assert row["note"].startswith("tie"), row
+
+
+# ---------------------------------------------------------------------------------------------------- main board
+def _main_tables(at: AppTest) -> list[int]:
+    return [i for i, d in enumerate(at.dataframe) if str(d.key or "").startswith("main_table")]
+
+
+def test_main_board_imported_score_within_its_rounding_ties_for_best_and_probability(tmp_path, monkeypatch):
+    at = open_on(fill_rounded_reference(tmp_path / "rounded.sqlite"), monkeypatch)
+    assert len(board(at)) == 2
+    index = _main_tables(at)[0]
+    shown = at.dataframe[index].value
+    columns = list(shown.columns)
+    # both rows are the best of every dataset column: 2 rows x 3 datasets (and the average) highlighted
+    for dataset in ROUNDED:
+        assert {(0, columns.index(dataset)), (1, columns.index(dataset))} <= highlighted_cells(at, index), dataset
+    aggregate = next(d.value for d in at.dataframe if any(str(c).startswith("P(>") for c in d.value.columns))
+    probability = aggregate.set_index("row")[[c for c in aggregate.columns if str(c).startswith("P(>")][0]]
+    imported = next(r for r in probability.index if r.startswith("sentence-transformers/"))
+    assert probability.loc[imported] == "0.50"  # ties, not 2 wins of 3 (0.67)
+
+
+def test_main_board_labels_on_one_row(tmp_path, monkeypatch):
+    at = open_on(fill_two_evals(tmp_path / "two.sqlite"), monkeypatch)
+    shown = texts(at)
+    assert "1 row, 1 seed run" in shown and "1 rows" not in shown and "(group, seed) pairs" not in shown, shown
+
+
+def test_main_board_imported_row_rank_and_n_read_as_missing(every_kind, monkeypatch):
+    at = open_on(every_kind, monkeypatch)
+    index = _main_tables(at)[0]
+    frame, cells = at.dataframe[index].value, display_values(at, index)
+    row = int(frame.index[frame["type"] == "reference"][0])
+    assert cells.loc[row, "rank"] == "–"  # the grid draws a null as 'None': the cell holds text to show
+    assert frame.loc[row, "n"] in ("", "–")  # the file stated no item count: not n = 0
+
+
+def test_main_board_difference_on_the_only_shared_dataset_says_which(every_kind, monkeypatch):
+    at = open_on(every_kind, monkeypatch)
+    frame = board(at)
+    delta = frame.set_index("method")["Δ vs vanilla"]
+    assert "datasets*" not in delta.loc["laser3-self"], delta  # was '+1.23 (0/1 datasets*)'
+    assert delta.loc["laser3-self"].endswith("(stsb only)"), delta
+
+
+def test_main_board_size_axis_spans_a_readable_range(tmp_path, monkeypatch):
+    at = open_on(fill_rounded_reference(tmp_path / "rounded.sqlite"), monkeypatch)
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    size = next(s for s in specs if "parameters" in json.dumps(s.get("encoding", {})))
+    low, high = size["encoding"]["y"]["scale"]["domain"]
+    assert high - low >= 0.5, (low, high)  # not 82.03245-82.03250
+
+
+def test_subset_only_board_draws_its_charts(every_kind, monkeypatch):
+    at = open_on(every_kind, monkeypatch)
+    at.checkbox(key="main_subsets").check().run()
+    at.sidebar.multiselect(key="main_backbone").set_value(["random-bert-mini"]).run()
+    assert len(board(at)) == 1
+    shown = texts(at)
+    assert "No scores to draw" not in shown and "No run recorded its model size" not in shown, shown
+    assert len(at.get("vega_lite_chart")) == 2
+
+
+def test_main_board_captions_are_one_line_each_with_statistics_in_an_expander(every_kind, monkeypatch):
+    at = open_on(every_kind, monkeypatch)
+    outside = [c.value for c in at.main.get("caption") if not _in_expander(at, c)]
+    assert all(len(text) <= 300 for text in outside), [t for t in outside if len(t) > 300]
+    assert any("Holm" in c.value for c in at.expander[0].get("caption"))  # the statistics stay one click away
+
+
+def _in_expander(at: AppTest, element) -> bool:  # noqa: ANN001
+    return any(element in e.get("caption") for e in at.expander)
+
+
+# ---------------------------------------------------------------------------------------------------- robustness
+def test_robustness_suite_average_of_one_dataset_has_interval_bars(every_kind, monkeypatch):
+    """The imported row scored sts12 too (clean only): minilm's suite average is still its one dataset, stsb."""
+    from leaderboard import grouping, queries
+    from leaderboard.views.robustness import AVERAGE_CHOICE, robustness_for
+
+    at = go(open_on(every_kind, monkeypatch), "Robustness")
+    assert at.sidebar.selectbox(key="rob_dataset_sts").value == AVERAGE_CHOICE
+    state = queries.db_state(str(every_kind))
+    _, curve = robustness_for(state.location, state.version, "sts", "spearman", None, grouping.RunFilters(), "elong")
+    minilm = curve[curve["method"] == "minilm"]
+    assert len(minilm) == 2 and minilm[["low", "high"]].notna().all().all(), minilm
+
+
+def test_robustness_axis_holds_negative_scores():
+    from leaderboard.views.robustness import y_domain
+
+    low, high = y_domain(-3.2, 5.0)  # an untrained model's clean correlation below 0
+    assert low <= -3.2 and high >= 5.0
+    low, high = y_domain(0.3, 1.2)  # x100 scores of a near-random model: not cut at 1
+    assert low <= 0.3 and high >= 1.2
+
+
+# ------------------------------------------------------------------------------------------------- column spec
+def test_a_main_board_column_from_a_stored_field_is_one_entry_of_the_column_spec(tmp_path, monkeypatch):
+    from leaderboard import columns
+
+    entry = columns.BoardColumn("positions", ("model_info.max_position_embeddings",), "%d", help="position embeddings")
+    monkeypatch.setattr(columns, "COLUMNS", (*columns.COLUMNS, entry))
+    at = open_on(fill_rounded_reference(tmp_path / "rounded.sqlite"), monkeypatch)
+    frame = board(at)
+    assert frame["positions"].tolist() == [512, 512]
+    index = _main_tables(at)[0]
+    assert set(display_values(at, index)["positions"]) == {"512"}

@@ -13,6 +13,7 @@ from bench.evaluate.suites.metadata import main_metric
 from leaderboard import cache, grouping, main_board
 from leaderboard.grouping import RunFilters
 
+MISSING = "–"  # what a table shows for a value a row does not have
 BEST_STYLE = "background-color: rgba(33, 195, 84, 0.25); font-weight: 700"
 # Colours of categories (methods, rows) in every chart: ten clearly distinct hues (Tableau 10), not shades of one.
 CATEGORY_SCHEME = "tableau10"
@@ -155,13 +156,13 @@ def best_mask(column: pd.Series) -> list[str]:
 
 def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, key: str, digits: int = 2,
                formats: dict[str, str] | None = None, pinned: str | None = None,
-               best: dict[str, float] | None = None, help_text: dict[str, str] | None = None,
+               best: dict[str, list[bool]] | None = None, help_text: dict[str, str] | None = None,
                selectable: bool = False):  # noqa: ANN201 - the dataframe's selection event when selectable  # fmt: skip
     """A sortable table: score cells sort by their value and show mean ± CI; the best per column highlighted.
 
     formats: printf formats ("%.1f") of other numeric columns present (size columns, rank), shown narrow;
     pinned: a column kept in view while the table scrolls sideways (the row's name);
-    best: the value to highlight per score column, when `frame` shows only some of the rows;
+    best: per score column, which rows to highlight (the best and the rows tied with it: `leaderboard.comparable`);
     help_text: a header tooltip per column; selectable: a click on a row selects it (the event is returned).
     Only a table that needs it (a highlight, or mean ± CI cells) goes through a pandas Styler, whose cost grows
     with every cell; plain numbers are formatted by the grid itself.
@@ -184,14 +185,34 @@ def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, k
         config.update({col: st.column_config.NumberColumn(format=fmt, width="small") for col, fmt in formats.items()})
         config.update({col: st.column_config.NumberColumn(format=f"%.{digits}f", help=help_text.get(col)) for col in score_columns})
         return st.dataframe(frame, hide_index=True, key=key, width="stretch", column_config=config, **select)
-    styler = frame.style.format(na_rep="")  # every column: a missing value is an empty cell
-    styler = styler.format(lambda v: main_board.format_cell(v, digits), subset=score_columns, na_rep="")
+    # The grid draws a missing number as 'None' whatever its display text says: a missing score or number is held
+    # as an infinity (sorted last) and shown as MISSING.
+    frame = _absent_as_infinity(frame, score_columns, list(formats))
+    styler = frame.style.format(na_rep=MISSING)
+    styler = styler.format(lambda v: MISSING if _absent(v) else main_board.format_cell(v, digits), subset=score_columns,
+                           na_rep=MISSING)  # fmt: skip
     for col, fmt in formats.items():
-        styler = styler.format(lambda v, fmt=fmt: "" if pd.isna(v) else fmt % v, subset=[col])
+        styler = styler.format(lambda v, fmt=fmt: MISSING if _absent(v) else fmt % v, subset=[col])
     if highlight and score_columns and best is not None:
-        styler = styler.apply(lambda column: [BEST_STYLE if float(v) == best.get(column.name) else "" for v in column.fillna(np.nan)],
+        styler = styler.apply(lambda column: [BEST_STYLE if b else "" for b in best.get(column.name, [False] * len(column))],
                               subset=score_columns, axis=0)  # fmt: skip
     elif highlight and score_columns:
         styler = styler.apply(best_mask, subset=score_columns, axis=0)
     config.update({col: st.column_config.Column(help=help_text[col]) for col in score_columns if col in help_text})
     return st.dataframe(styler, hide_index=True, key=key, width="stretch", column_config=config, **select)
+
+
+def _absent(value: object) -> bool:
+    return value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value)))
+
+
+def _absent_as_infinity(frame: pd.DataFrame, score_columns: list[str], number_columns: list[str]) -> pd.DataFrame:
+    """Missing scores as -inf (last when sorted best first), missing numbers (rank, sizes) as +inf (last when sorted
+    smallest first): cells the grid then shows with their display text."""
+    out = frame.copy()
+    for column in score_columns:
+        out[column] = pd.Series([-math.inf if _absent(v) else v for v in out[column]], index=out.index, dtype=object)
+    for column in number_columns:
+        if pd.api.types.is_numeric_dtype(out[column]):
+            out[column] = out[column].astype(float).fillna(math.inf)
+    return out

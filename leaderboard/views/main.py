@@ -18,7 +18,7 @@ import streamlit as st
 
 from bench.evaluate.attacks import CLEAN, order_variants
 from bench.report import stats
-from leaderboard import aggregates, attack_curves, cache, grouping, main_board, ranking, significance
+from leaderboard import aggregates, attack_curves, cache, columns, comparable, grouping, main_board, ranking, significance
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views.common import (
@@ -157,8 +157,10 @@ def aggregate_view(location: str, version: tuple[int, ...], suite: str, metric: 
     codes = _reference_codes(table.board, reference)
     full_codes = [code for (_, subset), code in codes.items() if not subset]
     ref = full_codes[0] if len(full_codes) == 1 else None  # one reference row among the full-set rows
+    types = dict(zip(part.groups.tolist(), part.info["type"])) if "type" in part.info else {}
+    imported = {int(g) for g, t in types.items() if t == grouping.REFERENCE}
     agg = aggregates.aggregate_table(long, groups, labels, datasets, score_ids, items,
-                                     lambda i: cache.score_key(location, version, i), ref)  # fmt: skip
+                                     lambda i: cache.score_key(location, version, i), ref, imported)  # fmt: skip
     profile = aggregates.performance_profile(long, groups, labels, datasets)
     spec = None
     if not profile.empty:
@@ -186,15 +188,16 @@ def _aggregates(location: str, version: tuple[int, ...], suite: str, metric: str
     if "P(> reference)" in agg:
         shown[f"P(> {reference})"] = ["" if np.isnan(p) else f"{p:.2f}" for p in agg["P(> reference)"]]
     st.dataframe(shown, hide_index=True, width="stretch")
-    st.caption("Mean and interquartile mean (IQM) over the datasets every row scored, 95% stratified-bootstrap CI "
-               "(items within each dataset, seeds within each row); P(> reference): probability of improvement, "
-               "per dataset the share of (seed, reference seed) pairs the row wins (Mann-Whitney), averaged over "
-               "datasets. The same computation as `bench results`.")  # fmt: skip
+    st.caption("Mean and IQM over the datasets every row scored, with 95% CIs, as `bench results`.",
+               help="95% stratified-bootstrap CI (items within each dataset, seeds within each row); P(> reference): "
+               "probability of improvement, per dataset the share of (seed, reference seed) pairs the row wins "
+               "(Mann-Whitney, a tie within an imported score's rounding counts half), averaged over datasets.")  # fmt: skip
     if spec is not None:
         st.markdown("**Performance profile**")
         st.vega_lite_chart(spec=spec, width="stretch")
-        st.caption("For each threshold τ, the share of a row's runs (seeds × datasets, each dataset weighing the "
-                   "same) scoring above τ: a curve above another is better across the whole distribution.")  # fmt: skip
+        st.caption("A curve above another is better across the whole distribution.",
+                   help="For each threshold τ, the share of a row's runs (seeds × datasets, each dataset weighing the "
+                   "same) scoring above τ.")  # fmt: skip
 
 
 def _reference_codes(board: main_board.Leaderboard, reference: str | None) -> dict[tuple[str, str], int]:
@@ -293,7 +296,7 @@ def _display(table: MainTable, part: main_board.Leaderboard, variant: str, rows:
     front = settings + [c for c in ("rank", "rank 95% CI") if c in cells] + variant_columns
     front += [delta_column] if delta_column else []
     front += [c for c in datasets if c not in front]
-    rest = [c for c in ("seeds", "n", "params (M)", "dim", "max tokens", "type", "subset", "run ids") if c in cells]
+    rest = [c for c in ("seeds", "n", *columns.names(), "type", "subset", "run ids") if c in cells]
     shown = cells[front + rest]
     # Columns with nothing in this table (a subset scored clean only, sizes never recorded) say nothing: left out.
     empty = [c for c in shown.columns if c not in settings and shown[c].isna().all()]
@@ -363,14 +366,14 @@ def show(state: DBState) -> None:
         if len(tables) > 1 or label:  # each table says what its rows share (and are ranked among)
             st.subheader(table_title(label, backbone, part))
         shown, score_columns, full = _display(table, part, variant, rows)
-        best = {c: float(pd.to_numeric(shown[c].map(lambda v: float(v) if isinstance(v, float) else np.nan)).max())
-                for c in score_columns} if highlight and len(part) > 1 else None  # fmt: skip
+        best = best_cells(shown, score_columns, part) if highlight and len(part) > 1 else None
         help_text = {c: "shortened; full names: " + "; ".join(literal(t) for t in values) for c, values in full.items()}
+        help_text.update(columns.help_texts())
         for v in table.variants:
             help_text.setdefault(v, f"{literal(headline)} on the {literal(v)} texts: mean over seeds (± 95% CI half-width, n=seeds)")
         event = show_table(shown, score_columns, highlight=highlight,
                            key=f"main_table_{label or 'full'}_{abs(hash(backbone)) % 10**8}_{_nonce()}",
-                           formats={"params (M)": "%.1f", "dim": "%d", "max tokens": "%d", "rank": "%.2f", "seeds": "%d"},
+                           formats={**columns.formats(), "rank": "%.2f", "seeds": "%d"},
                            pinned="method", best=best, help_text=help_text, selectable=True)  # fmt: skip
         selected = _selected_row(event)
         if selected is not None and selected < len(part):
@@ -400,6 +403,17 @@ def hidden_runs(location: str, version: tuple[int, ...], suite: str, metric: str
     runs = runs[runs["id"].isin(scored)]
     parts = [f"{n} run{'s' if n > 1 else ''} {why}" for why, n in filters.hidden(runs)]
     return ("Not shown: " + "; ".join(parts) + ".") if parts else ""
+
+
+def best_cells(shown: pd.DataFrame, score_columns: list[str], part: main_board.Leaderboard) -> dict[str, list[bool]]:
+    """Per score column, the rows to highlight: the best value and every value tied with it, where an imported
+    reference row's score ties within the rounding its file stated (`leaderboard.comparable`)."""
+    imported = (part.info["type"] == grouping.REFERENCE).to_numpy()[: len(shown)] if "type" in part.info else np.zeros(len(shown), bool)
+    out = {}
+    for c in score_columns:
+        values = pd.to_numeric(shown[c].map(lambda v: float(v) if isinstance(v, float) else np.nan)).to_numpy(dtype=float)
+        out[c] = comparable.best_cells(values, comparable.steps(values, imported)).tolist()
+    return out
 
 
 def table_title(subset: str, backbone: str, part: main_board.Leaderboard) -> str:
@@ -433,13 +447,37 @@ def _open_run(run_id: int) -> None:
     st.rerun()
 
 
-def _notes(table: MainTable, highlight: bool, variant: str) -> None:
+def counted(n: int, noun: str) -> str:
+    """'1 row', '3 rows'."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def notes_line(table: MainTable, highlight: bool) -> str:
+    """The one line under the tables: what is shown and how to read it; the statistics go in the expander."""
     board = table.board
-    notes = [f"{len(board)} rows over {int(board.info['seeds'].sum())} (group, seed) pairs.",
-             "A cell is the mean over seeds, shown as mean ± 95% CI half-width (n=seeds, Student t) from 3 seeds on; "
+    seeds = int(board.info["seeds"].sum())
+    parts = [f"{counted(len(board), 'row')}, {counted(seeds, 'seed run')}", "cell: mean ± 95% CI (n = seeds)"]
+    parts.append("highlighted: best per column, ties included" if highlight else "geometry: no 'best' highlighted")
+    if table.reference:
+        parts.append(f"Δ vs {literal(table.reference)}: 95% CI, * = real after {stats.CORRECTION_NAMES[ranking.CORRECTION]}")
+    parts.append("rank: 1 = not significantly worse than the best" if table.ranked_rows else "rank: – (no per-item scores stored)")
+    return " · ".join(parts)
+
+
+def _notes(table: MainTable, highlight: bool, variant: str) -> None:
+    st.caption(notes_line(table, highlight))
+    with st.expander("How the cells, Δ and rank are computed"):
+        _statistics(table, highlight, variant)
+
+
+def _statistics(table: MainTable, highlight: bool, variant: str) -> None:
+    board = table.board
+    notes = ["A cell is the mean over seeds, shown as mean ± 95% CI half-width (n=seeds, Student t) from 3 seeds on; "
              "with 2 seeds as mean (n=2): their variance is not estimated."]  # fmt: skip
     if highlight:
-        notes.append("Highlighted: the best value in each column of each table.")
+        notes.append("Highlighted: the best value in each column of each table, and every value tied with it (an "
+                     "imported score is known to the digits its file gave: a difference below half a step of them "
+                     "is a tie).")  # fmt: skip
     else:
         notes.append("diag measures describe geometry; no value is 'best', so none is highlighted.")
     if not board.complete_average:
@@ -451,7 +489,7 @@ def _notes(table: MainTable, highlight: bool, variant: str) -> None:
             f"{literal(variant)}, with its 95% CI: a paired bootstrap ({stats.DEFAULT_RESAMPLES:,} resamples of the "
             "items both scored) for one run against one run; for several seeds, the seeds' variance plus that "
             "bootstrap over the items (t, Welch-Satterthwaite; under 3 seeds the items alone: seed variance not "
-            "estimated), as `bench results` computes it, for the 20 best rows. The CI is uncorrected; * = the difference is real after the "
+            f"estimated), as `bench results` computes it, for the {MAX_RANKED} best rows. The CI is uncorrected; * = the difference is real after the "
             f"{stats.CORRECTION_NAMES[ranking.CORRECTION]} correction over this table's differences from its "
             "reference (every row and dataset; `bench results` corrects its table's the same way). With several "
             "datasets: the mean difference and on how many datasets it is starred."
@@ -464,12 +502,12 @@ def _notes(table: MainTable, highlight: bool, variant: str) -> None:
             f"is the paired bootstrap Compare and `bench results` give the same pair ({ranking.RESAMPLES:,} "
             f"resamples), significant after the {stats.CORRECTION_NAMES[ranking.CORRECTION]} correction over every "
             f"pair of rows on every dataset of the table. The {MAX_RANKED} best rows of each table are ranked; subset "
-            "rows only among themselves."
+            "rows only among themselves. A row without per-item scores (an imported published result) has no rank: '–'."
         )
     else:
         st.caption("rank: no per-item scores stored for these runs, so no significance rank.")
-    st.caption("n: the items each row's scores rest on. Size columns come from the model (blank when the run did not "
-               "record them).")  # fmt: skip
+    st.caption("n: the items each row's scores rest on ('–' where the source did not say, as for imported results). "
+               "Size columns come from the model ('–' when the run did not record them).")  # fmt: skip
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -478,10 +516,10 @@ def chart_specs(location: str, version: tuple[int, ...], suite: str, metric: str
     """The two charts' Vega-Lite specs, built once per choice (Altair's build and validation cost more than the
     table itself on every rerun)."""
     table = main_table(location, version, suite, metric, variant, filters, include_parts, reference)
-    full = [part for label, _, part in table.board.tables() if not label]
-    if not full:
+    tables = table.board.tables()
+    if not tables:
         return None, None
-    part = full[0]
+    part = tables[0][2]  # the first table shown: the full-set rows, or on a board of subsets only, the first subset's
     labels = grouping.group_label(part.info)
     rows = []
     for i, g in enumerate(part.groups[:MAX_BARS]):
@@ -501,18 +539,16 @@ def chart_specs(location: str, version: tuple[int, ...], suite: str, metric: str
                   axis=alt.Axis(labelAngle=0))  # fmt: skip
         # A point per row and dataset, side by side, with its 95% interval, on an axis that spans the data and the
         # intervals (bars from 0 would make 82.05 and 81.91 look the same).
-        values = frame[["score", "low", "high"]].to_numpy(dtype=float)
-        lo, hi = float(np.nanmin(values)), float(np.nanmax(values))
-        pad = max(0.05 * (hi - lo), 0.01 * max(abs(hi), 1.0))
-        y = alt.Y("score:Q", title=metric, scale=alt.Scale(domain=[lo - pad, hi + pad], zero=False, nice=False))
+        domain = score_domain(frame[["score", "low", "high"]].to_numpy(dtype=float).ravel())
+        y = alt.Y("score:Q", title=metric, scale=alt.Scale(domain=domain, zero=False, nice=False))
         base = alt.Chart(frame).encode(x=x, xOffset=alt.XOffset("row:N", sort=order), color=color)
         points = base.mark_point(filled=True, size=60).encode(
             y=y, tooltip=["row", "dataset", alt.Tooltip("score:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
                           alt.Tooltip("high:Q", format=".2f")])  # fmt: skip
-        rules = base.mark_rule().encode(y=alt.Y("low:Q", scale=alt.Scale(domain=[lo - pad, hi + pad], zero=False, nice=False)),
+        rules = base.mark_rule().encode(y=alt.Y("low:Q", scale=alt.Scale(domain=domain, zero=False, nice=False)),
                                         y2="high:Q")  # fmt: skip
         bars_spec = (rules + points).properties(height=260).to_dict()
-    size = part.info["params (M)"].to_numpy(dtype=float) if "params (M)" in part.info else np.array([])
+    size = part.info[columns.PARAMS].to_numpy(dtype=float) if columns.PARAMS in part.info else np.array([])
     score = part.mean[table.headline].to_numpy(dtype=float)
     ok = ~np.isnan(size) & ~np.isnan(score) if len(size) else np.array([], dtype=bool)
     size_spec = None
@@ -524,7 +560,7 @@ def chart_specs(location: str, version: tuple[int, ...], suite: str, metric: str
             .mark_point(filled=True, size=80)
             .encode(
                 x=alt.X("params (M):Q", scale=alt.Scale(type="log"), title="parameters (M, log scale)"),
-                y=alt.Y("score:Q", title=table.headline, scale=alt.Scale(zero=False)),
+                y=alt.Y("score:Q", title=table.headline, scale=alt.Scale(domain=score_domain(frame["score"]), zero=False, nice=False)),
                 color=alt.Color("method:N", scale=alt.Scale(scheme=CATEGORY_SCHEME),
                                 legend=alt.Legend(orient="bottom", columns=2, labelLimit=0, title=None)),
                 tooltip=["row", alt.Tooltip("params (M):Q", format=".1f"), alt.Tooltip("score:Q", format=".2f")],
@@ -533,6 +569,15 @@ def chart_specs(location: str, version: tuple[int, ...], suite: str, metric: str
             .to_dict()
         )  # fmt: skip
     return bars_spec, size_spec
+
+
+def score_domain(values: np.ndarray | pd.Series) -> list[float]:
+    """A score axis that spans the values with a margin of at least 1% of their size: two scores 1e-5 apart (an
+    imported score beside its own eval) sit side by side on a readable axis, not at the two ends of 0.00001."""
+    values = np.asarray(values, dtype=float)
+    lo, hi = float(np.nanmin(values)), float(np.nanmax(values))
+    pad = max(0.05 * (hi - lo), 0.01 * max(abs(hi), 1.0))
+    return [round(lo - pad, 2), round(hi + pad, 2)]
 
 
 def _charts(specs: tuple[dict | None, dict | None], metric: str, headline: str) -> None:
@@ -545,7 +590,8 @@ def _charts(specs: tuple[dict | None, dict | None], metric: str, headline: str) 
             st.caption("No scores to draw.")
         else:
             st.vega_lite_chart(spec=bars_spec, width="stretch")
-            st.caption("CI: over seeds (Student t) from 3 seeds on, none for 2 seeds, else the bootstrap interval of the score over its items.")
+            st.caption("95% CI of each score.", help="Over seeds (Student t) from 3 seeds on, none for 2 seeds, else "
+                       "the bootstrap interval of the score over its items.")  # fmt: skip
     with right:
         st.markdown(f"**Model size vs {literal(headline)}**")
         if size_spec is None:

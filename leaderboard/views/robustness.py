@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from bench.evaluate.attacks import CLEAN, order_variants
+from bench.evaluate.attacks import CLEAN, family_ordered, order_variants
 from bench.report import stats
 from leaderboard import attack_curves, cache, diag_table, grouping, ranking, significance
 from leaderboard.queries import DBState
@@ -95,28 +95,46 @@ def with_reference_differences(location: str, version: tuple[int, ...], suite: s
 def _one_run_intervals(location: str, version: tuple[int, ...], suite: str, metric: str, dataset: str | None,
                        scores: pd.DataFrame, runs: pd.DataFrame, curve: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
     """Points of one seed get the bootstrap interval of their score over its items (`bench.report.stats`, the
-    resamples every difference involving that score uses); only on one dataset (an average has no items)."""
-    datasets = scores["dataset"].unique().tolist()
-    dataset = dataset if dataset is not None else (datasets[0] if len(datasets) == 1 else None)
-    if dataset is None or curve.empty or "seeds" not in curve:
+    resamples every difference involving that score uses), where the point is one dataset's score: that dataset
+    chosen, or a 'suite average' over the one dataset its row scored both clean and attacked (an average of several
+    has no items)."""
+    if curve.empty or "seeds" not in curve:
         return curve
     one = (curve["seeds"] == 1) & curve["low"].isna()
     if not one.any():
         return curve
     runs = runs.reset_index(drop=True)
+    dataset_of = _single_dataset(scores, runs) if dataset is None else {}
     curve = curve.copy()
     for variant in curve.loc[one, "variant"].unique():
         with_items = cache.item_scores(location, version, suite, metric, variant)
-        wanted = set(curve.loc[one & (curve["variant"] == variant), "row"].astype(int).tolist()[:MAX_PLOT_GROUPS])
-        reps = significance.representatives(with_items, runs, wanted, [dataset]).get(dataset, {})
-        items = cache.items_for_scores(location, version, tuple(sorted(reps.values())))
-        for g, score_id in reps.items():
-            if score_id not in items:
-                continue
-            low, high = stats.score_interval(items[score_id], cache.score_key(location, version, score_id))
-            at = (one & (curve["variant"] == variant) & (curve["row"] == g)).to_numpy()
-            curve.loc[at, "low"], curve.loc[at, "high"] = low, high
+        wanted = curve.loc[one & (curve["variant"] == variant), "row"].astype(int).tolist()[:MAX_PLOT_GROUPS]
+        by_dataset: dict[str, set[int]] = {}
+        for g in wanted:
+            d = dataset if dataset is not None else dataset_of.get(g)
+            if d is not None:
+                by_dataset.setdefault(d, set()).add(g)
+        for d, groups in by_dataset.items():
+            reps = significance.representatives(with_items, runs, groups, [d]).get(d, {})
+            items = cache.items_for_scores(location, version, tuple(sorted(reps.values())))
+            for g, score_id in reps.items():
+                if score_id not in items:
+                    continue
+                low, high = stats.score_interval(items[score_id], cache.score_key(location, version, score_id))
+                at = (one & (curve["variant"] == variant) & (curve["row"] == g)).to_numpy()
+                curve.loc[at, "low"], curve.loc[at, "high"] = low, high
     return curve
+
+
+def _single_dataset(scores: pd.DataFrame, runs: pd.DataFrame) -> dict[int, str]:
+    """Per row (group code) whose runs scored exactly one dataset under attack: that dataset (the one its clean and
+    attacked points average over)."""
+    codes, _ = grouping.coded_groups(runs)
+    attacked = scores[scores["variant"] != CLEAN]
+    position = pd.Index(runs["id"]).get_indexer(attacked["run_id"])
+    mine = attacked[position >= 0].assign(group=codes[position[position >= 0]])
+    per = mine.groupby("group")["dataset"].unique()
+    return {int(g): str(ds[0]) for g, ds in per.items() if len(ds) == 1}
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -160,11 +178,16 @@ def show(state: DBState) -> None:
 
 def y_domain(low: float, high: float) -> list[float]:
     """The score axis: from a baseline that keeps a sub-point difference small on screen (the axis spans at least
-    MIN_SPAN_FRACTION of the metric's scale: 0-100 for scores x100, 0-1 otherwise), never below 0."""
-    scale = 100.0 if high > 1.5 else 1.0
+    MIN_SPAN_FRACTION of the metric's scale: 0-100 for scores x100, 0-1 otherwise), below 0 only for values below 0,
+    and always holding every value from `low` to `high`."""
+    scale = 100.0 if max(abs(high), abs(low)) > 1.5 else 1.0
     span = max(high - low, MIN_SPAN_FRACTION * scale)
     top = min(scale, high + 0.05 * span) if high <= scale else high + 0.05 * span
-    return [max(0.0, top - 1.1 * span), top]
+    bottom = top - 1.1 * span
+    if low >= 0:
+        bottom = max(0.0, bottom)
+    # every point and interval inside: a negative correlation (an untrained model) is drawn, not clipped at 0
+    return [min(bottom, low - 0.05 * span), max(top, high)]
 
 
 def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric: str, dataset_choice: str,
@@ -200,9 +223,10 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
                alt.Tooltip("high:Q", format=".2f"), "seeds", alt.Tooltip("changed_frac:Q", format=".0%")]  # fmt: skip
     # methods side by side under each m (dodged), so no point or interval hides another's
     base = alt.Chart(plotted).encode(x=x, xOffset=alt.XOffset("label:N", sort=order), color=color)
-    # a line joins the points of one axis (m, context length); pad's positions and shuffle are separate points
-    joined = family in ("elong", "len") or (family and family not in ("pad", "shuffle") and plotted["m"].str.isdigit().all())
-    line = base.transform_filter((alt.datum.m != "rand") & (alt.datum.m != "mean")).mark_line().encode(y=y)
+    # a line joins the points of an ordered axis (the family declares it: AttackFamily.ordered); pad's positions and
+    # shuffle are categories, random m and needle's mean points apart
+    joined = bool(family) and family_ordered(family)
+    line = base.transform_filter(alt.datum.on_axis).mark_line().encode(y=y)
     points = base.mark_point(filled=True, size=70).encode(y=y, tooltip=tooltip)
     bars = base.mark_rule().encode(y=alt.Y("low:Q", scale=alt.Scale(domain=y_domain(low, high), clamp=True)), y2="high:Q")
     layers = (line + bars + points) if joined else (bars + points)

@@ -23,7 +23,7 @@ from bench.evaluate.attacks.elong import (
 from bench.evaluate.attacks.lazy import AttackedTexts, apply_attack
 from bench.evaluate.attacks.meter import AttackEffect, AttackMeter, attack_effect, input_keys, model_input_ids
 from bench.evaluate.attacks.registry import (
-    ENTRY_POINT_GROUP, VariantInfo, attacks_for, describe_variant, families, get_family, order_variants,
+    ENTRY_POINT_GROUP, VariantInfo, attacks_for, describe_variant, families, family_ordered, get_family, order_variants,
     parse_attack_options, register,
 )  # fmt: skip
 
@@ -31,7 +31,7 @@ __all__ = [
     "ATTACK_CHUNK", "CLEAN", "ENTRY_POINT_GROUP", "SPECIAL_TOKENS_BERT", "Attack", "AttackEffect", "AttackFamily",
     "AttackInput", "AttackMeter", "Attacked", "AttackedTexts", "Distractors", "VariantInfo", "apply_attack",
     "attack_batch", "attack_effect", "attack_texts", "attacks_for", "count_tokens", "describe_variant", "elongate",
-    "elongate_random", "elongate_within", "elongate_words", "families", "get_family", "input_keys", "max_m",
+    "elongate_random", "elongate_within", "elongate_words", "families", "family_ordered", "get_family", "input_keys", "max_m",
     "model_input_ids", "order_variants", "parse_attack_options", "parse_elong_variants", "register", "sample_m",
     "shuffle_words", "split_sentences", "truncate_to_tokens",
 ]  # fmt: skip

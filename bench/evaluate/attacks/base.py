@@ -207,7 +207,9 @@ class AttackFamily:
 
     `make(param)` builds one attack ('2' -> elong-2) and raises ConfigError on a bad parameter; `defaults` are the
     parameters a suffix runs when the user names none. `selectable=False`: a family of variant names only (the
-    needle suite's context lengths), never a suite suffix.
+    needle suite's context lengths), never a suite suffix. `ordered`: how reports plot the variants: True, points
+    on an ordered axis joined by a line (elong's m, needle's context length; a variant with no `x`, random m, is a
+    point apart); False, categories side by side, never joined (pad's positions, shuffle).
     """
 
     name: str
@@ -218,6 +220,7 @@ class AttackFamily:
     order: int = 100  # families in reports: lower first
     selectable: bool = True
     param_help: str = ""
+    ordered: bool = True
 
     def attacks(self, params: Sequence[str] | None = None) -> list[Attack]:
         out = [self.make(str(p).strip()) for p in (self.defaults if params is None else params)]

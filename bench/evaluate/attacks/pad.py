@@ -109,5 +109,6 @@ FAMILY = AttackFamily(
     defaults=tuple(f"{p}-{m}" for p in POSITIONS for m in (2, 4)),
     make=make,
     order=10,
+    ordered=False,  # positions start / middle / end are categories, not points of one axis
     param_help="POSITION-M, POSITION in start, middle, end (e.g. --attack pad=start-2,end-4)",
 )

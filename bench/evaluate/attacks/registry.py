@@ -70,16 +70,24 @@ class VariantInfo:
     x_label: str
     x: float | None
     order: tuple
+    on_axis: bool = False  # a point of its family's ordered axis, joined by the curve's line (AttackFamily.ordered)
 
 
 def describe_variant(variant: str) -> VariantInfo:
     if variant == CLEAN:
-        return VariantInfo(CLEAN, None, "", "clean", 1.0, (-1, 0.0, ""))
+        return VariantInfo(CLEAN, None, "", "clean", 1.0, (-1, 0.0, ""), True)
     for rank, family in enumerate(families()):
         attack = family.parse_variant(variant)
         if attack is not None:
-            return VariantInfo(variant, family.name, family.axis, attack.x_label, attack.x, (rank, attack.order, variant))
+            return VariantInfo(variant, family.name, family.axis, attack.x_label, attack.x, (rank, attack.order, variant),
+                               family.ordered and attack.x is not None)  # fmt: skip
     return VariantInfo(variant, None, "", variant, None, (len(FAMILIES) + 1, 0.0, variant))
+
+
+def family_ordered(name: str) -> bool:
+    """Whether a family's variants lie on an ordered axis (a curve joins them); an unknown family: no."""
+    family = FAMILIES.get(name)
+    return bool(family is not None and family.ordered)
 
 
 def order_variants(variants: Iterable[str]) -> list[str]:

@@ -51,4 +51,5 @@ FAMILY = AttackFamily(
     defaults=("",),
     make=make,
     order=20,
+    ordered=False,  # one variant: nothing to join
 )
