@@ -45,6 +45,8 @@ def locate(db: str | os.PathLike[str], read_only: bool = False) -> Location:
     from sqlalchemy.exc import ArgumentError
 
     text = str(db)
+    if text == ":memory:" or text.startswith("file::memory:"):  # SQLite's in-memory names, not a file to create
+        return Location("sqlite:///:memory:", None, text)
     if "://" not in text:
         return _sqlite_location(Path(text).expanduser().resolve(), read_only)
     try:

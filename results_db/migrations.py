@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy import inspect, or_, select
 from sqlalchemy.engine import Connection
 
+from results_db.errors import ResultsDBError
 from results_db.models import SCHEMA_VERSION, Base, Meta, Run, utcnow
 from results_db.redact import redact
 
@@ -144,17 +145,26 @@ MIGRATIONS: tuple[Migration, ...] = (
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration step"
 
 
-def read_version(conn: Connection) -> int | None:
-    """The stamped schema version, or None when the database has no lenbench `meta` stamp."""
+def read_version(conn: Connection, shown: str = "the results database") -> int | None:
+    """The stamped schema version, or None when the database has no lenbench `meta` stamp. A stamp that is no
+    version (not a whole number from 1) is a ResultsDBError: the database is lenbench's, its stamp is damaged."""
     if "meta" not in inspect(conn).get_table_names():
         return None
     value = conn.execute(select(Meta.value).where(Meta.key == VERSION_KEY)).scalar()
     if value is None:
         return None
     try:
-        return int(value)
-    except ValueError:
-        return None
+        version = int(value)
+    except (TypeError, ValueError):
+        version = 0
+    if version < 1:
+        shown_value = str(value) if len(str(value)) <= 40 else str(value)[:37] + "..."
+        raise ResultsDBError(
+            f"results database {shown} has a corrupt schema version ({shown_value!r} in its meta table, where "
+            f"lenbench stamps a whole number, {SCHEMA_VERSION} today); restore the file from a copy, or, if you know "
+            "which lenbench wrote it, set meta.schema_version to that version"
+        )
+    return version
 
 
 def stamp(conn: Connection, version: int) -> None:

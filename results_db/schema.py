@@ -81,13 +81,13 @@ def prepare_schema(engine: Engine, shown: str, *, create: bool = True, init_fore
     Returns the migration steps applied ([] when the database was current or new)."""
     try:
         with engine.connect() as conn:
-            tables, version = _user_tables(conn), read_version(conn)
+            tables, version = _user_tables(conn), read_version(conn, shown)
         if version == SCHEMA_VERSION:
             return []  # the common case: no lock, no write
         _check_schema_state(tables, version, shown, create=create, init_foreign=init_foreign)
         with _schema_lock(engine) as conn:
             # Again under the lock: another process may have created or upgraded it meanwhile.
-            tables, version = _user_tables(conn), read_version(conn)
+            tables, version = _user_tables(conn), read_version(conn, shown)
             _check_schema_state(tables, version, shown, create=create, init_foreign=init_foreign)
             if version is None:
                 create_schema(conn)

@@ -118,6 +118,15 @@ def _with_newer(w: World) -> Path:
     return _newer(w.root / "newer.sqlite")
 
 
+def _with_corrupt_version(w: World) -> Path:
+    path = Path(shutil.copy(w.db, w.root / "stamp.sqlite"))
+    con = sqlite3.connect(path)
+    con.execute("UPDATE meta SET value = 'x7' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+    return path
+
+
 # name: (make the --db argument, command, message)
 BAD_DATABASES: dict[str, tuple[Callable[[World], Path | str], str, str]] = {
     "corrupt file": (_junk, "eval", r"junk\.sqlite is not an SQLite database"),
@@ -132,6 +141,11 @@ BAD_DATABASES: dict[str, tuple[Callable[[World], Path | str], str, str]] = {
     "another app's runs table, --db-init-foreign": (lambda w: _other_app(w.root / "app.sqlite", "runs"), "eval --db-init-foreign",
                                                     r"already has table\(s\) runs of another application"),
     "database from a newer lenbench": (_with_newer, "eval", r"schema version 99, newer than this lenbench knows"),
+    # a damaged stamp was reported as "not a lenbench results database", and :memory: created a file of that name
+    "corrupt schema version": (_with_corrupt_version, "eval", r"stamp\.sqlite has a corrupt schema version \('x7' in its meta"),
+    "results: corrupt schema version": (_with_corrupt_version, "results", r"has a corrupt schema version \('x7'"),
+    "in memory": (lambda w: ":memory:", "eval", r"--db ':memory:' is an in-memory database: nothing recorded there is kept"),
+    "results: in memory": (lambda w: ":memory:", "results", r"--db ':memory:' is an in-memory database"),
     "results: misspelled path": (lambda w: w.root / "mispelled.sqlite", "results", r"mispelled\.sqlite does not exist \(reading never creates one\)"),
     "results: another app's database": (lambda w: _other_app(w.root / "app.sqlite", "users"), "results",
                                         r"is not a lenbench results database"),
