@@ -131,3 +131,32 @@ def test_a_sweep_file_with_a_byte_order_mark_is_read(tmp_path):
     spec = tmp_path / "grid.toml"
     spec.write_text(BOM + '[sweep]\nname = "bom"\n[grid]\nmethod = ["simcse"]\n', encoding="utf-8")
     assert load_spec(spec).name == "bom"
+
+
+# ------------------------------------------------------------------------ --limit above a set's size
+def test_a_limit_above_the_sets_size_scores_and_labels_the_full_set(tiny_model_dir, tmp_path, capsys, caplog):
+    """`--limit 1000000` on an 8-pair STS file and a 3-query BEIR set: the warning says so, the tables name the
+    datasets without a subset mark, each score records the limit as above the size (not as a subset), and the
+    numbers equal those of an evaluation without --limit (BEIR's corpus is not cut to a slice either)."""
+    from results_db import ResultsDB
+    from tests.conftest import write_sts
+    from tests.test_eval_cli import write_beir
+
+    data = tmp_path / "data"
+    write_sts(data / "sts" / "stsb-test.tsv", [(f"sentence {i} about a cat", f"a cat {i}", float(i % 5)) for i in range(8)])
+    write_beir(data / "beir" / "scifact")
+
+    def scores(db: Path, *limit: str):  # noqa: ANN202
+        assert main(["eval", "--model", str(tiny_model_dir), "--suite", "sts:stsb+beir:scifact", "--data-dir", str(data),
+                     "--db", str(db), "--max-len", "32", "--no-progress", *limit]) == 0  # fmt: skip
+        frame = ResultsDB(db).scores()
+        return frame.set_index(["dataset", "metric"])["value"].to_dict(), list(frame["info"]), capsys.readouterr().out
+
+    full, _, _ = scores(tmp_path / "full.sqlite")
+    limited, infos, out = scores(tmp_path / "limited.sqlite", "--limit", "1000000")
+    assert limited == pytest.approx(full)
+    assert "[1000000]" not in out and "stsb" in out
+    assert all("limit" not in info and info["limit_above_size"] == 1000000 for info in infos)
+    assert re.search(r"stsb: --limit 1000000 is not below its 8 pairs; scored the whole set", caplog.text)
+    assert re.search(r"scifact: --limit 1000000 is not below its 3 judged queries", caplog.text)
+    # a limit that cuts is still a subset (tests/test_report.py: stsb[5], {"limit": 5})

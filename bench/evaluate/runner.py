@@ -175,9 +175,10 @@ def evaluate(
             measured = score_info.measure(model, before, suite.name, mine.files_read)
             for rec in recs:  # what each score carries (bench.evaluate.score_info); a suite's own keys win
                 rec.info = {**measured, **(rec.info or {})}
-            if sub.limit:  # a subset is never mistaken for the full set: every reader sees the limit
+            if sub.limit:  # a subset is never mistaken for the full set, nor the full set for a subset
+                key = "limit" if mine.limit_applies is not False else "limit_above_size"
                 for rec in recs:
-                    rec.info = {**(rec.info or {}), "limit": sub.limit}
+                    rec.info = {**(rec.info or {}), key: sub.limit}
             if db is not None and run_id is not None:
                 db.add_scores(run_id, recs)
                 record_seconds(db, run_id, f"{suite.name}/{dataset}", seconds)

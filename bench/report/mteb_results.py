@@ -161,6 +161,8 @@ def subset_limit(run: dict[str, Any], info: Any = None) -> int | None:
             info = None
     if isinstance(info, dict) and info.get("limit"):
         return int(info["limit"])
+    if isinstance(info, dict) and info.get("limit_above_size"):  # --limit reached the whole set: a full-set score
+        return None
     config = run.get("config") or {}
     limit = config.get("limit") or (config.get("eval") or {}).get("limit")
     return int(limit) if limit else None

@@ -7,6 +7,7 @@ It reads its data through `load_dataset` and runs its variants through `bench.ev
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from bench.evaluate.attacks import CLEAN, Attack, attacks_for, parse_elong_varia
 from results_db.records import ScoreRecord
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def variant_name(elong: str) -> str:
@@ -39,9 +41,25 @@ class EvalContext:
     batch_size: int = 64
     options: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # dataset -> where it was read from (printed by the CLI)
+    limit_applies: bool | None = None  # per dataset: False when `limit` reaches its whole set (see `limit_for`)
 
     def rng(self, salt: str = "") -> random.Random:
         return random.Random(f"{self.seed}|{salt}")
+
+    def limit_for(self, dataset: str, size: int, unit: str) -> int | None:
+        """The --limit to apply to `dataset` of `size` items, None when there is none or it is not below the size:
+        then the dataset is scored whole, a line says so, and its scores are labelled as the full set's (a
+        `--limit 1000000` score of a 1,379-pair set is the full-set score, not `stsb[1000000]`)."""
+        if not self.limit:
+            return None
+        if self.limit < size:
+            self.limit_applies = True
+            return self.limit
+        if self.limit_applies is not False:  # once per dataset
+            log.warning("%s: --limit %d is not below its %s %s; scored the whole set (recorded as the full set, not "
+                        "as a subset)", dataset, self.limit, f"{size:,}", unit)  # fmt: skip
+        self.limit_applies = False
+        return None
 
     def note_source(self, located: Any) -> None:
         """Remember where a dataset came from (a `bench.data.Located`), once per dataset."""

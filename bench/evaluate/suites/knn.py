@@ -45,8 +45,9 @@ RAW_POOL_CHUNK = 512  # texts whose token embeddings are held in memory at once
 def load_labelled(dataset: str, ctx: EvalContext) -> LabelledData:
     data = load_dataset(dataset, ctx, "labelled", "a labelled-text dataset (knn needs {'text','label'} jsonl)",
                         lambda located: read_labelled(located.path, name=dataset))  # fmt: skip
-    if ctx.limit:
-        data = LabelledData(data.name, data.texts[: ctx.limit], data.labels[: ctx.limit], data.files)
+    limit = ctx.limit_for(dataset, len(data.texts), "texts")
+    if limit:
+        data = LabelledData(data.name, data.texts[:limit], data.labels[:limit], data.files)
     return data
 
 

@@ -289,8 +289,9 @@ class NeedleSuite:
             ctx.files_read.add(str(wiki_offline_file()))
         records, per_length = [], []
         counter = length_counter(model)  # lengths in the evaluated model's own tokens (see the module docstring)
+        limit = ctx.limit_for(dataset, N_QUERIES, "queries per length")
         for length in self.lengths(ctx):
-            data = build(dataset, length, ctx.seed, ctx.limit, counter)
+            data = build(dataset, length, ctx.seed, limit, counter)
             values = ndcg_at_1(model, data, desc=f"{dataset} {length} tokens")
             per_length.append(values)
             info = {"depths": [round(d, 4) for d in data.depths], "tokens_mean": float(np.mean(data.tokens)),

@@ -215,8 +215,9 @@ def load_retrieval(dataset: str, ctx: EvalContext) -> RetrievalData:
     data = load_dataset(dataset, ctx, "beir", "a retrieval (BEIR) dataset",
                         lambda located: read_beir(located.path, name=dataset))  # fmt: skip
     data = keep_positive_queries(data)
-    if ctx.limit:
-        data = limit_slice(data, ctx.limit)
+    limit = ctx.limit_for(dataset, len(data.qrels), "judged queries")
+    if limit:
+        data = limit_slice(data, limit)
     return data
 
 
