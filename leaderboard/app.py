@@ -58,6 +58,14 @@ def render() -> None:
         empty.show(state, f"There is no results database at {literal(state.shown)} yet.")
         return
     try:
+        refusal = cache.schema_refusal(state.location, state.version, state.shown)
+        if refusal:  # the CLI refuses it too
+            st.error(literal(refusal))
+            return
+        foreign = cache.foreign_tables(state.location, state.version)
+        if foreign:
+            empty.foreign(state, foreign)
+            return
         if not cache.has_results(state.location, state.version):
             empty.show(state, f"{literal(state.shown)} is not a lenbench results database yet (no runs table).")
             return

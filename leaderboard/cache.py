@@ -37,6 +37,16 @@ def database(state: DBState):  # noqa: ANN201
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def schema_refusal(location: str, version: tuple[int, ...], shown: str) -> str:
+    return queries.schema_refusal(_open(location, version), shown)
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def foreign_tables(location: str, version: tuple[int, ...]) -> list[str]:
+    return queries.foreign_tables(_open(location, version))
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
 def has_results(location: str, version: tuple[int, ...]) -> bool:
     return queries.has_results_tables(_open(location, version))
 

@@ -23,11 +23,11 @@ from sqlalchemy import func, inspect, literal_column, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from results_db.migrations import REDACTED_COLUMNS
+from results_db.migrations import REDACTED_COLUMNS, read_version
 from results_db.redact import redact
 
 from results_db import ResultsDB, default_db_url
-from results_db.models import Run, Score, ScoreItems, TrainLog
+from results_db.models import SCHEMA_VERSION, Run, Score, ScoreItems, TrainLog
 from results_db.records import json_column
 
 # What the main view needs of a run; the JSON columns (config, package versions...) are read per run only.
@@ -106,6 +106,23 @@ def db_state(db: str | os.PathLike[str] | None = None) -> DBState:
 def open_readonly(location: str) -> ResultsDB:
     """A ResultsDB whose engine cannot write (raises FileNotFoundError for a missing SQLite file)."""
     return ResultsDB(location, read_only=True)
+
+
+def schema_refusal(db: ResultsDB, shown: str) -> str:
+    """The one line the CLI refuses this database with when its schema is newer than this lenbench knows (the
+    page refuses it too: it could misread columns it does not know); "" otherwise."""
+    with db.engine.connect() as conn:
+        version = read_version(conn)
+    if version is not None and version > SCHEMA_VERSION:
+        return (f"results database {shown} has schema version {version}, newer than this lenbench knows "
+                f"({SCHEMA_VERSION}); upgrade lenbench to show it (nothing was read)")  # fmt: skip
+    return ""
+
+
+def foreign_tables(db: ResultsDB) -> list[str]:
+    """The tables of another application in a database without lenbench's runs and scores ([]: none)."""
+    names = [t for t in inspect(db.engine).get_table_names() if not t.startswith("sqlite_")]
+    return [] if {"runs", "scores"} <= set(names) else sorted(names)
 
 
 def has_results_tables(db: ResultsDB) -> bool:

@@ -85,8 +85,26 @@ def streamlit_command(db: str | None, port: int, host: str) -> list[str]:
     ]  # fmt: skip
 
 
+def check_port(host: str, port: int) -> None:
+    """ConfigError when nothing could serve on host:port (another server holds it): said before the URL is
+    printed, not after Streamlit fails to start."""
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds: a closed port's wait is no clash
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:  # other failures (a name, an address elsewhere): the server says
+                raise ConfigError(f"--port {port} on {host}: already in use; stop the server there or pick another "
+                                  "--port") from None  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> int:
     access = check_exposure(args.host, args.public)
+    check_port(args.host, args.port)
     command = streamlit_command(args.db, args.port, args.host)
     location = resolve_db(args.db)
     os.environ["LENBENCH_DB"] = location  # the server's only way to a URL with a password (see streamlit_command)
