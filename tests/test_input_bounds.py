@@ -160,3 +160,43 @@ def test_a_limit_above_the_sets_size_scores_and_labels_the_full_set(tiny_model_d
     assert re.search(r"stsb: --limit 1000000 is not below its 8 pairs; scored the whole set", caplog.text)
     assert re.search(r"scifact: --limit 1000000 is not below its 3 judged queries", caplog.text)
     # a limit that cuts is still a subset (tests/test_report.py: stsb[5], {"limit": 5})
+
+
+# ------------------------------------------------------------------------ degenerate kNN sets
+def _labelled(path: Path, n: int) -> Path:
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"text": f"text number {i}", "label": "ab"[i % 2]}) + "\n" for i in range(n)))
+    return path
+
+
+class _Vectors:
+    """A model whose embedding of 'text number i' is a fixed 2-d vector (no forward pass)."""
+
+    max_len = 64
+    tokenizer = None
+
+    def encode(self, texts, desc="", normalize=True):  # noqa: ANN001, ANN201, ARG002
+        import numpy as np
+
+        x = np.asarray([[1.0 + int(t.split()[-1]) % 2, 1.0 + int(t.split()[-1]) / 100] for t in texts], dtype=np.float32)
+        return x / np.linalg.norm(x, axis=1, keepdims=True) if normalize else x
+
+
+def test_a_knn_set_too_small_for_k_is_refused_and_a_small_test_part_is_warned_about(tmp_path, caplog):
+    """10 texts at k = 10 left 8 to train on (k silently lowered to 8) and 2 to test: refused, naming what is
+    needed. 20 texts (18 train, 2 test): scored, with a warning that the accuracy rests on 2 test texts."""
+    from bench.data.errors import DataError
+    from bench.evaluate.suites import EvalContext
+    from bench.evaluate.suites.knn import KNNSuite
+
+    _labelled(tmp_path / "knn" / "agnews_test.jsonl", 10)
+    with pytest.raises(DataError, match=r"'agnews' has 10 texts: its 9:1 split leaves 8 to train on, fewer than the "
+                                        r"k=10 neighbours each vote takes; .* at least 12 texts"):  # fmt: skip
+        KNNSuite().evaluate(_Vectors(), "agnews", EvalContext(data_dir=str(tmp_path)))
+    _labelled(tmp_path / "knn" / "agnews_test.jsonl", 20)
+    records = KNNSuite().evaluate(_Vectors(), "agnews", EvalContext(data_dir=str(tmp_path)))
+    assert {r.n for r in records} == {2}
+    assert re.search(r"agnews: kNN accuracy rests on 2 test texts \(10% of 20\), fewer than k=10: each is 50 points",
+                     caplog.text)  # fmt: skip

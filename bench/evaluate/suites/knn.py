@@ -20,6 +20,7 @@ text with sentences of other texts of the file.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop
 from results_db.records import ItemValues, ScoreRecord
 
+log = logging.getLogger(__name__)
 K = 10
 TEST_SIZE = 0.1
 DEFAULT_DATASETS = ("agnews",)
@@ -66,6 +68,19 @@ def split_indices(labels: list[str], seed: int, dataset: str) -> tuple[np.ndarra
     idx = np.arange(n)
     train, test = train_test_split(idx, test_size=n_test, stratify=labels, random_state=seed)
     return np.sort(train), np.sort(test)
+
+
+def check_split_size(dataset: str, n_train: int, n_test: int) -> None:
+    """Fewer training texts than k: every vote would take all of them (k silently lowered), which is not the k=10
+    protocol: refused. Fewer test texts than k: the accuracy moves in steps of 100 / n_test: a warning says so."""
+    if n_train < K:
+        raise DataError(f"kNN dataset {dataset!r} has {n_train + n_test} texts: its 9:1 split leaves {n_train} to train "
+                        f"on, fewer than the k={K} neighbours each vote takes; give a file (or a --limit) with at least "
+                        f"{K + n_test} texts")  # fmt: skip
+    if n_test < K:
+        log.warning("%s: kNN accuracy rests on %d test texts (10%% of %d), fewer than k=%d: each is %.0f points of "
+                    "the score; read it as a smoke test, not a measurement", dataset, n_test, n_train + n_test, K,
+                    100.0 / n_test)  # fmt: skip
 
 
 def raw_pooled(model: Any, texts: list[str]) -> np.ndarray:
@@ -106,7 +121,7 @@ def embeddings(model: Any, texts: list[str], desc: str) -> tuple[np.ndarray, np.
 
 
 def knn_correct(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, metric: str) -> np.ndarray:
-    clf = KNeighborsClassifier(n_neighbors=min(K, len(train_x)), metric=metric, algorithm="brute")
+    clf = KNeighborsClassifier(n_neighbors=min(K, len(train_x)), metric=metric, algorithm="brute")  # K in the suite
     clf.fit(train_x, train_y)
     return clf.predict(test_x) == test_y
 
@@ -124,6 +139,7 @@ class KNNSuite:
         data = load_labelled(dataset, ctx)
         labels = np.asarray(data.labels)
         train, test = split_indices(data.labels, ctx.seed, dataset)
+        check_split_size(dataset, len(train), len(test))
         test_ids = [str(i) for i in test]
         records = []
         pool = lambda seed: Distractors.build(data.texts, seed)  # noqa: E731 - other texts of the file
