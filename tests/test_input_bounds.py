@@ -200,3 +200,31 @@ def test_a_knn_set_too_small_for_k_is_refused_and_a_small_test_part_is_warned_ab
     assert {r.n for r in records} == {2}
     assert re.search(r"agnews: kNN accuracy rests on 2 test texts \(10% of 20\), fewer than k=10: each is 50 points",
                      caplog.text)  # fmt: skip
+
+
+# ------------------------------------------------------------------------ degenerate training data
+@pytest.mark.parametrize("lines, message", [
+    (["the only line"], r"corpus\.txt has 1 distinct text \(1 in all\), fewer than one batch of 8"),
+    (["the same line"] * 50, r"corpus\.txt has 1 distinct text \(50 in all\), fewer than one batch of 8"),
+    ([f"line {i % 5}" for i in range(40)], r"has 5 distinct texts \(40 in all\), fewer than one batch of 8"),
+])  # fmt: skip
+def test_a_corpus_with_fewer_distinct_texts_than_a_batch_is_refused_before_any_row(lines, message, tiny_model_dir,
+                                                                                   tmp_path, capsys):  # fmt: skip
+    """A one-line corpus or 50 identical lines trained at batch 8 to a loss of ln 8 (every in-batch negative a copy
+    of the positive) and said nothing."""
+    from tests.conftest import write_sts
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(lines) + "\n")
+    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", [(f"a cat {i}", f"the cat {i}", float(i % 5)) for i in range(8)])
+    db = tmp_path / "r.sqlite"
+    argv = ["run", "--method", "simcse", "--backbone", str(tiny_model_dir), "--corpus", str(corpus), "--budget",
+            "steps=2", "--batch-size", "8", "--suite", "sts:stsb", "--data-dir", str(tmp_path / "data"), "--db", str(db),
+            "--out", str(tmp_path / "runs"), "--no-progress"]  # fmt: skip
+    assert main(argv) == 2
+    assert "give a corpus with more different texts (or a smaller --batch-size)" in _one_error_line(capsys, message)
+    assert not (tmp_path / "runs").exists()
+    if db.exists():
+        from results_db import ResultsDB
+
+        assert ResultsDB(db).runs().empty  # no row recorded

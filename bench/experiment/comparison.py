@@ -114,6 +114,8 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
     with distributed.main_first():  # a corpus that must be downloaded is fetched once, by rank 0
         corpus = (load_corpus(spec.corpus, data_dir=spec.data_dir, limit=spec.corpus_limit, fetch=spec.download)
                   if trained_methods else None)  # fmt: skip
+    if corpus is not None:
+        corpus.check_batch(spec.batch_size)
     if main and db is None:
         from results_db import ResultsDB
 
