@@ -205,14 +205,15 @@ class Store:
         """One row per comparison: its key, methods, finished runs and newest run id."""
         import pandas as pd
 
-        from bench.report.pooling import comparison_of
+        from bench.report.pooling import comparison_of, row_label
 
         rows: dict[str, dict[str, Any]] = {}
         for row in self.db.runs().sort_values("id").to_dict("records"):
             key = comparison_of(row)
             entry = rows.setdefault(key, {"comparison": key, "methods": [], "runs": 0, "newest_run": 0})
-            if row["method"] not in entry["methods"]:
-                entry["methods"].append(row["method"])
+            label = row_label(row)  # a `bench eval` row by the model it scored, as the tables name it
+            if label not in entry["methods"]:
+                entry["methods"].append(label)
             entry["runs"] += row["status"] == "finished"
             entry["newest_run"] = int(row["id"])
         return pd.DataFrame(list(rows.values()), columns=["comparison", "methods", "runs", "newest_run"])

@@ -265,3 +265,77 @@ def test_a_main_board_column_from_a_stored_field_is_one_entry_of_the_column_spec
     assert frame["positions"].tolist() == [512, 512]
     index = _main_tables(at)[0]
     assert set(display_values(at, index)["positions"]) == {"512"}
+
+
+# ------------------------------------------------------------------------------- one name for a `bench eval` row
+def test_a_bench_eval_row_has_one_name_everywhere(every_kind, monkeypatch, capsys):
+    """Run 1 (`bench eval --model minilm`) is 'minilm' in every listing, as on the main board, never 'vanilla'."""
+    import csv
+    import io
+
+    import lenbench
+    from bench.cli import main
+
+    assert main(["results", "--db", str(every_kind), "--runs-only"]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    run_1 = next(line.split() for line in listing[1:] if line.split()[0] == "1")
+    assert run_1[2] == "minilm", listing
+    assert main(["results", "--db", str(every_kind), "--run", "1", "--format", "csv"]) == 0
+    assert {r["method"] for r in csv.DictReader(io.StringIO(capsys.readouterr().out))} == {"minilm"}
+    assert main(["results", "--db", str(every_kind), "--run", "1", "--format", "json"]) == 0
+    assert {r["method"] for r in json.loads(capsys.readouterr().out)} == {"minilm"}
+    assert main(["results", "--db", str(every_kind), "--run", "1"]) == 0
+    report = capsys.readouterr().out
+    assert report.splitlines()[0].split()[:3] == ["run", "1", "minilm"] and "vanilla" not in report, report
+    methods = {m for ms in lenbench.load(every_kind).comparisons()["methods"] for m in ms}
+    assert "minilm" in methods and "vanilla" not in methods, methods
+
+    at = open_on(every_kind, monkeypatch)
+    assert "minilm" in set(board(at)["method"]) and "vanilla" not in set(board(at)["method"])
+    go(at, "Run")
+    at.sidebar.number_input(key="run_id").set_value(1).run()
+    title = at.subheader[0].value
+    assert "minilm" in title and "vanilla" not in title, title
+    go(at, "Compare")
+    at.sidebar.number_input(key="cmp_a").set_value(1).run()
+    side = at.dataframe[0].value.set_index("field")
+    assert side.loc["method", "A: run 1"] == "minilm"
+
+
+def test_bench_results_shows_no_item_count_for_an_imported_score(every_kind, capsys):
+    from bench.cli import main
+
+    assert main(["results", "--db", str(every_kind), "--run", "3"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(table) if line.split()[:4] == ["suite", "dataset", "metric", "n"])
+    rows = [line.split() for line in table[header + 1:] if line.strip()][:2]
+    assert [r[3] for r in rows] == ["-", "-"], table  # not n = 0
+
+
+# ----------------------------------------------------------------------------------------- every view, every row
+BROKEN_LABELS = ("1 rows", "(group, seed) pairs", "/1 datasets*", "No scores to draw", "No run recorded its model size")
+
+
+def test_every_view_over_every_kind_of_row_reads_right(every_kind, monkeypatch):
+    """Each view (whatever the sidebar offers) over runs, evals, a subset, an import and a sweep, subsets shown: no
+    traceback, no 'None' or 'nan' in a cell, none of the broken labels, and a bench eval row never called vanilla."""
+    from tests.test_leaderboard_app import _bad_cells
+
+    at = open_on(every_kind, monkeypatch)
+    at.checkbox(key="main_subsets").check().run()
+    views = list(at.radio(key="view").options)
+    assert {"Leaderboard", "Robustness", "Run", "Compare"} <= set(views)
+    bad, labels = [], []
+    for view in views:
+        go(at, view)
+        bad += _bad_cells(at, view)
+        shown = texts(at)
+        labels += [(view, phrase) for phrase in BROKEN_LABELS if phrase in shown]
+    for run_id in range(1, 7):
+        go(at, "Run")
+        at.sidebar.number_input(key="run_id").set_value(run_id).run()
+        bad += _bad_cells(at, f"Run {run_id}")
+        if run_id in (1, 2):
+            assert "vanilla" not in at.subheader[0].value
+    assert not bad, bad
+    assert not labels, labels

@@ -44,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bench.report.pooling import row_label
     from results_db import ResultsDB
     from results_db.liveness import with_liveness
 
@@ -63,10 +64,12 @@ def run(args: argparse.Namespace) -> int:
     if args.curves:
         return print_curves(db, runs["id"].tolist(), args.format)
     if args.runs_only:
-        frame = runs[RUN_COLUMNS]
+        # a `bench eval` row by the model it scored, as every table names it (bench.report.pooling.row_label)
+        frame = runs[RUN_COLUMNS].assign(method=[row_label(r) for r in runs.to_dict("records")])
     else:
         scores = db.scores(runs["id"].tolist())
-        frame = scores.merge(runs[["id", "method", "model", "status"]], left_on="run_id", right_on="id")
+        labelled = runs.assign(method=[row_label(r) for r in runs.to_dict("records")])
+        frame = scores.merge(labelled[["id", "method", "model", "status"]], left_on="run_id", right_on="id")
         frame = frame[["run_id", "method", "model", "status", "suite", "dataset", "variant", "metric", "value", "n", "info"]]
         if args.format in ("csv", "json"):
             from bench.report.results_file import scores_frame
@@ -102,7 +105,7 @@ def print_curves(db: ResultsDB, run_ids: list[int], fmt: str) -> int:
 def print_tables(db: ResultsDB, runs, reference: str | None, correction: str = "holm") -> None:  # noqa: ANN001
     from bench.report.pooling import by_method as pooled_by_method
     from bench.report.pooling import method_labels
-    from bench.report.pooling import comparison_groups, resolve_reference
+    from bench.report.pooling import comparison_groups, resolve_reference, row_label
 
     groups = comparison_groups(runs)
     if reference and not any(reference in (r["method"], label) for group in groups
@@ -112,7 +115,7 @@ def print_tables(db: ResultsDB, runs, reference: str | None, correction: str = "
         by_method = pooled_by_method(group)
         if len(group) == 1:
             r = group[0]
-            print(f"run {r['id']}  {r['method']}  {r['model']}  [{r['status']}]")
+            print(f"run {r['id']}  {row_label(r)}  {r['model']}  [{r['status']}]")
         else:
             comparison = group[0]["config"].get("comparison", "")
             listing = ", ".join(f"{r['method']} #{r['id']} [{r['status']}]" for r in group)

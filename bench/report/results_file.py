@@ -103,14 +103,17 @@ def scores_frame(db: Any, runs: Any, run_ids: Any, method_labels: dict[int, str]
     runs: db.runs() (or a part holding run_ids); method_labels: run id -> the label a comparison shows."""
     import pandas as pd
 
+    from bench.report.pooling import row_label
+
     meta = runs.set_index("id")
     rows = []
     for run_id in sorted(int(r) for r in run_ids):
         run = meta.loc[run_id]
+        label = row_label({**run.to_dict(), "id": run_id})  # a `bench eval` row by its model, as the tables name it
         for entry in score_entries(db, run_id):
             interval = entry["interval"] or {}
             rows.append({
-                "run_id": run_id, "kind": run["kind"], "method": (method_labels or {}).get(run_id, run["method"]),
+                "run_id": run_id, "kind": run["kind"], "method": (method_labels or {}).get(run_id, label),
                 "model": run["model"], "backbone": run["backbone"] or None, "budget": run["budget_label"] or None,
                 "corpus": run["train_corpus"] or None, "seed": int(run["seed"]), "status": run["status"],
                 **{k: entry[k] for k in ("suite", "dataset", "variant", "metric", "value", "n")},

@@ -70,6 +70,12 @@ def _cell(values: Sequence[float]) -> str:
     return f"{ci.mean:.2f}±{(ci.high - ci.low) / 2:.2f}" if not np.isnan(ci.low) else _fmt(ci.mean)
 
 
+def _items_count(n: pd.Series) -> int | str:
+    """The items a score rests on; '-' where its source did not say (an imported MTEB score stores n 0)."""
+    largest = pd.to_numeric(n, errors="coerce").max()
+    return int(largest) if largest == largest and largest > 0 else "-"
+
+
 def scores_table(scores: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
     """One row per (suite, dataset, metric, method): n, seeds, clean, each attacked variant, and the change: of each
     variant for one method, of the variants' mean when methods are compared (a narrower table)."""
@@ -81,7 +87,7 @@ def scores_table(scores: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
             mine = group[group["method"] == method]
             if mine.empty:
                 continue
-            row: dict[str, Any] = {"suite": suite, "dataset": label, "metric": metric, "n": int(mine["n"].max()),
+            row: dict[str, Any] = {"suite": suite, "dataset": label, "metric": metric, "n": _items_count(mine["n"]),
                                    "method": method, "seeds": mine["run_id"].nunique()}  # fmt: skip
             per_run = mine.pivot_table(index="run_id", columns="variant", values="value", aggfunc="first")
             for v in variants:

@@ -10,6 +10,7 @@ import streamlit as st
 
 from bench.evaluate.attacks import order_variants
 from bench.report import stats
+from bench.report.pooling import row_label
 from leaderboard import cache, comparable, grouping
 from leaderboard.queries import DBState
 from leaderboard.text import literal
@@ -89,6 +90,13 @@ def why_not_comparable(scores_a: pd.DataFrame, scores_b: pd.DataFrame) -> str:
     if any(not r for r in reasons):
         return ""
     return reasons[0].removesuffix(": not compared")
+
+
+def _summary(detail: dict | None, field: str) -> str:
+    """One field of a run as the side-by-side table shows it; a `bench eval` row's method is the model it scored,
+    as the main board names it (bench.report.pooling.row_label)."""
+    detail = detail or {}
+    return str(row_label(detail) if field == "method" else detail.get(field, ""))
 
 
 def _is_reference(runs: pd.DataFrame, reference: str) -> pd.Series:
@@ -182,8 +190,8 @@ def show(state: DBState) -> None:
     detail_a = cache.run_detail(state.location, state.version, run_a)
     detail_b = cache.run_detail(state.location, state.version, run_b)
     side = pd.DataFrame(
-        {"field": SUMMARY_FIELDS, f"A: run {run_a}": [str(detail_a.get(f, "")) for f in SUMMARY_FIELDS],
-         f"B: run {run_b}": [str(detail_b.get(f, "")) for f in SUMMARY_FIELDS]}
+        {"field": SUMMARY_FIELDS, f"A: run {run_a}": [_summary(detail_a, f) for f in SUMMARY_FIELDS],
+         f"B: run {run_b}": [_summary(detail_b, f) for f in SUMMARY_FIELDS]}
     )  # fmt: skip
     st.dataframe(side, hide_index=True, key="cmp_side", width="stretch")  # cells are stored text: no Markdown
     curves.show(state, [run_a, run_b], key="cmp")
@@ -217,12 +225,14 @@ def show(state: DBState) -> None:
         width="stretch",
     )
     st.caption(
-        f"95% paired bootstrap CI of B − A ({RESAMPLES:,} resamples of the items both runs scored: queries, pairs "
-        "or test examples), uncorrected, and its two-sided p: the computation the leaderboard's rank and `bench "
-        f"results` use. 'note': real after the {stats.CORRECTION_NAMES[CORRECTION]} correction over the "
-        f"{int(table['p'].notna().sum())} differences of this table, as the main board and `bench results` correct "
-        "theirs. Datasets without stored per-item scores have no CI and say so in 'note'."
-    )
+        f"95% paired bootstrap CI of B − A, uncorrected; note: real after {stats.CORRECTION_NAMES[CORRECTION]} over "
+        f"the {int(table['p'].notna().sum())} differences of this table.",
+        help=f"{RESAMPLES:,} resamples of the items both runs scored (queries, pairs or test examples), and its "
+        "two-sided p: the computation the leaderboard's rank and `bench results` use. The main board and `bench "
+        "results` correct theirs the same way. Datasets without stored per-item scores, scores on other items (a "
+        "`--limit` subset against the full set) or of another scoring version have no difference or CI and say "
+        "why in 'note'; a difference within the rounding of an imported score is a tie.",
+    )  # fmt: skip
     csv_button(table, f"compare-{run_a}-{run_b}-{suite}-{metric}", key="cmp_csv")
     with_ci = table.dropna(subset=["CI low", "CI high"])
     if not with_ci.empty:

@@ -232,14 +232,15 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
     layers = (line + bars + points) if joined else (bars + points)
     st.altair_chart(layers.properties(height=360), width="stretch")
     st.caption(
-        "Score along the attack family's axis (elong: length factor m, 1 = clean; pad: position-m; needle: context "
-        "length in tokens) per method: mean over seeds with its 95% interval (Student t over seeds; one seed on one dataset: the bootstrap interval "
-        "of its score over its items, the resamples the leaderboard's differences use). "
-        "Random m and needle's mean over lengths are separate points, not joined to the line. The axis spans at least "
-        f"{MIN_SPAN_FRACTION:.0%} of the metric's scale so sub-point differences do not look large. "
-        "'% changed': the share of texts whose model input the attack changed (a text already longer than max_len "
-        "is truncated to the clean input)."
-    )
+        "Score per method along the attack's axis, mean over seeds with its 95% interval; '% changed': texts the "
+        "attack changed.",
+        help="elong: length factor m, 1 = clean; pad: position-m; needle: context length in tokens. The interval: "
+        "Student t over seeds from 3 seeds on; one seed on one dataset: the bootstrap interval of its score over its "
+        "items (the resamples the leaderboard's differences use). Random m and needle's mean over lengths are "
+        f"separate points, not joined to the line. The axis spans at least {MIN_SPAN_FRACTION:.0%} of the metric's "
+        "scale so sub-point differences do not look large. '% changed': the share of texts whose model input the "
+        "attack changed (a text already longer than max_len is truncated to the clean input).",
+    )  # fmt: skip
     score_columns = [c for c in table.columns if c not in (*grouping.GROUP_KEYS, "seeds", "label", "subset")
                      and not c.startswith(("changed ", "Δ vs "))]  # fmt: skip
     if "subset" in table and table["subset"].astype(bool).any():
@@ -250,14 +251,15 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
     show_table(shorten_settings(table), score_columns, highlight=False, key="rob_table",
                formats={c: "%.2f" for c in table.columns if c.startswith("changed ")})  # fmt: skip
     st.caption(
-        "'change elong-m' = attacked − clean, per seed over the datasets scored both ways, then averaged over seeds; "
-        "closer to 0 is more robust. 'changed elong-m': fraction of texts the attack changed (1 = all). "
-        "'Δ vs vanilla <variant>': the row minus the untrained row of its backbone and subset on that variant, with "
-        "its 95% CI, uncorrected (the main board's difference, on the suite's headline score); * = real after the "
-        f"{stats.CORRECTION_NAMES[ranking.CORRECTION]} correction over the main board's differences "
-        "on that variant, as there. Rows of two scoring versions of a suite are labelled '[scoring vN]' and never "
-        "pooled."
-    )
+        "change = attacked − clean (closer to 0: more robust) · changed = share of texts the attack changed · "
+        "Δ vs vanilla: the main board's difference, per variant.",
+        help="'change elong-m' = attacked − clean, per seed over the datasets scored both ways, then averaged over "
+        "seeds. 'changed elong-m': fraction of texts the attack changed (1 = all). 'Δ vs vanilla <variant>': the row "
+        "minus the untrained row of its backbone and subset on that variant, with its 95% CI, uncorrected (the main "
+        f"board's difference, on the suite's headline score); * = real after the "
+        f"{stats.CORRECTION_NAMES[ranking.CORRECTION]} correction over the main board's differences on that variant, "
+        "as there. Rows of two scoring versions of a suite are labelled '[scoring vN]' and never pooled.",
+    )  # fmt: skip
     csv_button(table, f"robustness-{suite}-{metric}-{dataset_choice}", key="rob_csv")
 
 
@@ -291,10 +293,12 @@ def _diag_section(state: DBState, filters: grouping.RunFilters, runs: pd.DataFra
     )
     st.altair_chart(chart)
     st.caption(
-        "pair_cos_shift: mean change of STS-B pair cosines under the attack; intra_sim_adj: token-to-document "
+        "The four length diagnostics of LA(SER)^3 per method and variant.",
+        help="pair_cos_shift: mean change of STS-B pair cosines under the attack; intra_sim_adj: token-to-document "
         "similarity minus token anisotropy; anisotropy: mean cosine of random sentence pairs; positional_jsd: "
-        "Jensen-Shannon distance between pair-cosine histograms with and without shuffled words (bench/evaluate/suites/diag.py)."
-    )
+        "Jensen-Shannon distance between pair-cosine histograms with and without shuffled words "
+        "(bench/evaluate/suites/diag.py).",
+    )  # fmt: skip
     wide = diag.pivot_table(index=[*grouping.GROUP_KEYS, "metric"], columns="variant", values="value", aggfunc="first")
     wide = wide.reindex(columns=variant_order).reset_index()
     show_table(wide, variant_order, highlight=False, key="diag_table", digits=4)

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from bench.evaluate.attacks import CLEAN, order_variants
+from bench.report.pooling import row_label
 from leaderboard import cache, grouping
 from leaderboard.queries import DBState
 from leaderboard.text import literal
@@ -82,7 +83,8 @@ def show(state: DBState) -> None:
         st.warning(f"Run {run_id} is gone from the database.")
         return
     # Everything below that came from the database is shown literally (leaderboard.text).
-    st.subheader(f"run {run_id} · {literal(run['method'] or grouping.NONE_LABEL)} · {literal(run['backbone'] or run['model'])}", anchor=False)
+    label = row_label(run)  # a `bench eval` row by the model it scored, as the main board names it
+    st.subheader(f"run {run_id} · {literal(label or grouping.NONE_LABEL)} · {literal(run['backbone'] or run['model'])}", anchor=False)
     status = run["status"]
     (st.error if status == "failed" else st.info if status == "running" else st.success)(f"status: {literal(status)}")
     if run.get("error"):
