@@ -86,78 +86,44 @@ def check_spec(spec: RunSpec) -> tuple[Any, list[Any], str | None]:
     return suites, located, reference
 
 
+@dataclass
+class ComparisonJob:
+    """What every run of one comparison shares: the checked spec and its data, the database, the run configs,
+    where the runs' folders go and where progress lines go (`run_comparison` builds it once)."""
+
+    spec: RunSpec
+    suites: Any
+    located: list[Any]
+    reference: str | None
+    corpus: Any  # the training corpus (None when no method trains)
+    db: Any  # results_db.ResultsDB on rank 0, None elsewhere
+    configs: RunConfigs
+    curves: dict[str, Any] | None
+    out_root: Path
+    runtime: dict[str, Any]
+    say: Callable[..., None]
+    evaluation: Any  # the spec's EvalSettings: how every row's encoder is loaded and scored
+
+
 def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | None = None,
                    runtime: dict[str, Any] | None = None) -> ComparisonResult:  # fmt: skip
     """Find or make, train, evaluate and record every run `spec` asks for (see the module docstring).
 
     db: a results_db.ResultsDB (default: opened from spec.db on rank 0); say: where progress lines go (default
     print on rank 0, nothing elsewhere); runtime: Run.runtime fields (world size, per-rank batch, device)."""
-    from bench.data.corpus import in_domain_datasets, load_corpus
-    from bench.encode.model_info import model_info
-    from bench.encode.st_config import declare_scoring
-    from bench.evaluate.runner import evaluate
     from bench.report.pooling import comparison_runs
-    from bench.runtime.provenance import module_source
     from bench.train.registry import get_method
 
     t_start = time.time()
-    suites, located, reference = check_spec(spec)
-    settings = spec.settings
-    budget, methods, overrides, train_cfg, seeds = (settings.budget, settings.methods, settings.overrides,
-                                                     settings.train_cfg, settings.seeds)  # fmt: skip
-    evaluation = spec.eval_settings()
-    main = distributed.is_main()
-    if say is None:
-        say = print if main else (lambda *a, **k: None)
-    runtime = runtime or {"device": resolve_device(spec.device)}
-    trained_methods = [m for m in methods if get_method(m).trains]
-    with distributed.main_first():  # a corpus that must be downloaded is fetched once, by rank 0
-        corpus = (load_corpus(spec.corpus, data_dir=spec.data_dir, limit=spec.corpus_limit, fetch=spec.download)
-                  if trained_methods else None)  # fmt: skip
-    if corpus is not None:
-        corpus.check_batch(spec.batch_size)
-    if main and db is None:
-        from results_db import ResultsDB
-
-        db = ResultsDB(spec.db, init_foreign=spec.db_init_foreign)
-    elif not main:
-        db = None
-    configs = spec.configs(len(corpus.texts) if corpus else 0, corpus.digest if corpus else None)
-    comparison = configs.comparison
-    mark_in_domain(configs, in_domain_datasets(corpus, located), say)
-    curves = curve_settings(spec, settings.suite_args, configs)
-    stamp = distributed.broadcast_from_main(dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S"))
-    out_root = Path(spec.out) / f"{stamp}-{comparison[:8]}"
-    if spec.resume and main:  # rows the first attempt never reached join its folder
-        out_root = _earlier_folder(db, comparison) or out_root
-    say(f"comparison {comparison}: methods {', '.join(settings.rows)}; backbone {spec.backbone}"
-        + (f" [{BACKBONE_NOTES[spec.backbone]}]" if spec.backbone in BACKBONE_NOTES else ""))
-    if corpus:
-        say(f"training corpus: {corpus.describe()}")
-    world = distributed.env_world_size()
-    if world > 1 and "per_rank_batch" in runtime:
-        say(f"{world} processes ({runtime.get('backend')}): global batch {spec.batch_size}, {runtime['per_rank_batch']} per process")
-    say(f"budget {budget.label()}, max_len {spec.max_len}, batch {spec.batch_size}, lr {spec.lr}, seed {', '.join(map(str, seeds))}; "
-        f"suites {'+'.join(settings.suite_args)} (eval max_len {spec.eval_max_len})")
-    for loc in located:
-        say(f"evaluation data  {loc.describe()}")
-
-    result = ComparisonResult(comparison, {}, {}, db=db, reference=reference)
-    total_runs, runs_done = len(configs.per_run), 0
-    eta = Eta([get_method(m).trains for m, _ in configs.per_run])
-    for method, seed in configs.per_run:
+    job = start_comparison(spec, db, say, runtime)
+    say, db, comparison = job.say, job.db, job.configs.comparison
+    result = ComparisonResult(comparison, {}, {}, db=db, reference=job.reference)
+    total_runs, runs_done = len(job.configs.per_run), 0
+    eta = Eta([get_method(m).trains for m, _ in job.configs.per_run])
+    for method, seed in job.configs.per_run:
         method_spec = get_method(method)
-        method_cfg = method_spec.config_from(overrides.get(method, {}))
-        config, chash = configs.per_run[(method, seed)]
-        found = None
-        if main:
-            found = _find_or_create_run(db, spec, method, method_spec.trains, chash, config, corpus, out_root,
-                                        seed=seed, multi_seed=len(seeds) > 1, say=say)  # fmt: skip
-            if found[2] == "running":
-                merge_runtime(db, found[0], runtime if method_spec.trains else {k: v for k, v in runtime.items() if k != "per_rank_batch"})
-                # the method's own code (a plug-in lives outside the checkout that code_version names)
-                merge_runtime(db, found[0], {"method_source": module_source(method_spec.config_cls)})
-        run_id, out_dir, status = distributed.broadcast_from_main(found)
+        method_cfg = method_spec.config_from(spec.settings.overrides.get(method, {}))
+        run_id, out_dir, status = _claim_row(job, method, method_spec, seed)
         if status == "live":
             result.skipped.append(run_id)
             eta.skip()
@@ -167,33 +133,7 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
             result.reused.append(run_id)
             eta.skip()
             continue
-        if len(seeds) > 1 and method_spec.trains:
-            say(f"[{method}] training seed {seed}")
-        ctx = evaluation.context()
-        corpus_files = corpus.files if corpus and method_spec.trains else []  # the baseline row trained on nothing
-        trackers = open_trackers(spec, run_id, method, seed, len(seeds) > 1, config, out_dir) if main else None
-        # a resumed row's files as its earlier attempt read them: a dataset whose file changed since is scored again
-        earlier = (db.get_run(run_id).get("data_fingerprint") or {}) if db is not None else {}
-        with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files], earlier_fingerprint=earlier), \
-                close_trackers(trackers):
-            hook = curve_hook(spec, curves, db, run_id, method, say) if method_spec.trains else None
-            if hook is not None:
-                hook.evaluate.tracker = trackers
-            t_train = time.time()
-            model_dir = _train_one(db, run_id, method, method_spec, spec, corpus, budget, replace(train_cfg, seed=seed),
-                                   method_cfg, out_dir, hook, trackers)  # fmt: skip
-            train_seconds = time.time() - t_train
-            if method_spec.trains and main:  # the job declares the scoring, once: SentenceTransformer(folder) agrees
-                declare_scoring(model_dir, pooling=evaluation.pooling, max_len=evaluation.max_len)
-            encoder = evaluation.load(model_dir)
-            if db is not None:
-                db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
-            t_eval = time.time()
-            records = evaluate(encoder, suites, ctx, db=db, run_id=run_id, earlier_fingerprint=earlier)
-            if trackers is not None:
-                trackers.log_scores(records, "eval")  # at the last training step
-            eval_seconds = time.time() - t_eval
-            say(f"[{method}] evaluated in {eval_seconds:.0f}s")
+        model_dir, train_seconds, eval_seconds = _train_and_score(job, method, method_spec, method_cfg, seed, run_id, out_dir)
         if db is not None and method_spec.trains:
             _finish_trained(db, run_id, method, method_spec.paper, Path(model_dir), Path(out_dir), keep_checkpoints=spec.keep_checkpoints)
         if db is not None:  # the run's results in its folder: config, provenance, every score (bench.report.results_file)
@@ -210,6 +150,120 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
         if earlier > 0:
             say(f"comparison {comparison}: {earlier} finished run(s) of earlier commands with the same settings pooled in")
     return result
+
+
+def start_comparison(spec: RunSpec, db: Any = None, say: Callable[..., None] | None = None,
+                     runtime: dict[str, Any] | None = None) -> ComparisonJob:  # fmt: skip
+    """Everything before the first run: the checks, the corpus (fetched once, by rank 0), the database (rank 0),
+    the run configs, the curve settings, the comparison's folder, and the lines that say what will run."""
+    from bench.data.corpus import in_domain_datasets, load_corpus
+    from bench.train.registry import get_method
+
+    suites, located, reference = check_spec(spec)
+    evaluation = spec.eval_settings()
+    main = distributed.is_main()
+    if say is None:
+        say = print if main else (lambda *a, **k: None)
+    runtime = runtime or {"device": resolve_device(spec.device)}
+    trained_methods = [m for m in spec.settings.methods if get_method(m).trains]
+    with distributed.main_first():  # a corpus that must be downloaded is fetched once, by rank 0
+        corpus = (load_corpus(spec.corpus, data_dir=spec.data_dir, limit=spec.corpus_limit, fetch=spec.download)
+                  if trained_methods else None)  # fmt: skip
+    if corpus is not None:
+        corpus.check_batch(spec.batch_size)
+    if main and db is None:
+        from results_db import ResultsDB
+
+        db = ResultsDB(spec.db, init_foreign=spec.db_init_foreign)
+    elif not main:
+        db = None
+    configs = spec.configs(len(corpus.texts) if corpus else 0, corpus.digest if corpus else None)
+    mark_in_domain(configs, in_domain_datasets(corpus, located), say)
+    curves = curve_settings(spec, spec.settings.suite_args, configs)
+    stamp = distributed.broadcast_from_main(dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S"))
+    out_root = Path(spec.out) / f"{stamp}-{configs.comparison[:8]}"
+    if spec.resume and main:  # rows the first attempt never reached join its folder
+        out_root = _earlier_folder(db, configs.comparison) or out_root
+    job = ComparisonJob(spec, suites, located, reference, corpus, db, configs, curves, out_root, runtime, say, evaluation)
+    _announce(job)
+    return job
+
+
+def _announce(job: ComparisonJob) -> None:
+    """The lines that say what the comparison will run, on what."""
+    spec, settings, say, runtime = job.spec, job.spec.settings, job.say, job.runtime
+    say(f"comparison {job.configs.comparison}: methods {', '.join(settings.rows)}; backbone {spec.backbone}"
+        + (f" [{BACKBONE_NOTES[spec.backbone]}]" if spec.backbone in BACKBONE_NOTES else ""))
+    if job.corpus:
+        say(f"training corpus: {job.corpus.describe()}")
+    world = distributed.env_world_size()
+    if world > 1 and "per_rank_batch" in runtime:
+        say(f"{world} processes ({runtime.get('backend')}): global batch {spec.batch_size}, {runtime['per_rank_batch']} per process")
+    say(f"budget {settings.budget.label()}, max_len {spec.max_len}, batch {spec.batch_size}, lr {spec.lr}, "
+        f"seed {', '.join(map(str, settings.seeds))}; suites {'+'.join(settings.suite_args)} (eval max_len {spec.eval_max_len})")
+    for loc in job.located:
+        say(f"evaluation data  {loc.describe()}")
+
+
+def _claim_row(job: ComparisonJob, method: str, method_spec: Any, seed: int) -> tuple[int, Path, str]:
+    """(run id, folder, status) of one (method, seed) on every rank: rank 0 finds or creates the row (see
+    `_find_or_create_run`) and records this process's runtime on a row it will run."""
+    from bench.runtime.provenance import module_source
+
+    trains, found = method_spec.trains, None
+    if distributed.is_main():
+        config, chash = job.configs.per_run[(method, seed)]
+        found = _find_or_create_run(job.db, job.spec, method, trains, chash, config, job.corpus, job.out_root,
+                                    seed=seed, multi_seed=len(job.spec.settings.seeds) > 1, say=job.say)  # fmt: skip
+        if found[2] == "running":
+            runtime = job.runtime if trains else {k: v for k, v in job.runtime.items() if k != "per_rank_batch"}
+            merge_runtime(job.db, found[0], runtime)
+            # the method's own code (a plug-in lives outside the checkout that code_version names)
+            merge_runtime(job.db, found[0], {"method_source": module_source(method_spec.config_cls)})
+    return distributed.broadcast_from_main(found)
+
+
+def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_cfg: Any, seed: int, run_id: int,
+                     out_dir: Path) -> tuple[str, float, float]:  # fmt: skip
+    """Train (or take the backbone), declare the scoring, evaluate and record one run; returns (the folder
+    evaluated, training seconds, evaluation seconds)."""
+    from bench.encode.model_info import model_info
+    from bench.encode.st_config import declare_scoring
+    from bench.evaluate.runner import evaluate
+
+    spec, db, say, settings = job.spec, job.db, job.say, job.spec.settings
+    multi_seed = len(settings.seeds) > 1
+    if multi_seed and method_spec.trains:
+        say(f"[{method}] training seed {seed}")
+    evaluation = job.evaluation
+    ctx = evaluation.context()
+    corpus = job.corpus
+    corpus_files = corpus.files if corpus and method_spec.trains else []  # the baseline row trained on nothing
+    config = job.configs.per_run[(method, seed)][0]
+    trackers = open_trackers(spec, run_id, method, seed, multi_seed, config, out_dir) if distributed.is_main() else None
+    # a resumed row's files as its earlier attempt read them: a dataset whose file changed since is scored again
+    earlier = (db.get_run(run_id).get("data_fingerprint") or {}) if db is not None else {}
+    with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files], earlier_fingerprint=earlier), \
+            close_trackers(trackers):
+        hook = curve_hook(spec, job.curves, db, run_id, method, say) if method_spec.trains else None
+        if hook is not None:
+            hook.evaluate.tracker = trackers
+        t_train = time.time()
+        model_dir = _train_one(db, run_id, method, method_spec, spec, corpus, settings.budget,
+                               replace(settings.train_cfg, seed=seed), method_cfg, out_dir, hook, trackers)  # fmt: skip
+        train_seconds = time.time() - t_train
+        if method_spec.trains and distributed.is_main():  # the job declares the scoring, once: SentenceTransformer(folder) agrees
+            declare_scoring(model_dir, pooling=evaluation.pooling, max_len=evaluation.max_len)
+        encoder = evaluation.load(model_dir)
+        if db is not None:
+            db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
+        t_eval = time.time()
+        records = evaluate(encoder, job.suites, ctx, db=db, run_id=run_id, earlier_fingerprint=earlier)
+        if trackers is not None:
+            trackers.log_scores(records, "eval")  # at the last training step
+        eval_seconds = time.time() - t_eval
+        say(f"[{method}] evaluated in {eval_seconds:.0f}s")
+    return model_dir, train_seconds, eval_seconds
 
 
 def curve_settings(spec: Any, suite_args: list[str], configs: RunConfigs) -> dict[str, Any] | None:

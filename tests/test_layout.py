@@ -1,0 +1,90 @@
+"""Room sizes the project guide sets: no function in the packages longer than 100 lines, the encoder module at most
+450 lines, and no encoder method that asks which backend it has (the backend is chosen once, at construction)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("bench", "methods", "leaderboard", "results_db")
+MAX_FUNCTION_LINES = 100
+MAX_ENCODER_LINES = 450
+
+
+def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> list[tuple[str, int]]:
+    """(name, lines) of every function or method in `source` longer than `limit` lines (decorators excluded)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = node.end_lineno - node.lineno + 1
+            if length > limit:
+                out.append((node.name, length))
+    return out
+
+
+def backend_name_checks(source: str, cls: str = "Encoder") -> list[str]:
+    """'method:line' of every comparison in class `cls` between a string and a backend name (`x.backend`,
+    `backend`, `x.engine.name`): dispatch by name instead of through the backend object."""
+
+    def is_backend_name(node: ast.AST) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id == "backend"
+        if isinstance(node, ast.Attribute):
+            return node.attr == "backend" or (node.attr == "name" and "engine" in ast.unparse(node.value))
+        return False
+
+    def is_text(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, str)
+        return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(is_text(e) for e in node.elts)
+
+    found = []
+    for klass in ast.walk(ast.parse(source)):
+        if not (isinstance(klass, ast.ClassDef) and klass.name == cls):
+            continue
+        for method in klass.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(method):
+                if isinstance(node, ast.Compare):
+                    sides = [node.left, *node.comparators]
+                    if any(map(is_backend_name, sides)) and any(map(is_text, sides)):
+                        found.append(f"{method.name}:{node.lineno}")
+    return found
+
+
+def test_the_checks_catch_what_they_look_for():
+    body = "\n".join(f"    x = {i}" for i in range(MAX_FUNCTION_LINES))
+    assert long_functions(f"def f():\n{body}\n") == [("f", MAX_FUNCTION_LINES + 1)]
+    assert long_functions(f"def f():\n{body}\n", limit=MAX_FUNCTION_LINES + 1) == []
+    dispatch = (
+        "class Encoder:\n"
+        "    def _forward(self, batch):\n"
+        "        if self.backend == 'onnx':\n"
+        "            return 1\n"
+        "    def tokens(self):\n"
+        "        return self.engine.name in ('torch', 'onnx')\n"
+        "    def fine(self):\n"
+        "        return self.engine.pooled(1) == 'x' or self.pooling == 'mean'\n"
+        "class Other:\n"
+        "    def f(self):\n"
+        "        return self.backend == 'onnx'\n"
+    )
+    assert backend_name_checks(dispatch) == ["_forward:3", "tokens:6"]
+
+
+def test_no_function_is_longer_than_100_lines():
+    offenders = [
+        f"{path.relative_to(REPO)}:{name} ({length} lines)"
+        for package in PACKAGES
+        for path in sorted((REPO / package).rglob("*.py"))
+        for name, length in long_functions(path.read_text())
+    ]
+    assert offenders == []
+
+
+def test_the_encoder_module_stays_small_and_never_dispatches_on_the_backend_name():
+    source = (REPO / "bench" / "encode" / "encoder.py").read_text()
+    assert len(source.splitlines()) <= MAX_ENCODER_LINES
+    assert backend_name_checks(source) == []
