@@ -228,3 +228,30 @@ def test_a_corpus_with_fewer_distinct_texts_than_a_batch_is_refused_before_any_r
         from results_db import ResultsDB
 
         assert ResultsDB(db).runs().empty  # no row recorded
+
+
+# ------------------------------------------------------------------------ options that affect nothing
+@pytest.mark.parametrize("suite, extra, message", [
+    ("sts:stsb", ["--attack", "pad=start-2"], r"--attack pad=start-2 affects nothing: no suite is attacked with @pad "
+                                              r"\(suites: sts:stsb\); add @pad to a suite \(e\.g\. sts:stsb@pad\)"),
+    ("sts:stsb", ["--elong", "4"], r"--elong 4 affects nothing: no suite is attacked with @elong"),
+    ("sts:stsb@pad", ["--elong", "4"], r"--elong 4 affects nothing: no suite is attacked with @elong \(suites: sts:stsb@pad\)"),
+    ("sts:stsb@elong,shuffle", ["--attack", "pad=end-4"], r"--attack pad=end-4 affects nothing: no suite is attacked "
+                                                          r"with @pad"),
+])  # fmt: skip
+def test_attack_options_no_suite_uses_are_refused(suite, extra, message, tmp_path, capsys):
+    """`--attack pad=start-2` or `--elong 4` without a matching @family suite was silently ignored: the scores were
+    the defaults' (or clean only), and a suite whose suffix was forgotten went unnoticed."""
+    db = tmp_path / "r.sqlite"
+    argv = ["eval", "--model", "bm25", "--suite", suite, "--db", str(db), "--data-dir", str(tmp_path), *extra]
+    assert main(argv) == 2
+    _one_error_line(capsys, message)
+    assert not db.exists()
+
+
+def test_attack_options_a_suite_uses_are_accepted():
+    from bench.experiment.settings import attack_settings
+
+    assert attack_settings("4", ["pad=start-2"], ["sts:stsb@elong+beir:scifact@pad"]) == (["4"], {"pad": ["start-2"]})
+    assert attack_settings("8", None, ["diag"])[0] == ["8"]  # diag always attacks with elong
+    assert attack_settings(None, None, ["sts:stsb"])[1] == {}  # the defaults beside a clean suite: nothing given

@@ -48,9 +48,12 @@ def fresh(tmp_path, monkeypatch):
 
 
 def _quick(argv: list[str], model: Path, work: Path) -> list[str]:
+    from bench.experiment.settings import attacked_families
+
     argv = [str(model) if a == "minilm" else a for a in argv]
+    elong = "elong" in attacked_families([argv[argv.index("--suite") + 1]])  # --elong beside no elong suite is refused
     return argv + ["--limit", "20", "--data-dir", str(work / "empty"), "--db", str(work / "r.sqlite"), "--no-progress",
-                   "--elong", "2"]  # fmt: skip
+                   *(["--elong", "2"] if elong else [])]  # fmt: skip
 
 
 def test_readme_commands_for_a_fresh_machine_work(fresh, tiny_model_dir, capsys):

@@ -21,7 +21,7 @@ class EvalSpec:
         from bench.evaluate.suites.registry import split_suite_args
 
         suite_args = split_suite_args(args.suite)
-        elong, attack_params = attack_settings(args.elong, getattr(args, "attack", None))
+        elong, attack_params = attack_settings(args.elong, getattr(args, "attack", None), suite_args)
         needle_lengths = getattr(args, "needle_lengths", None)
         if needle_lengths:
             from bench.evaluate.suites.needle import parse_lengths

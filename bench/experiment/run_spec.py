@@ -173,7 +173,7 @@ class RunSpec:
         check_backbone_lengths(self.backbone, {"--max-len": self.max_len, "--eval-max-len": self.eval_max_len})
         overrides = parse_overrides(self.hp, methods)
         suite_args = split_suite_args(self.suite) if self.suite else default_suites(self.data_dir)
-        elong, attack_params = attack_settings(self.elong, self.attack)
+        elong, attack_params = attack_settings(self.elong, self.attack, suite_args)
         train_cfg = TrainConfig(
             max_len=self.max_len, batch_size=self.batch_size, lr=self.lr, warmup_steps=self.warmup_steps,
             seed=self.seed, checkpoint_every=self.checkpoint_every, checkpoint_minutes=self.checkpoint_minutes,

@@ -47,10 +47,43 @@ def _default_elong() -> list[str]:
     return parse_elong_variants(None)
 
 
-def attack_settings(elong: str, attack: list[str] | None) -> tuple[list[str], dict[str, list[str]]]:
+def attack_settings(elong: str | None, attack: list[str] | None,
+                    suite_args: list[str]) -> tuple[list[str], dict[str, list[str]]]:  # fmt: skip
     """(elong parameters, other families' parameters) from `--elong` / `--attack FAMILY=PARAMS` (`--attack elong=...`
-    is `--elong ...`); a bad one is a ConfigError."""
+    is `--elong ...`); a bad one, or one no suite of `suite_args` attacks with, is a ConfigError."""
     from bench.evaluate.attacks import parse_attack_options, parse_elong_variants
+    from bench.evaluate.attacks.elong import DEFAULT_ELONG
 
     params = parse_attack_options(attack)
-    return parse_elong_variants(params.pop("elong", None) or elong), params
+    variants = parse_elong_variants(params.pop("elong", None) or elong)  # a bad value is named before an unused one
+    given = [f"--attack {option}" for option in attack or []]
+    if elong is not None and elong != DEFAULT_ELONG:
+        given.insert(0, f"--elong {elong}")
+    check_attacks_used(given, suite_args)
+    return variants, params
+
+
+def attacked_families(suite_args: list[str]) -> set[str]:
+    """The attack families the suites run: each `@FAMILY` suffix, and elong for `diag`, which always attacks."""
+    used: set[str] = set()
+    for spec in (part for arg in suite_args for part in arg.split("+")):
+        text, _, suffix = spec.partition("@")
+        used |= {name.strip() for name in suffix.split(",") if name.strip()}
+        if text.strip().partition(":")[0] == "diag":
+            used.add("elong")
+    return used
+
+
+def check_attacks_used(given: list[str], suite_args: list[str]) -> None:
+    """Refuse attack parameters that no suite uses (`--attack pad=start-2` beside `sts:stsb`, `--elong 4` without
+    `@elong`): they would change nothing, and a typo'd suffix would go unnoticed."""
+    from bench.runtime.errors import ConfigError
+
+    used = attacked_families(suite_args)
+    for option in given:
+        family = "elong" if option.startswith("--elong") else option.split(maxsplit=1)[1].partition("=")[0].strip()
+        if family not in used:
+            example = f"{suite_args[0].partition('@')[0]}@{family}" if suite_args else f"sts:stsb@{family}"
+            raise ConfigError(f"{option} affects nothing: no suite is attacked with @{family} (suites: "
+                              f"{'+'.join(suite_args) or 'none'}); add @{family} to a suite (e.g. {example}) or drop "
+                              f"{option.split()[0]}")  # fmt: skip
