@@ -1,9 +1,10 @@
 """The sentence-transformers files of an encoder folder: they say how the folder is scored (max_seq_length, pooling,
 normalisation), so `SentenceTransformer(folder)` computes the vectors lenbench scored.
 
-`bench run` saves a trained encoder with these files and then declares the evaluation's max_len and pooling in them
-(`declare_scoring`): training may read fewer tokens per text (--max-len) than evaluation (--eval-max-len), and the
-folder must reproduce the scores in its model card, not the training length.
+`bench run` saves a trained encoder with these files declaring the evaluation's max_len and pooling (the trainer is
+given them): training may read fewer tokens per text (--max-len) than evaluation (--eval-max-len), and the folder
+must reproduce the scores in its model card, not the training length. `declare_scoring` rewrites them in a folder
+saved otherwise.
 """
 
 from __future__ import annotations

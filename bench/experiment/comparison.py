@@ -228,7 +228,6 @@ def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_c
     """Train (or take the backbone), declare the scoring, evaluate and record one run; returns (the folder
     evaluated, training seconds, evaluation seconds)."""
     from bench.encode.model_info import model_info
-    from bench.encode.st_config import declare_scoring
     from bench.evaluate.runner import evaluate
 
     spec, db, say, settings = job.spec, job.db, job.say, job.spec.settings
@@ -252,8 +251,6 @@ def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_c
         model_dir = _train_one(db, run_id, method, method_spec, spec, corpus, settings.budget,
                                replace(settings.train_cfg, seed=seed), method_cfg, out_dir, hook, trackers)  # fmt: skip
         train_seconds = time.time() - t_train
-        if method_spec.trains and distributed.is_main():  # the job declares the scoring, once: SentenceTransformer(folder) agrees
-            declare_scoring(model_dir, pooling=evaluation.pooling, max_len=evaluation.max_len)
         encoder = evaluation.load(model_dir)
         if db is not None:
             db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
@@ -499,6 +496,7 @@ def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg,
                trackers=None):  # noqa: ANN001
     """Train (or resume) one method; the trainer saves its weights. Returns the folder to evaluate."""
     from bench.encode.names import is_generated_backbone
+    from bench.encode.st_config import declare_scoring
     from bench.report.tables import loss_warning
     from bench.train.backbone import load_backbone
     from bench.train.trainer import train_method
@@ -515,12 +513,14 @@ def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg,
     if distributed.broadcast_from_main(done_marker.exists() and (encoder_dir / "config.json").exists()):
         if distributed.is_main():
             print(f"[{method}] training already complete in {out_dir}")
+            # a folder an older lenbench saved with the training max_len declares the scoring now
+            declare_scoring(encoder_dir, pooling=train_cfg.pooling, max_len=spec.eval_max_len)
         return str(encoder_dir)
     t0 = time.time()
     result = train_method(
         method, backbone=spec.backbone, texts=corpus.texts, budget=budget, config=train_cfg, out_dir=out_dir,
         db=db, run_id=run_id, resume=spec.resume, method_config=method_cfg, backbone_cache_dir=Path(spec.out) / "backbones",
-        eval_hook=eval_hook, tracker=trackers,
+        eval_hook=eval_hook, tracker=trackers, scoring_max_len=spec.eval_max_len,  # the folder declares its scoring once
     )
     consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
     if result.resumed_from is not None:

@@ -169,6 +169,7 @@ def train(
     save_encoder_dir: str | Path | None = "encoder",
     eval_hook: EvalHook | None = None,
     tracker: Any = None,
+    scoring_max_len: int | None = None,
 ) -> TrainResult:
     """Train `model` with `adapter` on `texts` until the budget (or the schedule horizon) stops it.
 
@@ -176,7 +177,9 @@ def train(
     (bench.runtime.trackers.Trackers, rank 0) gets each logged step's loss, learning rate and rate.
 
     `save_encoder_dir` (relative to out_dir, or absolute; None: do not save) receives the trained encoder as a
-    transformers + sentence-transformers folder without the adapter's training-only modules.
+    transformers + sentence-transformers folder without the adapter's training-only modules. Its
+    sentence-transformers files declare how it is scored: `config.pooling` and `scoring_max_len` (the evaluation's
+    max_len; None: the training max_len), written once, with the weights.
     """
     recipe = TrainingRecipe(adapter, model, tokenizer, texts, budget, config, out_dir, db=db, run_id=run_id,
                             eval_hook=eval_hook, tracker=tracker)  # fmt: skip
@@ -186,7 +189,7 @@ def train(
     recipe.seed_rank()
     recipe.prepare_corpus()
     stopped_by = recipe.run()
-    return recipe.finish(stopped_by, save_encoder_dir)
+    return recipe.finish(stopped_by, save_encoder_dir, scoring_max_len or config.max_len)
 
 
 class TrainingRecipe:
@@ -424,8 +427,9 @@ class TrainingRecipe:
         self.reader.add(loss, value, row)
 
     # ------------------------------------------------------------------ finish
-    def finish(self, stopped_by: str, save_encoder_dir: str | Path | None) -> TrainResult:
-        """The last checkpoint (a signal stops here, with it), the saved encoder folder and the result."""
+    def finish(self, stopped_by: str, save_encoder_dir: str | Path | None, scoring_max_len: int) -> TrainResult:
+        """The last checkpoint (a signal stops here, with it), the saved encoder folder (declaring the scoring
+        pooling and max_len) and the result."""
         self.loader.close()
         self.reader.flush()
         saved = self.checkpoint()
@@ -450,7 +454,7 @@ class TrainingRecipe:
             target = target if target.is_absolute() else self.out / target
             self.model.eval()
             if self.main:
-                save_encoder(self.model, self.tokenizer, target, pooling=self.config.pooling, max_len=self.config.max_len)
+                save_encoder(self.model, self.tokenizer, target, pooling=self.config.pooling, max_len=scoring_max_len)
             result.encoder_dir = target
         distributed.barrier()  # the encoder and last checkpoint are on disk before any rank goes on to use them
         return result
@@ -473,9 +477,10 @@ def train_method(
     backbone_cache_dir: str | Path | None = None,
     eval_hook: EvalHook | None = None,
     tracker: Any = None,
+    scoring_max_len: int | None = None,
 ) -> TrainResult:
     """Load the backbone, build the method's adapter with its config (`method_config`, else the paper defaults
-    with `method_overrides`), train, save the encoder."""
+    with `method_overrides`), train, save the encoder (declaring `scoring_max_len`, see `train`)."""
     from bench.train.registry import get_method
 
     spec = get_method(method)
@@ -492,4 +497,4 @@ def train_method(
     torch.manual_seed(config.seed)
     adapter = spec.build(method_config, tokenizer=tokenizer, max_len=config.max_len, seed=config.seed)
     return train(adapter, model, tokenizer, texts, budget, config, out_dir, db=db, run_id=run_id, resume=resume,
-                 eval_hook=eval_hook, tracker=tracker)
+                 eval_hook=eval_hook, tracker=tracker, scoring_max_len=scoring_max_len)
