@@ -229,6 +229,7 @@ def split_scoring_versions(runs: pd.DataFrame, versions: pd.DataFrame) -> pd.Dat
     out = runs.copy()
     known = of_run.notna().to_numpy()
     out.loc[known, "method"] = [f"{m} [scoring v{int(v)}]" for m, v in zip(out.loc[known, "method"], of_run[known])]
+    out["scoring"] = [f"scoring v{int(v)}" if ok else "" for v, ok in zip(of_run, known)]  # the board's tables split on it
     return out
 
 

@@ -120,10 +120,14 @@ class Leaderboard:
                 if len(own) and (here & reference).any():
                     backbones = backbones.copy()
                     backbones[here & reference] = own[0]
+        # rows of two versions of the suite's scoring were scored differently: tables (and ranks, bests) of their own
+        scoring = self.info["scoring"].fillna("").astype(str).to_numpy(dtype=object) if "scoring" in self.info else np.full(len(self), "", dtype=object)
         out = []
         for label in pd.unique(self.subsets):
             for backbone in pd.unique(backbones[self.subsets == label]):
-                out.append((label, str(backbone), self.rows((self.subsets == label) & (backbones == backbone))))
+                here = (self.subsets == label) & (backbones == backbone)
+                for version in pd.unique(scoring[here]):
+                    out.append((label, str(backbone), self.rows(here & (scoring == version))))
         return out
 
     def __len__(self) -> int:
@@ -310,6 +314,8 @@ def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: b
     by_id = runs.assign(_g=codes).sort_values("id")
     for column in columns.names():
         info[column] = by_id.groupby("_g")[column].last().reindex(range(n_groups)).to_numpy() if column in runs else np.nan
+    if "scoring" in runs:  # the version of the suite's scoring its scores came from (`grouping.split_scoring_versions`)
+        info["scoring"] = runs.groupby(codes)["scoring"].first().reindex(range(n_groups)).fillna("").to_numpy()
     used = np.unique(run_of)
     used_groups = codes[pd.Index(runs["id"]).get_indexer(used)]
     labels = subset_labels(used, used_groups, n_groups, runs[runs["id"].isin(used)], limits)

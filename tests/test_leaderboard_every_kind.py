@@ -25,6 +25,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from results_db import ItemValues, ResultsDB, ScoreRecord  # noqa: E402
 from tests.test_leaderboard_app import APP, TIMEOUT, board, display_values, go, highlighted_cells, texts  # noqa: E402
+from tests.test_leaderboard_scoring_versions import two_versions  # noqa: E402, F401  (a fixture)
 
 N_FULL = 300
 MINILM_INFO = {"parameters": 22_713_728, "embedding_dim": 384, "max_tokens": 256, "max_position_embeddings": 512}
@@ -339,3 +340,11 @@ def test_every_view_over_every_kind_of_row_reads_right(every_kind, monkeypatch):
             assert "vanilla" not in at.subheader[0].value
     assert not bad, bad
     assert not labels, labels
+
+
+def test_rows_of_two_scoring_versions_are_never_ranked_or_highlighted_together(two_versions, monkeypatch):
+    at = open_on(two_versions, monkeypatch)
+    tables = [at.dataframe[i].value for i in _main_tables(at)]
+    versions = [{m.rsplit("[", 1)[-1] for m in t["method"] if "[scoring" in m} for t in tables]
+    assert len(tables) >= 2 and all(len(v) <= 1 for v in versions), [list(t["method"]) for t in tables]
+    assert any("scoring v2" in h.value for h in at.subheader)

@@ -362,7 +362,7 @@ def show(state: DBState) -> None:
         choices = [n for n in ROWS_SHOWN if n < len(board)] + [len(board)]
         rows = st.sidebar.selectbox("Rows shown per table (the downloads have all)", choices, key="main_rows")
     tables = board.tables()
-    for label, backbone, part in tables:
+    for number, (label, backbone, part) in enumerate(tables):
         if len(tables) > 1 or label:  # each table says what its rows share (and are ranked among)
             st.subheader(table_title(label, backbone, part))
         shown, score_columns, full = _display(table, part, variant, rows)
@@ -372,7 +372,7 @@ def show(state: DBState) -> None:
         for v in table.variants:
             help_text.setdefault(v, f"{literal(headline)} on the {literal(v)} texts: mean over seeds (± 95% CI half-width, n=seeds)")
         event = show_table(shown, score_columns, highlight=highlight,
-                           key=f"main_table_{label or 'full'}_{abs(hash(backbone)) % 10**8}_{_nonce()}",
+                           key=f"main_table_{label or 'full'}_{abs(hash(backbone)) % 10**8}_{number}_{_nonce()}",
                            formats={**columns.formats(), "rank": "%.2f", "seeds": "%d"},
                            pinned="method", best=best, help_text=help_text, selectable=True)  # fmt: skip
         selected = _selected_row(event)
@@ -420,6 +420,9 @@ def table_title(subset: str, backbone: str, part: main_board.Leaderboard) -> str
     """'Backbone minilm · full datasets' or 'Backbone random-bert-mini · subset limit 300 (n = 300)', then what its
     rows are ranked among (Markdown: the stored names are shown, not interpreted)."""
     where = f"Backbone {literal(backbone)}"
+    scoring = str(part.info["scoring"].iloc[0]) if "scoring" in part.info and len(part) else ""
+    if scoring:  # rows of another version of the suite's scoring: a table of their own
+        where += f" · {literal(scoring)}"
     if subset:
         n_text = part.info["n"].iloc[0] if "n" in part.info else ""
         return f"{where} · scored on a subset ({literal(subset)}, n = {literal(n_text)}): ranked only among themselves"
