@@ -24,7 +24,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from results_db import ItemValues, ResultsDB, ScoreRecord  # noqa: E402
-from tests.test_leaderboard_app import APP, TIMEOUT, board, display_values, go, highlighted_cells, texts  # noqa: E402
+from tests.test_leaderboard_app import APP, TIMEOUT, board, display_values, go, highlighted_cells, texts, values  # noqa: E402
 from tests.test_leaderboard_scoring_versions import two_versions  # noqa: E402, F401  (a fixture)
 
 N_FULL = 300
@@ -138,7 +138,7 @@ def test_compare_never_opens_on_a_subset_against_the_full_set(tmp_path, monkeypa
     at = go(open_on(fill_two_evals(tmp_path / "two.sqlite"), monkeypatch), "Compare")
     shown = texts(at)
     assert "cannot be compared" in shown and "100-item subset" in shown, shown
-    table = at.dataframe[-1].value
+    table = values(at.dataframe[-1].value)
     assert table["B − A"].isna().all(), table  # no difference of scores on other items, so no CI [0.00, 0.00], p 1
     assert table["note"].str.contains("other items").all()
 

@@ -187,12 +187,12 @@ def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, k
         return st.dataframe(frame, hide_index=True, key=key, width="stretch", column_config=config, **select)
     # The grid draws a missing number as 'None' whatever its display text says: a missing score or number is held
     # as an infinity (sorted last) and shown as MISSING.
-    frame = _absent_as_infinity(frame, score_columns, list(formats))
+    frame = absent_as_infinity(frame, score_columns, list(formats))
     styler = frame.style.format(na_rep=MISSING)
-    styler = styler.format(lambda v: MISSING if _absent(v) else main_board.format_cell(v, digits), subset=score_columns,
+    styler = styler.format(lambda v: MISSING if is_absent(v) else main_board.format_cell(v, digits), subset=score_columns,
                            na_rep=MISSING)  # fmt: skip
     for col, fmt in formats.items():
-        styler = styler.format(lambda v, fmt=fmt: MISSING if _absent(v) else fmt % v, subset=[col])
+        styler = styler.format(lambda v, fmt=fmt: MISSING if is_absent(v) else fmt % v, subset=[col])
     if highlight and score_columns and best is not None:
         styler = styler.apply(lambda column: [BEST_STYLE if b else "" for b in best.get(column.name, [False] * len(column))],
                               subset=score_columns, axis=0)  # fmt: skip
@@ -202,16 +202,16 @@ def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, k
     return st.dataframe(styler, hide_index=True, key=key, width="stretch", column_config=config, **select)
 
 
-def _absent(value: object) -> bool:
+def is_absent(value: object) -> bool:
     return value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value)))
 
 
-def _absent_as_infinity(frame: pd.DataFrame, score_columns: list[str], number_columns: list[str]) -> pd.DataFrame:
+def absent_as_infinity(frame: pd.DataFrame, score_columns: list[str], number_columns: list[str]) -> pd.DataFrame:
     """Missing scores as -inf (last when sorted best first), missing numbers (rank, sizes) as +inf (last when sorted
     smallest first): cells the grid then shows with their display text."""
     out = frame.copy()
     for column in score_columns:
-        out[column] = pd.Series([-math.inf if _absent(v) else v for v in out[column]], index=out.index, dtype=object)
+        out[column] = pd.Series([-math.inf if is_absent(v) else v for v in out[column]], index=out.index, dtype=object)
     for column in number_columns:
         if pd.api.types.is_numeric_dtype(out[column]):
             out[column] = out[column].astype(float).fillna(math.inf)

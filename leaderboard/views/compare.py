@@ -15,7 +15,7 @@ from leaderboard import cache, comparable, grouping
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views import curves
-from leaderboard.views.common import csv_button, pick_metric, pick_suite
+from leaderboard.views.common import MISSING, absent_as_infinity, csv_button, is_absent, pick_metric, pick_suite
 from leaderboard.views.run import pick_run
 
 RESAMPLES = stats.DEFAULT_RESAMPLES
@@ -52,7 +52,7 @@ def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataF
         step_a = comparable.stated_step(a) if imported[0] else 0.0
         step_b = comparable.stated_step(b) if imported[1] else 0.0
         if not why and comparable.is_tie(a, b, step_a, step_b):
-            why = (f"tie: within the rounding of the imported score (±{comparable.tie_tolerance(step_a, step_b):g})")
+            why = f"tie: within the rounding of the imported score (±{comparable.tie_tolerance(step_a, step_b):.6f}".rstrip("0") + ")"
         result = why or cache.bootstrap(location, version, int(sid_a), int(sid_b))
         if isinstance(result, stats.BootstrapCI):
             lows.append(result.low)
@@ -218,8 +218,11 @@ def show(state: DBState) -> None:
     if table.empty:
         st.info("Pick at least one variant in the sidebar.")
         return
+    numbers = {**{c: "{:.2f}" for c in ("A", "B", "B − A", "CI low", "CI high")}, "p": "{:.3g}"}
+    # the grid draws a missing number as 'None' whatever its display text: held as an infinity, shown as MISSING
+    shown = absent_as_infinity(table, [], list(numbers))
     st.dataframe(
-        table.style.format({**{c: "{:.2f}" for c in ("A", "B", "B − A", "CI low", "CI high")}, "p": "{:.3g}"}, na_rep="—"),
+        shown.style.format({c: (lambda v, f=f: MISSING if is_absent(v) else f.format(v)) for c, f in numbers.items()}),
         hide_index=True,
         key="cmp_table",
         width="stretch",
