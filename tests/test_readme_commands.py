@@ -48,7 +48,7 @@ def fresh(tmp_path, monkeypatch):
 
 
 def _quick(argv: list[str], model: Path, work: Path) -> list[str]:
-    from bench.experiment.settings import attacked_families
+    from bench.evaluate.suites.registry import attacked_families
 
     argv = [str(model) if a == "minilm" else a for a in argv]
     elong = "elong" in attacked_families([argv[argv.index("--suite") + 1]])  # --elong beside no elong suite is refused

@@ -63,20 +63,10 @@ def attack_settings(elong: str | None, attack: list[str] | None,
     return variants, params
 
 
-def attacked_families(suite_args: list[str]) -> set[str]:
-    """The attack families the suites run: each `@FAMILY` suffix, and elong for `diag`, which always attacks."""
-    used: set[str] = set()
-    for spec in (part for arg in suite_args for part in arg.split("+")):
-        text, _, suffix = spec.partition("@")
-        used |= {name.strip() for name in suffix.split(",") if name.strip()}
-        if text.strip().partition(":")[0] == "diag":
-            used.add("elong")
-    return used
-
-
 def check_attacks_used(given: list[str], suite_args: list[str]) -> None:
     """Refuse attack parameters that no suite uses (`--attack pad=start-2` beside `sts:stsb`, `--elong 4` without
     `@elong`): they would change nothing, and a typo'd suffix would go unnoticed."""
+    from bench.evaluate.suites.registry import attacked_families
     from bench.runtime.errors import ConfigError
 
     used = attacked_families(suite_args)

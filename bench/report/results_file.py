@@ -1,15 +1,17 @@
 """`results.json`: one run's results in one file beside its encoder (`RUN_FOLDER/results.json`), written when the run
 finishes, and readable without lenbench (the layout is the JSON Schema `results.schema.json` of this package).
 
-    {"format": "lenbench-results", "format_version": 1,
-     "run":        {id, kind, method, model, backbone, seed, status, comparison, config_hash, started_at, finished_at},
-     "config":     the run's whole config (what its config hash is computed from, plus curve settings),
+    {"format": "lenbench-results", "format_version": 1, "scale": 100,
+     "run":        {id, kind, method, model (absolute for a folder), backbone, seed, status, comparison, config_hash,
+                    started_at, finished_at},
+     "config":     the run's config (what its config hash is computed from, plus curve settings; the elongation
+                   variants only where a suite attacked with elong),
      "training":   {corpus, budget, budget_asked, budget_consumed} or null for an untrained row,
      "provenance": {code_version, package_versions, data_fingerprint, command, runtime, model_info},
      "scores":     [{suite, dataset, metric, variant, value, n, subset, interval, info}],
      "curves":     [{step, suite, dataset, metric, variant, value, n, subset}]}
 
-Scores are x100 (as every table shows them). `subset` is null for a whole dataset, else {"limit": N} (a `--limit`
+Scores are x100 (as every table shows them; "scale": 100 says so in the file). The command's --db is absolute. `subset` is null for a whole dataset, else {"limit": N} (a `--limit`
 run: the first N items). `interval` is the 95% percentile bootstrap of that score over its items (the same
 resamples as every difference lenbench reports, `bench.report.stats.score_interval`), null when the items were not
 kept or are too few.
@@ -25,6 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.report.portable import SCALE, absolute_model, command_with_absolute_db, config_as_scored
 from results_db.records import json_column
 
 FORMAT = "lenbench-results"
@@ -123,6 +126,11 @@ def scores_frame(db: Any, runs: Any, run_ids: Any, method_labels: dict[int, str]
     return pd.DataFrame(rows, columns=SCORE_COLUMNS)
 
 
+def _db_path(db: Any) -> Path | None:
+    """The database's absolute file (None for a server database)."""
+    return getattr(getattr(db, "location", None), "path", None)
+
+
 def run_results(db: Any, run_id: int) -> dict[str, Any]:
     """The results document of one run (see the module docstring)."""
     run = db.get_run(run_id)
@@ -131,20 +139,22 @@ def run_results(db: Any, run_id: int) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
+        "scale": SCALE,
         "run": {
-            "id": int(run["id"]), "kind": run.get("kind"), "method": run.get("method"), "model": run.get("model"),
+            "id": int(run["id"]), "kind": run.get("kind"), "method": run.get("method"),
+            "model": absolute_model(run.get("model"), run.get("kind")),
             "backbone": run.get("backbone") or None, "seed": run.get("seed"), "status": run.get("status"),
             "comparison": config.get("comparison"), "config_hash": run.get("config_hash") or None,
             "started_at": _when(run.get("started_at")), "finished_at": _when(run.get("finished_at")),
         },
-        "config": config,
+        "config": config_as_scored(config),
         "training": {
             "corpus": run.get("train_corpus") or None, "budget": run.get("budget_label") or None,
             "budget_asked": run.get("budget_asked") or {}, "budget_consumed": run.get("budget_consumed") or {},
         } if trained else None,
         "provenance": {
             "code_version": run.get("code_version") or None, "package_versions": run.get("package_versions") or {},
-            "data_fingerprint": run.get("data_fingerprint") or {}, "command": run.get("command") or None,
+            "data_fingerprint": run.get("data_fingerprint") or {}, "command": command_with_absolute_db(run.get("command"), _db_path(db)) or None,
             "runtime": run.get("runtime") or {}, "model_info": run.get("model_info") or {},
         },
         "scores": score_entries(db, run_id),

@@ -36,6 +36,17 @@ def split_suite_args(specs: str | Iterable[str]) -> list[str]:
     return [part.strip() for item in items for part in item.split("+") if part.strip()]
 
 
+def attacked_families(suite_args: list[str]) -> set[str]:
+    """The attack families the suites run: each `@FAMILY` suffix, and elong for `diag`, which always attacks."""
+    used: set[str] = set()
+    for spec in (part for arg in suite_args for part in arg.split("+")):
+        text, _, suffix = spec.partition("@")
+        used |= {name.strip() for name in suffix.split(",") if name.strip()}
+        if text.strip().partition(":")[0] == "diag":
+            used.add("elong")
+    return used
+
+
 def parse_families(spec: str, suffix: str) -> tuple[str, ...]:
     """'elong,pad' -> ('elong', 'pad'); each a registered, selectable attack family."""
     from bench.evaluate.attacks import families, get_family
