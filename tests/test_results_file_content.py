@@ -63,3 +63,27 @@ def test_the_elongation_variants_of_a_trained_run_are_kept_only_for_elong_suites
     assert config_as_scored(config) == {"suite": ["sts:stsb", "beir:scifact@pad"], "eval": {"max_len": 256}}
     for suites in (["sts:stsb@elong"], ["diag"], ["sts:stsb+beir:scifact@pad,elong"]):
         assert config_as_scored({**config, "suite": suites})["eval"]["elong"] == ["2", "rand"]
+
+
+def test_mteb_export_puts_scores_of_different_scoring_settings_in_different_revisions(tmp_path, capsys):
+    """The same weights scored on STS-B at max_len 16 and at 256 went to one revision folder, the later file
+    replacing the earlier: each now has its own revision, named by how it was scored."""
+    from bench.report.mteb_results import scoring_settings
+    from results_db.records import ScoreRecord
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    for max_len, value in ((256, 82.0), (16, 61.0)):
+        config = {"model_fingerprint": "0123456789abcdef", "pooling": "mean", "max_len": max_len}
+        run = db.create_run(kind="eval", model="minilm", method="vanilla", config=config, status="running")
+        db.add_scores(run, [ScoreRecord("sts", "stsb", "spearman", value, n=1379)])
+        db.finish_run(run)
+    out = tmp_path / "results"
+    assert main(["export", "--format", "mteb", str(out), "--db", str(tmp_path / "r.sqlite")]) == 0
+    assert "written again" not in capsys.readouterr().out
+    model = out / "sentence-transformers__all-MiniLM-L6-v2"
+    scores = {p.parent.name: json.loads(p.read_text())["scores"]["test"][0]["main_score"]
+              for p in model.glob("*/STSBenchmark.json")}  # fmt: skip
+    assert scores == {"0123456789ab-mean-len256": pytest.approx(0.82), "0123456789ab-mean-len16": pytest.approx(0.61)}
+    # bench run's untrained row keeps its scoring settings under "eval"; a non-default dtype is part of the revision
+    assert scoring_settings({"eval": {"pooling": "cls", "max_len": 128, "precision": "bf16"}, "emb_dtype": "fp16"}) == [
+        "cls", "len128", "fp16", "bf16"]

@@ -8,8 +8,9 @@ Dataset <-> task: the catalog's `mteb_task` (STS12-16, STSBenchmark, SICK-R, the
 CQADupStack forums; split "test"), and `mteb:TASK` suite rows, which are MTEB tasks already. Only clean scores are
 exported: elongation-attacked variants are not MTEB tasks. MTEB stores fractions, we store x100.
 
-Names: a trained run is `lenbench/<method>-<backbone>` at revision `<config hash[:12]>`; an evaluated hub model
-keeps its id (the packaged all-MiniLM-L6-v2 is `sentence-transformers/all-MiniLM-L6-v2`), a local folder becomes
+Names: a trained run is `lenbench/<method>-<backbone>` at revision `<config hash[:12]>` (which covers how it
+was scored); an evaluated model is at `<weights fingerprint[:12]>-<pooling>-len<max_len>` (`scoring_settings`);
+an evaluated hub model keeps its id (the packaged all-MiniLM-L6-v2 is `sentence-transformers/all-MiniLM-L6-v2`), a local folder becomes
 `lenbench/<folder name>`. Imported files become one Run per (model, revision) with kind "reference", model and method
 = the MTEB model name, no training, and their scores under our own (suite, dataset, metric) names where a task maps
 to one, so they line up with our runs in comparisons (`mteb`, TASK, main score name otherwise).
@@ -79,11 +80,25 @@ def model_identity(run: dict[str, Any]) -> tuple[str, str]:
         return f"{MTEB_ORG}/{run['method']}-{backbone}", str(run.get("config_hash", ""))[:12] or f"run-{run['id']}"
     model = str(run.get("model", ""))
     revision = str(config.get("model_fingerprint") or "")[:12] or _weights_fingerprint(model) or "no_revision_available"
+    revision = "-".join([revision, *scoring_settings(config)])  # a max_len-16 score is not the max_len-256 model's
     if model.lower() in ("minilm", "all-minilm-l6-v2"):
         return PACKAGED_MINILM, revision
     if len(model.split("/")) == 2 and not Path(model).exists():
         return model, revision  # a hub id
     return f"{MTEB_ORG}/{Path(model.rstrip('/')).name or model}", revision
+
+
+def scoring_settings(config: dict[str, Any]) -> list[str]:
+    """How an evaluated model was scored, as revision parts: pooling, `len<max_len>`, and a non-default embedding
+    dtype or precision (`bench eval` keeps them at the top of its config, `bench run`'s untrained row under "eval").
+    The same weights scored at max_len 16 and 256 are two revisions: their scores must not share a folder."""
+    where = config.get("eval") if isinstance(config.get("eval"), dict) else config
+    parts = [str(where.get("pooling") or config.get("pooling") or "")]
+    max_len = where.get("max_len")
+    parts.append(f"len{max_len}" if max_len else "")
+    parts += [str(v) for v in (config.get("emb_dtype"), where.get("precision") or config.get("precision"))
+              if v and v not in ("fp32", "auto")]
+    return [p for p in parts if p]
 
 
 def _weights_fingerprint(model: str) -> str:
