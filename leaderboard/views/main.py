@@ -409,10 +409,21 @@ def best_cells(shown: pd.DataFrame, score_columns: list[str], part: main_board.L
     """Per score column, the rows to highlight: the best value and every value tied with it, where an imported
     reference row's score ties within the rounding its file stated (`leaderboard.comparable`)."""
     imported = (part.info["type"] == grouping.REFERENCE).to_numpy()[: len(shown)] if "type" in part.info else np.zeros(len(shown), bool)
+
+    def numbers(column: str) -> np.ndarray:
+        return pd.to_numeric(shown[column].map(lambda v: float(v) if isinstance(v, float) else np.nan)).to_numpy(dtype=float)
+
+    datasets = [c for c in score_columns if c in part.datasets]
+    step_of = {c: comparable.steps(numbers(c), imported) for c in datasets}
+    # an average of rounded scores is off by at most the largest of their half-steps: its own digits say nothing
+    coarsest = np.nanmax(np.stack(list(step_of.values())), axis=0) if step_of else np.zeros(len(shown))
     out = {}
     for c in score_columns:
-        values = pd.to_numeric(shown[c].map(lambda v: float(v) if isinstance(v, float) else np.nan)).to_numpy(dtype=float)
-        out[c] = comparable.best_cells(values, comparable.steps(values, imported)).tolist()
+        values = numbers(c)
+        steps = step_of.get(c)
+        if steps is None:
+            steps = np.maximum(comparable.steps(values, imported), coarsest)
+        out[c] = comparable.best_cells(values, steps).tolist()
     return out
 
 
