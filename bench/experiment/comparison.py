@@ -103,6 +103,7 @@ class ComparisonJob:
     runtime: dict[str, Any]
     say: Callable[..., None]
     evaluation: Any  # the spec's EvalSettings: how every row's encoder is loaded and scored
+    methods: dict[str, Any]  # name -> its MethodSpec (bench.train.registry), looked up once for the whole job
 
 
 def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | None = None,
@@ -112,16 +113,15 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
     db: a results_db.ResultsDB (default: opened from spec.db on rank 0); say: where progress lines go (default
     print on rank 0, nothing elsewhere); runtime: Run.runtime fields (world size, per-rank batch, device)."""
     from bench.report.pooling import comparison_runs
-    from bench.train.registry import get_method
 
     t_start = time.time()
     job = start_comparison(spec, db, say, runtime)
     say, db, comparison = job.say, job.db, job.configs.comparison
     result = ComparisonResult(comparison, {}, {}, db=db, reference=job.reference)
     total_runs, runs_done = len(job.configs.per_run), 0
-    eta = Eta([get_method(m).trains for m, _ in job.configs.per_run])
+    eta = Eta([job.methods[m].trains for m, _ in job.configs.per_run])
     for method, seed in job.configs.per_run:
-        method_spec = get_method(method)
+        method_spec = job.methods[method]
         method_cfg = method_spec.config_from(spec.settings.overrides.get(method, {}))
         run_id, out_dir, status = _claim_row(job, method, method_spec, seed)
         if status == "live":
@@ -165,7 +165,8 @@ def start_comparison(spec: RunSpec, db: Any = None, say: Callable[..., None] | N
     if say is None:
         say = print if main else (lambda *a, **k: None)
     runtime = runtime or {"device": resolve_device(spec.device)}
-    trained_methods = [m for m in spec.settings.methods if get_method(m).trains]
+    methods = {m: get_method(m) for m in spec.settings.rows}
+    trained_methods = [m for m, method_spec in methods.items() if method_spec.trains]
     with distributed.main_first():  # a corpus that must be downloaded is fetched once, by rank 0
         corpus = (load_corpus(spec.corpus, data_dir=spec.data_dir, limit=spec.corpus_limit, fetch=spec.download)
                   if trained_methods else None)  # fmt: skip
@@ -178,13 +179,14 @@ def start_comparison(spec: RunSpec, db: Any = None, say: Callable[..., None] | N
     elif not main:
         db = None
     configs = spec.configs(len(corpus.texts) if corpus else 0, corpus.digest if corpus else None)
-    mark_in_domain(configs, in_domain_datasets(corpus, located), say)
-    curves = curve_settings(spec, spec.settings.suite_args, configs)
+    mark_in_domain(configs, in_domain_datasets(corpus, located), say, methods)
+    curves = curve_settings(spec, spec.settings.suite_args, configs, methods)
     stamp = distributed.broadcast_from_main(dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S"))
     out_root = Path(spec.out) / f"{stamp}-{configs.comparison[:8]}"
     if spec.resume and main:  # rows the first attempt never reached join its folder
         out_root = _earlier_folder(db, configs.comparison) or out_root
-    job = ComparisonJob(spec, suites, located, reference, corpus, db, configs, curves, out_root, runtime, say, evaluation)
+    job = ComparisonJob(spec, suites, located, reference, corpus, db, configs, curves, out_root, runtime, say, evaluation,
+                        methods)  # fmt: skip
     _announce(job)
     return job
 
@@ -249,7 +251,8 @@ def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_c
             hook.evaluate.tracker = trackers
         t_train = time.time()
         model_dir = _train_one(db, run_id, method, method_spec, spec, corpus, settings.budget,
-                               replace(settings.train_cfg, seed=seed), method_cfg, out_dir, hook, trackers)  # fmt: skip
+                               replace(settings.train_cfg, seed=seed), method_cfg, out_dir, hook, trackers,
+                               job.runtime.get("per_rank_batch"))  # fmt: skip
         train_seconds = time.time() - t_train
         encoder = evaluation.load(model_dir)
         if db is not None:
@@ -263,7 +266,8 @@ def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_c
     return model_dir, train_seconds, eval_seconds
 
 
-def curve_settings(spec: Any, suite_args: list[str], configs: RunConfigs) -> dict[str, Any] | None:
+def curve_settings(spec: Any, suite_args: list[str], configs: RunConfigs,
+                   methods: dict[str, Any]) -> dict[str, Any] | None:  # fmt: skip
     """--eval-every/--curve-suite/--curve-limit checked and recorded in each trained row's config (`curves`), outside
     the config hash: scoring during training leaves training unchanged (bench.train.trainer.EvalHook)."""
     every = getattr(spec, "eval_every", None)
@@ -276,7 +280,6 @@ def curve_settings(spec: Any, suite_args: list[str], configs: RunConfigs) -> dic
     from bench.evaluate.runner import locate_datasets
     from bench.evaluate.suites import EvalContext, parse_suites
     from bench.evaluate.suites.registry import split_suite_args
-    from bench.train.registry import get_method
 
     limit = spec.curve_limit if spec.curve_limit is not None else spec.limit
     if limit is not None and limit < 1:
@@ -284,7 +287,7 @@ def curve_settings(spec: Any, suite_args: list[str], configs: RunConfigs) -> dic
     curves = {"every": every, "suite": split_suite_args(spec.curve_suite) if spec.curve_suite else suite_args, "limit": limit}
     locate_datasets(parse_suites(curves["suite"]), EvalContext(data_dir=spec.data_dir, fetch=spec.download))  # before any row
     for (method, _seed), (config, _hash) in configs.per_run.items():
-        if get_method(method).trains:
+        if methods[method].trains:
             config["curves"] = curves
     return curves
 
@@ -306,17 +309,15 @@ def curve_hook(spec: RunSpec, curves: dict[str, Any] | None, db: Any, run_id: in
     return EvalHook(curves["every"], evaluator)
 
 
-def mark_in_domain(configs: RunConfigs, datasets: list[str], say: Any) -> None:
+def mark_in_domain(configs: RunConfigs, datasets: list[str], say: Any, methods: dict[str, Any]) -> None:
     """Trained rows record the evaluated datasets their training corpus is (`config["in_domain"]`; the leaderboard
     marks them). Derived from the corpus and suites, both already hashed, so it stays out of the config hash."""
     if not datasets:
         return
-    from bench.train.registry import get_method
-
     say(f"in-domain: the training corpus is the evaluated {', '.join(datasets)} (its texts only; queries, qrels and "
         "labels are never read); its rows are marked in-domain")
     for (method, _seed), (config, _hash) in configs.per_run.items():
-        if get_method(method).trains:
+        if methods[method].trains:
             config["in_domain"] = datasets
 
 
@@ -493,7 +494,7 @@ class close_trackers:  # noqa: N801 - a context manager used like a function
 
 
 def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg, method_cfg, out_dir, eval_hook=None,  # noqa: ANN001, ANN202
-               trackers=None):  # noqa: ANN001
+               trackers=None, rank_batch=None):  # noqa: ANN001
     """Train (or resume) one method; the trainer saves its weights. Returns the folder to evaluate."""
     from bench.encode.names import is_generated_backbone
     from bench.encode.st_config import declare_scoring
@@ -518,9 +519,10 @@ def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg,
         return str(encoder_dir)
     t0 = time.time()
     result = train_method(
-        method, backbone=spec.backbone, texts=corpus.texts, budget=budget, config=train_cfg, out_dir=out_dir,
+        method_spec, backbone=spec.backbone, texts=corpus.texts, budget=budget, config=train_cfg, out_dir=out_dir,
         db=db, run_id=run_id, resume=spec.resume, method_config=method_cfg, backbone_cache_dir=Path(spec.out) / "backbones",
         eval_hook=eval_hook, tracker=trackers, scoring_max_len=spec.eval_max_len,  # the folder declares its scoring once
+        rank_batch=rank_batch,  # checked by the command before any process started
     )
     consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
     if result.resumed_from is not None:

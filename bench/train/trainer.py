@@ -61,7 +61,7 @@ from bench.train.eval_hook import EvalHook, run_isolated  # EvalHook's home is b
 from bench.train.loader import BatchLoader, Position, default_workers
 from bench.train.loss_check import check_loss
 from bench.train.loss_reader import LossReader
-from bench.train.method import AdapterHooks
+from bench.train.method import AdapterHooks, MethodSpec
 from bench.train.sharding import shard_batch
 
 log = logging.getLogger(__name__)
@@ -170,6 +170,7 @@ def train(
     eval_hook: EvalHook | None = None,
     tracker: Any = None,
     scoring_max_len: int | None = None,
+    rank_batch: int | None = None,
 ) -> TrainResult:
     """Train `model` with `adapter` on `texts` until the budget (or the schedule horizon) stops it.
 
@@ -179,11 +180,13 @@ def train(
     `save_encoder_dir` (relative to out_dir, or absolute; None: do not save) receives the trained encoder as a
     transformers + sentence-transformers folder without the adapter's training-only modules. Its
     sentence-transformers files declare how it is scored: `config.pooling` and `scoring_max_len` (the evaluation's
-    max_len; None: the training max_len), written once, with the weights.
+    max_len; None: the training max_len), written once, with the weights. `rank_batch`: the batch one process
+    trains on, as the caller already checked it (`per_rank_batch`; bench run does before any process starts);
+    None (or a value that does not match the processes): checked here.
     """
     recipe = TrainingRecipe(adapter, model, tokenizer, texts, budget, config, out_dir, db=db, run_id=run_id,
                             eval_hook=eval_hook, tracker=tracker)  # fmt: skip
-    ckpt = recipe.setup(resume)
+    ckpt = recipe.setup(resume, rank_batch)
     if ckpt is not None:
         recipe.resume(ckpt)
     recipe.seed_rank()
@@ -208,7 +211,7 @@ class TrainingRecipe:
         self.resumed_from: int | None = None  # the step a resumed run started at
 
     # ------------------------------------------------------------------ setup
-    def setup(self, resume: bool) -> Path | None:
+    def setup(self, resume: bool, rank_batch: int | None = None) -> Path | None:
         """Device, precision, seed, the adapter's modules, optimiser and horizon; returns the checkpoint to resume
         from (None: a fresh run). A checkpoint in the folder without `resume` is refused."""
         config, texts = self.config, self.texts
@@ -220,7 +223,11 @@ class TrainingRecipe:
         if self.world > 1 and device.type == "cuda":
             device = torch.device("cuda", torch.cuda.current_device())  # cuda:LOCAL_RANK, set by init_from_env
         self.device = device
-        per_rank_batch(config.batch_size, self.world)
+        # the batch this process trains on, as the caller checked it; else (or when it does not add up to the global
+        # batch over these processes) checked here: a global batch that does not divide over them is refused
+        if rank_batch is None or rank_batch * self.world != config.batch_size:
+            rank_batch = per_rank_batch(config.batch_size, self.world)
+        self.rank_batch = rank_batch
         self.precision = resolve_precision(config.precision, device)  # auto: bf16 on CUDA, fp32 elsewhere
 
         ckpt = latest_checkpoint(self.out)
@@ -462,7 +469,7 @@ class TrainingRecipe:
 
 # --------------------------------------------------------------------------- method
 def train_method(
-    method: str,
+    method: str | MethodSpec,
     *,
     backbone: str,
     texts: Sequence[str],
@@ -478,12 +485,14 @@ def train_method(
     eval_hook: EvalHook | None = None,
     tracker: Any = None,
     scoring_max_len: int | None = None,
+    rank_batch: int | None = None,
 ) -> TrainResult:
     """Load the backbone, build the method's adapter with its config (`method_config`, else the paper defaults
-    with `method_overrides`), train, save the encoder (declaring `scoring_max_len`, see `train`)."""
+    with `method_overrides`), train, save the encoder (declaring `scoring_max_len`, see `train`). `method`: a
+    registered name, or the MethodSpec a caller has already looked up."""
     from bench.train.registry import get_method
 
-    spec = get_method(method)
+    spec = get_method(method) if isinstance(method, str) else method
     if not spec.trains:
         raise ConfigError(f"method {spec.name!r} does not train (it evaluates the backbone as it is)")
     check_backbone_methods(backbone, [spec.name])
@@ -497,4 +506,4 @@ def train_method(
     torch.manual_seed(config.seed)
     adapter = spec.build(method_config, tokenizer=tokenizer, max_len=config.max_len, seed=config.seed)
     return train(adapter, model, tokenizer, texts, budget, config, out_dir, db=db, run_id=run_id, resume=resume,
-                 eval_hook=eval_hook, tracker=tracker, scoring_max_len=scoring_max_len)
+                 eval_hook=eval_hook, tracker=tracker, scoring_max_len=scoring_max_len, rank_batch=rank_batch)
