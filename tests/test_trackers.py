@@ -91,3 +91,31 @@ def test_an_unknown_tracker_is_one_line_before_anything_runs(tiny_model_dir, tmp
     assert main(_argv(tmp_path, tiny_model_dir, "tensorbored")) == 2
     err = capsys.readouterr().err
     assert "--report-to tensorbored: not a tracker" in err and not (tmp_path / "r.sqlite").exists()
+
+
+def test_tensorboard_gets_the_config_as_hparams_with_the_final_scores_as_metrics(tmp_path):
+    """The config was one text blob; TensorBoard's HPARAMS tab now lists it as parameters (nested keys joined with
+    '.', lists as JSON text) and the final eval/ scores as the run's metrics. Read back with tensorboard's reader."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData
+
+    from bench.runtime.trackers import TensorBoardTracker
+
+    config = {"method": "simcse", "seed": 1, "train": {"batch_size": 4, "lr": 3e-5, "fp16": False},
+              "eval": {"elong": ["2", "rand"], "limit": None}}  # fmt: skip
+    tracker = TensorBoardTracker(tmp_path / "tb", "simcse (run 1)", config)
+    tracker.log({"train/loss": 1.5}, 1)
+    tracker.log({"eval/stsb/spearman": 71.25, "eval/stsb/spearman/elong-2": 60.5}, 2)
+    tracker.finish()
+    events = EventAccumulator(str(tmp_path / "tb")).Reload()
+    assert "lenbench/config" not in events.Tags()["tensors"]  # no text blob
+    content = {tag: HParamsPluginData.FromString(data) for tag, data in events.PluginTagToContent("hparams").items()}
+    start = content["_hparams_/session_start_info"].session_start_info.hparams
+    assert start["method"].string_value == "simcse" and start["seed"].number_value == 1
+    assert start["train.batch_size"].number_value == 4 and start["train.lr"].number_value == pytest.approx(3e-5)
+    assert start["train.fp16"].bool_value is False and start["eval.elong"].string_value == '["2", "rand"]'
+    assert start["eval.limit"].string_value == "none"
+    experiment = content["_hparams_/experiment"].experiment
+    assert {m.name.tag for m in experiment.metric_infos} == {"eval/stsb/spearman", "eval/stsb/spearman/elong-2"}
+    assert {h.name for h in experiment.hparam_infos} >= {"method", "train.batch_size", "eval.elong"}

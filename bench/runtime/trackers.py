@@ -1,7 +1,8 @@
 """Experiment-tracker logging (`bench run --report-to tensorboard|wandb|trackio|none`), through each tracker's own
 library, installed as an optional extra (`pip install 'lenbench[tensorboard]'`, `[wandb]`, `[trackio]`).
 
-One tracker run per lenbench run, named like the run's folder (`simcse-seed1 (run 7)`), with the run's config.
+One tracker run per lenbench run, named like the run's folder (`simcse-seed1 (run 7)`), with the run's config
+(TensorBoard: as HParams, nested keys joined with '.', the final eval/ scores as its metrics).
 What is logged, all against the training step:
 
     train/loss, train/learning_rate, train/examples_per_s   every step the trainer logs (TrainConfig.log_every)
@@ -67,22 +68,51 @@ def score_metrics(records: Iterable[Any], prefix: str) -> dict[str, float]:
     return out
 
 
+def flat_hparams(config: Mapping[str, Any], prefix: str = "") -> dict[str, bool | int | float | str]:
+    """The config as HParams values: nested keys joined with '.', numbers, booleans and strings as they are, None as
+    'none', lists as JSON text (HParams holds no lists)."""
+    import json
+
+    out: dict[str, bool | int | float | str] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flat_hparams(value, f"{name}."))
+        elif isinstance(value, (bool, int, float, str)):
+            out[name] = value
+        else:
+            out[name] = "none" if value is None else json.dumps(value, default=str)
+    return out
+
+
 class TensorBoardTracker:
+    """Scalars, and the run's config as HParams (TensorBoard's HPARAMS tab: one row per run, its final scores as
+    the metrics): the session's values when the run starts, the experiment with its metrics when it ends."""
+
     def __init__(self, folder: Path, name: str, config: Mapping[str, Any]):
         from torch.utils.tensorboard import SummaryWriter
+        from torch.utils.tensorboard.summary import hparams
 
         self.folder = folder
         self.writer = SummaryWriter(log_dir=str(folder))
-        import json
-
-        self.writer.add_text("lenbench/config", "```\n" + json.dumps(dict(config), indent=2, default=str) + "\n```", 0)
+        self.hparams = flat_hparams(config)
+        self.final: dict[str, float] = {}  # eval/... scores: the HParams metrics
+        _, session_start, _ = hparams(self.hparams, {})
+        self.writer.file_writer.add_summary(session_start)
         self.writer.add_text("lenbench/run", name, 0)
 
     def log(self, metrics: Mapping[str, float], step: int) -> None:
         for key, value in metrics.items():
             self.writer.add_scalar(key, float(value), int(step))
+            if key.startswith("eval/"):
+                self.final[key] = float(value)
 
     def finish(self) -> None:
+        from torch.utils.tensorboard.summary import hparams
+
+        experiment, _, session_end = hparams(self.hparams, self.final)
+        self.writer.file_writer.add_summary(experiment)
+        self.writer.file_writer.add_summary(session_end)
         self.writer.flush()
         self.writer.close()
 
