@@ -123,3 +123,39 @@ def test_the_builtin_fallbacks_name_what_pyproject_declares():
 
     groups = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]
     assert groups["lenbench.suites"] == SUITES and groups["lenbench.attacks"] == ATTACKS
+
+
+def test_the_builtin_method_fallback_names_what_pyproject_declares():
+    """Methods have the same fallback as suites and attacks: exactly the entry points pyproject.toml declares."""
+    import tomllib
+
+    from bench.train.registry import BUILTIN
+
+    groups = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]
+    assert groups["lenbench.methods"] == BUILTIN
+
+
+def test_builtin_methods_resolve_without_their_entry_points_and_an_unknown_one_lists_the_known():
+    """An install whose metadata lacks the `lenbench.methods` group (a checkout newer than its `pip install -e .`)
+    still finds every built-in method; an unknown name's error lists them."""
+    import subprocess
+    import sys
+
+    code = (
+        "from importlib import metadata\n"
+        "real = metadata.entry_points\n"
+        "metadata.entry_points = lambda **kw: [] if kw.get('group') == 'lenbench.methods' else real(**kw)\n"
+        "from bench.train.registry import get_method\n"
+        "print(get_method('simcse').name, get_method('laser3').name, get_method('eda-positive').name)\n"
+        "try:\n"
+        "    get_method('simcsx')\n"
+        "except KeyError as exc:\n"
+        "    print(exc)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    resolved, error = proc.stdout.splitlines()
+    assert resolved == "simcse laser3-self eda-positive"
+    assert error.startswith("unknown method 'simcsx'; known: ")
+    known = error.split("known: ", 1)[1]
+    assert all(name in known for name in ("vanilla", "simcse", "laser3-self", "mlm", "paser"))
