@@ -18,7 +18,8 @@ class BoardColumn:
 
     name: its header; source: where a run stored it, "model_info.KEY" (Run.model_info; MTEB's ModelMeta names
     accepted too) or a column of the run list ("seed"), the first one present wins; format: the printf format the
-    table shows it with; section: where it goes ("size": after the scores, with the other model facts);
+    table shows it with; section: where the table shows it ("settings": after the row's settings, before the rank;
+    "size": after the scores, with seeds, n and the other model facts);
     scale: the stored value is divided by it (parameters in millions); help: the header's tooltip.
     """
 

@@ -260,12 +260,15 @@ def test_a_main_board_column_from_a_stored_field_is_one_entry_of_the_column_spec
     from leaderboard import columns
 
     entry = columns.BoardColumn("positions", ("model_info.max_position_embeddings",), "%d", help="position embeddings")
-    monkeypatch.setattr(columns, "COLUMNS", (*columns.COLUMNS, entry))
+    width = columns.BoardColumn("width", ("model_info.embedding_dim",), "%d", section="settings")  # beside the settings
+    monkeypatch.setattr(columns, "COLUMNS", (*columns.COLUMNS, entry, width))
     at = open_on(fill_rounded_reference(tmp_path / "rounded.sqlite"), monkeypatch)
     frame = board(at)
     assert frame["positions"].tolist() == [512, 512]
     index = _main_tables(at)[0]
     assert set(display_values(at, index)["positions"]) == {"512"}
+    order = list(frame.columns)
+    assert order.index("corpus") < order.index("width") < order.index("clean") < order.index("positions")
 
 
 # ------------------------------------------------------------------------------- one name for a `bench eval` row

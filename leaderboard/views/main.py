@@ -292,11 +292,11 @@ def _display(table: MainTable, part: main_board.Leaderboard, variant: str, rows:
     if delta_column:
         cells[delta_column] = [table.delta[i] for i in rows_of]
     datasets = [] if len(part.datasets) == 1 else [c for c in part.score_columns if c != table.headline]
-    settings = [c for c in ("method", "backbone", "budget", "corpus") if c in cells]
+    settings = [c for c in ("method", "backbone", "budget", "corpus", *columns.names("settings")) if c in cells]
     front = settings + [c for c in ("rank", "rank 95% CI") if c in cells] + variant_columns
     front += [delta_column] if delta_column else []
     front += [c for c in datasets if c not in front]
-    rest = [c for c in ("seeds", "n", *columns.names(), "type", "subset", "run ids") if c in cells]
+    rest = [c for c in ("seeds", "n", *columns.names("size"), "type", "subset", "run ids") if c in cells]
     shown = cells[front + rest]
     # Columns with nothing in this table (a subset scored clean only, sizes never recorded) say nothing: left out.
     empty = [c for c in shown.columns if c not in settings and shown[c].isna().all()]
