@@ -160,6 +160,20 @@ def test_model_card_flags_a_subset_evaluation():
     assert "Subset" not in render_model_card({**run, "config": {}}, scores)
 
 
+def test_model_card_calls_a_limit_above_every_sets_size_the_full_set():
+    """`--limit 1000000` scored the whole of each dataset: the card does not call those scores a subset."""
+    import pandas as pd
+
+    from bench.report.model_card import render_model_card
+
+    run = {"id": 3, "method": "simcse", "backbone": "minilm", "config": {"eval": {"limit": 1000000}}, "command": "bench run"}
+    row = {"suite": "sts", "dataset": "stsb", "metric": "spearman", "variant": "clean", "value": 80.0, "n": 1379}
+    whole = pd.DataFrame([{**row, "info": {"limit_above_size": 1000000}}])
+    assert "Subset" not in render_model_card(run, whole)
+    cut = pd.DataFrame([{**row, "info": {"limit_above_size": 1000000}}, {**row, "dataset": "sts12", "info": {"limit": 1000000}}])
+    assert "**Subset:** evaluated on the first 1000000 items" in render_model_card(run, cut)
+
+
 def test_a_resumed_bench_run_keeps_every_run_in_the_first_folder(finished_run, tmp_path, monkeypatch):
     """The first attempt dies evaluating simcse (mlm's row never created); --resume puts mlm beside it."""
     import bench.evaluate.runner

@@ -42,6 +42,15 @@ def scores_table(scores: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _whole_sets(scores: pd.DataFrame | None) -> bool:
+    """Every score records that --limit was not below its dataset's size (`limit_above_size` in its info)."""
+    from results_db.records import json_column
+
+    if scores is None or scores.empty or "info" not in scores:
+        return False
+    return all(json_column(info).get("limit_above_size") for info in scores["info"])
+
+
 def render_model_card(run: dict[str, Any], scores: pd.DataFrame, paper: str = "", model_info: dict[str, Any] | None = None) -> str:
     method = run.get("method", "")
     backbone = str(run.get("backbone", ""))
@@ -66,6 +75,8 @@ def render_model_card(run: dict[str, Any], scores: pd.DataFrame, paper: str = ""
         front.append(f"base_model: {_yaml_str(backbone)}")  # a hub id; local folders are named in the text
     front.append("---")
     limit = (config.get("eval") or {}).get("limit") or config.get("limit")
+    if limit and _whole_sets(scores):  # --limit reached every dataset's size: full-set scores, no subset
+        limit = None
     subset_note = (f" **Subset:** evaluated on the first {limit} items of each dataset (`--limit {limit}`); not "
                    "comparable to full-dataset numbers." if limit else "")
     size = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in info.items()) or "-"
