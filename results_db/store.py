@@ -95,6 +95,22 @@ class ResultsDB:
             for key, value in fields.items():
                 setattr(run, key, value)
 
+    def merge_runtime(self, run_id: int, fields: dict[str, Any], *, section: str | None = None) -> None:
+        """Run.runtime (how the run executes; outside the config hash) updated with `fields`, its other keys kept;
+        with `section`, `fields` merge into the dict runtime[section] instead (runtime["evaluation_seconds"] gains
+        one dataset at a time). Every edit of an existing row's runtime goes through here; a missing row is left
+        alone (the run's record is best effort, never the reason a run fails)."""
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                return
+            runtime = dict(run.runtime or {})
+            if section is None:
+                runtime.update(fields)
+            else:
+                runtime[section] = {**(runtime.get(section) or {}), **fields}
+            run.runtime = runtime  # a new dict: the JSON column is saved only when reassigned
+
     def heartbeat(self, run_id: int) -> None:
         """The running process of `run_id` is alive now (a row whose heartbeat stops is shown as stale)."""
         with self.session() as s:

@@ -1,5 +1,6 @@
 """Room sizes the project guide sets: no function in the packages longer than 100 lines, the encoder module at most
-450 lines, and no encoder method that asks which backend it has (the backend is chosen once, at construction)."""
+450 lines, and no encoder method that asks which backend it has (the backend is chosen once, at construction).
+And one writer of Run.runtime: `results_db.store.ResultsDB.merge_runtime`."""
 
 from __future__ import annotations
 
@@ -54,6 +55,15 @@ def backend_name_checks(source: str, cls: str = "Encoder") -> list[str]:
     return found
 
 
+def runtime_assignments(source: str) -> list[int]:
+    """Lines that assign to an attribute named `runtime` (`run.runtime = ...`): an ORM edit of Run.runtime."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        lines += [node.lineno for t in targets if isinstance(t, ast.Attribute) and t.attr == "runtime"]
+    return lines
+
+
 def test_the_checks_catch_what_they_look_for():
     body = "\n".join(f"    x = {i}" for i in range(MAX_FUNCTION_LINES))
     assert long_functions(f"def f():\n{body}\n") == [("f", MAX_FUNCTION_LINES + 1)]
@@ -72,6 +82,7 @@ def test_the_checks_catch_what_they_look_for():
         "        return self.backend == 'onnx'\n"
     )
     assert backend_name_checks(dispatch) == ["_forward:3", "tokens:6"]
+    assert runtime_assignments("run.runtime = {}\nx = run.runtime\nrun.runtime_seconds = 1\nrun.runtime |= {}\n") == [1, 4]
 
 
 def test_no_function_is_longer_than_100_lines():
@@ -88,3 +99,18 @@ def test_the_encoder_module_stays_small_and_never_dispatches_on_the_backend_name
     source = (REPO / "bench" / "encode" / "encoder.py").read_text()
     assert len(source.splitlines()) <= MAX_ENCODER_LINES
     assert backend_name_checks(source) == []
+
+
+def test_run_runtime_is_written_by_one_results_db_function():
+    writers = [
+        f"{path.relative_to(REPO)}:{line}"
+        for package in (*PACKAGES, "lenbench")
+        for path in sorted((REPO / package).rglob("*.py"))
+        for line in runtime_assignments(path.read_text())
+    ]
+    store = REPO / "results_db" / "store.py"
+    (line,) = runtime_assignments(store.read_text())
+    assert writers == [f"{store.relative_to(REPO)}:{line}"]
+    (writer,) = [node.name for node in ast.walk(ast.parse(store.read_text()))
+                 if isinstance(node, ast.FunctionDef) and node.lineno <= line <= node.end_lineno]  # fmt: skip
+    assert writer == "merge_runtime"

@@ -58,3 +58,17 @@ def test_read_only_results_db_refuses_every_write(tmp_path):
             with pytest.raises(OperationalError):
                 conn.execute(text(sql))
     assert len(ResultsDB(path).runs()) == 1
+
+
+def test_merge_runtime_keeps_other_keys_and_merges_a_section(tmp_path):
+    """Run.runtime is edited in one place (ResultsDB.merge_runtime): new keys join the old ones, a section (the
+    per-dataset evaluation seconds) gains keys without losing the ones before, and a missing row is left alone."""
+    db = ResultsDB(tmp_path / "r.sqlite")
+    run = db.create_run(kind="eval", model="m", method="vanilla", runtime={"device": "cpu", "world_size": 1})
+    db.merge_runtime(run, {"world_size": 2, "method_source": "methods/simcse.py"})
+    db.merge_runtime(run, {"sts/stsb": 1.5}, section="evaluation_seconds")
+    db.merge_runtime(run, {"beir/scifact": 9.25}, section="evaluation_seconds")
+    assert db.get_run(run)["runtime"] == {"device": "cpu", "world_size": 2, "method_source": "methods/simcse.py",
+                                          "evaluation_seconds": {"sts/stsb": 1.5, "beir/scifact": 9.25}}  # fmt: skip
+    db.merge_runtime(run + 1, {"device": "cuda"})  # no such row: nothing written, nothing raised
+    assert len(db.runs()) == 1

@@ -191,11 +191,4 @@ def evaluate(
 def record_seconds(db: ResultsDB, run_id: int, key: str, seconds: float) -> None:
     """Run.runtime["evaluation_seconds"][SUITE/DATASET]: the wall time one dataset's scoring took (all its variants),
     what `bench export --format mteb` writes as evaluation_time (training and loading are not in it)."""
-    from results_db.models import Run
-
-    with db.session() as s:
-        run = s.get(Run, run_id)
-        if run is not None:
-            runtime = dict(run.runtime or {})
-            runtime["evaluation_seconds"] = {**(runtime.get("evaluation_seconds") or {}), key: round(seconds, 3)}
-            run.runtime = runtime
+    db.merge_runtime(run_id, {key: round(seconds, 3)}, section="evaluation_seconds")

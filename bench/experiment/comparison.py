@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench.experiment.record import Recording, command_line, merge_runtime, resume_row
+from bench.experiment.record import Recording, command_line, resume_row
 from bench.experiment.run_spec import RunConfigs, RunSpec
 from bench.runtime import distributed
 from bench.runtime.device import resolve_device
@@ -219,9 +219,9 @@ def _claim_row(job: ComparisonJob, method: str, method_spec: Any, seed: int) -> 
                                     seed=seed, multi_seed=len(job.spec.settings.seeds) > 1, say=job.say)  # fmt: skip
         if found[2] == "running":
             runtime = job.runtime if trains else {k: v for k, v in job.runtime.items() if k != "per_rank_batch"}
-            merge_runtime(job.db, found[0], runtime)
+            job.db.merge_runtime(found[0], runtime)
             # the method's own code (a plug-in lives outside the checkout that code_version names)
-            merge_runtime(job.db, found[0], {"method_source": module_source(method_spec.config_cls)})
+            job.db.merge_runtime(found[0], {"method_source": module_source(method_spec.config_cls)})
     return distributed.broadcast_from_main(found)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.experiment.eval_spec import EvalSpec
-from bench.experiment.record import Recording, command_line, merge_runtime, resume_row
+from bench.experiment.record import Recording, command_line, resume_row
 from bench.runtime import distributed
 
 
@@ -98,5 +98,5 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
                            earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None)
         encoded = distributed.all_gather_object(getattr(model, "texts_encoded", None))
         if db is not None and encoded[0] is not None:
-            merge_runtime(db, run_id, {"texts_encoded_per_rank": encoded})
+            db.merge_runtime(run_id, {"texts_encoded_per_rank": encoded})
     return EvaluationResult(run_id, spec.label, records, db, time.time() - t0)

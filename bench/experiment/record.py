@@ -68,16 +68,6 @@ def resume_row(db: Any, kind: str, config_hash: str, **fields: Any) -> dict[str,
     return row
 
 
-def merge_runtime(db: Any, run_id: int, fields: dict[str, Any]) -> None:
-    """Run.runtime updated with `fields` (how the run executes; outside the config hash), keeping other keys."""
-    from results_db.models import Run
-
-    with db.session() as s:
-        run = s.get(Run, run_id)
-        if run is not None:
-            run.runtime = {**(run.runtime or {}), **fields}
-
-
 def record_failure(db: Any, run_id: int | None, exc: BaseException, files: Any, earlier: dict | None = None) -> None:
     """Mark a run row failed/interrupted after `exc`. A SIGTERM during the write is held until it is done: under
     torchrun the launcher sends one to the survivors just as their collectives fail, and the row must not be
