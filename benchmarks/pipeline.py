@@ -22,6 +22,13 @@ as fast as they come (`train`). Acceptance (issue 26): every pair method >= 20 b
 and preprocessing a second time under 5% of the first. The human-readable output also gives batches/s with 0
 workers (built on the consuming thread).
 
+tokenize: the evaluation encoder's token ids (`bench.encode.token_ids.TokenIdCache`, max_len 256) of the same
+texts: `tokenize_cold_s` with the token-id cache empty (tokenised over every core, then stored), and
+`tokenize_same_tokenizer_s` for a second model with the same tokenizer (a fresh copy of it, as another model loads
+it), which reads what the first stored. `accelerator_plan_shapes`: the distinct (rows, width) shapes of the batch
+plan an accelerator runs for these texts (`bench.encode.batching.plan_shapes`, batch 64, the token budget of an
+80 GB GPU, max_len 256). Acceptance (issue 36): the second at most 5% of the first; at most 40 shapes.
+
 Each figure is the best of --repeat runs (a neighbour's load only ever slows a run down), alternating the variants.
 """
 
@@ -146,6 +153,37 @@ def measure_encode(texts: list[str], repeat: int, legacy: bool) -> tuple[dict[st
     return figures, ({"legacy_one_thread": round(rate["legacy"], 1)} if legacy else {})
 
 
+# --------------------------------------------------------------------------------------------- tokenize
+def measure_tokenize(texts: list[str], repeat: int) -> dict[str, float]:
+    """{"tokenize_cold_s", "tokenize_same_tokenizer_s", "accelerator_plan_shapes"} (see the module docstring)."""
+    import tempfile
+
+    from bench.encode.batching import accelerator_batch_tokens, distinct_shapes, plan_shapes
+    from bench.encode.encoder import load_tokenizer
+    from bench.encode.token_ids import TokenIdCache
+
+    source = reference_source()
+    cold = same = float("inf")
+    ids: list[list[int]] = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory(prefix="lenbench-tokens-") as folder:
+            first = TokenIdCache(load_tokenizer("minilm", source), MAX_LEN, folder)
+            t = time.perf_counter()
+            ids = first.model_inputs(texts).ids
+            cold = min(cold, time.perf_counter() - t)
+            first.close()
+            second = TokenIdCache(load_tokenizer("minilm", source), MAX_LEN, folder)  # another model, same tokenizer
+            t = time.perf_counter()
+            second.model_inputs(texts)
+            same = min(same, time.perf_counter() - t)
+            if second.hits != len(texts):
+                sys.exit(f"benchmarks/pipeline.py: the second model re-tokenised {second.tokenized} texts")
+            second.close()
+    plan = plan_shapes([len(x) for x in ids], BATCH, accelerator_batch_tokens(80 << 30), MAX_LEN)
+    return {"tokenize_cold_s": round(cold, 3), "tokenize_same_tokenizer_s": round(same, 3),
+            "accelerator_plan_shapes": len(distinct_shapes(plan))}  # fmt: skip
+
+
 # ------------------------------------------------------------------------------------------------ train
 def pair_methods(tokenizer: Any) -> list[str]:
     """Built-in trained methods whose batches are (anchor, positive) pairs."""
@@ -231,18 +269,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--texts", type=int, default=None, help="first N texts only (default all)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per variant; the fastest counts (default 3)")
     parser.add_argument("--batches", type=int, default=100, help="training batches timed per run (default 100)")
-    parser.add_argument("--only", choices=("train", "encode"), default=None, help="measure one pipeline only")
+    parser.add_argument("--only", choices=("train", "encode", "tokenize"), default=None, help="measure one pipeline only")
     args = parser.parse_args(argv)
 
     where, texts = load_texts(args.data_dir, args.texts)
     result: dict[str, Any] = {}
     encode, legacy, train, inline = {}, {}, {}, {}
-    if args.only != "encode":
+    if args.only in (None, "train"):
         train, inline = measure_train(texts, args.repeat, args.batches)
         result.update(train)
-    if args.only != "train":
+    if args.only in (None, "encode"):
         encode, legacy = measure_encode(texts, args.repeat, legacy=not args.json)
         result.update(encode)
+    tokenize = measure_tokenize(texts, args.repeat) if args.only in (None, "tokenize") else {}
+    result.update(tokenize)
     if args.json:
         print(json.dumps(result))
         return 0
@@ -256,6 +296,11 @@ def main(argv: list[str] | None = None) -> int:
             cold, warm = train["preprocess_s"][name], train["preprocess_cached_s"][name]
             share = f"{100 * warm / cold:5.1f}%" if cold > 0 else "   - "
             print(f"  {name:13s} preprocess {cold:7.2f} s / {warm:6.3f} s ({share})   {rate:7.1f} / {inline[name]:7.1f} batches/s")
+    if tokenize:
+        share = 100 * tokenize["tokenize_same_tokenizer_s"] / max(tokenize["tokenize_cold_s"], 1e-9)
+        print(f"token ids (max_len {MAX_LEN}): cold {tokenize['tokenize_cold_s']:.3f} s, a second model with the same "
+              f"tokenizer {tokenize['tokenize_same_tokenizer_s']:.3f} s ({share:.1f}%, target <= 5%); accelerator "
+              f"plan: {tokenize['accelerator_plan_shapes']} distinct (rows, width) shapes (target <= 40)")
     if not encode:
         return 0
     print(f"encode pipeline (tokenise + batch, no model):")
