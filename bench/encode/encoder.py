@@ -54,14 +54,20 @@ import numpy as np
 from bench import environment
 from bench.encode import loading
 from bench.encode.backends import make_backend, resolve_backend
-from bench.encode.batching import pad_batch, plan_batches
+from bench.encode.batching import (
+    ShapedBatch,
+    accelerator_batch_tokens,
+    pad_batch,
+    plan_batches,
+    plan_shapes,
+)
 from bench.encode.chunks import CHUNK_TEXTS, FIRST_CHUNK_TEXTS, MEMMAP_BYTES, Chunk, Done, allocate_matrix, chunk_bounds
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
 from bench.encode.inputs import ModelInputs, model_inputs
 from bench.encode.options import EMB_DTYPES
 from bench.encode.pooling import POOLINGS
 from bench.encode.st_config import folder_pooling
-from bench.runtime.device import default_device, resolve_precision
+from bench.runtime.device import default_device, is_accelerator, resolve_precision
 from bench.runtime.errors import ConfigError
 
 if TYPE_CHECKING:  # torch is imported only when a model must run
@@ -70,6 +76,21 @@ if TYPE_CHECKING:  # torch is imported only when a model must run
 log = logging.getLogger(__name__)
 
 NUMPY_DTYPES = {name: np.dtype(f"float{name[2:]}") for name in EMB_DTYPES}  # "fp16" -> float16
+CPU_ROWS = 64  # rows per batch on the CPU when none is asked
+ACCELERATOR_ROWS = 1024  # rows per batch on an accelerator when none is asked (the token budget bounds it first)
+ACCELERATOR_CHUNK_TEXTS = 16384  # texts per pipeline chunk on an accelerator
+
+
+def _device_memory(device: str) -> int | None:
+    """Bytes of memory of a CUDA device (None elsewhere, or when torch cannot say)."""
+    if not device.startswith("cuda"):
+        return None
+    try:
+        import torch
+
+        return int(torch.cuda.get_device_properties(torch.device(device)).total_memory)
+    except Exception:  # noqa: BLE001 - unknown: the smallest budget
+        return None
 
 
 class Encoder:
@@ -88,7 +109,7 @@ class Encoder:
         name: str,
         pooling: str = "mean",
         max_len: int = 256,
-        batch_size: int = 64,
+        batch_size: int | None = 64,
         device: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         use_cache: bool = True,
@@ -100,12 +121,14 @@ class Encoder:
         dim: int | None = None,
         batch_tokens: int | None = None,
         precision: str = "auto",
+        token_cache: bool | None = None,
+        owns_weights: bool = False,
     ):
         if pooling not in POOLINGS:
             raise ConfigError(f"pooling {pooling!r} is not one of {POOLINGS}")
         if max_len < 4:
             raise ConfigError(f"max_len must be at least 4 tokens, got {max_len}")
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise ConfigError(f"batch_size must be at least 1, got {batch_size}")
         if emb_dtype not in EMB_DTYPES:
             raise ConfigError(f"emb_dtype {emb_dtype!r} is not one of {sorted(EMB_DTYPES)}")
@@ -114,14 +137,22 @@ class Encoder:
         self.name = name
         self.pooling = pooling
         self.max_len = max_len
-        self.batch_size = batch_size
         self.device_name = device or default_device()
-        self.precision = resolve_precision(precision, self.device_name)  # fp32 or bf16 (bench.runtime.device)
+        self.shape_bounded = is_accelerator(self.device_name)  # bucketed batch shapes (bench.encode.batching)
+        # None: the device's default; on an accelerator the token budget bounds a batch, up to ACCELERATOR_ROWS rows
+        self.batch_size = batch_size or (ACCELERATOR_ROWS if self.shape_bounded else CPU_ROWS)
+        self.precision = resolve_precision(precision, self.device_name)  # fp32, bf16 or fp16 (bench.runtime.device)
+        # weights loaded here are the encoder's to cast to the precision; a model handed in runs under autocast
+        self.owns_weights = owns_weights or model is None
         self.engine = make_backend(resolve_backend(backend, self.device_name, self.precision), self)  # chosen once
         self.emb_dtype = emb_dtype
-        if batch_tokens is None and self.device_name.split(":")[0] == "cpu":  # on accelerators bigger batches win
-            batch_tokens = self.engine.cpu_batch_tokens
+        if batch_tokens is None:  # CPU: activations that stay in the caches; accelerator: tens of thousands of slots
+            batch_tokens = accelerator_batch_tokens(_device_memory(self.device_name)) if self.shape_bounded \
+                else self.engine.cpu_batch_tokens  # fmt: skip
         self.batch_tokens = batch_tokens
+        self.shapes: set[tuple[int, int]] = set()  # distinct (rows, width) batch shapes run through the model
+        self.use_token_cache = use_cache if token_cache is None else token_cache
+        self._token_ids: Any = None  # bench.encode.token_ids.TokenIdCache, made on first tokenisation
         self.source = source
         self._model = model
         self._tokenizer = tokenizer
@@ -129,6 +160,8 @@ class Encoder:
         self.show_progress = show_progress
         self.chunk_size = CHUNK_TEXTS
         self.first_chunk_size = FIRST_CHUNK_TEXTS
+        if self.shape_bounded:  # long chunks: few last-batch shapes, and the tokeniser's pool busy ahead of the GPU
+            self.chunk_size = ACCELERATOR_CHUNK_TEXTS
         self.prefetch = True  # tokenise the next chunk on a second thread while this one is encoded
         self.memmap_bytes = int(environment.number("LENBENCH_MEMMAP_BYTES", MEMMAP_BYTES))
         self.forward_calls = 0
@@ -151,7 +184,7 @@ class Encoder:
         *,
         pooling: str | None = None,
         max_len: int = 256,
-        batch_size: int = 64,
+        batch_size: int | None = 64,
         device: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         use_cache: bool = True,
@@ -159,6 +192,8 @@ class Encoder:
         backend: str = "auto",
         emb_dtype: str = "fp32",
         precision: str = "auto",
+        batch_tokens: int | None = None,
+        token_cache: bool | None = None,
     ) -> "Encoder":
         """A local folder loads nothing yet (see the module docstring); a hub id is loaded now."""
         opened = loading.open_model(name, max_len)
@@ -181,6 +216,9 @@ class Encoder:
             source=opened.source,
             dim=opened.dim,
             precision=precision,
+            batch_tokens=batch_tokens,
+            token_cache=token_cache,
+            owns_weights=True,  # loaded for this encoder: cast to the precision
         )
 
     @property
@@ -264,10 +302,29 @@ class Encoder:
             "precision": self.precision,
         }
 
+    @property
+    def token_cache(self) -> Any:
+        """The token-id cache this encoder tokenises through (bench.encode.token_ids.TokenIdCache; None until the
+        first tokenisation, or when it is off)."""
+        return self._token_ids
+
+    def attention_info(self) -> dict[str, str]:
+        """Which attention kernels the backend runs (the device policy's choice) and on what (padded batches, or
+        unpadded tokens), as each score's info records them."""
+        return {"attention_kernels": str(getattr(self.engine, "attention_kernels", self.backend)),
+                "attention_path": str(getattr(self.engine, "attention_path", "padded"))}  # fmt: skip
+
     # ---------------------------------------------------------------- encoding
     def tokenize(self, texts: Sequence[str]) -> ModelInputs:
-        """The token ids the model sees for each text (special tokens, cut at max_len) and which were cut."""
-        return model_inputs(texts, self.tokenizer, self.max_len)
+        """The token ids the model sees for each text (special tokens, cut at max_len) and which were cut; read from
+        the token-id cache where this tokenizer already tokenised a text (bench.encode.token_ids)."""
+        if not self.use_token_cache:
+            return model_inputs(texts, self.tokenizer, self.max_len)
+        if self._token_ids is None:
+            from bench.encode.token_ids import TokenIdCache
+
+            self._token_ids = TokenIdCache(self.tokenizer, self.max_len, self._cache_dir)
+        return self._token_ids.model_inputs(texts)
 
     def encode(
         self,
@@ -374,12 +431,12 @@ class Encoder:
             first.setdefault(keys[j], j)
         distinct = np.fromiter(first.values(), dtype=np.int64, count=len(first))
         lengths = np.fromiter((len(ids[j]) for j in distinct), dtype=np.int64, count=len(distinct))
-        plan = plan_batches(lengths, batch_size, self.batch_tokens)
+        plan = self._plan(lengths, batch_size)
         done: list[tuple[np.ndarray, Any]] = []  # (indices into distinct's inputs, pooled vectors as the model left them)
         try:
-            for members in plan:
-                batch = distinct[members]
-                done.append((batch, self._embed_ids([ids[j] for j in batch])))
+            for shaped in plan:
+                batch = distinct[shaped.members]
+                done.append((batch, self._embed_ids([ids[j] for j in batch], shaped)))
                 self.texts_encoded += len(batch)
                 bar.update(len(batch))
         finally:  # what was encoded is committed even when the chunk is interrupted
@@ -398,13 +455,24 @@ class Encoder:
             out[rows[todo[repeats]]] = out[rows[todo[sources]]]
             bar.update(len(repeats))
 
-    def _embed_ids(self, ids: list[list[int]]) -> Any:
-        """Pooled vectors (not normalised) of one batch of token-id lists: float32 numpy on the CPU, a float32 tensor
-        on the model's device on an accelerator (`_host_vectors` brings a chunk's worth back at once)."""
-        input_ids, mask = pad_batch(ids, self._pad_id())
+    def _plan(self, lengths: np.ndarray, batch_size: int) -> list[ShapedBatch]:
+        """The batches of a chunk's inputs: on an accelerator token-budget batches of bounded shapes
+        (`plan_shapes`); on the CPU the padding-minimal plan (`plan_batches`), each batch at its own shape."""
+        if self.shape_bounded:
+            return plan_shapes(lengths, batch_size, self.batch_tokens, self.max_len)
+        return [ShapedBatch(m, len(m), int(lengths[m].max())) for m in plan_batches(lengths, batch_size, self.batch_tokens)]
+
+    def _embed_ids(self, ids: list[list[int]], shape: ShapedBatch | None = None) -> Any:
+        """Pooled vectors (not normalised) of one batch of token-id lists, padded to `shape` (rows beyond the ids
+        are padding, dropped here): float32 numpy on the CPU, a float32 tensor on the model's device on an
+        accelerator (`_host_vectors` brings a chunk's worth back at once)."""
+        width, rows = (shape.width, shape.rows) if shape is not None else (None, None)
+        input_ids, mask = pad_batch(ids, self._pad_id(), width=width, n_rows=rows)
+        self.shapes.add(input_ids.shape)
         self.token_slots += int(mask.size)
-        self.tokens_run += int(mask.sum())
-        return self._forward({"input_ids": input_ids, "attention_mask": mask})
+        self.tokens_run += int(mask[: len(ids)].sum())
+        pooled = self._forward({"input_ids": input_ids, "attention_mask": mask})
+        return pooled[: len(ids)] if len(pooled) > len(ids) else pooled
 
     def _host_vectors(self, parts: list[Any], normalize: bool) -> np.ndarray:
         """One float32 matrix of a chunk's pooled batches (one device-to-host copy, by the backend), L2-normalised as

@@ -8,6 +8,9 @@
     device, device_name where the encoder ran ("cuda:0", and the GPU's or CPU's model name)
     dtype, emb_dtype    the encoder's compute precision, and the stored vectors' precision
     attention           the attention implementation (transformers' config; "onnx" for the ONNX backend)
+    attention_kernels   the attention kernels the device policy allows ("sdpa without cuDNN" on CUDA: bench.runtime.device)
+    attention_path      "padded" batches, or "unpadded (flash-attn varlen)" tokens (bench.encode.backends)
+    batch_shapes        distinct (rows, width) batch shapes the encoder has run so far (bounded on accelerators)
     peak_memory_mb      peak CUDA memory allocated during the dataset (reset before it), or on the CPU the process's
                         peak resident memory so far (`peak_memory_kind` says which)
 
@@ -128,6 +131,10 @@ def measure(model: Any, before: Snapshot, suite: str, files: set[str]) -> dict[s
     attention = _attention(enc)
     if attention:
         info["attention"] = attention
+    if callable(getattr(enc, "attention_info", None)):
+        info.update(enc.attention_info())
+    if getattr(enc, "shapes", None) is not None:
+        info["batch_shapes"] = len(enc.shapes)
     peak, kind = _peak_memory(device)
     if peak is not None:
         info["peak_memory_mb"], info["peak_memory_kind"] = peak, kind

@@ -70,7 +70,8 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
     info = {} if spec.model.lower() in LEXICAL_MODELS else model_info(resolve_model(spec.model), loaded)
     runtime = {**distributed.describe(), "device": describe.get("device"),  # "backend" there: gloo/nccl
                **({"encoder_backend": describe["backend"], "emb_dtype": describe["emb_dtype"],
-                   "precision": describe.get("precision")} if "emb_dtype" in describe else {})}  # fmt: skip
+                   "precision": describe.get("precision")} if "emb_dtype" in describe else {}),
+               **(model.attention_info() if callable(getattr(model, "attention_info", None)) else {})}  # fmt: skip
     command = command if command is not None else command_line()
     resumed = None if db is None else resume_row(db, "eval", spec.config_hash(describe), command=command, runtime=runtime)
     if resumed is not None:

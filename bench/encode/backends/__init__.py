@@ -1,7 +1,9 @@
 """Encoder backends: how a padded batch runs through the model (`base.Backend`), one module each.
 
-    torch  transformers' model in eager torch (any device; fp32 or bf16)        torch_eager.TorchBackend
+    torch  transformers' model in eager torch (any device; fp32, bf16, fp16)  torch_eager.TorchBackend
     onnx   ONNX Runtime on an exported graph (CPU, fp32)                      onnx_cpu.OnnxBackend
+    flash  torch with flash-attn's varlen attention on unpadded tokens        torch_varlen.VarlenBackend
+           (CUDA, bf16/fp16, the optional flash-attn package)
 
 A new backend is a module here with a class of the `Backend` protocol, one entry in BACKENDS, and its place in
 AUTO_ORDER if `--backend auto` may pick it. Classes are imported only when chosen, so listing the names (the
@@ -21,10 +23,11 @@ if TYPE_CHECKING:
 BACKENDS: dict[str, str] = {  # name -> "module:class"
     "torch": "bench.encode.backends.torch_eager:TorchBackend",
     "onnx": "bench.encode.backends.onnx_cpu:OnnxBackend",
+    "flash": "bench.encode.backends.torch_varlen:VarlenBackend",
 }
-# What `auto` picks: the first backend here that can run on the device at the precision (onnx on the CPU in fp32
-# when onnxruntime is installed, torch otherwise and on any accelerator).
-AUTO_ORDER = ("onnx", "torch")
+# What `auto` picks: the first backend here that can run on the device at the precision (flash on CUDA at bf16/fp16
+# when flash-attn is installed, onnx on the CPU in fp32 when onnxruntime is installed, torch otherwise).
+AUTO_ORDER = ("flash", "onnx", "torch")
 
 
 def backend_class(name: str) -> type[Backend]:

@@ -1,6 +1,11 @@
-"""The torch backend: transformers' model run eagerly by torch on the encoder's device, under the encoder's
-precision (bf16 autocast, see `bench.runtime.device`). On CUDA, inputs go through pinned memory with non-blocking
-copies and the pooled vectors stay on the GPU until `to_host` brings a chunk's worth back at once."""
+"""The torch backend: transformers' model run eagerly by torch on the encoder's device, at the encoder's precision.
+
+Precision (`bench.runtime.device`): at bf16 or fp16 the weights of a model the encoder loaded itself are cast once
+(`model.to(dtype)`), which is what makes reduced precision fast; a model handed in from elsewhere (one being trained,
+scored for a learning curve) keeps its fp32 weights and runs under autocast instead, so evaluating never changes it.
+The last hidden states are pooled in float32 either way. Every forward runs under the device's attention policy (on
+CUDA, no cuDNN attention: it builds an execution graph per new batch shape). On CUDA, inputs go through pinned memory
+with non-blocking copies and the pooled vectors stay on the GPU until `to_host` brings a chunk's worth back at once."""
 
 from __future__ import annotations
 
@@ -9,8 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from bench.encode.backends.base import Batch, BackendHost
-from bench.encode.pooling import eval_mode, pooled_output
-from bench.runtime.device import autocast
+from bench.encode.pooling import eval_mode, pool
+from bench.runtime.device import attention_policy, forward_context, weight_dtype
 
 if TYPE_CHECKING:  # torch is imported only when a batch runs
     import torch
@@ -19,9 +24,11 @@ if TYPE_CHECKING:  # torch is imported only when a batch runs
 class TorchBackend:
     # One-thread throughput of all-MiniLM-L6-v2 falls ~15-25% at 64 x 256 slots (see the README's speed section).
     cpu_batch_tokens: ClassVar[int | None] = 2048
+    attention_path = "padded"  # how attention meets padding: padded batches, masked (each score's info says)
 
     def __init__(self, host: BackendHost):
         self.host = host
+        self.cast = False  # whether the weights were cast to the precision (else: autocast at run time)
 
     @property
     def name(self) -> str:
@@ -31,25 +38,34 @@ class TorchBackend:
     def loaded(self) -> bool:
         return False  # it runs the host's torch model, nothing of its own
 
+    @property
+    def attention_kernels(self) -> str:
+        """The attention kernels the device policy allows (each score's info records it beside the path)."""
+        return attention_policy(self.host.device_name).name
+
     @staticmethod
     def unusable(device: str, precision: str) -> str | None:
         return None
 
     def place(self, model: Any) -> Any:
-        return model.to(self.host.device_name).eval()
+        """On the device, in eval mode; the weights cast to the precision when the encoder owns them."""
+        dtype = weight_dtype(self.host.precision)
+        self.cast = dtype is not None and bool(getattr(self.host, "owns_weights", False))
+        return model.to(self.host.device_name, **({"dtype": dtype} if self.cast else {})).eval()
 
     def pooled(self, batch: Batch) -> Any:
         import torch
 
-        with eval_mode(self.host.model) as model, torch.inference_mode(), self._autocast():
+        with eval_mode(self.host.model) as model, torch.inference_mode(), self._context():
             tensors = {k: self._to_device(v) for k, v in batch.items()}
-            pooled = pooled_output(model, tensors, self.host.pooling).float()
+            hidden = model(**tensors).last_hidden_state
+            pooled = pool(hidden.float(), tensors["attention_mask"], self.host.pooling)
         return pooled.numpy() if pooled.device.type == "cpu" else pooled
 
     def tokens(self, batch: Batch) -> np.ndarray:
         import torch
 
-        with eval_mode(self.host.model) as model, torch.inference_mode(), self._autocast():
+        with eval_mode(self.host.model) as model, torch.inference_mode(), self._context():
             tensors = {k: self._to_device(v) for k, v in batch.items()}
             return model(**tensors).last_hidden_state.float().cpu().numpy()
 
@@ -60,8 +76,9 @@ class TorchBackend:
             return torch.cat(parts).float().cpu().numpy()
         return np.concatenate(parts).astype(np.float32, copy=False)
 
-    def _autocast(self) -> Any:
-        return autocast(self.host.device_name, self.host.precision)
+    def _context(self) -> Any:
+        """The attention policy, and autocast unless the weights themselves are at the precision."""
+        return forward_context(self.host.device_name, self.host.precision, autocast_too=not self.cast)
 
     def _to_device(self, array: np.ndarray) -> "torch.Tensor":
         """A host array on the model's device: through pinned memory and a non-blocking copy on CUDA."""
