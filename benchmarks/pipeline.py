@@ -159,7 +159,7 @@ def measure_tokenize(texts: list[str], repeat: int) -> dict[str, float]:
     import tempfile
 
     from bench.encode.batching import accelerator_batch_tokens, distinct_shapes, plan_shapes
-    from bench.encode.encoder import load_tokenizer
+    from bench.encode.loading import load_tokenizer
     from bench.encode.token_ids import TokenIdCache
 
     source = reference_source()
