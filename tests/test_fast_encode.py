@@ -78,14 +78,14 @@ def test_a_second_model_with_the_same_tokenizer_reads_the_token_ids(tiny_model_d
     other_dir = make_random_bert(tmp_path / "other", size="tiny", seed=1)  # other weights, the same tokenizer
     first = load(tiny_model_dir, tmp_path)
     first.encode(TEXTS)
-    assert first.token_cache.tokenized == len(TEXTS) and first.token_cache.hits == 0
+    assert first.token_ids.tokenized == len(TEXTS) and first.token_ids.hits == 0
     second = load(other_dir, tmp_path)
     vectors = second.encode(TEXTS)
     assert second.texts_encoded == len(TEXTS)  # another model: every embedding is new
-    assert second.token_cache.hits == len(TEXTS) and second.token_cache.tokenized == 0
+    assert second.token_ids.hits == len(TEXTS) and second.token_ids.tokenized == 0
     fresh = load(other_dir, tmp_path / "elsewhere", use_cache=False)
     np.testing.assert_allclose(vectors, fresh.encode(TEXTS), atol=1e-6)
-    assert fresh.token_cache is None  # --no-cache: no token-id cache either
+    assert not fresh.token_ids.on_disk  # --no-cache: no token-id cache on disk either
 
 
 def test_every_score_names_the_attention_kernels_and_path(tiny_model_dir, tmp_path):

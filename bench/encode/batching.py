@@ -117,10 +117,32 @@ def pad_batch(rows: Sequence[Sequence[int]] | Sequence[np.ndarray], pad_id: int,
 ACCELERATOR_BATCH_TOKENS = ((40 << 30, 65536), (16 << 30, 32768), (0, 16384))  # (memory at least, slots)
 
 
+CPU_ROWS = 64  # rows per batch on the CPU when none is asked
+ACCELERATOR_ROWS = 1024  # rows per batch on an accelerator when none is asked (the token budget bounds it first)
+
+
 def accelerator_batch_tokens(memory_bytes: int | None) -> int:
     """The default token budget of one forward pass on an accelerator with `memory_bytes` (None: unknown)."""
     memory = memory_bytes if memory_bytes is not None else 0
     return next(slots for least, slots in ACCELERATOR_BATCH_TOKENS if memory >= least)
+
+
+def device_batching(device: str, rows: int | None, tokens: int | None, cpu_tokens: int | None) -> tuple[int, int | None]:
+    """(rows, token slots) per batch on `device`, the ones asked where given: on the CPU 64 rows and the backend's
+    cache-sized budget; on an accelerator up to 1,024 rows within tens of thousands of slots (by its memory)."""
+    from bench.runtime.device import device_memory, is_accelerator
+
+    if not is_accelerator(device):
+        return rows or CPU_ROWS, tokens if tokens is not None else cpu_tokens
+    return rows or ACCELERATOR_ROWS, tokens if tokens is not None else accelerator_batch_tokens(device_memory(device))
+
+
+def plan_for(lengths: np.ndarray, rows: int, tokens: int | None, limit: int, bounded: bool) -> list[ShapedBatch]:
+    """The batches an encoder runs: bounded shapes (`plan_shapes`) on an accelerator, else the padding-minimal
+    `plan_batches`, each batch at its own shape."""
+    if bounded:
+        return plan_shapes(lengths, rows, tokens, limit)
+    return [ShapedBatch(m, len(m), int(lengths[m].max())) for m in plan_batches(lengths, rows, tokens)]
 
 
 def bucket_width(width: int, limit: int | None = None) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 CHUNK_TEXTS = 2048  # texts looked up, tokenised, encoded and committed together
+ACCELERATOR_CHUNK_TEXTS = 16384  # on an accelerator: few last-batch shapes, and tokenisation far ahead of the GPU
 FIRST_CHUNK_TEXTS = 256  # the first chunk is short: its tokenisation is the only one nothing overlaps
 # Matrices above this many bytes are a disk-backed memmap (an unlinked file in the cache folder) instead of RAM.
 MEMMAP_BYTES = 2 << 30  # default of $LENBENCH_MEMMAP_BYTES, read when an encoder is made (bench.environment)

@@ -1,44 +1,32 @@
 """Transformers text encoder: load from a hub id or a local folder, pool, encode corpora in bounded memory.
 
-Public API (the sharded evaluation of issue 12 is a thin layer over it):
+    enc = Encoder.load(name, pooling=None, max_len=256, batch_size=64, device=None, backend="auto", emb_dtype="fp32",
+                       precision="auto", cache_dir=None, use_cache=True, batch_tokens=None, token_cache=None)
+    enc.encode(texts, desc=..., normalize=True, dtype=None) -> np.ndarray   # (len(texts), dim); a disk-backed memmap
+        when the matrix is larger than `enc.memmap_bytes`
+    enc.encode_into_cache(texts, normalize=True) -> int   # encode what the cache lacks (a rank's shard); no matrix
+    enc.tokenize(texts) -> bench.encode.inputs.ModelInputs  # the truncated token ids the model sees
+    enc.token_embeddings(texts)                             # per-token vectors (length diagnostics)
 
-    enc = Encoder.load(name, pooling=None, max_len=256, batch_size=64, device=None, backend="auto",
-                       emb_dtype="fp32", precision="auto", cache_dir=None, use_cache=True)
-    enc.encode(texts, desc=..., normalize=True, dtype=None) -> np.ndarray   # (len(texts), dim); a disk-backed
-        np.memmap when the matrix is larger than `enc.memmap_bytes`
-    enc.encode_into_cache(texts, normalize=True) -> int      # encode what the cache lacks, return how many texts
-        were encoded; builds no matrix (each rank encodes its shard this way; rank 0 then calls `encode(all)`,
-        which is all cache hits)
-    enc.tokenize(texts) -> bench.encode.inputs.ModelInputs           # the truncated token ids the model sees
-    enc.token_embeddings(texts)                              # per-token vectors (length diagnostics; torch)
+Streaming: `encode` walks the texts in chunks (2,048 texts, 16,384 on an accelerator; the first 256). Per chunk it
+looks each text up in the embedding cache (text -> token-id key -> vector, `bench.encode.cache`), takes the token ids
+of the rest from the token-id cache or the tokenizer (`bench.encode.token_ids`), encodes the distinct missing model
+inputs in length-sorted batches, writes each vector into one preallocated (n, dim) matrix and commits the chunk to
+the cache (also what an exception interrupts). The next chunk is tokenised on a second thread meanwhile. The cache
+key is what the model sees (the truncated token ids, in a namespace of fingerprint, pooling, max_len, normalisation
+and precision): an elongated document cut at max_len that equals its clean cut is a hit.
 
-Streaming: `encode` walks the texts in chunks of `chunk_size` (2,048; the first one 256) texts. Per chunk it looks
-each text up in the cache (text -> token-id key -> vector, see `bench.encode.cache`), tokenises only the texts the
-cache has never seen, encodes the distinct missing model inputs in length-sorted batches with dynamic padding, writes
-each vector straight into one preallocated (n, dim) matrix (float32, or float16 with emb_dtype="fp16") and commits
-the chunk to the cache. Peak memory is that matrix plus two chunks' token ids; a killed run resumes where it stopped
-(what an exception interrupts mid-chunk is committed too). `texts` may be any Sequence whose slices are lists, so a
-corpus can be produced chunk by chunk.
+Batches (`bench.encode.batching`): on the CPU the padding-minimal plan within a cache-sized token budget; on an
+accelerator token-budget batches (tens of thousands of slots, up to 1,024 rows) padded to a bounded set of
+(rows, width) shapes, so shape-specialising kernels meet few shapes (`enc.shapes` counts them).
 
-Pipeline: the next chunk is tokenised on a second thread (the fast tokenizer's batch call, on its own thread pool,
-GIL released) while this chunk's batches run through the model. Batches are padded as arrays by the one padding
-function (`bench.encode.batching.pad_batch`). A backend may leave the pooled vectors on the GPU until the chunk is
-done (one device-to-host copy per chunk, no sync per batch); the precision (`precision=`: fp32, bf16 or auto, see `bench.runtime.device`) is part of the cache key.
+Laziness: for a local folder nothing heavy is loaded until needed (fingerprint from the weight files, dimension
+from config.json); a warm run over cached texts imports neither torch nor transformers.
 
-The cache key is what the model sees: the truncated token ids (plus model fingerprint, pooling, max_len and
-normalisation, in the cache's namespace). An elongated document cut at max_len that equals its clean cut is a hit.
-
-Laziness: for a local folder nothing heavy is loaded until needed. The fingerprint comes from the weight files'
-hashes, the dimension from config.json; the tokenizer loads when a text misses the text -> key table, the model
-(and torch) when a model input misses the cache. A warm run over cached texts imports neither torch nor
-transformers.
-
-Backends (`backend=`, `bench.encode.backends`): "torch" (transformers' model), "onnx" (ONNX Runtime on a graph
-exported once from the same weights by `bench.encode.onnx_backend`, stored beside the embedding cache and keyed by the
-fingerprint and pooling), or "auto" = onnx on CPU when onnxruntime is installed, torch otherwise (and always on
-CUDA). The backend is chosen once, when the encoder is built; it runs padded batches, and everything else (batch
-plans, padding, the cache, normalisation in float32) is done here, the same for every backend. Which model a name
-means and how it is loaded: `bench.encode.loading`.
+Backends (`bench.encode.backends`, chosen once when the encoder is built): torch, onnx (CPU, fp32) and flash
+(flash-attn's varlen attention on unpadded tokens, CUDA); they run batches, everything else is done here the same
+for all. Precision and attention kernels are the device policy's (`bench.runtime.device`); a model the encoder
+loads itself has its weights cast to the precision. Which model a name means and how it loads: `bench.encode.loading`.
 """
 
 from __future__ import annotations
@@ -54,16 +42,11 @@ import numpy as np
 from bench import environment
 from bench.encode import loading
 from bench.encode.backends import make_backend, resolve_backend
-from bench.encode.batching import (
-    ShapedBatch,
-    accelerator_batch_tokens,
-    pad_batch,
-    plan_batches,
-    plan_shapes,
-)
-from bench.encode.chunks import CHUNK_TEXTS, FIRST_CHUNK_TEXTS, MEMMAP_BYTES, Chunk, Done, allocate_matrix, chunk_bounds
+from bench.encode.batching import ShapedBatch, device_batching, pad_batch, plan_batches, plan_for
+from bench.encode.chunks import ACCELERATOR_CHUNK_TEXTS, CHUNK_TEXTS, FIRST_CHUNK_TEXTS, MEMMAP_BYTES, Chunk, Done, allocate_matrix, chunk_bounds
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
-from bench.encode.inputs import ModelInputs, model_inputs
+from bench.encode.inputs import ModelInputs
+from bench.encode.token_ids import TokenIdCache
 from bench.encode.options import EMB_DTYPES
 from bench.encode.pooling import POOLINGS
 from bench.encode.st_config import folder_pooling
@@ -76,21 +59,6 @@ if TYPE_CHECKING:  # torch is imported only when a model must run
 log = logging.getLogger(__name__)
 
 NUMPY_DTYPES = {name: np.dtype(f"float{name[2:]}") for name in EMB_DTYPES}  # "fp16" -> float16
-CPU_ROWS = 64  # rows per batch on the CPU when none is asked
-ACCELERATOR_ROWS = 1024  # rows per batch on an accelerator when none is asked (the token budget bounds it first)
-ACCELERATOR_CHUNK_TEXTS = 16384  # texts per pipeline chunk on an accelerator
-
-
-def _device_memory(device: str) -> int | None:
-    """Bytes of memory of a CUDA device (None elsewhere, or when torch cannot say)."""
-    if not device.startswith("cuda"):
-        return None
-    try:
-        import torch
-
-        return int(torch.cuda.get_device_properties(torch.device(device)).total_memory)
-    except Exception:  # noqa: BLE001 - unknown: the smallest budget
-        return None
 
 
 class Encoder:
@@ -139,29 +107,24 @@ class Encoder:
         self.max_len = max_len
         self.device_name = device or default_device()
         self.shape_bounded = is_accelerator(self.device_name)  # bucketed batch shapes (bench.encode.batching)
-        # None: the device's default; on an accelerator the token budget bounds a batch, up to ACCELERATOR_ROWS rows
-        self.batch_size = batch_size or (ACCELERATOR_ROWS if self.shape_bounded else CPU_ROWS)
         self.precision = resolve_precision(precision, self.device_name)  # fp32, bf16 or fp16 (bench.runtime.device)
         # weights loaded here are the encoder's to cast to the precision; a model handed in runs under autocast
         self.owns_weights = owns_weights or model is None
         self.engine = make_backend(resolve_backend(backend, self.device_name, self.precision), self)  # chosen once
         self.emb_dtype = emb_dtype
-        if batch_tokens is None:  # CPU: activations that stay in the caches; accelerator: tens of thousands of slots
-            batch_tokens = accelerator_batch_tokens(_device_memory(self.device_name)) if self.shape_bounded \
-                else self.engine.cpu_batch_tokens  # fmt: skip
-        self.batch_tokens = batch_tokens
+        # None: the device's defaults (rows, and token slots per batch: bench.encode.batching.device_batching)
+        self.batch_size, self.batch_tokens = device_batching(self.device_name, batch_size, batch_tokens,
+                                                             self.engine.cpu_batch_tokens)  # fmt: skip
         self.shapes: set[tuple[int, int]] = set()  # distinct (rows, width) batch shapes run through the model
         self.use_token_cache = use_cache if token_cache is None else token_cache
-        self._token_ids: Any = None  # bench.encode.token_ids.TokenIdCache, made on first tokenisation
+        self.token_ids: TokenIdCache | None = None  # text -> token ids, on disk (made on first tokenisation)
         self.source = source
         self._model = model
         self._tokenizer = tokenizer
         self._dim = dim
         self.show_progress = show_progress
-        self.chunk_size = CHUNK_TEXTS
+        self.chunk_size = ACCELERATOR_CHUNK_TEXTS if self.shape_bounded else CHUNK_TEXTS
         self.first_chunk_size = FIRST_CHUNK_TEXTS
-        if self.shape_bounded:  # long chunks: few last-batch shapes, and the tokeniser's pool busy ahead of the GPU
-            self.chunk_size = ACCELERATOR_CHUNK_TEXTS
         self.prefetch = True  # tokenise the next chunk on a second thread while this one is encoded
         self.memmap_bytes = int(environment.number("LENBENCH_MEMMAP_BYTES", MEMMAP_BYTES))
         self.forward_calls = 0
@@ -199,27 +162,11 @@ class Encoder:
         opened = loading.open_model(name, max_len)
         if pooling is None:  # the folder's sentence-transformers config says, else mean
             pooling = (folder_pooling(opened.source) if opened.is_folder else None) or "mean"
-        return cls(
-            opened.model,
-            opened.tokenizer,
-            name=name,
-            pooling=pooling,
-            max_len=max_len,
-            batch_size=batch_size,
-            device=device,
-            cache_dir=cache_dir,
-            use_cache=use_cache,
-            fingerprint=opened.fingerprint,
-            show_progress=show_progress,
-            backend=backend,
-            emb_dtype=emb_dtype,
-            source=opened.source,
-            dim=opened.dim,
-            precision=precision,
-            batch_tokens=batch_tokens,
-            token_cache=token_cache,
-            owns_weights=True,  # loaded for this encoder: cast to the precision
-        )
+        return cls(opened.model, opened.tokenizer, name=name, pooling=pooling, max_len=max_len, batch_size=batch_size,
+                   device=device, cache_dir=cache_dir, use_cache=use_cache, fingerprint=opened.fingerprint,
+                   show_progress=show_progress, backend=backend, emb_dtype=emb_dtype, source=opened.source,
+                   dim=opened.dim, precision=precision, batch_tokens=batch_tokens, token_cache=token_cache,
+                   owns_weights=True)  # fmt: skip - loaded for this encoder: its weights are cast to the precision
 
     @property
     def model(self) -> "torch.nn.Module":
@@ -302,29 +249,18 @@ class Encoder:
             "precision": self.precision,
         }
 
-    @property
-    def token_cache(self) -> Any:
-        """The token-id cache this encoder tokenises through (bench.encode.token_ids.TokenIdCache; None until the
-        first tokenisation, or when it is off)."""
-        return self._token_ids
-
     def attention_info(self) -> dict[str, str]:
-        """Which attention kernels the backend runs (the device policy's choice) and on what (padded batches, or
-        unpadded tokens), as each score's info records them."""
+        """The attention kernels the backend runs and on what (padded batches or unpadded tokens), for score info."""
         return {"attention_kernels": str(getattr(self.engine, "attention_kernels", self.backend)),
                 "attention_path": str(getattr(self.engine, "attention_path", "padded"))}  # fmt: skip
 
     # ---------------------------------------------------------------- encoding
     def tokenize(self, texts: Sequence[str]) -> ModelInputs:
-        """The token ids the model sees for each text (special tokens, cut at max_len) and which were cut; read from
-        the token-id cache where this tokenizer already tokenised a text (bench.encode.token_ids)."""
-        if not self.use_token_cache:
-            return model_inputs(texts, self.tokenizer, self.max_len)
-        if self._token_ids is None:
-            from bench.encode.token_ids import TokenIdCache
-
-            self._token_ids = TokenIdCache(self.tokenizer, self.max_len, self._cache_dir)
-        return self._token_ids.model_inputs(texts)
+        """The token ids the model sees for each text (special tokens, cut at max_len) and which were cut; from disk
+        where this tokenizer already tokenised a text at this max_len (bench.encode.token_ids; unless no cache)."""
+        if self.token_ids is None:
+            self.token_ids = TokenIdCache(self.tokenizer, self.max_len, self._cache_dir, use_disk=self.use_token_cache)
+        return self.token_ids.model_inputs(texts)
 
     def encode(
         self,
@@ -431,7 +367,7 @@ class Encoder:
             first.setdefault(keys[j], j)
         distinct = np.fromiter(first.values(), dtype=np.int64, count=len(first))
         lengths = np.fromiter((len(ids[j]) for j in distinct), dtype=np.int64, count=len(distinct))
-        plan = self._plan(lengths, batch_size)
+        plan = plan_for(lengths, batch_size, self.batch_tokens, self.max_len, self.shape_bounded)
         done: list[tuple[np.ndarray, Any]] = []  # (indices into distinct's inputs, pooled vectors as the model left them)
         try:
             for shaped in plan:
@@ -455,17 +391,9 @@ class Encoder:
             out[rows[todo[repeats]]] = out[rows[todo[sources]]]
             bar.update(len(repeats))
 
-    def _plan(self, lengths: np.ndarray, batch_size: int) -> list[ShapedBatch]:
-        """The batches of a chunk's inputs: on an accelerator token-budget batches of bounded shapes
-        (`plan_shapes`); on the CPU the padding-minimal plan (`plan_batches`), each batch at its own shape."""
-        if self.shape_bounded:
-            return plan_shapes(lengths, batch_size, self.batch_tokens, self.max_len)
-        return [ShapedBatch(m, len(m), int(lengths[m].max())) for m in plan_batches(lengths, batch_size, self.batch_tokens)]
-
     def _embed_ids(self, ids: list[list[int]], shape: ShapedBatch | None = None) -> Any:
-        """Pooled vectors (not normalised) of one batch of token-id lists, padded to `shape` (rows beyond the ids
-        are padding, dropped here): float32 numpy on the CPU, a float32 tensor on the model's device on an
-        accelerator (`_host_vectors` brings a chunk's worth back at once)."""
+        """Pooled vectors (not normalised) of one batch padded to `shape` (its extra rows dropped): float32 numpy on
+        the CPU, a float32 tensor on an accelerator (`_host_vectors` brings a chunk's worth back at once)."""
         width, rows = (shape.width, shape.rows) if shape is not None else (None, None)
         input_ids, mask = pad_batch(ids, self._pad_id(), width=width, n_rows=rows)
         self.shapes.add(input_ids.shape)

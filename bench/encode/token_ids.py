@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import sqlite3
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,7 @@ class TokenIdCache:
         self.hits = self.tokenized = 0
         self.path: Path | None = None
         self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()  # the encoder's prefetch thread and its caller may both tokenise
         ident = tokenizer_id(tokenizer) if use_disk else None
         if ident is not None:
             name = hashlib.sha256(f"ids-{FORMAT}|{ident}|{self.max_len}".encode()).hexdigest()[:24]
@@ -73,7 +75,10 @@ class TokenIdCache:
     def model_inputs(self, texts: Sequence[str]) -> ModelInputs:
         """What the model reads of each text (as `bench.encode.inputs.model_inputs`): from the disk where this
         tokenizer already tokenised the text at this max_len, else tokenised now (in parallel) and stored."""
-        texts = list(texts)
+        with self._lock:
+            return self._model_inputs(list(texts))
+
+    def _model_inputs(self, texts: list[str]) -> ModelInputs:
         conn = self._connection()
         if conn is None:
             self.tokenized += len(texts)

@@ -75,6 +75,18 @@ def is_accelerator(device: Any) -> bool:
     return device_kind(device) != "cpu"
 
 
+def device_memory(device: Any) -> int | None:
+    """Bytes of memory of a CUDA device (None on the CPU, or when torch cannot say)."""
+    if device_kind(device) != "cuda":
+        return None
+    try:
+        import torch
+
+        return int(torch.cuda.get_device_properties(torch.device(str(device))).total_memory)
+    except Exception:  # noqa: BLE001 - unknown: callers take their smallest default
+        return None
+
+
 def resolve_precision(precision: str | None, device: Any) -> str:
     """fp32, bf16 or fp16: `auto` (or None) is AUTO_PRECISION's entry for the device type, else fp32."""
     precision = precision or "auto"
