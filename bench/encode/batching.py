@@ -137,12 +137,9 @@ def device_batching(device: str, rows: int | None, tokens: int | None, cpu_token
     return rows or ACCELERATOR_ROWS, tokens if tokens is not None else accelerator_batch_tokens(device_memory(device))
 
 
-def plan_for(lengths: np.ndarray, rows: int, tokens: int | None, limit: int, bounded: bool) -> list[ShapedBatch]:
-    """The batches an encoder runs: bounded shapes (`plan_shapes`) on an accelerator, else the padding-minimal
-    `plan_batches`, each batch at its own shape."""
-    if bounded:
-        return plan_shapes(lengths, rows, tokens, limit)
-    return [ShapedBatch(m, len(m), int(lengths[m].max())) for m in plan_batches(lengths, rows, tokens)]
+def at_own_shapes(plan: Sequence[np.ndarray], lengths: np.ndarray) -> list[ShapedBatch]:
+    """A plain plan's batches, each run at its own shape (its rows, its longest input)."""
+    return [ShapedBatch(m, len(m), int(lengths[m].max())) for m in plan]
 
 
 def bucket_width(width: int, limit: int | None = None) -> int:

@@ -42,7 +42,7 @@ import numpy as np
 from bench import environment
 from bench.encode import loading
 from bench.encode.backends import make_backend, resolve_backend
-from bench.encode.batching import ShapedBatch, device_batching, pad_batch, plan_batches, plan_for
+from bench.encode.batching import ShapedBatch, at_own_shapes, device_batching, pad_batch, plan_batches, plan_shapes
 from bench.encode.chunks import ACCELERATOR_CHUNK_TEXTS, CHUNK_TEXTS, FIRST_CHUNK_TEXTS, MEMMAP_BYTES, Chunk, Done, allocate_matrix, chunk_bounds
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
 from bench.encode.inputs import ModelInputs
@@ -367,7 +367,8 @@ class Encoder:
             first.setdefault(keys[j], j)
         distinct = np.fromiter(first.values(), dtype=np.int64, count=len(first))
         lengths = np.fromiter((len(ids[j]) for j in distinct), dtype=np.int64, count=len(distinct))
-        plan = plan_for(lengths, batch_size, self.batch_tokens, self.max_len, self.shape_bounded)
+        plan = plan_shapes(lengths, batch_size, self.batch_tokens, self.max_len) if self.shape_bounded else \
+            at_own_shapes(plan_batches(lengths, batch_size, self.batch_tokens), lengths)  # fmt: skip
         done: list[tuple[np.ndarray, Any]] = []  # (indices into distinct's inputs, pooled vectors as the model left them)
         try:
             for shaped in plan:
