@@ -289,7 +289,8 @@ def test_backbone_folder_without_a_model_is_one_clear_line(tmp_path, capsys):
     not_a_model = tmp_path / "not_a_model"
     not_a_model.mkdir()
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(f"Text number {i}." for i in range(8)) + "\n")
+    # more distinct texts than one batch (16): a smaller corpus is refused before the backbone is read
+    corpus.write_text("\n".join(f"Text number {i}." for i in range(40)) + "\n")
     db = tmp_path / "r.sqlite"
     argv = ["run", "--method", "simcse", "--no-baseline", "--backbone", str(not_a_model), "--corpus", str(corpus),
             "--budget", "steps=1", "--suite", "heldout", "--db", str(db), "--out", str(tmp_path / "runs"), "--no-progress"]
