@@ -116,8 +116,9 @@ class ResultsDB:
         with self.session() as s:
             s.execute(Run.__table__.update().where(Run.id == run_id).values(heartbeat_at=utcnow()))
 
-    def finish_run(self, run_id: int, status: str = "finished", error: str = "", **fields: Any) -> None:
-        self.update_run(run_id, status=status, error=error, finished_at=utcnow(), **fields)
+    def finish_run(self, run_id: int, status: str = "finished", error: str = "", at: Any = None, **fields: Any) -> None:
+        """The run's final status, at `at` (default now; a run whose files name the time is finished at that time)."""
+        self.update_run(run_id, status=status, error=error, finished_at=at or utcnow(), **fields)
 
     def add_scores(self, run_id: int, records: Iterable[ScoreRecord]) -> None:
         """Write the scores of one dataset in one transaction; a re-write of the same key replaces it."""

@@ -168,10 +168,10 @@ def test_rerun_hits_the_embedding_cache(tiny_model_dir, data_dir, tmp_path, forw
     assert _eval(tiny_model_dir, "beir:scifact@elong+sts:stsb", data_dir, db, *args) == 0
     first = len(forward_calls)
     assert first > 0
-    assert _eval(tiny_model_dir, "beir:scifact@elong+sts:stsb", data_dir, db, *args) == 0
+    # the same evaluation into another database (the first one would reuse its finished row): scored again
+    assert _eval(tiny_model_dir, "beir:scifact@elong+sts:stsb", data_dir, tmp_path / "r2.sqlite", *args) == 0
     assert len(forward_calls) == first  # every text came from the cache
-    scores = ResultsDB(db).scores()
-    a, b = (scores[scores.run_id == r].sort_values(["dataset", "metric", "variant"])["value"].tolist() for r in (1, 2))
+    a, b = (ResultsDB(d).scores().sort_values(["dataset", "metric", "variant"])["value"].tolist() for d in (db, tmp_path / "r2.sqlite"))
     assert a == b
     assert _eval(tiny_model_dir, "sts:stsb", data_dir, db, "--max-len", "32", "--no-cache") == 0
     assert len(forward_calls) > first  # --no-cache encodes again

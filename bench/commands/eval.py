@@ -54,5 +54,5 @@ def run(args: argparse.Namespace) -> int:
     if result.db is None:
         return 0
     print(f"run {result.run_id}  model={spec.model}  suites={'+'.join(spec.suite_args)}  ({result.seconds:.0f}s)")
-    print(result.report() if result.records else "(no scores)")
+    print(result.report() if result.records or result.reused else "(no scores)")
     return 0

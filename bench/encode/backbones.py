@@ -9,8 +9,6 @@ shows contrastive training works from such a start).
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,21 +93,12 @@ def make_embedding_bag(folder: str | os.PathLike[str], dim: int = 256, seed: int
 
 
 def _write_atomically(out: Path, model: torch.nn.Module, tokenizer: object) -> Path:
-    """Written beside the target and renamed into place: processes starting together (a sweep's points) either see
-    no folder or a complete one, never a config.json without its weights."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
+    """Written beside the target and renamed into place (bench.runtime.writes): processes starting together (a sweep's
+    points) either see no folder or a complete one, never a config.json without its weights; a write the disk refuses
+    is one line and leaves nothing behind."""
+    from bench.runtime.writes import atomic_folder
+
+    with atomic_folder(out, f"the backbone {out.name}") as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)  # type: ignore[attr-defined]
-        for _ in range(3):
-            try:
-                tmp.rename(out)
-                break
-            except OSError:  # another process put it there first, or a partial folder from before writes were atomic
-                if (out / "config.json").exists():
-                    break
-                shutil.rmtree(out, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return out

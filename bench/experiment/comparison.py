@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench.experiment.record import Recording, command_line, resume_row
+from bench.experiment.record import RESUMABLE, Recording, command_line, resume_row
 from bench.experiment.run_spec import RunConfigs, RunSpec
 from bench.runtime import distributed
 from bench.runtime.device import resolve_device
@@ -123,7 +123,7 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
     for method, seed in job.configs.per_run:
         method_spec = job.methods[method]
         method_cfg = method_spec.config_from(spec.settings.overrides.get(method, {}))
-        run_id, out_dir, status = _claim_row(job, method, method_spec, seed)
+        run_id, out_dir, status, held = _claim_row(job, method, method_spec, seed)
         if status == "live":
             result.skipped.append(run_id)
             eta.skip()
@@ -133,13 +133,8 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
             result.reused.append(run_id)
             eta.skip()
             continue
-        model_dir, train_seconds, eval_seconds = _train_and_score(job, method, method_spec, method_cfg, seed, run_id, out_dir)
-        if db is not None and method_spec.trains:
-            _finish_trained(db, run_id, method, method_spec.paper, Path(model_dir), Path(out_dir), keep_checkpoints=spec.keep_checkpoints)
-        if db is not None:  # the run's results in its folder: config, provenance, every score (bench.report.results_file)
-            from bench.report.results_file import write_results
-
-            say(f"[{method}] results {write_results(db, run_id, out_dir)}")
+        model_dir, train_seconds, eval_seconds = _train_and_score(job, method, method_spec, method_cfg, seed, run_id,
+                                                                  out_dir, held)  # fmt: skip
         result.trained.append(run_id)
         runs_done += 1
         eta.done(train_seconds if method_spec.trains else None, eval_seconds)
@@ -207,28 +202,35 @@ def _announce(job: ComparisonJob) -> None:
         say(f"evaluation data  {loc.describe()}")
 
 
-def _claim_row(job: ComparisonJob, method: str, method_spec: Any, seed: int) -> tuple[int, Path, str]:
-    """(run id, folder, status) of one (method, seed) on every rank: rank 0 finds or creates the row (see
-    `_find_or_create_run`) and records this process's runtime on a row it will run."""
+def _claim_row(job: ComparisonJob, method: str, method_spec: Any, seed: int) -> tuple[int, Path, str, Any]:
+    """(run id, folder, status, claim) of one (method, seed) on every rank: rank 0 claims the run and finds or
+    creates its row (see `_find_or_create_run`; the claim, rank 0's alone, is held while a "running" row's work
+    runs) and records this process's runtime on a row it will run."""
+    from bench.experiment.run_claim import release_run
     from bench.runtime.provenance import module_source
 
-    trains, found = method_spec.trains, None
+    trains, found, held = method_spec.trains, None, None
     if distributed.is_main():
         config, chash = job.configs.per_run[(method, seed)]
-        found = _find_or_create_run(job.db, job.spec, method, trains, chash, config, job.corpus, job.out_root,
-                                    seed=seed, multi_seed=len(job.spec.settings.seeds) > 1, say=job.say)  # fmt: skip
+        *found, held = _find_or_create_run(job.db, job.spec, method, trains, chash, config, job.corpus, job.out_root,
+                                           seed=seed, multi_seed=len(job.spec.settings.seeds) > 1, say=job.say)  # fmt: skip
         if found[2] == "running":
-            runtime = job.runtime if trains else {k: v for k, v in job.runtime.items() if k != "per_rank_batch"}
-            job.db.merge_runtime(found[0], runtime)
-            # the method's own code (a plug-in lives outside the checkout that code_version names)
-            job.db.merge_runtime(found[0], {"method_source": module_source(method_spec.config_cls)})
-    return distributed.broadcast_from_main(found)
+            try:
+                runtime = job.runtime if trains else {k: v for k, v in job.runtime.items() if k != "per_rank_batch"}
+                job.db.merge_runtime(found[0], runtime)
+                # the method's own code (a plug-in lives outside the checkout that code_version names)
+                job.db.merge_runtime(found[0], {"method_source": module_source(method_spec.config_cls)})
+            except BaseException:
+                release_run(job.db, held)
+                raise
+    return (*distributed.broadcast_from_main(found), held)
 
 
 def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_cfg: Any, seed: int, run_id: int,
-                     out_dir: Path) -> tuple[str, float, float]:  # fmt: skip
-    """Train (or take the backbone), declare the scoring, evaluate and record one run; returns (the folder
-    evaluated, training seconds, evaluation seconds)."""
+                     out_dir: Path, held: Any = None) -> tuple[str, float, float]:  # fmt: skip
+    """Train (or take the backbone), declare the scoring, evaluate and record one run, then write its files (model
+    card, results.json) before the row is marked finished; the run's claim `held` is let go when it ends. Returns
+    (the folder evaluated, training seconds, evaluation seconds)."""
     from bench.encode.model_info import model_info
     from bench.evaluate.runner import evaluate
 
@@ -241,11 +243,15 @@ def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_c
     corpus = job.corpus
     corpus_files = corpus.files if corpus and method_spec.trains else []  # the baseline row trained on nothing
     config = job.configs.per_run[(method, seed)][0]
-    trackers = open_trackers(spec, run_id, method, seed, multi_seed, config, out_dir) if distributed.is_main() else None
     # a resumed row's files as its earlier attempt read them: a dataset whose file changed since is scored again
     earlier = (db.get_run(run_id).get("data_fingerprint") or {}) if db is not None else {}
-    with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files], earlier_fingerprint=earlier), \
-            close_trackers(trackers):
+    model_dir = None  # the row is finished only once its files are written (Recording: `artifacts`)
+    artifacts = lambda at: _write_artifacts(db, run_id, method, method_spec, Path(model_dir), Path(out_dir), at,  # noqa: E731
+                                             spec.keep_checkpoints, say)  # fmt: skip
+    main = distributed.is_main()
+    with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files], earlier_fingerprint=earlier, claim=held,
+                   artifacts=artifacts), \
+            close_trackers(open_trackers(spec, run_id, method, seed, multi_seed, config, out_dir) if main else None) as trackers:
         hook = curve_hook(spec, job.curves, db, run_id, method, say) if method_spec.trains else None
         if hook is not None:
             hook.evaluate.tracker = trackers
@@ -389,20 +395,47 @@ def elapsed_eta(method: str, done: int, total: int, elapsed: float, loop_elapsed
 
 def _find_or_create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus: Any,
                         out_root: Path, seed: int, multi_seed: bool, say: Callable[..., None] = print,
-                        ) -> tuple[int, Path, str]:  # fmt: skip
-    """(run id, folder, status) of the row for this config hash: a finished one reused ("finished"); with --resume
-    an unfinished one whose process is gone, taken over ("running"); one another live process holds, left alone
-    ("live"); else a new row ("running")."""
-    from results_db.liveness import with_liveness
+                        ) -> tuple[int, Path, str, Any]:  # fmt: skip
+    """(run id, folder, status, claim) of the row for this config hash, found or made while this process holds the
+    run's claim (bench.experiment.run_claim: a process asking for a run another one is making waits for it, then
+    reuses it). A finished one reused ("finished"); with --resume an unfinished one whose process is gone, taken over
+    ("running"); one another live process holds, left alone ("live"); else a new row ("running"). The claim is
+    returned with a "running" row (released when its work ends) and let go otherwise."""
+    from bench.experiment.run_claim import claim_run, release_run
 
     who = f"[{method}]" + (f" seed {seed}:" if trains and multi_seed else "")
+    held = claim_run(db, "train" if trains else "eval", chash, method, say, who)
+    try:
+        run_id, out_dir, status = _find_or_create_claimed(db, spec, method, trains, chash, config, corpus, out_root,
+                                                          seed, multi_seed, who, say)  # fmt: skip
+    except BaseException:
+        release_run(db, held)
+        raise
+    if status != "running":
+        release_run(db, held)
+        held = None
+    return run_id, out_dir, status, held
+
+
+def _find_or_create_claimed(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus: Any,
+                            out_root: Path, seed: int, multi_seed: bool, who: str, say: Callable[..., None],
+                            ) -> tuple[int, Path, str]:  # fmt: skip
+    from bench.experiment.artifacts import reusable
+    from bench.runtime.trackers import parse_report_to
+    from results_db.liveness import with_liveness
+
     runs = with_liveness(db.runs())
     same = runs[(runs["config_hash"] == chash) & (runs["method"] == method)].sort_values("id") if not runs.empty else runs
     done = same[same["status"] == "finished"] if not same.empty else same
     rerun_of = int(done.iloc[-1]["id"]) if not done.empty and getattr(spec, "rerun", False) else None
     if not done.empty and rerun_of is None:
-        row = done.iloc[-1]
+        row = done.iloc[-1].to_dict()
+        reusable(db, row, who, say)  # its files are there (results.json written again if not), or one line refuses it
         say(f"{who} run {int(row['id'])} already finished with these settings; reusing it (nothing trained)")
+        trackers = parse_report_to(getattr(spec, "report_to", None))
+        if trackers:
+            say(f"{who} --report-to {','.join(trackers)}: nothing is logged for a reused run (its training is not run "
+                "again; --rerun trains and logs a new one)")  # fmt: skip
         return int(row["id"]), Path(row["output_dir"] or out_root), "finished"
     if spec.resume:
         row = resume_row(db, "train" if trains else "eval", chash)
@@ -416,6 +449,12 @@ def _find_or_create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash
                 f"{row['host']}); --resume never takes over a live run, so it is left to finish")  # fmt: skip
             return int(row["id"]), Path(row["output_dir"] or out_root), "live"
         say(f"{who} --resume: no earlier unfinished run of these settings; starting one")
+    elif not same.empty and rerun_of is None:
+        left = same[same["status"].isin(RESUMABLE)]
+        if not left.empty:
+            row = left.iloc[-1]
+            say(f"{who} run {int(row['id'])} with these settings ended {row['status']} before it finished; starting a "
+                f"new row beside it (the same command with --resume continues run {int(row['id'])} instead)")  # fmt: skip
     if rerun_of is not None:  # an unfinished re-run (its process gone) was resumed above instead
         say(f"{who} --rerun: run {rerun_of} already finished with these settings; "
             f"{'training and scoring' if trains else 'scoring'} again in a new row (the old one is kept)")
@@ -435,10 +474,13 @@ def new_run_folder(out_root: Path, method: str, seed: int, per_seed: bool) -> Pa
     another row's encoder and takes it for its own training."""
     folder = run_folder(out_root, method, seed, per_seed)
     n = 2
-    while folder.exists():
-        folder = child_folder(out_root, f"{run_folder(out_root, method, seed, per_seed).name}-{n}")
-        n += 1
-    return folder
+    while True:
+        try:  # made here, atomically: two processes never get one folder, whoever looked first
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            folder = child_folder(out_root, f"{run_folder(out_root, method, seed, per_seed).name}-{n}")
+            n += 1
 
 
 def _create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus: Any,
@@ -548,6 +590,17 @@ def stop_reason(stopped_by: str) -> str:
     return f"the {stopped_by} budget was reached" if stopped_by else "done"
 
 
+def _write_artifacts(db: Any, run_id: int, method: str, method_spec: Any, model_dir: Path, out_dir: Path, at: Any,
+                     keep_checkpoints: bool, say: Callable[..., None]) -> None:  # fmt: skip
+    """What a finished row promises, written before it is marked finished: a trained run's model card (and its
+    checkpoints removed), then results.json (config, provenance, every score: bench.report.results_file)."""
+    from bench.report.results_file import write_results
+
+    if method_spec.trains:
+        _finish_trained(db, run_id, method, method_spec.paper, model_dir, out_dir, keep_checkpoints=keep_checkpoints)
+    say(f"[{method}] results {write_results(db, run_id, out_dir, finished_at=at)}")
+
+
 def _finish_trained(db: Any, run_id: int, method: str, paper: str, encoder_dir: Path, out_dir: Path,
                     keep_checkpoints: bool) -> None:  # fmt: skip
     """After a successful run: the encoder folder gets its model card; the training checkpoints (only --resume needs
@@ -555,8 +608,11 @@ def _finish_trained(db: Any, run_id: int, method: str, paper: str, encoder_dir: 
     import shutil
 
     from bench.report.model_card import write_model_card
+    from bench.runtime.writes import atomic_file
 
-    card = write_model_card(db, run_id, encoder_dir, paper=paper)
+    with atomic_file(encoder_dir / "README.md", "the model card") as tmp:
+        card = write_model_card(db, run_id, tmp.parent, paper=paper, name=tmp.name)
+    card = encoder_dir / "README.md"
     print(f"[{method}] model card {card}")
     checkpoints = out_dir / "checkpoints"
     if checkpoints.is_dir() and not keep_checkpoints:

@@ -20,6 +20,7 @@ from typing import Any
 
 from bench.experiment.eval_spec import EvalSpec
 from bench.experiment.record import Recording, command_line, resume_row
+from bench.experiment.run_claim import claim_run, release_run
 from bench.runtime import distributed
 
 
@@ -30,6 +31,7 @@ class EvaluationResult:
     records: list[Any] = field(default_factory=list)  # ScoreRecords of this call (a resumed run: the new ones)
     db: Any = None
     seconds: float = 0.0
+    reused: bool = False  # a finished row of this evaluation was reused: nothing was scored
 
     def report(self, profile: bool = True) -> str:
         """The table `bench eval` prints (bench.report.tables)."""
@@ -57,8 +59,9 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
         say = print if main else (lambda *a, **k: None)
     suites = parse_suites(spec.suite_args)  # unknown suite: error before anything is written
     ctx = spec.settings.context()
-    for located in locate_datasets(suites, ctx):  # a missing dataset: one error, before anything is recorded
-        say(f"data  {located.describe()}")
+    located = locate_datasets(suites, ctx)  # a missing dataset: one error, before anything is recorded
+    for found in located:
+        say(f"data  {found.describe()}")
     if db is None and open_db is not None and main:
         db = open_db()
     model = spec.settings.load(spec.model)
@@ -73,10 +76,29 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
                    "precision": describe.get("precision")} if "emb_dtype" in describe else {}),
                **(model.attention_info() if callable(getattr(model, "attention_info", None)) else {})}  # fmt: skip
     command = command if command is not None else command_line()
-    resumed = None if db is None else resume_row(db, "eval", spec.config_hash(describe), command=command, runtime=runtime)
+    chash = spec.config_hash(describe)
+    # this evaluation's claim (a second process asking for it waits), then its finished row if one scored these data
+    held = None if db is None else claim_run(db, "eval", chash, spec.method, say, f"[{spec.label}]")
+    try:
+        done = None if db is None else finished_evaluation(db, chash, spec.method, located, say)
+    except BaseException:
+        release_run(db, held)
+        raise
+    if distributed.broadcast_from_main(done) is not None:
+        release_run(db, held)
+        if db is not None:
+            say(f"run {done} already scored this model with these settings on the same data; reusing it (nothing "
+                "scored; the same command on changed data, weights or settings scores a new row)")  # fmt: skip
+        return EvaluationResult(done if db is not None else None, spec.label, [], db, 0.0, reused=True)
+    try:
+        resumed = None if db is None else resume_row(db, "eval", chash, command=command, runtime=runtime)
+    except BaseException:
+        release_run(db, held)
+        raise
     if resumed is not None:
         say(f"resuming run {int(resumed['id'])} ({resumed['status']}): the datasets it finished are kept and skipped")
-    run_id = None if db is None else int(resumed["id"]) if resumed is not None else db.create_run(
+    run_id = None if db is None else int(resumed["id"]) if resumed is not None else _create_row(
+        db, held,
         kind="eval",
         model=spec.model,
         method=spec.method,
@@ -93,7 +115,7 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
         runtime=runtime,
     )
     t0 = time.time()
-    with Recording(db, run_id, files=lambda: ctx.files_read,
+    with Recording(db, run_id, files=lambda: ctx.files_read, claim=held,
                    earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None):
         records = evaluate(model, suites, ctx, db=db, run_id=run_id,
                            earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None)
@@ -101,3 +123,51 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
         if db is not None and encoded[0] is not None:
             db.merge_runtime(run_id, {"texts_encoded_per_rank": encoded})
     return EvaluationResult(run_id, spec.label, records, db, time.time() - t0)
+
+
+def _create_row(db: Any, held: Any, **fields: Any) -> int:
+    try:
+        return db.create_run(**fields)
+    except BaseException:
+        release_run(db, held)
+        raise
+
+
+def finished_evaluation(db: Any, config_hash: str, method: str, located: list[Any], say: Callable[..., None]) -> int | None:
+    """The newest finished row of this evaluation (same config hash: model fingerprint and settings) whose data are
+    the data located now, unchanged (every file it read has the same hash; every dataset found now is among them);
+    None when there is none (a row on other or changed data is named, and a new row is scored)."""
+    from bench.runtime.provenance import file_sha256
+    from results_db.records import json_column
+
+    runs = db.runs()
+    if runs.empty:
+        return None
+    same = runs[(runs["kind"] == "eval") & (runs["config_hash"] == config_hash) & (runs["method"] == method)
+                & (runs["status"] == "finished")].sort_values("id")  # fmt: skip
+    for row in reversed(same.to_dict("records")):
+        read = json_column(row.get("data_fingerprint"))
+        changed = _changed_data(read, located, file_sha256)
+        if changed is None:
+            return int(row["id"])
+        say(f"run {int(row['id'])} scored this model with these settings, but {changed}; scoring a new row")
+        return None
+    return None
+
+
+def _changed_data(read: dict[str, str], located: list[Any], sha: Callable[[Any], str]) -> str | None:
+    """Why the files a finished evaluation read are not the data located now (None: they are)."""
+    import os
+
+    for path, digest in read.items():
+        try:
+            if sha(path)[: len(str(digest))] != str(digest):
+                return f"its data file {path} changed since"
+        except OSError:
+            return f"its data file {path} is not there any more"
+    files = [os.path.abspath(p) for p in read]
+    for found in located:
+        where = os.path.abspath(str(found.path))
+        if not any(f == where or f.startswith(where.rstrip(os.sep) + os.sep) for f in files):
+            return f"it did not read {found.path} (other data)"
+    return None

@@ -1,12 +1,14 @@
 """A run row's life while its work runs, the same for `bench run` (per method) and `bench eval`:
 
-    with Recording(db, run_id, files=lambda: ctx.files_read):
-        ...train, evaluate...
+    with Recording(db, run_id, files=lambda: ctx.files_read, claim=held):
+        ...train, evaluate, write the run's files...
 
 A heartbeat shows the row's process is alive (`bench results` tells it from one whose process died); on success the
 row is finished with the data fingerprint of the files read; on any exception (SIGTERM and Ctrl-C included) it is
 marked failed or interrupted (`--resume` continues it) and the exception goes on. `db=None` (ranks other than 0)
-records nothing.
+records nothing. The run's claim (`bench.experiment.run_claim`), if given, is released when the block ends, however
+it ends. Everything the row promises (scores, results.json, model card, encoder) is written inside the block: a
+row is finished only once all of it is on disk, and a stop while it is written leaves the row interrupted.
 """
 
 from __future__ import annotations
@@ -20,8 +22,12 @@ from bench.runtime.heartbeat import Heartbeat
 
 class Recording:
     def __init__(self, db: Any, run_id: int | None, files: Callable[[], Iterable[str]] = lambda: (),
-                 earlier_fingerprint: dict[str, str] | None = None):  # fmt: skip
-        self.db, self.run_id, self.files = db, run_id, files
+                 earlier_fingerprint: dict[str, str] | None = None, claim: Any = None,
+                 artifacts: Callable[[Any], None] | None = None):  # fmt: skip
+        self.db, self.run_id, self.files, self.claim = db, run_id, files, claim
+        # Writes the run's files (results.json, model card) given the time it is finished at; a fault or a stop while
+        # they are written leaves the row failed or interrupted, never finished without them.
+        self.artifacts = artifacts
         # A resumed row: the files its first attempt read (datasets it scored are skipped now, so not read again).
         self.earlier = earlier_fingerprint if isinstance(earlier_fingerprint, dict) else {}
         self.beat: Heartbeat | None = None
@@ -31,15 +37,34 @@ class Recording:
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        from bench.experiment.run_claim import release_run
+
+        try:
+            return self._end(exc)
+        finally:
+            release_run(self.db, self.claim)
+
+    def _end(self, exc: BaseException | None) -> bool:
         if exc is not None:
             try:
                 record_failure(self.db, self.run_id, exc, list(self.files()), self.earlier)
             finally:
                 self.beat.stop()
             return False
+        if self.db is not None and self.run_id is not None and self.artifacts is not None:
+            from results_db.models import utcnow
+
+            at = utcnow()
+            try:
+                self.artifacts(at)
+            except BaseException as fault:
+                self._end(fault)
+                raise
+        else:
+            at = None
         self.beat.stop()
         if self.db is not None and self.run_id is not None:
-            reason = mark_finished(self.db, self.run_id, "finished", "", {**self.earlier, **fingerprint_files(self.files())})
+            reason = mark_finished(self.db, self.run_id, "finished", "", {**self.earlier, **fingerprint_files(self.files())}, at)
             if reason is not None:  # every score is recorded; only the row's final status could not be written
                 from results_db.errors import ResultsDBError
 
@@ -91,7 +116,7 @@ def record_failure(db: Any, run_id: int | None, exc: BaseException, files: Any, 
 MARK_ATTEMPTS = 3  # a database locked by another writer is tried again (each attempt waits its busy timeout)
 
 
-def mark_finished(db: Any, run_id: int, status: str, error: str, fingerprint: dict) -> str | None:
+def mark_finished(db: Any, run_id: int, status: str, error: str, fingerprint: dict, at: Any = None) -> str | None:
     """Write the run's final status, again while another process holds the lock; None when written, else why not
     (one line: the store names a locked, full, read-only database)."""
     import time
@@ -101,7 +126,7 @@ def mark_finished(db: Any, run_id: int, status: str, error: str, fingerprint: di
     reason = ""
     for attempt in range(MARK_ATTEMPTS):
         try:
-            db.finish_run(run_id, status=status, error=error, data_fingerprint=fingerprint)
+            db.finish_run(run_id, status=status, error=error, at=at, data_fingerprint=fingerprint)
             return None
         except ResultsDBError as db_exc:
             reason = str(db_exc)

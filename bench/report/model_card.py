@@ -130,9 +130,9 @@ lenbench scored. `bench eval --model path/to/this/folder --suite sts@elong` eval
     return "\n".join(front) + "\n" + body
 
 
-def write_model_card(db: Any, run_id: int, folder: str | Path, paper: str = "") -> Path:
-    """Write README.md into the encoder folder from the database row and its scores; returns the card's path."""
+def write_model_card(db: Any, run_id: int, folder: str | Path, paper: str = "", name: str = CARD_NAME) -> Path:
+    """Write README.md (or `name`) into the encoder folder from the database row and its scores; returns its path."""
     run = db.get_run(run_id)
-    path = Path(folder) / CARD_NAME
+    path = Path(folder) / name
     path.write_text(render_model_card(run, db.scores([run_id]), paper=paper))
     return path

@@ -23,7 +23,6 @@ import datetime as dt
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -173,21 +172,22 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def write_results(db: Any, run_id: int, folder: str | os.PathLike[str]) -> Path:
-    """RUN_FOLDER/results.json of the run, written atomically (a temporary file renamed into place)."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    document = _clean(json.loads(json.dumps(run_results(db, run_id), default=str)))
-    fd, tmp = tempfile.mkstemp(prefix=".results.", suffix=".json.part", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as fh:
+def write_results(db: Any, run_id: int, folder: str | os.PathLike[str], finished_at: Any = None) -> Path:
+    """RUN_FOLDER/results.json of the run, written atomically (bench.runtime.writes: a temporary file renamed into
+    place; a write the disk refuses is one line naming results.json). finished_at: the run is being finished at
+    that time (the file is written before the row is marked, so the row is finished only once its file exists)."""
+    from bench.runtime.writes import atomic_file
+
+    document = run_results(db, run_id)
+    if finished_at is not None:
+        document["run"].update(status="finished", finished_at=_when(finished_at))
+    document = _clean(json.loads(json.dumps(document, default=str)))
+    target = Path(folder) / FILE_NAME
+    with atomic_file(target, f"run {run_id}'s {FILE_NAME}") as tmp:
+        with open(tmp, "w") as fh:
             json.dump(document, fh, indent=2, default=str, allow_nan=False)
             fh.write("\n")
-        os.replace(tmp, folder / FILE_NAME)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return folder / FILE_NAME
+    return target
 
 
 def load_schema() -> dict[str, Any]:

@@ -1,0 +1,123 @@
+"""The one way lenbench writes a file or a folder it keeps: written whole beside the target under a hidden temporary
+name, then moved into place. A write that fails (a full disk, a file-size limit, a read-only folder, a folder where
+the file should be) becomes one line naming the target, never a traceback, and leaves no partial file; what was at
+the target before is left as it was.
+
+    with atomic_file(folder / "results.json", "results.json") as tmp:
+        tmp.write_text(text)                     # fails -> WriteFault, one line; no .part file stays
+
+    with atomic_folder(out, "the backbone") as tmp:
+        model.save_pretrained(tmp)               # the folder appears whole, or not at all
+
+`best_effort=True` (caches: losing one only costs time) logs the fault instead of raising it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bench.runtime.errors import TrainingError
+
+log = logging.getLogger(__name__)
+
+# What a library says when the disk refuses a write it made on its own (safetensors, torch's zip writer, onnx).
+_FAULT_WORDS = ("file too large", "no space left", "disk quota", "read-only file system", "permission denied",
+                "failed writing", "input/output error", "is a directory")  # fmt: skip
+
+
+class WriteFault(TrainingError):
+    """A file or folder lenbench keeps could not be written (one line; nothing partial was left)."""
+
+
+def is_write_fault(exc: BaseException) -> bool:
+    """An OSError, or a serializer's error that reports one (SafetensorError 'File too large', torch's 'failed
+    writing file'): the disk's refusal, not a bug."""
+    if isinstance(exc, OSError):
+        return True
+    if not isinstance(exc, Exception):
+        return False
+    text = str(exc).lower()
+    return any(word in text for word in _FAULT_WORDS)
+
+
+def write_fault(what: str, target: Path, exc: BaseException, kept: str = "") -> WriteFault:
+    """The one line of a failed write of `what` to `target`."""
+    reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())[:160] or type(exc).__name__
+    earlier = f"; {kept}" if kept else ""
+    return WriteFault(f"{what} could not be written to {target} ({type(exc).__name__}: {reason}); nothing partial was "
+                      f"left{earlier}; free space or lift the file-size limit, then run the same command again")  # fmt: skip
+
+
+def _fault(what: str, target: Path, exc: BaseException, kept: str, best_effort: bool) -> None:
+    fault = write_fault(what, target, exc, kept)
+    if best_effort:
+        log.info("%s", fault)
+        return
+    raise fault from None
+
+
+@contextmanager
+def atomic_file(target: str | os.PathLike[str], what: str, *, kept: str = "", best_effort: bool = False) -> Iterator[Path]:
+    """Yield a temporary path beside `target`; on a clean exit it is moved onto `target` (see the module docstring).
+    An exception that is not a write fault goes on as it is (the temporary file is removed either way)."""
+    target = Path(target)
+    tmp: Path | None = None
+    if target.is_dir() and not target.is_symlink() and not best_effort:  # named as itself, not as the temporary file
+        raise WriteFault(f"{what} could not be written: {target} is a folder; move it away (or give another output "
+                         "folder), then run the same command again")  # fmt: skip
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        os.close(fd)
+        tmp = Path(name)
+        yield tmp
+        os.replace(tmp, target)
+    except Exception as exc:  # noqa: BLE001 - sorted below: the disk's refusals become one line, others go on
+        if not is_write_fault(exc):
+            raise
+        _fault(what, target, exc, kept, best_effort)
+    finally:
+        if tmp is not None and tmp.exists():
+            tmp.unlink()
+
+
+@contextmanager
+def atomic_folder(target: str | os.PathLike[str], what: str, *, kept: str = "", best_effort: bool = False) -> Iterator[Path]:
+    """Yield a temporary folder beside `target`; on a clean exit it becomes `target`. A `target` that another process
+    completed meanwhile (it holds a config.json or a file of the same names) is kept: that process wrote the same
+    content. A partial folder left by an older lenbench (no config.json) is replaced."""
+    target = Path(target)
+    tmp: Path | None = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent))
+        yield tmp
+        _move_folder(tmp, target)
+    except Exception as exc:  # noqa: BLE001 - the disk's refusals become one line, others go on
+        if not is_write_fault(exc):
+            raise
+        _fault(what, target, exc, kept, best_effort)
+    finally:
+        if tmp is not None and tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _move_folder(tmp: Path, target: Path) -> None:
+    for _ in range(3):
+        try:
+            tmp.rename(target)
+            return
+        except OSError:  # another process put it there first, or a partial folder from before writes were atomic
+            if (target / "config.json").exists():
+                return
+            if target.is_dir():
+                shutil.rmtree(target, ignore_errors=True)
+            elif target.exists():
+                raise
+    tmp.rename(target)
