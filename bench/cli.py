@@ -136,8 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with graceful_stop():  # SIGTERM / SIGINT: checkpoint, run marked interrupted (bench.runtime.signals)
             code = int(args.func(args) or 0)
+            stdout.flush()  # a reader that closed the pipe early (`| head`) is met here, not at exit
         clean = True
         return code
+    except BrokenPipeError:  # the reader of stdout is gone: nothing more can be shown, and nothing is wrong
+        _silence_stdout()
+        return 128 + 13  # as a process killed by SIGPIPE (what `set -o pipefail` expects)
     except StopRequested as exc:
         print(f"bench: {exc.message(args.command)}", file=sys.stderr)
         return exc.exit_code
@@ -165,6 +169,18 @@ def main(argv: list[str] | None = None) -> int:
             from bench.runtime import distributed
 
             distributed.release(clean)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush at exit finds no closed pipe to complain about."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":

@@ -120,8 +120,8 @@ def test_a_new_row_never_takes_another_rows_folder(tmp_path):
     (first / "encoder").mkdir(parents=True)
     (first / "TRAINED").write_text("{}")
     second = new_run_folder(tmp_path, "simcse", 0, per_seed=False)
-    assert second == tmp_path / "simcse-2" and not second.exists()
-    second.mkdir()
+    # made here, empty, for the new row alone (atomically: a process choosing at the same time gets another one)
+    assert second == tmp_path / "simcse-2" and second.is_dir() and not list(second.iterdir())
     assert new_run_folder(tmp_path, "simcse", 1, per_seed=True) == tmp_path / "simcse-seed1"
     assert new_run_folder(tmp_path, "simcse", 0, per_seed=False) == tmp_path / "simcse-3"
 

@@ -104,3 +104,76 @@ sys.exit(main({argv!r}))
     (row,) = ResultsDB(tmp_path / "r.sqlite").runs().to_dict("records")
     assert row["status"] == "failed" and "could not be written" in row["error"]
     assert not [p for p in (tmp_path / "runs").rglob("*") if p.name.startswith(".") and p.name.endswith((".tmp",)) or ".tmp-" in p.name]
+
+
+# ------------------------------------------------------------------ every write, not only checkpoints and encoders
+def test_bench_run_writing_an_embedding_bag_backbone_past_the_limit_is_one_line(tmp_path):
+    """The generated backbone folder is written through the same path: one line, no traceback, nothing partial."""
+    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", [("a b c", "a b d", 3.0), ("x y", "z w", 1.0), ("cat dog", "dog cat", 4.0)])
+    (tmp_path / "corpus.txt").write_text("\n".join(f"sentence {i} about topic {i % 5} here" for i in range(40)) + "\n")
+    argv = ["run", "--method", "simcse", "--backbone", "embedding-bag", "--corpus", "corpus.txt", "--budget", "steps=2",
+            "--batch-size", "4", "--max-len", "32", "--suite", "sts:stsb", "--data-dir", "data", "--db", "r.sqlite",
+            "--out", "runs", "--no-progress", "--no-baseline"]  # fmt: skip
+    proc = _child(LIMIT + f"""
+import sys
+from bench.cli import main
+limit(2_000_000)  # the backbone's embedding table is ~30 MB; the database and corpus files are far smaller
+sys.exit(main({argv!r}))
+""", tmp_path)
+    err = proc.stderr
+    assert proc.returncode == 2, proc.stdout + err
+    assert "Traceback" not in err and "SafetensorError" not in err.split("(")[0]
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("bench: error:")]
+    assert "the backbone embedding-bag-256 could not be written to runs/backbones/embedding-bag-256 (" in line
+    assert "nothing partial was left" in line
+    backbones = tmp_path / "runs" / "backbones"
+    assert not backbones.exists() or not list(backbones.iterdir())  # no partial folder, no hidden temporary one
+
+
+def test_a_cache_write_past_the_limit_is_skipped_and_leaves_no_partial_file(tmp_path):
+    proc = _child(LIMIT + """
+import pathlib
+import numpy as np
+from bench.data.token_cache import TokenTable, _write
+limit(100_000)
+table = TokenTable(["x"] * 10, np.arange(1_000_000, dtype=np.int64), np.arange(11, dtype=np.int64))
+_write(pathlib.Path("cache/tokens/key.npz"), table)
+print("FILES", sorted(p.name for p in pathlib.Path("cache").rglob("*") if p.is_file()))
+""", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "FILES []" in proc.stdout  # neither the entry nor a partial temporary file
+
+
+def test_results_json_that_is_a_folder_is_named_as_itself(tmp_path):
+    from bench.report.results_file import write_results
+    from bench.runtime.writes import WriteFault
+    from results_db import ResultsDB
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    run_id = db.create_run(kind="eval", model="m", method="vanilla", config={}, config_hash="h", status="finished")
+    (tmp_path / "run" / "results.json").mkdir(parents=True)
+    with pytest.raises(WriteFault) as caught:
+        write_results(db, run_id, tmp_path / "run")
+    message = str(caught.value)
+    assert f"{tmp_path / 'run' / 'results.json'} is a folder" in message and ".part" not in message
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["results.json"]
+
+
+def test_a_closed_stdout_ends_a_command_quietly(tmp_path):
+    """`bench results --db lb.sqlite | head -1`: the reader is gone; no BrokenPipeError, no traceback."""
+    from results_db import ResultsDB
+    from results_db.records import ScoreRecord
+
+    db = ResultsDB(tmp_path / "lb.sqlite")
+    for i in range(30):
+        run_id = db.create_run(kind="eval", model=f"model-{i}", method="vanilla", config={}, config_hash=f"h{i}",
+                               status="finished", suite="sts:stsb")  # fmt: skip
+        db.add_scores(run_id, [ScoreRecord("sts", "stsb", "spearman", 50.0 + i, 10)])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "results", "--db", "lb.sqlite"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    proc.stdout.close()  # the reader is gone before anything is written
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert "BrokenPipe" not in err and "Traceback" not in err and "Exception ignored" not in err, err
+    assert proc.returncode == 128 + 13

@@ -328,11 +328,11 @@ def _note_text_count(spec: str, path: Path, texts: int, complete: bool, digest: 
         if entry == old:
             return
         counts[key] = entry
-        target = cache_dir() / COUNTS_FILE
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f"{COUNTS_FILE}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(counts, indent=1, sort_keys=True))
-        os.replace(tmp, target)  # concurrent writers: one wins, a lost entry is counted again by the next load
+        from bench.runtime.writes import atomic_file
+
+        # concurrent writers: one wins, a lost entry is counted again by the next load
+        with atomic_file(cache_dir() / COUNTS_FILE, "the corpus counts", best_effort=True) as tmp:
+            tmp.write_text(json.dumps(counts, indent=1, sort_keys=True))
     except OSError:
         pass  # a read-only cache folder: the count is simply not remembered
 

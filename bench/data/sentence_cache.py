@@ -19,7 +19,6 @@ killed run leaves no half file; an unreadable or short file is ignored and made 
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -31,7 +30,6 @@ from typing import Any
 from bench.data import sentences
 from bench.runtime.paths import cache_dir
 
-log = logging.getLogger(__name__)
 
 SEP = "\x1e"
 FOLDER = "sentences"
@@ -112,16 +110,15 @@ def _read(path: Path, n: int) -> list[tuple[str, ...]] | None:
 
 
 def _write(path: Path, splits: list[tuple[str, ...]]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Best effort (a read-only cache folder: the splits are simply not kept), and never a partial file; concurrent
+    writers write the same content: either one wins."""
+    from bench.runtime.writes import atomic_file
+
+    with atomic_file(path, "the sentence-split cache", best_effort=True) as tmp:
         with open(tmp, "w", encoding="utf-8") as fh:
             for parts in splits:
                 fh.write(SEP.join(parts))
                 fh.write("\n")
-        os.replace(tmp, path)  # concurrent writers write the same content: either one wins
-    except OSError as exc:  # a read-only cache folder: the splits are simply not kept
-        log.info("sentence splits not cached (%s)", exc)
 
 
 def prepare(texts: Sequence[str], workers: int | None = None, use_disk: bool = True) -> Prepared:

@@ -13,8 +13,6 @@ and the strings in order. A tokenizer without a serialised form (a slow Python o
 from __future__ import annotations
 
 import hashlib
-import logging
-import os
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -24,8 +22,6 @@ import numpy as np
 
 from bench.data.sentence_cache import parallel_map
 from bench.runtime.paths import cache_dir
-
-log = logging.getLogger(__name__)
 
 FOLDER = "tokens"
 FORMAT = 1
@@ -123,13 +119,12 @@ def _read(path: Path, strings: Sequence[str]) -> TokenTable | None:
 
 
 def _write(path: Path, table: TokenTable) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
-        np.savez(tmp, ids=table.ids, offsets=table.offsets)
-        os.replace(tmp, path)
-    except OSError as exc:
-        log.info("token ids not cached (%s)", exc)
+    """Best effort (a read-only or full cache folder: the ids are simply not kept), and never a partial file."""
+    from bench.runtime.writes import atomic_file
+
+    with atomic_file(path, "the token-id cache", best_effort=True) as tmp:
+        with open(tmp, "wb") as fh:  # a file object: np.savez adds no .npz suffix to it
+            np.savez(fh, ids=table.ids, offsets=table.offsets)
 
 
 def bodies(strings: Sequence[str], tokenizer: Any, max_body: int, workers: int | None = None,

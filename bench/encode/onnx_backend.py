@@ -147,13 +147,10 @@ def export_pooled(model: Any, pooling: str, path: Path, fingerprint: str = "", f
             meta = {"format": FORMAT, "fingerprint": fingerprint, "pooling": pooling, "graph": kind, "fused": stats, "notes": notes,
                     "probe": {k: v.tolist() for k, v in probe.items()}, "expected": want.tolist()}  # fmt: skip
             graph.metadata_props.add(key=META_KEY, value=json.dumps(meta))
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            try:
+            from bench.runtime.writes import atomic_file
+
+            with atomic_file(path, "the ONNX export", kept="the model runs with --backend torch meanwhile") as tmp:
                 onnx.save_model(graph, str(tmp))
-                os.replace(tmp, path)
-            finally:
-                tmp.unlink(missing_ok=True)
             return meta
         notes.append(f"{kind} graph disagrees with torch on the probe batch (min cosine {cos:.6f}, norm error {norm_error:.2e})")
     raise ModelLoadError(f"cannot export the model to ONNX for --backend onnx: {'; '.join(notes)}. Use --backend torch")

@@ -263,6 +263,8 @@ class ExportSummary:
 
 
 def export_runs(db: Any, run_ids: list[int], out_dir: str | Path) -> ExportSummary:
+    from bench.runtime.writes import atomic_file
+
     out = Path(out_dir)
     summary = ExportSummary()
     for run_id in run_ids:
@@ -280,9 +282,11 @@ def export_runs(db: Any, run_ids: list[int], out_dir: str | Path) -> ExportSumma
                 summary.replaced.append(f"{path.relative_to(out)} (run {run_id} over an earlier run)")
             else:
                 summary.files.append(path)
-            result.to_disk(path)
+            with atomic_file(path, f"the MTEB result {path.name}") as tmp:  # whole, or one line and no partial file
+                result.to_disk(tmp)
         meta_path = folder / "model_meta.json"
-        meta_path.write_text(json.dumps(model_meta(run, name, revision), default=str, indent=4))
+        with atomic_file(meta_path, "the MTEB model_meta.json") as tmp:
+            tmp.write_text(json.dumps(model_meta(run, name, revision), default=str, indent=4))
         if meta_path not in summary.files:
             summary.files.append(meta_path)
     return summary
