@@ -135,3 +135,49 @@ sys.exit(main({argv!r}))
     assert [r["status"] for r in rows] == ["finished"]
     assert sum("being scored by another process" in p.stdout for p in procs) == 1
     assert sum("reusing it (nothing scored" in p.stdout for p in procs) == 1
+
+
+# ------------------------------------------------------------------------ the claim itself, SQLite and PostgreSQL
+def _hold_in_turn(url: str, out: "object") -> None:
+    import time
+
+    from bench.experiment.run_claim import claim_run, release_run
+
+    db = ResultsDB(url)
+    said: list[str] = []
+    held = claim_run(db, "train", "h" * 16, "simcse", said.append, "[simcse]", poll=0.02)
+    start = time.monotonic()
+    time.sleep(0.3)  # the work: nobody else may hold the claim meanwhile
+    end = time.monotonic()
+    release_run(db, held)
+    out.put((start, end, said))
+
+
+def _mutual_exclusion(url: str) -> None:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    ResultsDB(url).engine.dispose()  # created before the processes start
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_hold_in_turn, args=(url, out)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    spans = sorted(out.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    for (_, end, _), (start, _, _) in zip(spans, spans[1:]):
+        assert start >= end, spans  # one holder at a time
+    waited = [said for _, _, said in spans if said]
+    assert waited and all("being trained by another process (pid" in said[0] for said in waited)
+
+
+def test_a_run_claim_has_one_holder_at_a_time_on_sqlite(tmp_path):
+    _mutual_exclusion(str(tmp_path / "claims.sqlite"))
+
+
+def test_a_run_claim_has_one_holder_at_a_time_on_postgresql():
+    from tests.postgres_cluster import throwaway_postgres
+
+    with throwaway_postgres() as url:
+        _mutual_exclusion(url)

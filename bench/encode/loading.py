@@ -206,18 +206,14 @@ def save_encoder(
 ) -> Path:
     """Save a transformers model folder that `bench eval --model` and sentence-transformers both load."""
     from bench.encode.embedding_bag import is_embedding_bag, write_sentence_transformers_files
-
-    import shutil
-
     from bench.runtime.progress import quiet_transformers
+    from bench.runtime.writes import atomic_folder
 
     out = Path(folder)
-    # Written whole into a hidden sibling first, then moved in: a failed write (full disk, file-size limit) leaves
-    # no half-written encoder where a later `bench eval` would load it.
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        tmp.mkdir(parents=True)
+    # Written whole into a hidden sibling first, then moved in (bench.runtime.writes): a failed write (full disk,
+    # file-size limit) is one line and leaves no half-written encoder where a later `bench eval` would load it.
+    with atomic_folder(out, "the encoder", kept="training checkpoints are kept (bench run --resume saves it again)",
+                       replace=True) as tmp:  # fmt: skip
         quiet_transformers()
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
@@ -225,18 +221,6 @@ def save_encoder(
             write_sentence_transformers_files(tmp)
         else:
             write_st_config(tmp, int(model.config.hidden_size), pooling, max_len)
-    except Exception as exc:  # noqa: BLE001 - one line, nothing partial left
-        shutil.rmtree(tmp, ignore_errors=True)
-        from bench.runtime.errors import write_error
-
-        raise write_error("the encoder", out, exc, "training checkpoints are kept (bench run --resume saves it again)") from None
-    out.mkdir(parents=True, exist_ok=True)
-    for entry in tmp.iterdir():
-        target = out / entry.name
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        os.replace(entry, target)
-    tmp.rmdir()
     return out
 
 

@@ -51,8 +51,11 @@ def declare_scoring(folder: str | os.PathLike[str], pooling: str, max_len: int) 
         modules = []
     if modules and modules != [m["type"] for m in MODULES]:
         return  # another layout (a StaticEmbedding folder reads whole texts, has no pooling): left as saved
+    from bench.runtime.writes import atomic_folder
+
     config = json.loads((out / "config.json").read_text())
-    write_st_config(out, int(config["hidden_size"]), pooling, max_len)
+    with atomic_folder(out, "the encoder's sentence-transformers files", replace=True) as tmp:
+        write_st_config(tmp, int(config["hidden_size"]), pooling, max_len)
 
 
 def folder_pooling(model_dir: str | os.PathLike[str]) -> str | None:

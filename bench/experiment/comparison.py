@@ -572,7 +572,10 @@ def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg,
     if not distributed.is_main():
         return str(result.encoder_dir)
     db.update_run(run_id, budget_consumed=consumed, model=str(result.encoder_dir))
-    done_marker.write_text(json.dumps(consumed))
+    from bench.runtime.writes import atomic_file
+
+    with atomic_file(done_marker, "the TRAINED marker", kept="training checkpoints are kept (--resume continues)") as tmp:
+        tmp.write_text(json.dumps(consumed))
     print(f"[{method}] trained {result.consumed.steps} steps in {time.time() - t0:.0f}s ({stop_reason(result.stopped_by)}); "
           f"final loss {result.final_loss:.3e}; encoder {result.encoder_dir}")
     warning = loss_warning(method, result.losses)

@@ -16,8 +16,14 @@ class TrainingError(RuntimeError):
     """Training stopped: non-finite loss, nothing to train on..."""
 
 
-def write_error(what: str, where: object, exc: BaseException, kept: str) -> TrainingError:
-    """One line for a checkpoint or an encoder that could not be written; the writer has removed what it began."""
-    reason = " ".join(str(exc).split())[:160] or type(exc).__name__
-    return TrainingError(f"{what} could not be written to {where} ({type(exc).__name__}: {reason}); nothing partial was "
-                         f"left, {kept}; free space or lift the file-size limit, then run the same command again")
+class WriteFault(TrainingError):
+    """A file or folder lenbench keeps could not be written (one line; nothing partial was left)."""
+
+
+def write_error(what: str, where: object, exc: BaseException, kept: str = "") -> WriteFault:
+    """One line for anything lenbench keeps (a checkpoint, an encoder, results.json, a backbone...) that could not be
+    written; the writer has removed what it began (bench.runtime.writes)."""
+    reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())[:160] or type(exc).__name__
+    kept = f", {kept}" if kept else ""
+    return WriteFault(f"{what} could not be written to {where} ({type(exc).__name__}: {reason}); nothing partial was "
+                      f"left{kept}; free space or lift the file-size limit, then run the same command again")

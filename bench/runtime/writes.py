@@ -22,17 +22,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.runtime.errors import TrainingError
+from bench.runtime.errors import WriteFault, write_error
+
+__all__ = ["WriteFault", "atomic_file", "atomic_folder", "is_write_fault"]
 
 log = logging.getLogger(__name__)
 
 # What a library says when the disk refuses a write it made on its own (safetensors, torch's zip writer, onnx).
 _FAULT_WORDS = ("file too large", "no space left", "disk quota", "read-only file system", "permission denied",
                 "failed writing", "input/output error", "is a directory")  # fmt: skip
-
-
-class WriteFault(TrainingError):
-    """A file or folder lenbench keeps could not be written (one line; nothing partial was left)."""
 
 
 def is_write_fault(exc: BaseException) -> bool:
@@ -46,16 +44,8 @@ def is_write_fault(exc: BaseException) -> bool:
     return any(word in text for word in _FAULT_WORDS)
 
 
-def write_fault(what: str, target: Path, exc: BaseException, kept: str = "") -> WriteFault:
-    """The one line of a failed write of `what` to `target`."""
-    reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())[:160] or type(exc).__name__
-    earlier = f"; {kept}" if kept else ""
-    return WriteFault(f"{what} could not be written to {target} ({type(exc).__name__}: {reason}); nothing partial was "
-                      f"left{earlier}; free space or lift the file-size limit, then run the same command again")  # fmt: skip
-
-
 def _fault(what: str, target: Path, exc: BaseException, kept: str, best_effort: bool) -> None:
-    fault = write_fault(what, target, exc, kept)
+    fault = write_error(what, target, exc, kept)
     if best_effort:
         log.info("%s", fault)
         return
@@ -88,17 +78,19 @@ def atomic_file(target: str | os.PathLike[str], what: str, *, kept: str = "", be
 
 
 @contextmanager
-def atomic_folder(target: str | os.PathLike[str], what: str, *, kept: str = "", best_effort: bool = False) -> Iterator[Path]:
-    """Yield a temporary folder beside `target`; on a clean exit it becomes `target`. A `target` that another process
-    completed meanwhile (it holds a config.json or a file of the same names) is kept: that process wrote the same
-    content. A partial folder left by an older lenbench (no config.json) is replaced."""
+def atomic_folder(target: str | os.PathLike[str], what: str, *, kept: str = "", best_effort: bool = False,
+                  replace: bool = False) -> Iterator[Path]:  # fmt: skip
+    """Yield a temporary folder beside `target`; on a clean exit it becomes `target`. Without `replace`, a `target`
+    that another process completed meanwhile (it holds a config.json) is kept: that process wrote the same content,
+    and a partial folder left by an older lenbench (no config.json) is replaced. With `replace`, each written entry
+    replaces its namesake in `target` (an encoder saved again over an earlier one)."""
     target = Path(target)
     tmp: Path | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent))
         yield tmp
-        _move_folder(tmp, target)
+        _move_entries(tmp, target) if replace else _move_folder(tmp, target)
     except Exception as exc:  # noqa: BLE001 - the disk's refusals become one line, others go on
         if not is_write_fault(exc):
             raise
@@ -106,6 +98,15 @@ def atomic_folder(target: str | os.PathLike[str], what: str, *, kept: str = "", 
     finally:
         if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _move_entries(tmp: Path, target: Path) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    for entry in tmp.iterdir():
+        into = target / entry.name
+        if into.is_dir() and not into.is_symlink():
+            shutil.rmtree(into)
+        os.replace(entry, into)
 
 
 def _move_folder(tmp: Path, target: Path) -> None:
