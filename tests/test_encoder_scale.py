@@ -287,12 +287,12 @@ def test_warm_bench_eval_of_cached_texts_imports_neither_torch_nor_transformers(
             "--data-dir", str(tmp_path / "data"), "--db", str(tmp_path / "r.sqlite")]  # fmt: skip
     monkeypatch.setenv("LENBENCH_CACHE", str(tmp_path / "cache"))
     assert main(argv) == 0  # cold: encodes every query and document
-    code = f"import sys; from bench.cli import main; rc = main({argv!r}); print(rc, 'torch' in sys.modules, 'transformers' in sys.modules)"
+    warm_argv = argv[:-1] + [str(tmp_path / "r2.sqlite")]  # another database: scored again (r.sqlite reuses its row)
+    code = f"import sys; from bench.cli import main; rc = main({warm_argv!r}); print(rc, 'torch' in sys.modules, 'transformers' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split()[-3:] == ["0", "False", "False"], proc.stdout
-    scores = ResultsDB(tmp_path / "r.sqlite").scores()
-    cold, warm = (scores[scores.run_id == run].set_index("metric")["value"] for run in (1, 2))
+    cold, warm = (ResultsDB(tmp_path / db).scores().set_index("metric")["value"] for db in ("r.sqlite", "r2.sqlite"))
     assert cold.to_dict() == warm.to_dict() and len(cold) == (3 if suite.startswith("beir") else 1)
 
 
