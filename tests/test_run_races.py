@@ -181,3 +181,27 @@ def test_a_run_claim_has_one_holder_at_a_time_on_postgresql():
 
     with throwaway_postgres() as url:
         _mutual_exclusion(url)
+
+
+def test_an_evaluation_is_reused_while_its_data_are_unchanged(tmp_path, tiny_model_dir, capsys):
+    """`bench eval` keys its row by what it computes (model weights, settings) and by its data: the same command
+    reuses the finished row; changed data, or --rerun, scores a new row."""
+    from bench.cli import main
+
+    data = _setup(tmp_path)
+    argv = ["eval", "--model", str(tiny_model_dir), "--suite", "sts:stsb", "--max-len", "32", "--data-dir", str(data),
+            "--db", str(tmp_path / "r.sqlite"), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "run 1 already scored this model with these settings on the same data; reusing it" in out and "spearman" in out
+    assert len(ResultsDB(tmp_path / "r.sqlite").runs()) == 1
+
+    sts = data / "sts" / "stsb-test.tsv"
+    sts.write_text(sts.read_text().replace("4.8", "3.9"))
+    assert main(argv) == 0
+    assert f"its data file {sts} changed since; scoring a new row" in capsys.readouterr().out
+    assert main(argv + ["--rerun"]) == 0
+    rows = ResultsDB(tmp_path / "r.sqlite").runs()
+    assert rows["status"].tolist() == ["finished"] * 3 and rows["config_hash"].nunique() == 1

@@ -60,8 +60,9 @@ def test_eval_cli_records_attacked_and_hits_the_cache(tiny_model_dir, data_dir, 
     scores = ResultsDB(db_path).scores()
     assert set(scores["variant"]) == {"clean", "elong-2", "elong-4", "elong-8", "elong-rand"}
     assert set(scores["dataset"]) == {"stsb", "sts12"}
-    # The same evaluation again: every text is in the embedding cache, the model is never called.
-    assert main(args) == 0
+    # The same evaluation again (--rerun: scored in a new row, not the finished one reused): every text is in the
+    # embedding cache, the model is never called.
+    assert main(args + ["--rerun"]) == 0
     assert len(calls) == first
     runs = ResultsDB(db_path).runs()
     assert runs["status"].tolist() == ["finished", "finished"]

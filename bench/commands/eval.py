@@ -27,6 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--model", required=True, help="local model folder, hub id, 'minilm' (packaged all-MiniLM-L6-v2) or 'bm25'")
     p.add_argument("--suite", action="append", required=True, help="suite string, e.g. sts@elong or beir:scifact (suites: {suites})")
+    p.add_argument("--rerun", action="store_true", help="score again in a new row even when a finished evaluation with "
+                   "these settings, weights and data exists (default: reuse it; the old row is kept)")
     add_encoder_options(p)
     add_eval_options(p)
     add_nproc(p)

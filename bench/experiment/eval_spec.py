@@ -14,6 +14,7 @@ class EvalSpec:
     model: str  # folder, hub id, 'minilm' or 'bm25'
     suite_args: list[str]
     settings: EvalSettings = field(default_factory=EvalSettings)
+    rerun: bool = False  # score again in a new row even when a finished row of this evaluation exists
 
     @classmethod
     def from_args(cls, args: Any) -> "EvalSpec":
@@ -34,7 +35,7 @@ class EvalSpec:
             attack_params=attack_params,
             options={"needle_lengths": needle_lengths} if needle_lengths else {},
         )
-        return cls(args.model, suite_args, settings)
+        return cls(args.model, suite_args, settings, rerun=bool(getattr(args, "rerun", False)))
 
     @property
     def method(self) -> str:

@@ -80,7 +80,7 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
     # this evaluation's claim (a second process asking for it waits), then its finished row if one scored these data
     held = None if db is None else claim_run(db, "eval", chash, spec.method, say, f"[{spec.label}]")
     try:
-        done = None if db is None else finished_evaluation(db, chash, spec.method, located, say)
+        done = None if db is None or spec.rerun else finished_evaluation(db, chash, spec.method, located, say)
     except BaseException:
         release_run(db, held)
         raise
