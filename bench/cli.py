@@ -106,10 +106,6 @@ def main(argv: list[str] | None = None) -> int:
     # only an unset variable lets the tokenizer switch itself to one thread in a forked child (its fork handler),
     # where its thread pool does not exist. The processes lenbench starts (sweep workers, torchrun ranks) exec a new
     # interpreter, so they start with a fresh pool.
-    if getattr(args, "allow_pickle", False):  # only the commands that load models define it
-        from bench.encode.weights import set_allow_pickle
-
-        set_allow_pickle(True)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -41,7 +41,7 @@ VARIABLES: dict[str, Variable] = {
         Variable("LENBENCH_MEMMAP_BYTES", "integer", "embedding bytes kept in memory before spilling to a file",
                  minimum=0),  # fmt: skip
         Variable("LENBENCH_DOWNLOAD", "flag", "--download by default"),
-        Variable("LENBENCH_ALLOW_PICKLE", "flag", "--allow-pickle"),
+        Variable("LENBENCH_ALLOW_PICKLE", "flag", "--allow-pickle by default"),
         Variable("LENBENCH_ONNX_FUSE", "flag", "ONNX Runtime's transformer fusion"),
         Variable("LENBENCH_CUDNN_ATTENTION", "flag", "torch's default attention kernels on CUDA, cuDNN's included"),
         Variable("LENBENCH_DB", "text", "the results database"),

@@ -4,8 +4,8 @@
 
     ev = lenbench.evaluate("minilm", suites="sts:stsb@elong", limit=300)      # = bench eval
     ev.to_pandas()                                                            # one row per score, with n and CI
-    cmp = lenbench.run(methods="laser3-self,simcse", budget="steps=60")       # = bench run
-    print(cmp.report()); cmp.differences()
+    cmp = lenbench.run(methods=["laser3-self", "simcse"], budget="steps=60")  # = bench run
+    print(cmp.report()); cmp.differences()                                    # differences as numbers
     lenbench.load("lenbench.sqlite").comparison()                             # what is stored (= bench results)
 """
 

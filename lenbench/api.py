@@ -1,68 +1,77 @@
 """The Python API: `evaluate`, `run` and `load`, the same code path as `bench eval`, `bench run` and `bench results`.
 
-Keyword options are the commands' options by their names (`--max-len 32` is `max_len=32`, a flag is `True`, a
-repeatable option takes a list, `suites=` and `methods=` take a string or a list). They go through the command's own
-parser and checks, so defaults, validation and the recorded run rows (config, config hash, command) are exactly the
-command's: a run made here and the same run made on the command line are the same row (the second one reuses it).
-Errors are the commands' (`bench.runtime.errors.ConfigError` and the like), raised, not printed.
+Keyword options are the commands' options by their names (`--max-len 32` is `max_len=32`, a flag is `True` or
+`False`), given as Python values: a number for a number, and for a list option (`seeds`, `methods`, `suites`, `elong`,
+`hp`, `attack`, `report_to`...) a string as on the command line or a list, tuple, set or generator of items
+(`seeds=[0, 1, 2]` trains three seeds). They become the commands' own specs directly (`RunSpec.from_options`,
+`EvalOptions.from_options`: bench.experiment.command_options types and checks them as the parser would, from the
+same declarations and defaults), so the recorded run rows (config, config hash, command) are exactly the command's:
+a run made here and the same run made on the command line are the same row (the second one reuses it). Errors are
+lenbench's own (`bench.runtime.errors.ConfigError`, `ModelLoadError`, results_db's `ResultsDBError`...), raised with
+the command's one-line message, never printed.
 
 Every call records into a results database (`db=`, default the commands' default: $LENBENCH_DB or
 ./lenbench.sqlite) and returns a `Results`: the run ids by method, `to_pandas()` (one row per score with backbone,
 budget, corpus, seed, n, subset and the 95% interval), `report()` (the tables the command prints), `differences()`
-(each method minus the reference, with intervals) and `curves()`.
+(each method minus the reference, with intervals, as numbers) and `curves()`. `quiet=True` prints nothing.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import io
+import numbers
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 
 # ------------------------------------------------------------------------------------------- options
-def _argv(command: str, options: Mapping[str, Any]) -> list[str]:
-    """`bench COMMAND` arguments for keyword options: None left out, True a flag, False left out, a list repeats."""
-    argv = [command]
-    for name, value in options.items():
-        if value is None or value is False:
-            continue
-        flag = "--" + name.replace("_", "-")
-        if value is True:
-            argv.append(flag)
-            continue
-        for item in value if isinstance(value, (list, tuple)) else [value]:
-            argv += [flag, str(item)]
-    return argv
-
-
-def _parse(command: str, options: Mapping[str, Any]) -> argparse.Namespace:
-    """The command's own parser and option checks; a bad option raises ConfigError (argparse's exits become one)."""
-    from bench.cli import build_parser
+def _typed(cls: Any, options: Mapping[str, Any]) -> Any:
+    """`cls.from_options(options)` (RunSpec, EvalOptions) with the checks the command makes right after parsing
+    (ranges, devices, output folders, model names); a bad value is a ConfigError with the command's message."""
+    from bench.data.download import download_default
     from bench.experiment.option_ranges import check_args
     from bench.runtime.errors import ConfigError
 
-    argv = _argv(command, options)
-    parser = build_parser()
-    err = io.StringIO()
+    given = {k: v for k, v in options.items() if v is not None}
     try:
-        with contextlib.redirect_stderr(err):
-            args = parser.parse_args(argv)
-    except SystemExit:
-        lines = [line for line in err.getvalue().splitlines() if line.strip()]
-        raise ConfigError(lines[-1].split("error: ", 1)[-1] if lines else f"bad options for {command}") from None
-    args.argv = argv
-    check_args(args)
-    return args
+        typed = cls.from_options({"download": download_default(), **given})  # --download's default: $LENBENCH_DOWNLOAD
+    except ConfigError:
+        raise
+    except ValueError as exc:  # the parser's wording ("argument --limit: ..."), as lenbench's own error
+        raise ConfigError(str(exc)) from None
+    check_args(typed)
+    if typed.nproc is not None and typed.nproc > 1:
+        command = "run" if cls.__name__ == "RunSpec" else "eval"
+        raise ConfigError(f"nproc={typed.nproc}: the Python API runs in this process only; for {typed.nproc} processes "
+                          f"run `bench {command} --nproc {typed.nproc} ...` (or torchrun) from a shell")  # fmt: skip
+    return typed
 
 
-def _joined(value: str | Sequence[str] | None) -> str | list[str] | None:
-    if value is None or isinstance(value, str):
-        return value
-    return list(value)
+def _as_typed(typed: Any, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The options given, as typed (a generator is read once; its items are in the typed value), for the recorded
+    command line."""
+    return {name: getattr(typed, name) for name, value in given.items() if value is not None}
+
+
+@contextlib.contextmanager
+def _job(quiet: bool, command: str) -> Iterator[None]:
+    """Around one job: progress bars and lines off when quiet (transformers' and the hub's too), and rows recorded
+    with the equivalent `bench` command line."""
+    from bench.experiment.record import invoked_as
+    from bench.runtime import progress
+
+    progress.configure(quiet=quiet)
+    try:
+        with invoked_as(command):
+            yield
+    finally:
+        progress.restore()
+
+
+def _say(quiet: bool) -> Any:
+    return (lambda *a, **k: None) if quiet else print
 
 
 # ------------------------------------------------------------------------------------------- results
@@ -92,17 +101,20 @@ class Results:
         """The tables `bench run` / `bench results` print for these runs."""
         from bench.report.tables import comparison_report
 
-        return comparison_report(self.db, self.runs, reference or self._reference(), profile=True)
+        return comparison_report(self.db, self.runs, self._reference(reference), profile=True)
 
     def differences(self, reference: str | None = None) -> Any:
         """Each method minus the reference on every (suite, dataset, metric, variant), with its 95% interval (paired
-        bootstrap for one run per method, t-interval over seeds for several), as `report()` shows it."""
-        from bench.report.tables import differences_table, load_scores
+        bootstrap for one run per method, over seeds and items for several), as `report()` computes it, in numbers:
+        suite, dataset, metric, variant, method, n, diff, ci_low, ci_high, p (floats), significant (the interval
+        excludes 0 after Holm's correction over the table, the report's `*`) and interval (how it was computed)."""
+        from bench.report.tables import difference_numbers, load_scores, with_run_columns
 
+        reference = self._reference(reference)
         scores = load_scores(self.db, self.runs)
-        seeds = self.db.runs().set_index("id")["seed"]
-        scores["run_seed"] = scores["run_id"].map(seeds)
-        return differences_table(self.db, scores, reference or self._reference(), list(self.runs))
+        if scores.empty:
+            return difference_numbers(self.db, scores, reference, [])
+        return difference_numbers(self.db, with_run_columns(self.db, scores), reference, list(self.runs))
 
     def curves(self) -> Any:
         """Learning-curve points of these runs (bench run --eval-every), one row per run, step and score."""
@@ -110,7 +122,15 @@ class Results:
 
         return with_final(curve_frame(self.db, self.run_ids), self.db)
 
-    def _reference(self) -> str:
+    def _reference(self, asked: str | None = None) -> str:
+        """The row differences are taken against: `asked` (it must be one of these runs' methods), else the
+        comparison's reference, else vanilla, else the first."""
+        if asked is not None:
+            if asked not in self.runs:
+                from bench.runtime.errors import ConfigError
+
+                raise ConfigError(f"reference {asked!r} is not one of the compared methods ({', '.join(self.runs)})")
+            return asked
         if self.reference in self.runs:
             return self.reference
         return "vanilla" if "vanilla" in self.runs else next(iter(self.runs))
@@ -125,18 +145,23 @@ def evaluate(model: str, suites: str | Sequence[str], *, db: str | os.PathLike[s
              quiet: bool = False, **options: Any) -> Results:  # fmt: skip
     """Score `model` (a folder, a hub id, 'minilm' or 'bm25') on `suites` and record it: `bench eval`.
 
-    options: `bench eval`'s options by name (limit=300, max_len=256, pooling="mean", elong="2,rand", attack=[...],
-    seed=0, data_dir=..., download=True, device="cpu", backend="onnx", no_cache=True, ...)."""
-    from bench.experiment.eval_spec import EvalSpec
+    options: `bench eval`'s options by name (limit=300, max_len=256, pooling="mean", elong="2,rand" or ["2", "rand"],
+    attack=[...], seed=0, data_dir=..., download=True, device="cpu", backend="onnx", no_cache=True,
+    allow_pickle=True, ...)."""
+    from bench.evaluate.suites import parse_suites
+    from bench.experiment.command_options import command_text
+    from bench.experiment.eval_spec import EvalOptions, EvalSpec
     from bench.experiment.evaluation import run_evaluation
     from results_db import ResultsDB
 
-    args = _parse("eval", {"model": model, "suite": _joined(suites), "db": None if db is None else str(db),
-                           "no_progress": quiet or None, **options})  # fmt: skip
-    spec = EvalSpec.from_args(args)
-    with _command_line(args.argv):
-        result = run_evaluation(spec, open_db=lambda: ResultsDB(args.db, init_foreign=args.db_init_foreign),
-                                say=(lambda *a, **k: None) if quiet else print)  # fmt: skip
+    given = {"model": model, "suite": suites, "db": None if db is None else str(db), "no_progress": quiet or None,
+             **options}  # fmt: skip
+    opts = _typed(EvalOptions, given)
+    spec = EvalSpec.from_options(opts)
+    parse_suites(spec.suite_args)  # an unknown suite: refused before anything is written
+    with _job(quiet or opts.no_progress, command_text("eval", EvalOptions, _as_typed(opts, given))):
+        result = run_evaluation(spec, open_db=lambda: ResultsDB(opts.db, init_foreign=opts.db_init_foreign),
+                                say=_say(quiet))  # fmt: skip
     return Results(result.db, {result.method: [result.run_id]})
 
 
@@ -146,32 +171,22 @@ def run(methods: str | Sequence[str] | None = None, suites: str | Sequence[str] 
     """Train each method under the same settings and budget, evaluate it with the untrained backbone, record every
     run: `bench run` (None: the command's default, e.g. the README's main job with no arguments).
 
-    options: `bench run`'s options by name (backbone="minilm", corpus="wiki-offline", seeds="0,1,2", limit=300,
+    options: `bench run`'s options by name (backbone="minilm", corpus="wiki-offline", seeds=[0, 1, 2], limit=300,
     max_len=64, batch_size=16, lr=3e-5, hp=["simcse.temperature=0.1"], eval_every=50, preset="scratch", out="runs",
-    report_to="tensorboard", reference="vanilla", ...)."""
-    from dataclasses import replace
-
-    from bench.commands.run import D
-    from bench.experiment.comparison import check_spec, run_comparison
-    from bench.experiment.presets import apply_preset
+    report_to=["tensorboard"], reference="vanilla", ...)."""
+    from bench.experiment.run_job import prepare_run, run_prepared
+    from bench.experiment.command_options import command_text
     from bench.experiment.run_spec import RunSpec
-    from bench.runtime import distributed
-    from bench.runtime.device import resolve_device, runtime_fields
     from results_db import ResultsDB
 
-    args = _parse("run", {"method": _joined(methods) if not isinstance(methods, (list, tuple)) else ",".join(methods),
-                          "suite": _joined(suites), "budget": budget, "db": None if db is None else str(db),
-                          "no_progress": quiet or None, **options})  # fmt: skip
-    apply_preset(args, D)
-    spec = RunSpec.from_args(args)
-    check_spec(spec)  # settings, reference and evaluation data, before any row
-    device = resolve_device(args.device)
-    spec = replace(spec, device=args.device)
-    runtime = {**distributed.describe(per_rank_batch=args.batch_size), **runtime_fields(device, args.precision)}
-    database = ResultsDB(args.db, init_foreign=args.db_init_foreign)
-    say = (lambda *a, **k: None) if quiet else print
-    with _command_line(args.argv):
-        result = run_comparison(spec, database, say=say, runtime=runtime)
+    given = {"method": methods, "suite": suites, "budget": budget, "db": None if db is None else str(db),
+             "no_progress": quiet or None, **options}  # fmt: skip
+    typed = _typed(RunSpec, given)
+    prepared = prepare_run(typed, world=1)
+    spec = prepared.spec
+    with _job(quiet or spec.no_progress, command_text("run", RunSpec, _as_typed(typed, given))):
+        database = ResultsDB(spec.db, init_foreign=spec.db_init_foreign)
+        result = run_prepared(prepared, database, say=_say(quiet))
     return Results(database, result.runs, result.comparison, result.reference)
 
 
@@ -194,12 +209,32 @@ class Store:
 
         return with_liveness(self.db.runs())
 
-    def scores(self, run_ids: Sequence[int] | None = None) -> Any:
-        """One row per score of these runs (all when None), as `Results.to_pandas()`."""
+    def scores(self, run_ids: int | Iterable[int] | None = None) -> Any:
+        """One row per score of these runs (a run id, or any list, tuple, set or array of them; all when None), as
+        `Results.to_pandas()`. A run id not in the database is a ConfigError."""
         from bench.report.results_file import scores_frame
 
         runs = self.db.runs()
-        return scores_frame(self.db, runs, runs["id"].tolist() if run_ids is None else run_ids)
+        if run_ids is None:
+            return scores_frame(self.db, runs, runs["id"].tolist())
+        several = not isinstance(run_ids, (str, bytes, numbers.Number)) and isinstance(run_ids, Iterable)
+        ids = [self._run_id(i) for i in (run_ids if several else [run_ids])]
+        missing = sorted(set(ids) - set(int(i) for i in runs["id"]))
+        if missing:
+            from bench.runtime.errors import ConfigError
+
+            raise ConfigError(f"no run {', '.join(map(str, missing))} in {self.db.location.shown}; Store.runs() lists "
+                              "the runs it holds")  # fmt: skip
+        return scores_frame(self.db, runs, ids)
+
+    @staticmethod
+    def _run_id(value: Any) -> int:
+        """A run id: any whole number (numpy's too), never a bool (True is not run 1)."""
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and type(value).__name__ != "bool_":
+            return int(value)
+        from bench.runtime.errors import ConfigError
+
+        raise ConfigError(f"run id {value!r} ({type(value).__name__}): give a whole number, e.g. 3")
 
     def comparisons(self) -> Any:
         """One row per comparison: its key, methods, finished runs and newest run id."""
@@ -220,7 +255,7 @@ class Store:
 
     def comparison(self, key: str | int | None = None, reference: str | None = None) -> Results:
         """The finished runs of one comparison, pooled over every command that made them: the newest (None), the one
-        a run id belongs to (an int), or a comparison key or its prefix (a str)."""
+        a run id belongs to (a whole number, numpy's too), or a comparison key or its prefix (a str)."""
         from bench.report.pooling import comparison_of, comparison_runs
         from bench.runtime.errors import ConfigError
 
@@ -230,7 +265,8 @@ class Store:
         rows = runs.sort_values("id").to_dict("records")
         if key is None:
             found = comparison_of(rows[-1])
-        elif isinstance(key, int):
+        elif not isinstance(key, str):
+            key = self._run_id(key)  # a bool or anything but a whole number: refused
             match = [r for r in rows if int(r["id"]) == key]
             if not match:
                 raise ConfigError(f"no run {key} in {self.db.location.shown}")
@@ -246,17 +282,3 @@ class Store:
             row = next(r for r in rows if int(r["id"]) == run_id)
             return Results(self.db, {row["method"]: [run_id]})
         return Results(self.db, comparison_runs(runs, found), found, reference)
-
-
-# ------------------------------------------------------------------------------------------- helpers
-@contextlib.contextmanager
-def _command_line(argv: list[str]):  # noqa: ANN202 - a context manager
-    """Run.command of rows made here: the equivalent `bench` command line, not the notebook's interpreter."""
-    import sys
-
-    saved = sys.argv
-    sys.argv = ["bench", *argv]
-    try:
-        yield
-    finally:
-        sys.argv = saved

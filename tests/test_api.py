@@ -1,6 +1,6 @@
 """The Python API (lenbench.evaluate / run / load): the README's example runs as printed (a tiny model in place of
 minilm, a small corpus) and gives the numbers the command line gives on the same settings; options are checked by
-the commands' own parser."""
+the same declarations and checks as the commands' parser."""
 
 from __future__ import annotations
 

@@ -42,14 +42,15 @@ def test_evaluating_during_training_changes_neither_losses_nor_weights(tiny_mode
     """The same losses and bit-identical final weights with and without a hook that scores STS on the model and
     draws from every RNG; the hook runs before the first step (0), at steps 2, 4 and the last (5), in eval mode, under
     no_grad."""
+    from bench.encode.options import EncoderOptions
     from bench.evaluate.curve import CurveEvaluator
     from bench.evaluate.suites import EvalContext, parse_suites
 
     write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", STS_ROWS)
     db = ResultsDB(tmp_path / "r.sqlite")
     run_id = db.create_run(model="m", method="simcse")
-    curve = CurveEvaluator(parse_suites(["sts:stsb"]), EvalContext(data_dir=str(tmp_path / "data")), max_len=32,
-                           name="simcse", db=db, run_id=run_id, say=lambda _m: None)  # fmt: skip
+    curve = CurveEvaluator(parse_suites(["sts:stsb"]), EvalContext(data_dir=str(tmp_path / "data")),
+                           EncoderOptions(max_len=32), name="simcse", db=db, run_id=run_id, say=lambda _m: None)  # fmt: skip
     seen = []
 
     def hook(model, tokenizer, step):
@@ -171,3 +172,25 @@ def test_run_and_compare_views_draw_curves_with_intervals(tmp_path, monkeypatch)
     at.sidebar.number_input(key="cmp_a").set_value(ids[0]).run()
     at.sidebar.number_input(key="cmp_b").set_value(ids[1]).run()
     assert not at.exception and "Learning curve" in texts(at)
+
+
+def test_curve_points_are_scored_at_the_final_scores_precision(tiny_model_dir, tmp_path, capsys):
+    """`--precision bf16` on the CPU (where `auto` is fp32): the learning-curve points run at bf16 like the final
+    scores, as each score's info records (the curve hook gets the run's encoder options whole)."""
+    data = tmp_path / "data"
+    write_sts(data / "sts" / "stsb-test.tsv", STS_ROWS)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n")
+    db = tmp_path / "r.sqlite"
+    assert main(["run", "--method", "simcse", "--no-baseline", "--backbone", str(tiny_model_dir), "--corpus", str(corpus),
+                 "--budget", "steps=2", "--batch-size", "4", "--max-len", "24", "--suite", "sts:stsb",
+                 "--data-dir", str(data), "--eval-every", "1", "--precision", "bf16", "--backend", "torch",
+                 "--db", str(db), "--out", str(tmp_path / "runs"), "--no-progress"]) == 0  # fmt: skip
+    capsys.readouterr()
+    store = ResultsDB(db)
+    (run,) = store.runs().to_dict("records")
+    points = store.curve_points([run["id"]])
+    assert sorted(points["step"].unique()) == [0, 1, 2]
+    final = {score["info"]["dtype"] for score in store.scores([run["id"]]).to_dict("records")}
+    curve = {json.loads(info)["dtype"] if isinstance(info, str) else info["dtype"] for info in points["info"]}
+    assert final == curve == {"bf16"} and run["runtime"]["precision"] == "bf16"

@@ -159,3 +159,107 @@ def test_builtin_methods_resolve_without_their_entry_points_and_an_unknown_one_l
     assert error.startswith("unknown method 'simcsx'; known: ")
     known = error.split("known: ", 1)[1]
     assert all(name in known for name in ("vanilla", "simcse", "laser3-self", "mlm", "paser"))
+
+
+# ------------------------------------------------------------------------------ encoder option defaults
+# The defaults of the settings a run's scores depend on, declared once in `EncoderOptions` (bench/encode/options.py):
+# setting -> (the names it goes by in code and on the command line, its default). Training has its own max_len and
+# batch size (64 and 16), with other defaults, so only these literals under these names count.
+ENCODER_SETTINGS = {
+    "precision": ("precision", "auto"),
+    "evaluation max_len": ("max_len|max-len", 256),
+    "evaluation batch size": ("batch_size|batch-size", 64),
+}
+ENCODER_HOME = "bench/encode/options.py"
+
+
+def literal_defaults(source: str, where: str) -> list[str]:
+    """Where `source` writes the default of an ENCODER_SETTINGS setting as a literal: a function's default argument,
+    a class attribute (a dataclass field, also through `field(default=...)` / `option(...)`), a parser's `default=`,
+    or a `getattr(obj, name, default)` fallback."""
+    import re
+
+    def offence(name: str, value: ast.AST | None, line: int) -> list[str]:
+        if not isinstance(value, ast.Constant) or isinstance(value.value, bool):
+            return []
+        return [f"{where}:{line}: {setting} default {value.value!r} ({name})" for setting, (names, literal)
+                in ENCODER_SETTINGS.items() if re.search(names, name) and value.value == literal]  # fmt: skip
+
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = node.args
+            positional = a.posonlyargs + a.args
+            pairs = [*zip(positional[len(positional) - len(a.defaults):], a.defaults), *zip(a.kwonlyargs, a.kw_defaults)]
+            for arg, default in pairs:
+                found += offence(arg.arg, default, node.lineno)
+        elif isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                target = stmt.target if isinstance(stmt, ast.AnnAssign) else (stmt.targets[0] if isinstance(stmt, ast.Assign) else None)
+                if not isinstance(target, ast.Name) or stmt.value is None:
+                    continue
+                value = stmt.value
+                if isinstance(value, ast.Call):  # field(default=X), option(X, ...)
+                    value = next((k.value for k in value.keywords if k.arg == "default"), value.args[0] if value.args else None)
+                found += offence(target.id, value, stmt.lineno)
+        elif isinstance(node, ast.Call):
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if func == "getattr" and len(node.args) == 3 and isinstance(node.args[1], ast.Constant):
+                found += offence(str(node.args[1].value), node.args[2], node.lineno)
+            flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            dest = [k.value.value for k in node.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)]
+            for keyword in node.keywords:
+                if keyword.arg == "default" and (flags or dest):
+                    found += offence(" ".join(flags + dest), keyword.value, node.lineno)
+    return found
+
+
+def test_the_default_check_catches_each_place_a_default_is_written():
+    planted = '''
+def load_model(name, *, max_len=256, precision="auto"):
+    pass
+class Settings:
+    batch_size: int = 64
+    eval_max_len: int = _opt(256, int)
+    precision: str = field(default="auto")
+    max_len: int = 64  # a training max_len: another setting
+p.add_argument("--eval-batch-size", type=int, default=64)
+p.add_argument("--backend", default="auto")
+precision = getattr(args, "precision", "auto")
+'''
+    found = [f.split(": ", 1)[1] for f in literal_defaults(planted, "planted.py")]
+    assert sorted(found) == sorted([
+        "evaluation max_len default 256 (max_len)", "precision default 'auto' (precision)",
+        "evaluation batch size default 64 (batch_size)", "evaluation max_len default 256 (eval_max_len)",
+        "precision default 'auto' (precision)", "evaluation batch size default 64 (--eval-batch-size)",
+        "precision default 'auto' (precision)"])
+
+
+def test_precision_evaluation_max_len_and_batch_size_defaults_are_written_once():
+    """Every parser, settings class and loader takes these defaults from EncoderOptions (ENCODER_DEFAULTS)."""
+    offences = []
+    for top in (*PACKAGES, "lenbench"):
+        for path in sorted((REPO / top).rglob("*.py")):
+            where = str(path.relative_to(REPO))
+            if where != ENCODER_HOME:
+                offences += literal_defaults(path.read_text(), where)
+    assert offences == []
+    home = literal_defaults((REPO / ENCODER_HOME).read_text(), ENCODER_HOME)
+    assert sorted(f.split(": ", 1)[1].split(" default")[0] for f in home) == sorted(ENCODER_SETTINGS)
+
+
+def test_bench_eval_options_are_eval_options_fields_with_the_same_defaults():
+    """`bench eval`'s parser and the Python API's EvalOptions know the same options with the same defaults, and the
+    encoder's part of them is EncoderOptions' defaults."""
+    from dataclasses import fields
+
+    from bench.cli import build_parser
+    from bench.encode.options import ENCODER_DEFAULTS
+    from bench.experiment.eval_spec import EvalOptions
+
+    parsed = vars(build_parser().parse_args(["eval", "--model", "m", "--suite", "sts"]))
+    for name in ("func", "command", "verbose", "argv", "model", "suite", "download"):  # download: $LENBENCH_DOWNLOAD
+        parsed.pop(name, None)
+    assert parsed == {f.name: getattr(EvalOptions(), f.name) for f in fields(EvalOptions) if f.name in parsed}
+    assert set(parsed) == {f.name for f in fields(EvalOptions)} - {"model", "suite", "download"}
+    assert EvalOptions().encoder_options() == ENCODER_DEFAULTS

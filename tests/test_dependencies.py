@@ -72,7 +72,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bench.commands",),
     ("bench.cli",),
     ("bench.__main__",),
-    ("lenbench",),  # the Python API: the commands' jobs as functions (it parses options with the commands' parser)
+    ("lenbench",),  # the Python API: the commands' jobs as functions, on the same specs (never the parser)
 ]
 PACKAGES = ("bench", "methods", "leaderboard", "results_db", "lenbench")
 

@@ -65,35 +65,43 @@ def add_data_dir(p: argparse.ArgumentParser) -> None:
 
 
 def add_encoder_options(p: argparse.ArgumentParser) -> None:
-    from bench.encode.options import BACKENDS, EMB_DTYPES, POOLINGS
+    """The encoder's options (bench.encode.options.EncoderOptions), with its defaults."""
+    from bench.encode.options import BACKENDS, EMB_DTYPES, ENCODER_DEFAULTS as E, POOLINGS
 
-    p.add_argument("--pooling", choices=POOLINGS, default=None, help="default: the model folder's, else mean")
-    p.add_argument("--max-len", type=int, default=256, help="max tokens per text, special tokens included (default 256)")
-    p.add_argument("--batch-size", type=int, default=64, help="encoding batch size (default 64)")
-    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+    p.add_argument("--pooling", choices=POOLINGS, default=E.pooling, help="default: the model folder's, else mean")
+    p.add_argument("--max-len", type=int, default=E.max_len,
+                   help=f"max tokens per text, special tokens included (default {E.max_len})")  # fmt: skip
+    p.add_argument("--batch-size", type=int, default=E.batch_size, help=f"encoding batch size (default {E.batch_size})")
+    p.add_argument("--device", default=E.device, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
-    p.add_argument("--backend", choices=BACKENDS, default="auto",
+    p.add_argument("--backend", choices=BACKENDS, default=E.backend,
                    help="inference backend: onnx (ONNX Runtime, CPU; exported once per model) or torch; "
-                   "auto = onnx on CPU when onnxruntime is installed, else torch (default auto)")  # fmt: skip
-    p.add_argument("--emb-dtype", choices=EMB_DTYPES, default="fp32",
-                   help="embedding matrix precision; fp16 halves the memory of large corpora (default fp32)")  # fmt: skip
+                   f"auto = onnx on CPU when onnxruntime is installed, else torch (default {E.backend})")  # fmt: skip
+    p.add_argument("--emb-dtype", choices=EMB_DTYPES, default=E.emb_dtype,
+                   help=f"embedding matrix precision; fp16 halves the memory of large corpora (default {E.emb_dtype})")  # fmt: skip
     add_precision(p)
     add_allow_pickle(p)
 
 
-def add_precision(p: argparse.ArgumentParser, default: str = "auto") -> None:
+def add_precision(p: argparse.ArgumentParser) -> None:
+    from bench.encode.options import ENCODER_DEFAULTS
     from bench.runtime.device import PRECISIONS
 
-    p.add_argument("--precision", choices=PRECISIONS, default=default,
-                   help="model precision: fp32, bf16 or fp16 (evaluation casts the weights; training runs bf16 autocast and refuses fp16), or auto = the fastest that keeps the fp32 scores: bf16 on CUDA, fp32 on the CPU (bench.runtime.device); recorded in the run and in the embedding cache key (default auto)")  # fmt: skip
+    p.add_argument("--precision", choices=PRECISIONS, default=ENCODER_DEFAULTS.precision,
+                   help="model precision: fp32, bf16 or fp16 (evaluation casts the weights; training runs bf16 autocast and refuses fp16), or auto = the fastest that keeps the fp32 scores: bf16 on CUDA, fp32 on the CPU (bench.runtime.device); "
+                   f"recorded in the run and in the embedding cache key (default {ENCODER_DEFAULTS.precision})")  # fmt: skip
 
 
 def add_allow_pickle(p: argparse.ArgumentParser) -> None:
+    from bench.encode.weights import allow_pickle_default
+
     p.add_argument(
         "--allow-pickle",
         action="store_true",
+        default=allow_pickle_default(),
         help="also load models whose only weights are pickle files (pytorch_model.bin), with torch's weights_only "
-        "loader; by default only safetensors are loaded (a pickle can run code)",
+        "loader; by default only safetensors are loaded (a pickle can run code); default on when "
+        "LENBENCH_ALLOW_PICKLE=1",
     )
 
 

@@ -44,14 +44,16 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from bench.evaluate.suites import parse_suites
+    from bench.experiment.eval_spec import EvalOptions
     from bench.experiment.evaluation import run_evaluation
 
-    spec = EvalSpec.from_args(args)
+    options = EvalOptions.from_args(args)  # the options `lenbench.evaluate` builds from Python values
+    spec = EvalSpec.from_options(options)
     parse_suites(spec.suite_args)  # unknown suite: error before any process starts or anything is written
     launched = start_processes(args)
     if launched is not None:
         return launched
-    spec.settings = replace(spec.settings, device=args.device)  # this rank's device (start_processes sets it)
+    spec.settings = replace(spec.settings, encoder=replace(spec.settings.encoder, device=args.device))  # this rank's
     result = run_evaluation(spec, open_db=lambda: open_db(args))
     if result.db is None:
         return 0

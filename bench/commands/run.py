@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import replace
 
 from bench.commands.common import (
     RawRegistryHelp,
@@ -50,16 +49,10 @@ from bench.commands.common import (
     start_processes,
 )
 from bench.encode.options import BACKENDS, EMB_DTYPES, POOLINGS
-from bench.experiment.comparison import (  # noqa: F401 - elapsed_eta, stop_reason: re-exported
-    check_spec,
-    elapsed_eta,
-    run_comparison,
-    stop_reason,
-)
-from bench.experiment.presets import PRESETS, apply_preset
+from bench.experiment.comparison import elapsed_eta, stop_reason  # noqa: F401 - re-exported
+from bench.experiment.presets import PRESETS
 from bench.experiment.run_spec import DEFAULT_BACKBONE, DEFAULT_BUDGET, DEFAULT_METHODS, RunSpec
 from bench.runtime import distributed
-from bench.runtime.device import resolve_device, runtime_fields
 
 D = RunSpec()  # every option's default is RunSpec's (a sweep point builds a RunSpec without this parser)
 
@@ -107,7 +100,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=D.out, help="folder for checkpoints and trained encoders (default ./runs)")
     p.add_argument("--pooling", choices=POOLINGS, default=D.pooling,
                    help="pooling of every evaluated encoder, the same for all methods (methods train with it too; default mean)")
-    p.add_argument("--eval-max-len", type=int, default=D.eval_max_len, help="evaluation max tokens (default 256: elongated texts fit)")
+    p.add_argument("--eval-max-len", type=int, default=D.eval_max_len,
+                   help=f"evaluation max tokens (default {D.eval_max_len}: elongated texts fit)")
     p.add_argument("--eval-batch-size", type=int, default=D.eval_batch_size,
                    help=f"texts per encoding batch when scoring (default {D.eval_batch_size}; on the CPU also capped by token slots)")
     add_attack_options(p)
@@ -118,7 +112,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", choices=BACKENDS, default=D.backend,
                    help="evaluation inference backend (training is always torch); auto = onnx on CPU (default auto)")
     p.add_argument("--emb-dtype", choices=EMB_DTYPES, default=D.emb_dtype, help="evaluation embedding matrix precision")
-    add_precision(p, D.precision)
+    add_precision(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--report-to", default=D.report_to, metavar="TRACKER[,TRACKER]",
                    help="also log training loss, learning rate, curve points and final scores to tensorboard (event "
@@ -145,29 +139,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 # ----------------------------------------------------------------------------------- the command
 def run(args: argparse.Namespace) -> int:
-    """Parse into a RunSpec, check it before anything starts, then hand it to the comparison job
-    (bench.experiment.comparison) and print the pooled comparison's tables."""
-    from bench.train.trainer import per_rank_batch
+    """Parse into a RunSpec, prepare it (preset, every check, once: bench.experiment.run_job, as the Python API
+    does), start the processes, then run the comparison job and print the pooled comparison's tables."""
+    from bench.experiment.run_job import prepare_run, run_prepared
 
     t_start = time.time()
-    preset_options = apply_preset(args, D)
-    spec = RunSpec.from_args(args)
-    check_spec(spec)  # settings, reference and evaluation data, before any process or row
     world = args.nproc if args.nproc and distributed.env_world_size() == 1 else distributed.env_world_size()
-    rank_batch = per_rank_batch(args.batch_size, world)  # refused before anything starts or is written
+    prepared = prepare_run(RunSpec.from_args(args), world)  # refused before any process or row
     launched = start_processes(args)
     if launched is not None:
         return launched
-    spec = replace(spec, device=args.device)  # this rank's device (start_processes sets it)
     main = distributed.is_main()
     say = print if main else (lambda *a, **k: None)  # noqa: E731 - output from rank 0 only
-    if preset_options:
-        say(f"preset {args.preset}: " + ", ".join(f"--{k.replace('_', '-')} {v if not isinstance(v, list) else '+'.join(v)}"
-                                                  for k, v in ((k, getattr(args, k)) for k in preset_options)))
-    device = resolve_device(args.device)
-    runtime = {**distributed.describe(per_rank_batch=rank_batch), **runtime_fields(device, args.precision)}
     db = open_db(args) if main else None
-    result = run_comparison(spec, db, say=say, runtime=runtime)
+    result = run_prepared(prepared, db, say=say, device=args.device)  # this rank's device (start_processes sets it)
     if db is None:
         return 0
     print()

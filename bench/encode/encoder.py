@@ -1,7 +1,8 @@
 """Transformers text encoder: load from a hub id or a local folder, pool, encode corpora in bounded memory.
 
-    enc = Encoder.load(name, pooling=None, max_len=256, batch_size=64, device=None, backend="auto", emb_dtype="fp32",
-                       precision="auto", cache_dir=None, use_cache=True, batch_tokens=None, token_cache=None)
+    enc = Encoder.load(name, options, cache_dir=None, batch_tokens=None, token_cache=None)  # options: EncoderOptions
+        (bench.encode.options: pooling, max_len, batch size, device, backend, precision, embedding dtype, cache use,
+        allow_pickle), or its fields by name on top: Encoder.load(name, max_len=32, use_cache=False)
     enc.encode(texts, desc=..., normalize=True, dtype=None) -> np.ndarray   # (len(texts), dim); a disk-backed memmap
         when the matrix is larger than `enc.memmap_bytes`
     enc.encode_into_cache(texts, normalize=True) -> int   # encode what the cache lacks (a rank's shard); no matrix
@@ -34,6 +35,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,16 +43,15 @@ import numpy as np
 
 from bench import environment
 from bench.encode import loading
-from bench.encode.backends import make_backend, resolve_backend
+from bench.encode.backends import make_backend
 from bench.encode.batching import ShapedBatch, at_own_shapes, device_batching, pad_batch, plan_batches, plan_shapes
 from bench.encode.chunks import ACCELERATOR_CHUNK_TEXTS, CHUNK_TEXTS, FIRST_CHUNK_TEXTS, MEMMAP_BYTES, Chunk, Done, allocate_matrix, chunk_bounds
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
 from bench.encode.inputs import ModelInputs
 from bench.encode.token_ids import TokenIdCache
-from bench.encode.options import EMB_DTYPES
-from bench.encode.pooling import POOLINGS
+from bench.encode.options import EMB_DTYPES, ENCODER_DEFAULTS, EncoderOptions
 from bench.encode.st_config import folder_pooling
-from bench.runtime.device import default_device, is_accelerator, resolve_precision
+from bench.runtime.device import is_accelerator
 from bench.runtime.errors import ConfigError
 
 if TYPE_CHECKING:  # torch is imported only when a model must run
@@ -73,50 +74,43 @@ class Encoder:
         self,
         model: "torch.nn.Module | None",
         tokenizer: Any,
+        options: EncoderOptions | None = None,
         *,
         name: str,
-        pooling: str = "mean",
-        max_len: int = 256,
-        batch_size: int | None = 64,
-        device: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
-        use_cache: bool = True,
         fingerprint: str | None = None,
         show_progress: bool = True,
-        backend: str = "auto",
-        emb_dtype: str = "fp32",
         source: str | None = None,
         dim: int | None = None,
         batch_tokens: int | None = None,
-        precision: str = "auto",
         token_cache: bool | None = None,
         owns_weights: bool = False,
+        **changes: Any,
     ):
-        if pooling not in POOLINGS:
-            raise ConfigError(f"pooling {pooling!r} is not one of {POOLINGS}")
-        if max_len < 4:
-            raise ConfigError(f"max_len must be at least 4 tokens, got {max_len}")
-        if batch_size is not None and batch_size < 1:
-            raise ConfigError(f"batch_size must be at least 1, got {batch_size}")
-        if emb_dtype not in EMB_DTYPES:
-            raise ConfigError(f"emb_dtype {emb_dtype!r} is not one of {sorted(EMB_DTYPES)}")
+        """`options` (bench.encode.options.EncoderOptions, default its defaults), with `changes` to any of its fields
+        by name (`max_len=32`): how the model runs; `auto` device, precision and backend are resolved here, once."""
+        options = replace(options or ENCODER_DEFAULTS, **changes)  # an unknown name: TypeError; a bad value: ConfigError
+        if options.pooling is None:  # no folder declared one (Encoder.load reads it): mean pooling
+            options = replace(options, pooling="mean")
         if model is None and source is None:
             raise ConfigError("Encoder needs a model or a source folder to load it from")
+        self.options = options.resolved()  # device, precision and backend as they run (recorded by describe())
         self.name = name
-        self.pooling = pooling
-        self.max_len = max_len
-        self.device_name = device or default_device()
+        self.pooling = self.options.pooling
+        self.max_len = self.options.max_len
+        self.device_name = self.options.device
         self.shape_bounded = is_accelerator(self.device_name)  # bucketed batch shapes (bench.encode.batching)
-        self.precision = resolve_precision(precision, self.device_name)  # fp32, bf16 or fp16 (bench.runtime.device)
+        self.precision = self.options.precision  # fp32, bf16 or fp16 (bench.runtime.device)
         # weights loaded here are the encoder's to cast to the precision; a model handed in runs under autocast
         self.owns_weights = owns_weights or model is None
-        self.engine = make_backend(resolve_backend(backend, self.device_name, self.precision), self)  # chosen once
-        self.emb_dtype = emb_dtype
+        self.engine = make_backend(self.options.backend, self)  # chosen once
+        self.emb_dtype = self.options.emb_dtype
         # None: the device's defaults (rows, and token slots per batch: bench.encode.batching.device_batching)
-        self.batch_size, self.batch_tokens = device_batching(self.device_name, batch_size, batch_tokens,
+        self.batch_size, self.batch_tokens = device_batching(self.device_name, self.options.batch_size, batch_tokens,
                                                              self.engine.cpu_batch_tokens)  # fmt: skip
         self.shapes: set[tuple[int, int]] = set()  # distinct (rows, width) batch shapes run through the model
-        self.use_token_cache = use_cache if token_cache is None else token_cache
+        self.use_cache = self.options.use_cache
+        self.use_token_cache = self.use_cache if token_cache is None else token_cache
         self.token_ids: TokenIdCache | None = None  # text -> token ids, on disk (made on first tokenisation)
         self.source = source
         self._model = model
@@ -135,44 +129,31 @@ class Encoder:
         self._fingerprint = fingerprint
         self._caches: dict[bool, EmbeddingCache] = {}  # normalize -> cache (raw vectors, for kNN's Euclidean, apart)
         self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        self.use_cache = use_cache
         if model is not None:
             self._model = self.engine.place(model)
 
     # ------------------------------------------------------------ construction
     @classmethod
-    def load(
-        cls,
-        name: str,
-        *,
-        pooling: str | None = None,
-        max_len: int = 256,
-        batch_size: int | None = 64,
-        device: str | None = None,
-        cache_dir: str | os.PathLike[str] | None = None,
-        use_cache: bool = True,
-        show_progress: bool = True,
-        backend: str = "auto",
-        emb_dtype: str = "fp32",
-        precision: str = "auto",
-        batch_tokens: int | None = None,
-        token_cache: bool | None = None,
-    ) -> "Encoder":
-        """A local folder loads nothing yet (see the module docstring); a hub id is loaded now."""
-        opened = loading.open_model(name, max_len)
-        if pooling is None:  # the folder's sentence-transformers config says, else mean
-            pooling = (folder_pooling(opened.source) if opened.is_folder else None) or "mean"
-        return cls(opened.model, opened.tokenizer, name=name, pooling=pooling, max_len=max_len, batch_size=batch_size,
-                   device=device, cache_dir=cache_dir, use_cache=use_cache, fingerprint=opened.fingerprint,
-                   show_progress=show_progress, backend=backend, emb_dtype=emb_dtype, source=opened.source,
-                   dim=opened.dim, precision=precision, batch_tokens=batch_tokens, token_cache=token_cache,
+    def load(cls, name: str, options: EncoderOptions | None = None, *, cache_dir: str | os.PathLike[str] | None = None,
+             show_progress: bool = True, batch_tokens: int | None = None, token_cache: bool | None = None,
+             **changes: Any) -> "Encoder":  # fmt: skip
+        """The encoder of a folder, 'minilm' or a hub id under `options` (with `changes` by field name, as
+        `Encoder(...)`). A local folder loads nothing yet (see the module docstring); a hub id is loaded now. Pooling
+        None: the folder's sentence-transformers config says, else mean."""
+        options = replace(options or ENCODER_DEFAULTS, **changes)
+        opened = loading.open_model(name, options.max_len, allow_pickle=options.allow_pickle)
+        if options.pooling is None and opened.is_folder:
+            options = replace(options, pooling=folder_pooling(opened.source))
+        return cls(opened.model, opened.tokenizer, options, name=name, cache_dir=cache_dir,
+                   fingerprint=opened.fingerprint, show_progress=show_progress, source=opened.source, dim=opened.dim,
+                   batch_tokens=batch_tokens, token_cache=token_cache,
                    owns_weights=True)  # fmt: skip - loaded for this encoder: its weights are cast to the precision
 
     @property
     def model(self) -> "torch.nn.Module":
         """The torch model, loaded on first use."""
         if self._model is None:
-            self._model = self.engine.place(loading.load_weights(self.name, str(self.source)))
+            self._model = self.engine.place(loading.load_weights(self.name, str(self.source), self.options.allow_pickle))
         return self._model
 
     @property

@@ -24,6 +24,7 @@ from bench.encode.model_check import (
     read_config,
     safetensors_shapes,
 )
+from bench.encode.options import ENCODER_DEFAULTS
 from bench.encode.st_config import write_st_config
 from bench.runtime.errors import ModelLoadError
 
@@ -102,19 +103,20 @@ def weights_fingerprint(model: "torch.nn.Module") -> str:
 
 
 
-def load_transformer(name: str, source: str | None = None) -> tuple[Any, Any, str]:
+def load_transformer(name: str, source: str | None = None, allow_pickle: bool = False) -> tuple[Any, Any, str]:
     """(model, tokenizer, resolved source) of a folder, 'minilm' or a hub id; every failure is a ModelLoadError
-    that says what was tried. `source` skips name resolution (a folder made by the caller)."""
+    that says what was tried. `source` skips name resolution (a folder made by the caller); `allow_pickle`: pickle-only
+    weights load too (bench.encode.weights)."""
     if source is None:
         check_hub_model(name)  # offline: one line now, not a minute of retries
     source = source or resolve_model(name)
     if Path(source).is_dir() and (Path(source) / "config.json").is_file():
         check_model_folder(name, source)  # one line for a folder that would load but score garbage
     tokenizer = load_tokenizer(name, source)
-    return load_weights(name, source), tokenizer, source
+    return load_weights(name, source, allow_pickle), tokenizer, source
 
 
-def load_weights(name: str, source: str) -> Any:
+def load_weights(name: str, source: str, allow_pickle: bool = False) -> Any:
     """transformers' AutoModel of `source`, from safetensors unless pickles are allowed (see bench.encode.weights)."""
     from transformers import AutoModel
 
@@ -124,7 +126,7 @@ def load_weights(name: str, source: str) -> Any:
 
     quiet_transformers()
     register()  # lenbench's own model type (the bare embedding bag) loads like any transformers model
-    options = load_options(name, source)  # safetensors unless --allow-pickle (see bench.encode.weights)
+    options = load_options(name, source, allow_pickle)  # safetensors unless --allow-pickle (bench.encode.weights)
     try:
         model, info = AutoModel.from_pretrained(source, output_loading_info=True, **options)
     except PICKLE_ERRORS as exc:
@@ -202,7 +204,8 @@ def folder_fingerprint(folder: str) -> str:
 
 
 def save_encoder(
-    model: torch.nn.Module, tokenizer: Any, folder: str | os.PathLike[str], pooling: str = "mean", max_len: int = 256
+    model: torch.nn.Module, tokenizer: Any, folder: str | os.PathLike[str], pooling: str = "mean",
+    max_len: int = ENCODER_DEFAULTS.max_len,
 ) -> Path:
     """Save a transformers model folder that `bench eval --model` and sentence-transformers both load."""
     from bench.encode.embedding_bag import is_embedding_bag, write_sentence_transformers_files
@@ -239,13 +242,13 @@ class OpenedModel:
         return Path(self.source).is_dir()
 
 
-def open_model(name: str, max_len: int) -> OpenedModel:
+def open_model(name: str, max_len: int, allow_pickle: bool = False) -> OpenedModel:
     """A local folder loads nothing yet: its files are checked (so a bad folder fails before a run is recorded) and
-    its fingerprint and dimension are read from the files; pickle-only weights are loaded (and refused if they hold
-    more than tensors) now. A hub id is loaded now."""
+    its fingerprint and dimension are read from the files; pickle-only weights (refused unless `allow_pickle`) are
+    loaded (and refused if they hold more than tensors) now. A hub id is loaded now."""
     source = resolve_model(name)
     if not Path(source).is_dir():
-        model, tokenizer, source = load_transformer(name)
+        model, tokenizer, source = load_transformer(name, allow_pickle=allow_pickle)
         check_max_len(name, model.config.to_dict(), max_len)
         return OpenedModel(source, model=model, tokenizer=tokenizer)
     config = Path(source) / "config.json"
@@ -253,8 +256,8 @@ def open_model(name: str, max_len: int) -> OpenedModel:
         load_tokenizer(name, source)  # raises the clear "not a transformers model folder" error
     from bench.encode.weights import load_options
 
-    options = load_options(name, source)  # refuses a pickle-only folder without --allow-pickle
+    options = load_options(name, source, allow_pickle)  # refuses a pickle-only folder without --allow-pickle
     check_model_folder(name, source)  # tokenizer, config and weights agree: before a run is recorded
     check_max_len(name, read_config(name, Path(source)), max_len)
-    model = load_weights(name, source) if options.get("use_safetensors") is False else None
+    model = load_weights(name, source, allow_pickle) if options.get("use_safetensors") is False else None
     return OpenedModel(source, model=model, fingerprint=folder_fingerprint(source), dim=config_dim(config))

@@ -1,13 +1,72 @@
-"""The values of the encoder's options, in one place and without importing numpy or torch, so command-line parsers
-(`bench eval`, `bench run`, the sweep's RunSpec) offer exactly what the encoder accepts."""
+"""`EncoderOptions`: how an encoder is loaded and run, as one value carried whole from the command line (`bench eval`,
+`bench run`, a sweep point) or the Python API to the encoder, and the values each option may take. Defaults and
+checks are written here once; the parsers take their defaults from `ENCODER_DEFAULTS`, and nothing between the command
+and the encoder relays the options one by one. Importing this module loads neither numpy nor torch.
+
+`auto` (device, precision, backend) is resolved once, by `EncoderOptions.resolved` (the device and precision policy
+is bench.runtime.device's), and the encoder keeps and records the resolved value (its `describe()`).
+"""
 
 from __future__ import annotations
 
+import numbers
+from dataclasses import dataclass, replace
+
 from bench.encode import backends
 from bench.encode.pooling import POOLINGS
+from bench.runtime.device import PRECISIONS
+from bench.runtime.errors import ConfigError
 
 # inference backend (bench.encode.backends); auto: onnx on the CPU when onnxruntime is installed, else torch
 BACKENDS = ("auto", *backends.BACKENDS)
 EMB_DTYPES = ("fp32", "fp16")  # precision of the returned embedding matrix
 
-__all__ = ["BACKENDS", "EMB_DTYPES", "POOLINGS"]
+
+@dataclass(frozen=True)
+class EncoderOptions:
+    """The encoder's options (see the module docstring); a bad value is a ConfigError when the value is made."""
+
+    pooling: str | None = None  # None: the model folder's own (its sentence-transformers config), else mean
+    max_len: int = 256  # tokens an encoder reads of each text, special tokens included (elongated texts fit)
+    batch_size: int | None = 64  # texts per encoding batch (capped by token slots); None: the device's default
+    device: str | None = None  # None: cuda when this torch can use a GPU, else cpu
+    backend: str = "auto"  # auto: onnx on the CPU at fp32 when onnxruntime is installed, else torch
+    precision: str = "auto"  # fp32, bf16, fp16 or auto: the fastest that keeps fp32's scores (bench.runtime.device)
+    emb_dtype: str = "fp32"  # precision of the returned embedding matrix
+    use_cache: bool = True  # read and write the embedding cache
+    allow_pickle: bool = False  # also load pickle-only weights (pytorch_model.bin), with torch's weights_only loader
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("pooling", POOLINGS), ("backend", BACKENDS), ("precision", PRECISIONS),
+                              ("emb_dtype", EMB_DTYPES)):  # fmt: skip
+            value = getattr(self, name)
+            if (value is not None or name != "pooling") and value not in allowed:
+                raise ConfigError(f"{name} {value!r} is not one of {', '.join(allowed)}")
+        for name, low in (("max_len", 4), ("batch_size", 1)):
+            value = getattr(self, name)
+            if value is None and name == "batch_size":  # the device's default (bench.encode.batching.device_batching)
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise ConfigError(f"{name} {value!r} is not a whole number (at least {low})")
+            object.__setattr__(self, name, int(value))  # numpy's integers too
+            if value < low:
+                raise ConfigError(f"{name} must be at least {low}{' tokens' if name == 'max_len' else ''}, got {value}")
+        if self.device is not None and not isinstance(self.device, str):
+            object.__setattr__(self, "device", str(self.device))  # a torch.device
+        for name in ("use_cache", "allow_pickle"):
+            object.__setattr__(self, name, bool(getattr(self, name)))
+
+    def resolved(self) -> "EncoderOptions":
+        """Device, precision and backend as they will run: `auto` and None replaced by bench.runtime.device's policy
+        (a backend that cannot run here is a ConfigError). Resolving a resolved value changes nothing."""
+        from bench.runtime.device import resolve_device, resolve_precision
+
+        device = resolve_device(self.device)
+        precision = resolve_precision(self.precision, device)
+        backend = backends.resolve_backend(self.backend, device, precision)
+        return replace(self, device=device, precision=precision, backend=backend)
+
+
+ENCODER_DEFAULTS = EncoderOptions()  # the parsers' and settings' defaults (`ENCODER_DEFAULTS.max_len`, ...)
+
+__all__ = ["BACKENDS", "EMB_DTYPES", "ENCODER_DEFAULTS", "POOLINGS", "EncoderOptions"]

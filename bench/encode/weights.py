@@ -3,13 +3,14 @@ run code when it is loaded, so a folder with only pickle weights is refused unle
 even then it is loaded through torch's `weights_only` unpickler (transformers' default), which refuses anything
 but tensors - a malicious file becomes one error line, not code run.
 
-`--allow-pickle` sets $LENBENCH_ALLOW_PICKLE for this process and the processes it starts (DDP ranks, sweep
-points), so every loader of the run follows the same rule.
+Whether pickles are allowed travels with the encoder's options (`EncoderOptions.allow_pickle`: `--allow-pickle`, or
+the Python API's `allow_pickle=True`) to every loader that reads weights; the processes a command starts (DDP ranks,
+sweep points) get `--allow-pickle` on their command line. $LENBENCH_ALLOW_PICKLE=1 is the command line's default for
+`--allow-pickle` (as $LENBENCH_DOWNLOAD is `--download`'s); nothing else reads it.
 """
 
 from __future__ import annotations
 
-import os
 import pickle
 from pathlib import Path
 from typing import Any
@@ -23,29 +24,23 @@ PICKLE_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 PICKLE_ERRORS: tuple[type[BaseException], ...] = (pickle.UnpicklingError, EOFError, RuntimeError, AttributeError, ImportError)
 
 
-def set_allow_pickle(allowed: bool) -> None:
-    if allowed:
-        os.environ[ALLOW_PICKLE_ENV] = "1"
-    else:
-        os.environ.pop(ALLOW_PICKLE_ENV, None)
-
-
-def pickle_allowed() -> bool:
+def allow_pickle_default() -> bool:
+    """--allow-pickle's default on the command line: $LENBENCH_ALLOW_PICKLE."""
     from bench import environment
 
     return environment.flag(ALLOW_PICKLE_ENV)
 
 
-def load_options(name: str, source: str) -> dict[str, Any]:
+def load_options(name: str, source: str, allow_pickle: bool = False) -> dict[str, Any]:
     """`from_pretrained` keyword arguments for `source`: safetensors only, unless pickle weights are allowed and
     the folder has nothing else. Refuses a pickle-only folder without --allow-pickle."""
     folder = Path(source)
     if not folder.is_dir():  # a hub id: safetensors unless allowed
-        return {} if pickle_allowed() else {"use_safetensors": True}
+        return {} if allow_pickle else {"use_safetensors": True}
     if any((folder / f).is_file() for f in SAFETENSORS_FILES):
         return {"use_safetensors": True}
     if any((folder / f).is_file() for f in PICKLE_FILES):
-        if not pickle_allowed():
+        if not allow_pickle:
             raise ModelLoadError(
                 f"cannot load model {name!r}: {folder} has only pickle weights (pytorch_model.bin), and a pickle file "
                 "can run code when it is loaded; convert it to safetensors, or pass --allow-pickle if you trust it "

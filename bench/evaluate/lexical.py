@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.encode.options import ENCODER_DEFAULTS
 from bench.evaluate.attacks import AttackedTexts, elongate_words
 from bench.evaluate.bm25_index import FieldIndexBuilder
 
@@ -51,7 +52,7 @@ class BM25Model:
     name = "bm25"
     tokenizer = None  # attacks are word-level (see the module doc)
 
-    def __init__(self, max_len: int = 256, k1: float = K1, b: float = B, method: str = METHOD,
+    def __init__(self, max_len: int = ENCODER_DEFAULTS.max_len, k1: float = K1, b: float = B, method: str = METHOD,
                  stemmer: str | None = STEMMER, stopwords: str | None = STOPWORDS, fields: str = FIELDS, chunk_docs: int = CHUNK_DOCS):  # fmt: skip
         if fields not in ("multifield", "flat"):
             raise ValueError(f"BM25 fields must be 'multifield' or 'flat', got {fields!r}")

@@ -2,40 +2,25 @@
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
 from typing import Any
+
+from bench.encode.options import ENCODER_DEFAULTS, EncoderOptions
 
 LEXICAL_MODELS = ("bm25",)
 
 
-def load_model(
-    name: str,
-    *,
-    pooling: str | None = None,
-    max_len: int = 256,
-    batch_size: int = 64,
-    device: str | None = None,
-    use_cache: bool = True,
-    cache_dir: str | None = None,
-    backend: str = "auto",
-    emb_dtype: str = "fp32",
-    precision: str = "auto",
-) -> Any:
-    """BM25 for 'bm25', else an `Encoder` (lazy for local folders: nothing heavy loads until a text must be encoded)."""
+def load_model(name: str, options: EncoderOptions | None = None, *, cache_dir: str | os.PathLike[str] | None = None,
+               **changes: Any) -> Any:  # fmt: skip
+    """BM25 for 'bm25' (it reads `options.max_len` tokens of each text), else an `Encoder` under `options` (with
+    `changes` to its fields by name, as `Encoder.load`; lazy for local folders: nothing heavy loads until a text must
+    be encoded)."""
+    options = replace(options or ENCODER_DEFAULTS, **changes)
     if name.lower() in LEXICAL_MODELS:
         from bench.evaluate.lexical import BM25Model
 
-        return BM25Model(max_len=max_len)
+        return BM25Model(max_len=options.max_len)
     from bench.encode.encoder import Encoder
 
-    return Encoder.load(
-        name,
-        pooling=pooling,
-        max_len=max_len,
-        batch_size=batch_size,
-        device=device,
-        use_cache=use_cache,
-        cache_dir=cache_dir,
-        backend=backend,
-        emb_dtype=emb_dtype,
-        precision=precision,
-    )
+    return Encoder.load(name, options, cache_dir=cache_dir)

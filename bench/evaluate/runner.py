@@ -138,12 +138,13 @@ def evaluate(
     run_id: int | None = None,
     on_dataset: Callable[[str, list[ScoreRecord]], None] | None = None,
     earlier_fingerprint: dict[str, str] | None = None,
+    say: Callable[[str], None] = print,
 ) -> list[ScoreRecord]:
     """Score every dataset of every suite; each dataset is one transaction, so a crash keeps finished ones.
 
     Datasets the run already has scores for (a resumed run) are not evaluated again, unless one of their files
     changed since the earlier attempt read it (`earlier_fingerprint`, the row's data fingerprint): those are scored
-    again, and a line says so.
+    again, and a line says so (through `say`, the caller's).
 
     Under torchrun every rank calls this with the same arguments, rank 0 alone with `db`: texts to encode are
     shared out over the ranks (bench.encode.sharded), rank 0's list of finished datasets is every rank's, and every rank
@@ -164,7 +165,7 @@ def evaluate(
                 if not changed:
                     continue
                 if distributed.is_main():
-                    print(f"{suite.name}:{dataset}: {', '.join(changed)} changed since this run scored it; scored again")
+                    say(f"{suite.name}:{dataset}: {', '.join(changed)} changed since this run scored it; scored again")
             started = time.monotonic()
             before = score_info.start(model)
             mine = replace(sub, files_read=set())  # the files this dataset reads (its fingerprint)

@@ -107,15 +107,18 @@ class ComparisonJob:
 
 
 def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | None = None,
-                   runtime: dict[str, Any] | None = None) -> ComparisonResult:  # fmt: skip
+                   runtime: dict[str, Any] | None = None, checked: tuple[Any, list[Any], str | None] | None = None,
+                   ) -> ComparisonResult:  # fmt: skip
     """Find or make, train, evaluate and record every run `spec` asks for (see the module docstring).
 
-    db: a results_db.ResultsDB (default: opened from spec.db on rank 0); say: where progress lines go (default
-    print on rank 0, nothing elsewhere); runtime: Run.runtime fields (world size, per-rank batch, device)."""
+    db: a results_db.ResultsDB (default: opened from spec.db on rank 0); say: where every message goes (default
+    print on rank 0, nothing elsewhere); runtime: Run.runtime fields (world size, per-rank batch, device); checked:
+    what `check_spec(spec)` returned when the caller checked the spec already (bench.experiment.run_job), so the
+    suites are not parsed and the data not searched twice."""
     from bench.report.pooling import comparison_runs
 
     t_start = time.time()
-    job = start_comparison(spec, db, say, runtime)
+    job = start_comparison(spec, db, say, runtime, checked)
     say, db, comparison = job.say, job.db, job.configs.comparison
     result = ComparisonResult(comparison, {}, {}, db=db, reference=job.reference)
     total_runs, runs_done = len(job.configs.per_run), 0
@@ -148,13 +151,15 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
 
 
 def start_comparison(spec: RunSpec, db: Any = None, say: Callable[..., None] | None = None,
-                     runtime: dict[str, Any] | None = None) -> ComparisonJob:  # fmt: skip
-    """Everything before the first run: the checks, the corpus (fetched once, by rank 0), the database (rank 0),
-    the run configs, the curve settings, the comparison's folder, and the lines that say what will run."""
+                     runtime: dict[str, Any] | None = None, checked: tuple[Any, list[Any], str | None] | None = None,
+                     ) -> ComparisonJob:  # fmt: skip
+    """Everything before the first run: the checks (unless `checked` has their result), the corpus (fetched once, by
+    rank 0), the database (rank 0), the run configs, the curve settings, the comparison's folder, and the lines that
+    say what will run."""
     from bench.data.corpus import in_domain_datasets, load_corpus
     from bench.train.registry import get_method
 
-    suites, located, reference = check_spec(spec)
+    suites, located, reference = checked if checked is not None else check_spec(spec)
     evaluation = spec.eval_settings()
     main = distributed.is_main()
     if say is None:
@@ -258,13 +263,13 @@ def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_c
         t_train = time.time()
         model_dir = _train_one(db, run_id, method, method_spec, spec, corpus, settings.budget,
                                replace(settings.train_cfg, seed=seed), method_cfg, out_dir, hook, trackers,
-                               job.runtime.get("per_rank_batch"))  # fmt: skip
+                               job.runtime.get("per_rank_batch"), say)  # fmt: skip
         train_seconds = time.time() - t_train
         encoder = evaluation.load(model_dir)
         if db is not None:
             db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
         t_eval = time.time()
-        records = evaluate(encoder, job.suites, ctx, db=db, run_id=run_id, earlier_fingerprint=earlier)
+        records = evaluate(encoder, job.suites, ctx, db=db, run_id=run_id, earlier_fingerprint=earlier, say=say)
         if trackers is not None:
             trackers.log_scores(records, "eval")  # at the last training step
         eval_seconds = time.time() - t_eval
@@ -300,7 +305,8 @@ def curve_settings(spec: Any, suite_args: list[str], configs: RunConfigs,
 
 def curve_hook(spec: RunSpec, curves: dict[str, Any] | None, db: Any, run_id: int, method: str, say: Any) -> Any:
     """The trainer's EvalHook for one run (None without --eval-every): the curve suites scored in memory, with the
-    evaluation settings of the final scores (pooling, max_len, attacks, seed), on the curve's item limit."""
+    evaluation settings of the final scores (the encoder options: precision, pooling, max_len...; attacks, seed), on
+    the curve's item limit."""
     if curves is None:
         return None
     from bench.evaluate.curve import CurveEvaluator
@@ -309,9 +315,8 @@ def curve_hook(spec: RunSpec, curves: dict[str, Any] | None, db: Any, run_id: in
 
     evaluation = spec.eval_settings()
     ctx = replace(evaluation.context(), limit=curves["limit"])
-    evaluator = CurveEvaluator(parse_suites(curves["suite"]), ctx, pooling=evaluation.pooling or "mean",
-                               max_len=evaluation.max_len, batch_size=evaluation.batch_size, name=method, db=db,
-                               run_id=run_id, say=say)  # fmt: skip
+    evaluator = CurveEvaluator(parse_suites(curves["suite"]), ctx, evaluation.encoder, name=method, db=db, run_id=run_id,
+                               say=say)  # the final scores' encoder options: same precision, pooling, max_len
     return EvalHook(curves["every"], evaluator)
 
 
@@ -536,8 +541,9 @@ class close_trackers:  # noqa: N801 - a context manager used like a function
 
 
 def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg, method_cfg, out_dir, eval_hook=None,  # noqa: ANN001, ANN202
-               trackers=None, rank_batch=None):  # noqa: ANN001
-    """Train (or resume) one method; the trainer saves its weights. Returns the folder to evaluate."""
+               trackers=None, rank_batch=None, say=print):  # noqa: ANN001
+    """Train (or resume) one method; the trainer saves its weights. Returns the folder to evaluate. Messages go to
+    `say` (rank 0's; the others say nothing)."""
     from bench.encode.names import is_generated_backbone
     from bench.encode.st_config import declare_scoring
     from bench.report.tables import loss_warning
@@ -550,12 +556,12 @@ def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg,
         if not is_generated_backbone(spec.backbone):
             return resolve_model(spec.backbone)
         with distributed.main_first():  # written once, by rank 0
-            return load_backbone(spec.backbone, cache_dir=Path(spec.out) / "backbones")[2]
+            return load_backbone(spec.backbone, cache_dir=Path(spec.out) / "backbones", allow_pickle=spec.allow_pickle)[2]
     encoder_dir = Path(out_dir) / "encoder"
     done_marker = Path(out_dir) / "TRAINED"
     if distributed.broadcast_from_main(done_marker.exists() and (encoder_dir / "config.json").exists()):
         if distributed.is_main():
-            print(f"[{method}] training already complete in {out_dir}")
+            say(f"[{method}] training already complete in {out_dir}")
             # a folder an older lenbench saved with the training max_len declares the scoring now
             declare_scoring(encoder_dir, pooling=train_cfg.pooling, max_len=spec.eval_max_len)
         return str(encoder_dir)
@@ -565,6 +571,7 @@ def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg,
         db=db, run_id=run_id, resume=spec.resume, method_config=method_cfg, backbone_cache_dir=Path(spec.out) / "backbones",
         eval_hook=eval_hook, tracker=trackers, scoring_max_len=spec.eval_max_len,  # the folder declares its scoring once
         rank_batch=rank_batch,  # checked by the command before any process started
+        allow_pickle=spec.allow_pickle,
     )
     consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
     if result.resumed_from is not None:
@@ -576,11 +583,11 @@ def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg,
 
     with atomic_file(done_marker, "the TRAINED marker", kept="training checkpoints are kept (--resume continues)") as tmp:
         tmp.write_text(json.dumps(consumed))
-    print(f"[{method}] trained {result.consumed.steps} steps in {time.time() - t0:.0f}s ({stop_reason(result.stopped_by)}); "
+    say(f"[{method}] trained {result.consumed.steps} steps in {time.time() - t0:.0f}s ({stop_reason(result.stopped_by)}); "
           f"final loss {result.final_loss:.3e}; encoder {result.encoder_dir}")
     warning = loss_warning(method, result.losses)
     if warning:
-        print(warning)
+        say(warning)
     return str(result.encoder_dir)
 
 
@@ -600,12 +607,13 @@ def _write_artifacts(db: Any, run_id: int, method: str, method_spec: Any, model_
     from bench.report.results_file import write_results
 
     if method_spec.trains:
-        _finish_trained(db, run_id, method, method_spec.paper, model_dir, out_dir, keep_checkpoints=keep_checkpoints)
+        _finish_trained(db, run_id, method, method_spec.paper, model_dir, out_dir, keep_checkpoints=keep_checkpoints,
+                        say=say)  # fmt: skip
     say(f"[{method}] results {write_results(db, run_id, out_dir, finished_at=at)}")
 
 
 def _finish_trained(db: Any, run_id: int, method: str, paper: str, encoder_dir: Path, out_dir: Path,
-                    keep_checkpoints: bool) -> None:  # fmt: skip
+                    keep_checkpoints: bool, say: Callable[..., None] = print) -> None:  # fmt: skip
     """After a successful run: the encoder folder gets its model card; the training checkpoints (only --resume needs
     them, and the encoder is saved) are deleted unless --keep-checkpoints."""
     import shutil
@@ -616,9 +624,9 @@ def _finish_trained(db: Any, run_id: int, method: str, paper: str, encoder_dir: 
     with atomic_file(encoder_dir / "README.md", "the model card") as tmp:
         card = write_model_card(db, run_id, tmp.parent, paper=paper, name=tmp.name)
     card = encoder_dir / "README.md"
-    print(f"[{method}] model card {card}")
+    say(f"[{method}] model card {card}")
     checkpoints = out_dir / "checkpoints"
     if checkpoints.is_dir() and not keep_checkpoints:
         size = sum(f.stat().st_size for f in checkpoints.rglob("*") if f.is_file())
         shutil.rmtree(checkpoints)
-        print(f"[{method}] removed the training checkpoints ({size / 2**20:.0f} MiB; --keep-checkpoints keeps them)")
+        say(f"[{method}] removed the training checkpoints ({size / 2**20:.0f} MiB; --keep-checkpoints keeps them)")

@@ -1,12 +1,69 @@
 """`EvalSpec`: one `bench eval` as data: the model, its suites and the evaluation settings, and from them (with what
-the loaded model says of itself) the run's config and config hash."""
+the loaded model says of itself) the run's config and config hash.
+
+`EvalOptions` is `bench eval`'s options as a dataclass (the parser of bench/commands/eval.py takes its defaults
+from it): the command builds its EvalSpec from the parsed arguments, the Python API (`lenbench.evaluate`) from
+`EvalOptions.from_options`, Python values typed and checked as the parser would; both go through `EvalSpec.from_args`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from bench.encode.options import BACKENDS, EMB_DTYPES, ENCODER_DEFAULTS, POOLINGS, EncoderOptions
+from bench.evaluate.attacks.elong import DEFAULT_ELONG
+from bench.experiment.command_options import FLAG, option, positive_int, typed_options
 from bench.experiment.settings import EvalSettings, attack_settings
+from bench.runtime.device import PRECISIONS
+
+E = ENCODER_DEFAULTS
+
+
+@dataclass
+class EvalOptions:
+    """Every option of `bench eval`, with the command's defaults (the encoder's are `EncoderOptions`')."""
+
+    model: str = option("")
+    suite: list[str] = option([], many=True)
+    pooling: str | None = option(E.pooling, choices=POOLINGS)
+    max_len: int = option(E.max_len, int)
+    batch_size: int = option(E.batch_size, int)
+    device: str | None = option(E.device)
+    no_cache: bool = option(not E.use_cache, FLAG)
+    backend: str = option(E.backend, choices=BACKENDS)
+    emb_dtype: str = option(E.emb_dtype, choices=EMB_DTYPES)
+    precision: str = option(E.precision, choices=PRECISIONS)
+    allow_pickle: bool = option(E.allow_pickle, FLAG)
+    elong: str = option(DEFAULT_ELONG, joined=True)
+    attack: list[str] | None = option(None, many=True)
+    needle_lengths: str | None = option(None, joined=True)
+    limit: int | None = option(None, positive_int)
+    seed: int = option(0, int)
+    nproc: int | None = option(None, int)
+    data_dir: str | None = option(None)
+    download: bool = option(False, FLAG)
+    db: str | None = option(None)
+    db_init_foreign: bool = option(False, FLAG)
+    no_progress: bool = option(False, FLAG)
+    rerun: bool = option(False, FLAG)  # score again in a new row even when this evaluation has a finished one
+
+    @classmethod
+    def from_args(cls, args: Any) -> "EvalOptions":
+        """From `bench eval`'s parsed arguments (an argparse Namespace)."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> "EvalOptions":
+        """From option name -> Python value, typed and checked as `bench eval`'s parser would (a ValueError names
+        the option; bench.experiment.command_options)."""
+        return cls(**typed_options(cls, options, "eval"))
+
+    def encoder_options(self) -> EncoderOptions:
+        """The encoder's options among these (bench.encode.options): how the model is loaded and run."""
+        return EncoderOptions(pooling=self.pooling, max_len=self.max_len, batch_size=self.batch_size, device=self.device,
+                              backend=self.backend, precision=self.precision, emb_dtype=self.emb_dtype,
+                              use_cache=not self.no_cache, allow_pickle=self.allow_pickle)  # fmt: skip
 
 
 @dataclass
@@ -18,7 +75,13 @@ class EvalSpec:
 
     @classmethod
     def from_args(cls, args: Any) -> "EvalSpec":
-        """From `bench eval`'s parsed arguments; suite strings split and elongation variants checked here."""
+        """From `bench eval`'s parsed arguments (an argparse Namespace)."""
+        return cls.from_options(EvalOptions.from_args(args))
+
+    @classmethod
+    def from_options(cls, args: EvalOptions) -> "EvalSpec":
+        """From `bench eval`'s options (parsed, or a Python caller's: EvalOptions.from_options); suite strings split
+        and elongation variants checked here."""
         from bench.evaluate.suites.registry import split_suite_args
 
         suite_args = split_suite_args(args.suite)
@@ -29,13 +92,11 @@ class EvalSpec:
 
             parse_lengths(needle_lengths)  # a bad list: one clear error before anything is recorded
         settings = EvalSettings(
-            max_len=args.max_len, pooling=args.pooling, batch_size=args.batch_size, elong=elong, limit=args.limit,
-            seed=args.seed, data_dir=args.data_dir, fetch=args.download, device=args.device, use_cache=not args.no_cache,
-            backend=args.backend, emb_dtype=args.emb_dtype, precision=getattr(args, "precision", "auto"),
-            attack_params=attack_params,
+            encoder=args.encoder_options(), elong=elong, limit=args.limit, seed=args.seed,
+            data_dir=args.data_dir, fetch=args.download, attack_params=attack_params,
             options={"needle_lengths": needle_lengths} if needle_lengths else {},
         )
-        return cls(args.model, suite_args, settings, rerun=bool(getattr(args, "rerun", False)))
+        return cls(args.model, suite_args, settings, rerun=args.rerun)
 
     @property
     def method(self) -> str:
@@ -56,8 +117,8 @@ class EvalSpec:
             "model": self.model,
             "suite": self.suite_args,
             "pooling": describe.get("pooling"),
-            "max_len": s.max_len,
-            "batch_size": s.batch_size,
+            "max_len": s.encoder.max_len,
+            "batch_size": s.encoder.batch_size,
             "elong": s.elong,
             **({"attacks": s.attack_params} if s.attack_params else {}),  # only when asked: older configs hash as they did
             **({"needle_lengths": s.options["needle_lengths"]} if s.options.get("needle_lengths") else {}),
@@ -66,8 +127,8 @@ class EvalSpec:
             "model_fingerprint": describe.get("fingerprint"),
             **({"bm25": describe["bm25"]} if "bm25" in describe else {}),  # BM25's settings (stemmer, k1, b...)
         }
-        if s.emb_dtype != "fp32":  # fp16 matrices can move scores in the last digits: part of what was run
-            config["emb_dtype"] = s.emb_dtype
+        if s.encoder.emb_dtype != "fp32":  # fp16 matrices can move scores in the last digits: part of what was run
+            config["emb_dtype"] = s.encoder.emb_dtype
         if describe.get("precision", "fp32") != "fp32":  # the precision the model ran at (auto resolved); fp32 as before
             config["precision"] = describe["precision"]
         return config

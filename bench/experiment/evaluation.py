@@ -118,7 +118,7 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
     with Recording(db, run_id, files=lambda: ctx.files_read, claim=held,
                    earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None):
         records = evaluate(model, suites, ctx, db=db, run_id=run_id,
-                           earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None)
+                           earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None, say=say)
         encoded = distributed.all_gather_object(getattr(model, "texts_encoded", None))
         if db is not None and encoded[0] is not None:
             db.merge_runtime(run_id, {"texts_encoded_per_rank": encoded})

@@ -14,7 +14,8 @@ row is finished only once all of it is on disk, and a stop while it is written l
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from bench.runtime.heartbeat import Heartbeat
@@ -153,10 +154,27 @@ def fingerprint_files(files: Any) -> dict:
         return {}
 
 
-def command_line() -> str:
-    """The command as invoked (`bench ...`), quoted for a shell."""
+_INVOKED: list[str] = []  # the command line of a job the Python API runs (`invoked_as`), innermost last
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """`bench ARGV` quoted for a shell, a password in a URL redacted: by default the command as invoked (this
+    process's arguments, or inside `invoked_as` the command line equivalent to a Python API call)."""
     import shlex
 
     from results_db.redact import redact_args
 
-    return " ".join(["bench"] + [shlex.quote(a) for a in redact_args(sys.argv[1:])])
+    if argv is None and _INVOKED:
+        return _INVOKED[-1]
+    return " ".join(["bench"] + [shlex.quote(a) for a in redact_args(sys.argv[1:] if argv is None else argv)])
+
+
+@contextmanager
+def invoked_as(command: str) -> Iterator[None]:
+    """Rows recorded inside this block name `command` (`command_line(argv)`) as theirs: the Python API's jobs
+    record the equivalent command line, not the notebook's interpreter."""
+    _INVOKED.append(command)
+    try:
+        yield
+    finally:
+        _INVOKED.pop()

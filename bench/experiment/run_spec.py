@@ -18,15 +18,22 @@ results also goes into `configs` (which changes no stored hash when it is left o
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any, Callable
 
-from bench.encode.options import BACKENDS, EMB_DTYPES, POOLINGS
+from bench.encode.options import BACKENDS, EMB_DTYPES, ENCODER_DEFAULTS, POOLINGS, EncoderOptions
 from bench.evaluate.attacks.elong import DEFAULT_ELONG  # noqa: F401  (re-exported: run.py and the API read it here)
+from bench.experiment.command_options import (  # noqa: F401 - OptionValueError, positive_int: re-exported
+    FLAG,
+    OptionValueError,
+    option,
+    option_argv as _option_argv,
+    positive_int,
+    typed_options,
+)
 from bench.experiment.settings import EvalSettings, attack_settings
 from bench.runtime.device import PRECISIONS
 from bench.runtime.errors import ConfigError
@@ -36,39 +43,17 @@ DEFAULT_BUDGET = "steps=60"
 DEFAULT_BACKBONE = "minilm"
 
 
-class OptionValueError(argparse.ArgumentTypeError, ValueError):
-    """A bad option value: argparse shows its message as it is, a sweep's RunSpec.from_options catches ValueError."""
-
-
-def positive_int(text: Any) -> int:
-    """--limit (`bench eval`, `bench run`, a sweep's options): a whole number >= 1 (0 or a negative would silently
-    mean 'everything')."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise OptionValueError(f"{text!r} is not a whole number; give a positive N, e.g. --limit 300") from None
-    if value < 1:
-        raise OptionValueError(f"{value} is not positive; give N >= 1 (leave --limit out for the whole dataset)")
-    return value
-
-
-def _opt(default: Any, convert: Callable[[Any], Any] | None = str, *, choices: tuple = (), many: bool = False) -> Any:
-    """A RunSpec field: its default, how a sweep's value becomes the field's type (None: a flag), allowed values,
-    and whether the option may be repeated (argparse's append)."""
-    meta = {"convert": convert, "choices": choices, "many": many}
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata=meta)
-    return field(default=default, metadata=meta)
-
-
-FLAG = None
+def _opt(default: Any, convert: Callable[[Any], Any] | None = str, *, choices: tuple = (), many: bool = False,
+         joined: bool = False) -> Any:  # fmt: skip
+    """A RunSpec field (bench.experiment.command_options.option)."""
+    return option(default, convert, choices=choices, many=many, joined=joined)
 
 
 @dataclass
 class RunSpec:
     """Every option of `bench run` (see the module docstring); defaults are the command's."""
 
-    method: str = _opt(DEFAULT_METHODS)
+    method: str = _opt(DEFAULT_METHODS, joined=True)
     suite: list[str] | None = _opt(None, many=True)
     budget: str = _opt(DEFAULT_BUDGET)
     backbone: str = _opt(DEFAULT_BACKBONE)
@@ -79,7 +64,7 @@ class RunSpec:
     lr: float = _opt(3e-5, float)
     warmup_steps: int = _opt(0, int)
     seed: int = _opt(0, int)
-    seeds: str | None = _opt(None)
+    seeds: str | None = _opt(None, joined=True)
     reference: str | None = _opt(None)
     hp: list[str] = _opt([], many=True)
     checkpoint_every: int | None = _opt(None, int)
@@ -90,19 +75,19 @@ class RunSpec:
     no_baseline: bool = _opt(False, FLAG)
     out: str = _opt("runs")
     pooling: str = _opt("mean", choices=POOLINGS)
-    eval_max_len: int = _opt(256, int)
-    eval_batch_size: int = _opt(64, int)
-    elong: str = _opt(DEFAULT_ELONG)
+    eval_max_len: int = _opt(ENCODER_DEFAULTS.max_len, int)
+    eval_batch_size: int = _opt(ENCODER_DEFAULTS.batch_size, int)
+    elong: str = _opt(DEFAULT_ELONG, joined=True)
     attack: list[str] | None = _opt(None, many=True)  # FAMILY=PARAM[,PARAM]: variants of the other attack families
     limit: int | None = _opt(None, positive_int)
     device: str | None = _opt(None)
     no_cache: bool = _opt(False, FLAG)
     allow_pickle: bool = _opt(False, FLAG)
-    backend: str = _opt("auto", choices=BACKENDS)
-    emb_dtype: str = _opt("fp32", choices=EMB_DTYPES)
-    precision: str = _opt("auto", choices=PRECISIONS)  # training and evaluation (bench.runtime.device)
+    backend: str = _opt(ENCODER_DEFAULTS.backend, choices=BACKENDS)
+    emb_dtype: str = _opt(ENCODER_DEFAULTS.emb_dtype, choices=EMB_DTYPES)
+    precision: str = _opt(ENCODER_DEFAULTS.precision, choices=PRECISIONS)  # training and evaluation (bench.runtime.device)
     no_progress: bool = _opt(False, FLAG)
-    report_to: str = _opt("none")  # experiment trackers (bench.runtime.trackers): a view, outside the config hash
+    report_to: str = _opt("none", joined=True)  # experiment trackers (bench.runtime.trackers): a view, outside the config hash
     # Learning curves (bench.evaluate.curve): recorded in trained rows' configs outside the hash (training unchanged).
     preset: str | None = _opt(None, choices=("scratch",))  # bench.experiment.presets: options filled in by name
     eval_every: int | None = _opt(None, int)
@@ -125,36 +110,10 @@ class RunSpec:
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> "RunSpec":
-        """From option name -> value (a sweep point: TOML values), converted and checked as `bench run`'s parser
-        would; a bad value is a ValueError saying which option ("argument --limit: ...")."""
-        known = {f.name: f for f in fields(cls)}
-        values: dict[str, Any] = {}
-        for name, value in options.items():
-            if name not in known:
-                raise ValueError(f"{name!r} is not a `bench run` option")
-            meta = known[name].metadata
-            flag = "--" + name.replace("_", "-")
-            if meta["convert"] is FLAG:
-                values[name] = bool(value)
-                continue
-            if isinstance(value, list) and not meta["many"]:  # never "the last one wins": that trains another run
-                raise ValueError(f"argument {flag}: one value expected, got a list {value!r}")
-            items = []
-            for item in value if isinstance(value, list) else [value]:
-                try:
-                    item = meta["convert"](str(item))
-                except ValueError as exc:
-                    detail = str(exc) if meta["convert"] is positive_int else f"invalid {meta['convert'].__name__} value: {str(item)!r}"
-                    raise ValueError(f"argument {flag}: {detail}") from None
-                if meta["choices"] and item not in meta["choices"]:
-                    allowed = ", ".join(map(repr, meta["choices"]))
-                    raise ValueError(f"argument {flag}: invalid choice: {item!r} (choose from {allowed})")
-                items.append(item)
-            values[name] = items if meta["many"] else items[-1]
-        from bench.experiment.option_ranges import check_numbers
-
-        check_numbers(values)  # the ranges `bench run` checks on its command line (a ConfigError, a ValueError)
-        return cls(**values)
+        """From option name -> value (a sweep point's TOML values, the Python API's keywords), converted and checked
+        as `bench run`'s parser would (bench.experiment.command_options: a list for --seeds or --method is joined, a
+        repeatable option takes any list); a bad value is a ValueError saying which option ("argument --limit: ...")."""
+        return cls(**typed_options(cls, options, "run"))
 
     # ---------------------------------------------------------------------- settings
     @cached_property
@@ -184,13 +143,18 @@ class RunSpec:
         return RunSettings(methods, overrides, suite_args, budget, elong, train_cfg, rows, parse_seeds(self.seeds, self.seed),
                            attack_params)
 
+    def encoder_options(self) -> EncoderOptions:
+        """How every row's encoder is loaded and run when it is scored (bench.encode.options), the same for all
+        methods; the learning curves run at these options too (with the torch backend, and no cache)."""
+        return EncoderOptions(pooling=self.pooling, max_len=self.eval_max_len, batch_size=self.eval_batch_size,
+                              device=self.device, backend=self.backend, precision=self.precision,
+                              emb_dtype=self.emb_dtype, use_cache=not self.no_cache, allow_pickle=self.allow_pickle)
+
     def eval_settings(self) -> EvalSettings:
         """How every row's encoder is loaded and scored (the same for all methods, SPEC §1)."""
         return EvalSettings(
-            max_len=self.eval_max_len, pooling=self.pooling, batch_size=self.eval_batch_size, elong=self.settings.elong,
-            limit=self.limit, seed=self.seed, data_dir=self.data_dir, fetch=self.download, device=self.device,
-            use_cache=not self.no_cache, backend=self.backend, emb_dtype=self.emb_dtype, precision=self.precision,
-            attack_params=self.settings.attack_params,
+            encoder=self.encoder_options(), elong=self.settings.elong, limit=self.limit, seed=self.seed,
+            data_dir=self.data_dir, fetch=self.download, attack_params=self.settings.attack_params,
         )
 
     # ----------------------------------------------------------------- config and hash
@@ -303,18 +267,8 @@ def run_options() -> dict[str, Any]:
 
 def option_argv(options: dict[str, Any]) -> list[str]:
     """`bench run` command-line options for option name -> value (a flag when True, left out when False; a list
-    repeats the option)."""
-    known = run_options()
-    out: list[str] = []
-    for name, value in options.items():
-        flag = "--" + name.replace("_", "-")
-        if known[name].metadata["convert"] is FLAG:
-            if value:
-                out.append(flag)
-            continue
-        for v in value if isinstance(value, list) else [value]:
-            out += [flag, str(v)]
-    return out
+    repeats a repeatable option and joins a comma-separated one)."""
+    return _option_argv(RunSpec, options)
 
 
 @dataclass

@@ -5,22 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.encode.options import EncoderOptions
+
 
 @dataclass
 class EvalSettings:
-    max_len: int = 256  # tokens an encoder reads of each text, special tokens included
-    pooling: str | None = None  # None: the model folder's own, else mean
-    batch_size: int = 64
+    encoder: EncoderOptions = field(default_factory=EncoderOptions)  # how the model is loaded and run, carried whole
     elong: list[str] = field(default_factory=lambda: _default_elong())  # variants of @elong suites (--elong's default)
     limit: int | None = None  # first N items of each dataset
     seed: int = 0  # random elongation, kNN splits, diagnostics
     data_dir: str | None = None
     fetch: bool = False  # download missing datasets
-    device: str | None = None
-    use_cache: bool = True
-    backend: str = "auto"
-    emb_dtype: str = "fp32"
-    precision: str = "auto"  # fp32, bf16 or auto (bench.runtime.device)
     attack_params: dict[str, list[str]] = field(default_factory=dict)  # --attack FAMILY=PARAMS (elong excepted)
     options: dict[str, Any] = field(default_factory=dict)  # suite options (needle_lengths)
 
@@ -30,15 +25,13 @@ class EvalSettings:
 
         return EvalContext(data_dir=self.data_dir, seed=self.seed, elong=self.elong,
                            attack_params=self.attack_params, options=dict(self.options), limit=self.limit,
-                           fetch=self.fetch, batch_size=self.batch_size)  # fmt: skip
+                           fetch=self.fetch, batch_size=self.encoder.batch_size)  # fmt: skip
 
     def load(self, model: str) -> Any:
         """The model as these settings score it: BM25 for 'bm25', else a (lazy) encoder."""
         from bench.evaluate.models import load_model
 
-        return load_model(model, pooling=self.pooling, max_len=self.max_len, batch_size=self.batch_size,
-                          device=self.device, use_cache=self.use_cache, backend=self.backend,
-                          emb_dtype=self.emb_dtype, precision=self.precision)  # fmt: skip
+        return load_model(model, self.encoder)
 
 
 def _default_elong() -> list[str]:

@@ -57,6 +57,14 @@ def load_scores(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]) -> p
     return scores
 
 
+def with_run_columns(db: ResultsDB, scores: pd.DataFrame) -> pd.DataFrame:
+    """`scores` with each score's run's seed and kind (run_seed, run_kind), which the intervals need."""
+    runs = db.runs().set_index("id")
+    scores["run_seed"] = scores["run_id"].map(runs["seed"])
+    scores["run_kind"] = scores["run_id"].map(runs["kind"])
+    return scores
+
+
 def _fmt(value: float) -> str:
     return "" if value is None or np.isnan(value) else f"{value:.2f}"
 
@@ -136,21 +144,23 @@ def _seeds_vary(rows: pd.DataFrame) -> bool:
     return "train" in kinds or rows["run_id"].nunique() > 1
 
 
-def differences_table(db: ResultsDB, scores: pd.DataFrame, reference: str, methods: Sequence[str],
-                      resamples: int = DEFAULT_RESAMPLES, correction: str = "holm") -> pd.DataFrame:  # fmt: skip
-    """Each method minus the reference on every (suite, dataset, metric, variant), with its 95% interval.
+def difference_numbers(db: ResultsDB, scores: pd.DataFrame, reference: str, methods: Sequence[str],
+                       resamples: int = DEFAULT_RESAMPLES, correction: str = "holm") -> pd.DataFrame:  # fmt: skip
+    """Each method minus the reference on every (suite, dataset, metric, variant), with its 95% interval, as numbers:
+    columns suite, dataset, metric, variant, method, n, diff, ci_low, ci_high, p (floats; NaN where no interval
+    could be computed, `interval` then says why), significant (the interval excludes 0 after the `correction`,
+    Holm by default, over every difference of this table) and interval (how it was computed).
 
     The difference of the methods' means over their runs (seeds), every run rescored on the same resamples of the
     items all of them share (`bench.report.stats.seed_item_ci`): with 3 or more seeds per trained method, the
     interval combines the between-seed variance and the item sampling (t, Welch-Satterthwaite df; interval
     "seeds+items"); with fewer, the paired bootstrap over the items (percentile; "items"), and the note says the
     seed variance is not estimated. One run against one run is exactly `paired_bootstrap` (the leaderboard's
-    computation). `*` after the difference: it excludes 0 after the `correction` (Holm by default) over every
-    difference of this table; `p` is each difference's own two-sided p-value, `ci` its uncorrected interval.
+    computation). `p` is each difference's own two-sided p-value, `ci_low`/`ci_high` its uncorrected interval.
     """
     rows = []
     keys = ["suite", "label", "metric", "variant"]
-    for (suite, label, metric, variant), group in scores.groupby(keys, sort=False):
+    for (suite, label, metric, variant), group in scores.groupby(keys, sort=False) if not scores.empty else ():
         ref = group[group["method"] == reference].sort_values("run_id")
         if ref.empty:
             continue
@@ -165,7 +175,7 @@ def differences_table(db: ResultsDB, scores: pd.DataFrame, reference: str, metho
             got = _resamples(db, [*ref["id"], *mine["id"]], resamples)
             if isinstance(got, str):
                 diff = float(mine["value"].mean() - ref["value"].mean())
-                row.update(diff=diff, ci=got, interval="", p=np.nan, low=np.nan, high=np.nan)
+                row.update(diff=diff, ci_low=np.nan, ci_high=np.nan, p=np.nan, interval=got)
             else:
                 full, boot, n_items = got
                 k = len(ref)
@@ -175,17 +185,33 @@ def differences_table(db: ResultsDB, scores: pd.DataFrame, reference: str, metho
                     if ci.method == "seeds+items" else "bootstrap"  # fmt: skip
                 if ci.note:
                     interval += f"; {ci.note}"
-                row.update(diff=ci.difference, ci=f"[{ci.low:.2f}, {ci.high:.2f}]", interval=interval, p=ci.p,
-                           low=ci.low, high=ci.high)  # fmt: skip
+                row.update(diff=float(ci.difference), ci_low=float(ci.low), ci_high=float(ci.high), p=float(ci.p),
+                           interval=interval)  # fmt: skip
             rows.append(row)
-    table = pd.DataFrame(rows)
-    if table.empty:
-        return table
-    star = stats.corrected_stars(table["p"].to_numpy(dtype=float), correction)
-    table["diff"] = [_fmt(d) + ("*" if s else "") for d, s in zip(table["diff"], star)]
-    table["p"] = [f"{p:.3g}" if np.isfinite(p) else "" for p in table["p"]]
-    return table.drop(columns=["low", "high"])[["suite", "dataset", "metric", "variant", "method", "n", "diff", "ci",
-                                                  "p", "interval"]]  # fmt: skip
+    columns = ["suite", "dataset", "metric", "variant", "method", "n", "diff", "ci_low", "ci_high", "p", "significant",
+               "interval"]  # fmt: skip
+    table = pd.DataFrame(rows, columns=[c for c in columns if c != "significant"])
+    table.insert(columns.index("significant"), "significant",
+                 stats.corrected_stars(table["p"].to_numpy(dtype=float), correction) if len(table) else [])
+    return table.astype({"diff": float, "ci_low": float, "ci_high": float, "p": float, "significant": bool})
+
+
+def differences_table(db: ResultsDB, scores: pd.DataFrame, reference: str, methods: Sequence[str],
+                      resamples: int = DEFAULT_RESAMPLES, correction: str = "holm") -> pd.DataFrame:  # fmt: skip
+    """`difference_numbers` as the report prints it: `*` after the difference when it excludes 0 after the
+    `correction` over every difference of this table, `ci` the uncorrected interval as text (or why there is none),
+    `p` each difference's own two-sided p-value."""
+    numbers = difference_numbers(db, scores, reference, methods, resamples=resamples, correction=correction)
+    if numbers.empty:
+        return pd.DataFrame()
+    table = numbers.copy()
+    table["diff"] = [_fmt(d) + ("*" if s else "") for d, s in zip(numbers["diff"], numbers["significant"])]
+    has_ci = numbers["ci_low"].notna()
+    table["ci"] = [f"[{lo:.2f}, {hi:.2f}]" if ok else why for lo, hi, ok, why
+                   in zip(numbers["ci_low"], numbers["ci_high"], has_ci, numbers["interval"])]  # fmt: skip
+    table["interval"] = [why if ok else "" for ok, why in zip(has_ci, numbers["interval"])]
+    table["p"] = [f"{p:.3g}" if np.isfinite(p) else "" for p in numbers["p"]]
+    return table[["suite", "dataset", "metric", "variant", "method", "n", "diff", "ci", "p", "interval"]]
 
 
 def aggregates_table(db: ResultsDB, scores: pd.DataFrame, reference: str, methods: Sequence[str],
@@ -292,9 +318,7 @@ def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]
     scores = load_scores(db, runs_by_method)
     if scores.empty:
         return "(no scores)"
-    runs = db.runs().set_index("id")
-    scores["run_seed"] = scores["run_id"].map(runs["seed"])
-    scores["run_kind"] = scores["run_id"].map(runs["kind"])
+    scores = with_run_columns(db, scores)
     parts = ["scores (n = items per dataset; DATASET[N] = a --limit subset of N items"
              + ("; several seeds: their mean, ±half-width of the 95% t-interval from 3 seeds on"
                 if any(len(r) > 1 for r in runs_by_method.values()) else "")

@@ -63,11 +63,12 @@ def check_backbone_lengths(backbone: str, lengths: dict[str, int]) -> None:
         check_max_len(backbone, config, value, option)
 
 
-def load_backbone(name: str, cache_dir: str | Path | None = None) -> tuple["torch.nn.Module", Any, str]:
+def load_backbone(name: str, cache_dir: str | Path | None = None, allow_pickle: bool = False,
+                  ) -> tuple["torch.nn.Module", Any, str]:  # fmt: skip
     """(model, tokenizer, resolved source). Names: a folder, 'minilm' (packaged all-MiniLM-L6-v2), a hub id,
     'random-bert-tiny|mini|small' (random BERT on the packaged vocab) or 'embedding-bag[-DIM]' (a random token-
     embedding table on that vocab, no transformer; DIM 256 by default); generated ones are written once under
-    cache_dir, seed 0."""
+    cache_dir, seed 0. `allow_pickle`: a folder with pickle weights only loads too (--allow-pickle)."""
     from bench.encode.loading import load_transformer
 
     source = None
@@ -84,4 +85,4 @@ def load_backbone(name: str, cache_dir: str | Path | None = None) -> tuple["torc
                 source = str(make_random_bert(root / name, size=name[len(RANDOM_BACKBONE_PREFIX) :], seed=0))
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-    return load_transformer(name, source)
+    return load_transformer(name, source, allow_pickle)

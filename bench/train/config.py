@@ -1,7 +1,8 @@
 """`TrainConfig`: the training settings every method of a comparison shares (SPEC §1), checked when made.
 
-A dataclass with no dependency beyond the standard library and the device names, so that parsing and checking a
-command's options (`RunSpec.settings`) builds one without loading torch; the trainer (bench.train.trainer) reads it.
+A dataclass with no dependency beyond the standard library, the device names and the encoder's option defaults
+(bench.encode.options: one precision default), so that parsing and checking a command's options (`RunSpec.settings`)
+builds one without loading torch; the trainer (bench.train.trainer) reads it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from bench.encode.options import ENCODER_DEFAULTS
 from bench.runtime.device import TRAIN_PRECISIONS
 from bench.runtime.errors import ConfigError
 
@@ -39,7 +41,7 @@ class TrainConfig:
     keep_checkpoints: int = 1
     log_every: int = 1  # steps between training-log rows
     epochs_horizon: float = 1.0  # schedule horizon when the budget gives no step count
-    precision: str = "auto"  # auto: bf16 autocast on CUDA, fp32 on CPU
+    precision: str = ENCODER_DEFAULTS.precision  # one --precision for training and scoring; auto: bf16 on CUDA, fp32 on CPU
     device: str | None = None  # None: cuda if available
     progress: bool = True
     loader_workers: int | None = None  # processes building batches ahead; None: the cores left (results never change)

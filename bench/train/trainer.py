@@ -486,10 +486,11 @@ def train_method(
     tracker: Any = None,
     scoring_max_len: int | None = None,
     rank_batch: int | None = None,
+    allow_pickle: bool = False,
 ) -> TrainResult:
-    """Load the backbone, build the method's adapter with its config (`method_config`, else the paper defaults
-    with `method_overrides`), train, save the encoder (declaring `scoring_max_len`, see `train`). `method`: a
-    registered name, or the MethodSpec a caller has already looked up."""
+    """Load the backbone (pickle-only weights too with `allow_pickle`), build the method's adapter with its config
+    (`method_config`, else the paper defaults with `method_overrides`), train, save the encoder (declaring
+    `scoring_max_len`, see `train`). `method`: a registered name, or the MethodSpec a caller has already looked up."""
     from bench.train.registry import get_method
 
     spec = get_method(method) if isinstance(method, str) else method
@@ -502,7 +503,7 @@ def train_method(
         except (TypeError, ValueError) as exc:
             raise ConfigError(str(exc)) from None
     with distributed.main_first():  # a random backbone is written to disk once, by rank 0
-        model, tokenizer, _ = load_backbone(backbone, cache_dir=backbone_cache_dir)
+        model, tokenizer, _ = load_backbone(backbone, cache_dir=backbone_cache_dir, allow_pickle=allow_pickle)
     torch.manual_seed(config.seed)
     adapter = spec.build(method_config, tokenizer=tokenizer, max_len=config.max_len, seed=config.seed)
     return train(adapter, model, tokenizer, texts, budget, config, out_dir, db=db, run_id=run_id, resume=resume,

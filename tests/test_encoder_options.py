@@ -1,0 +1,66 @@
+"""`EncoderOptions` (bench.encode.options): one value, checked when made, carried whole from a command's spec to the
+encoder and to the learning-curve hook, with `auto` resolved once by the device policy."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from bench.encode.options import ENCODER_DEFAULTS, EncoderOptions
+from bench.runtime.errors import ConfigError
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"pooling": "max"}, "pooling 'max' is not one of mean, cls"),
+    ({"max_len": 2}, "max_len must be at least 4 tokens, got 2"),
+    ({"batch_size": "64"}, "batch_size '64' is not a whole number"),
+    ({"precision": "fp8"}, "precision 'fp8' is not one of auto, fp32, bf16, fp16"),
+    ({"backend": "tensorrt"}, "backend 'tensorrt' is not one of auto, torch, onnx"),
+    ({"emb_dtype": "int8"}, "emb_dtype 'int8' is not one of fp32, fp16"),
+])  # fmt: skip
+def test_a_bad_option_is_one_config_error_when_the_value_is_made(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        EncoderOptions(**changes)
+
+
+def test_auto_is_resolved_once_by_the_device_policy_and_stays_resolved():
+    from bench.runtime.device import resolve_device
+
+    here = resolve_device(None)
+    resolved = EncoderOptions(max_len=np.int64(32)).resolved()
+    assert resolved.max_len == 32 and type(resolved.max_len) is int
+    assert resolved.device == here and resolved.precision in ("fp32", "bf16") and resolved.backend in ("torch", "onnx")
+    assert resolved.resolved() == resolved  # nothing left to resolve
+    cpu = EncoderOptions(device="cpu", precision="bf16").resolved()
+    assert (cpu.precision, cpu.backend) == ("bf16", "torch")  # onnx runs fp32 only: auto picks torch
+    with pytest.raises(ConfigError, match="--backend onnx runs in fp32 only"):
+        EncoderOptions(device="cpu", precision="bf16", backend="onnx").resolved()
+
+
+def test_the_encoder_keeps_the_value_it_was_given_resolved(tiny_model_dir):
+    from bench.encode.encoder import Encoder
+
+    options = EncoderOptions(max_len=32, batch_size=8, device="cpu", precision="bf16", use_cache=False)
+    enc = Encoder.load(str(tiny_model_dir), options, show_progress=False)
+    assert enc.options == EncoderOptions(pooling="mean", max_len=32, batch_size=8, device="cpu", backend="torch",
+                                         precision="bf16", use_cache=False)  # fmt: skip
+    assert (enc.max_len, enc.batch_size, enc.precision, enc.use_cache) == (32, 8, "bf16", False)
+    assert enc.describe()["precision"] == "bf16" and enc.describe()["backend"] == "torch"
+    # a field by name on top of the value (how tests and benchmarks build one)
+    assert Encoder.load(str(tiny_model_dir), options, max_len=16, precision="fp32").options.max_len == 16
+
+
+def test_a_run_spec_carries_one_value_to_the_final_scores_and_the_curve_hook():
+    from bench.experiment.comparison import curve_hook
+    from bench.experiment.run_spec import RunSpec
+
+    spec = RunSpec(method="simcse", suite=["heldout"], precision="bf16", emb_dtype="fp16", eval_max_len=96,
+                   eval_batch_size=8, pooling="cls", no_cache=True, allow_pickle=True)  # fmt: skip
+    final = spec.eval_settings().encoder
+    assert final == EncoderOptions(pooling="cls", max_len=96, batch_size=8, precision="bf16", emb_dtype="fp16",
+                                   use_cache=False, allow_pickle=True)  # fmt: skip
+    hook = curve_hook(spec, {"every": 10, "suite": ["heldout"], "limit": 20}, None, 1, "simcse", print)
+    assert hook.evaluate.options == final
+    assert RunSpec().encoder_options() == replace(ENCODER_DEFAULTS, pooling="mean")  # bench run pools with mean
