@@ -134,3 +134,18 @@ def test_the_unpadded_path_pools_as_the_padded_one(tiny_model_dir, tmp_path, mon
         varlen = load(tiny_model_dir, tmp_path, use_cache=False, pooling=pooling, backend="flash")
         np.testing.assert_allclose(varlen.encode(TEXTS), padded, atol=2e-5)
         assert varlen.attention_info()["attention_path"] == "unpadded (flash-attn varlen)"
+
+
+def test_batch_tokens_is_an_encoder_option_from_the_command_line_to_the_plan(tiny_model_dir, tmp_path):
+    from bench.cli import build_parser
+    from bench.encode.options import EncoderOptions
+    from bench.experiment.eval_spec import EvalOptions
+
+    args = build_parser().parse_args(["eval", "--model", "minilm", "--suite", "sts:stsb", "--batch-tokens", "96"])
+    assert EvalOptions.from_args(args).encoder_options().batch_tokens == 96
+    enc = load(tiny_model_dir, tmp_path, use_cache=False, batch_tokens=96, batch_size=None)
+    assert (enc.batch_size, enc.batch_tokens) == (64, 96)  # None rows: the CPU's 64
+    enc.encode(TEXTS)
+    assert all(rows == 1 or rows * width <= 96 for rows, width in enc.shapes)
+    with pytest.raises(ConfigError, match="batch_tokens"):
+        EncoderOptions(batch_tokens=0)

@@ -72,11 +72,15 @@ def add_encoder_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-len", type=int, default=E.max_len,
                    help=f"max tokens per text, special tokens included (default {E.max_len})")  # fmt: skip
     p.add_argument("--batch-size", type=int, default=E.batch_size, help=f"encoding batch size (default {E.batch_size})")
+    p.add_argument("--batch-tokens", type=int, default=E.batch_tokens,
+                   help="token slots (texts x longest) per encoding batch; default: the device's (on the CPU 2048 torch / "
+                   "256 onnx; on a GPU 16,384-65,536 by its memory, over length-sorted texts; --batch-size still caps the texts)")  # fmt: skip
     p.add_argument("--device", default=E.device, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     p.add_argument("--backend", choices=BACKENDS, default=E.backend,
-                   help="inference backend: onnx (ONNX Runtime, CPU; exported once per model) or torch; "
-                   f"auto = onnx on CPU when onnxruntime is installed, else torch (default {E.backend})")  # fmt: skip
+                   help="inference backend: onnx (ONNX Runtime, CPU; exported once per model), torch, or flash (flash-attn's "
+                   "varlen attention on unpadded tokens; CUDA, bf16/fp16); auto = flash on CUDA when flash-attn is "
+                   f"installed, onnx on CPU when onnxruntime is, else torch (default {E.backend})")  # fmt: skip
     p.add_argument("--emb-dtype", choices=EMB_DTYPES, default=E.emb_dtype,
                    help=f"embedding matrix precision; fp16 halves the memory of large corpora (default {E.emb_dtype})")  # fmt: skip
     add_precision(p)

@@ -1,7 +1,7 @@
 """Transformers text encoder: load from a hub id or a local folder, pool, encode corpora in bounded memory.
 
-    enc = Encoder.load(name, options, cache_dir=None, batch_tokens=None, token_cache=None)  # options: EncoderOptions
-        (bench.encode.options: pooling, max_len, batch size, device, backend, precision, embedding dtype, cache use,
+    enc = Encoder.load(name, options, cache_dir=None, token_cache=None)  # options: EncoderOptions (bench.encode.
+        options: pooling, max_len, batch size and tokens, device, backend, precision, embedding dtype, cache use,
         allow_pickle), or its fields by name on top: Encoder.load(name, max_len=32, use_cache=False)
     enc.encode(texts, desc=..., normalize=True, dtype=None) -> np.ndarray   # (len(texts), dim); a disk-backed memmap
         when the matrix is larger than `enc.memmap_bytes`
@@ -82,7 +82,6 @@ class Encoder:
         show_progress: bool = True,
         source: str | None = None,
         dim: int | None = None,
-        batch_tokens: int | None = None,
         token_cache: bool | None = None,
         owns_weights: bool = False,
         **changes: Any,
@@ -106,8 +105,8 @@ class Encoder:
         self.engine = make_backend(self.options.backend, self)  # chosen once
         self.emb_dtype = self.options.emb_dtype
         # None: the device's defaults (rows, and token slots per batch: bench.encode.batching.device_batching)
-        self.batch_size, self.batch_tokens = device_batching(self.device_name, self.options.batch_size, batch_tokens,
-                                                             self.engine.cpu_batch_tokens)  # fmt: skip
+        self.batch_size, self.batch_tokens = device_batching(
+            self.device_name, self.options.batch_size, self.options.batch_tokens, self.engine.cpu_batch_tokens)
         self.shapes: set[tuple[int, int]] = set()  # distinct (rows, width) batch shapes run through the model
         self.use_cache = self.options.use_cache
         self.use_token_cache = self.use_cache if token_cache is None else token_cache
@@ -135,8 +134,7 @@ class Encoder:
     # ------------------------------------------------------------ construction
     @classmethod
     def load(cls, name: str, options: EncoderOptions | None = None, *, cache_dir: str | os.PathLike[str] | None = None,
-             show_progress: bool = True, batch_tokens: int | None = None, token_cache: bool | None = None,
-             **changes: Any) -> "Encoder":  # fmt: skip
+             show_progress: bool = True, token_cache: bool | None = None, **changes: Any) -> "Encoder":  # fmt: skip
         """The encoder of a folder, 'minilm' or a hub id under `options` (with `changes` by field name, as
         `Encoder(...)`). A local folder loads nothing yet (see the module docstring); a hub id is loaded now. Pooling
         None: the folder's sentence-transformers config says, else mean."""
@@ -146,8 +144,7 @@ class Encoder:
             options = replace(options, pooling=folder_pooling(opened.source))
         return cls(opened.model, opened.tokenizer, options, name=name, cache_dir=cache_dir,
                    fingerprint=opened.fingerprint, show_progress=show_progress, source=opened.source, dim=opened.dim,
-                   batch_tokens=batch_tokens, token_cache=token_cache,
-                   owns_weights=True)  # fmt: skip - loaded for this encoder: its weights are cast to the precision
+                   token_cache=token_cache, owns_weights=True)  # fmt: skip - loaded for this encoder: its weights are cast to the precision
 
     @property
     def model(self) -> "torch.nn.Module":

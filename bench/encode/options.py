@@ -29,6 +29,7 @@ class EncoderOptions:
     pooling: str | None = None  # None: the model folder's own (its sentence-transformers config), else mean
     max_len: int = 256  # tokens an encoder reads of each text, special tokens included (elongated texts fit)
     batch_size: int | None = 64  # texts per encoding batch (capped by token slots); None: the device's default
+    batch_tokens: int | None = None  # token slots (rows x width) per batch; None: the device's (bench.encode.batching)
     device: str | None = None  # None: cuda when this torch can use a GPU, else cpu
     backend: str = "auto"  # auto: onnx on the CPU at fp32 when onnxruntime is installed, else torch
     precision: str = "auto"  # fp32, bf16, fp16 or auto: the fastest that keeps fp32's scores (bench.runtime.device)
@@ -42,9 +43,9 @@ class EncoderOptions:
             value = getattr(self, name)
             if (value is not None or name != "pooling") and value not in allowed:
                 raise ConfigError(f"{name} {value!r} is not one of {', '.join(allowed)}")
-        for name, low in (("max_len", 4), ("batch_size", 1)):
+        for name, low in (("max_len", 4), ("batch_size", 1), ("batch_tokens", 1)):
             value = getattr(self, name)
-            if value is None and name == "batch_size":  # the device's default (bench.encode.batching.device_batching)
+            if value is None and name != "max_len":  # the device's default (bench.encode.batching.device_batching)
                 continue
             if isinstance(value, bool) or not isinstance(value, numbers.Integral):
                 raise ConfigError(f"{name} {value!r} is not a whole number (at least {low})")

@@ -29,6 +29,7 @@ class EvalOptions:
     pooling: str | None = option(E.pooling, choices=POOLINGS)
     max_len: int = option(E.max_len, int)
     batch_size: int = option(E.batch_size, int)
+    batch_tokens: int | None = option(E.batch_tokens, int)
     device: str | None = option(E.device)
     no_cache: bool = option(not E.use_cache, FLAG)
     backend: str = option(E.backend, choices=BACKENDS)
@@ -61,7 +62,8 @@ class EvalOptions:
 
     def encoder_options(self) -> EncoderOptions:
         """The encoder's options among these (bench.encode.options): how the model is loaded and run."""
-        return EncoderOptions(pooling=self.pooling, max_len=self.max_len, batch_size=self.batch_size, device=self.device,
+        return EncoderOptions(pooling=self.pooling, max_len=self.max_len, batch_size=self.batch_size,
+                              batch_tokens=self.batch_tokens, device=self.device,
                               backend=self.backend, precision=self.precision, emb_dtype=self.emb_dtype,
                               use_cache=not self.no_cache, allow_pickle=self.allow_pickle)  # fmt: skip
 
