@@ -32,7 +32,10 @@ def test_every_score_records_version_fingerprint_speed_device_and_memory(tiny_mo
         assert info["seconds"] > 0 and info["texts_per_s"] > 0 and info["tokens_per_s"] > info["texts_per_s"]
         assert info["device"] == "cpu" and info["device_name"] and info["dtype"] == "fp32" and info["emb_dtype"] == "fp32"
         assert info["attention"] in ("eager", "sdpa")
+        assert info["attention_kernels"] == "sdpa default" and info["attention_path"] == "padded"  # issue 36
         assert info["peak_memory_mb"] > 0 and info["peak_memory_kind"] == "process_rss"
+    runtime = ResultsDB(db).runs().iloc[0]["runtime"]
+    assert runtime["attention_kernels"] == "sdpa default" and runtime["precision"] == "fp32"
     # the attack's own keys are kept beside them
     assert "changed_frac" in scores.set_index("variant").loc["elong-2", "info"]
     # another file: another fingerprint
