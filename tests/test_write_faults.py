@@ -177,3 +177,25 @@ def test_a_closed_stdout_ends_a_command_quietly(tmp_path):
     proc.wait(timeout=120)
     assert "BrokenPipe" not in err and "Traceback" not in err and "Exception ignored" not in err, err
     assert proc.returncode == 128 + 13
+
+
+def test_kept_files_and_folders_get_the_usual_permissions(tmp_path):
+    """Written under a temporary name and moved in, but readable as a plain write would be (the umask's mode): a
+    results.json or a backbone folder shared with colleagues is not private to its writer."""
+    import stat
+
+    from bench.report.results_file import write_results
+    from bench.runtime.writes import atomic_folder
+    from results_db import ResultsDB
+
+    old = os.umask(0o022)
+    try:
+        db = ResultsDB(tmp_path / "r.sqlite")
+        run_id = db.create_run(kind="eval", model="m", method="vanilla", config={}, config_hash="h", status="finished")
+        path = write_results(db, run_id, tmp_path / "run")
+        with atomic_folder(tmp_path / "backbone", "the backbone") as tmp:
+            (tmp / "config.json").write_text("{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "backbone").stat().st_mode) == 0o755

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,9 +63,8 @@ def atomic_file(target: str | os.PathLike[str], what: str, *, kept: str = "", be
                          "folder), then run the same command again")  # fmt: skip
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-        os.close(fd)
-        tmp = Path(name)
+        tmp = _temporary_name(target)
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # the umask's mode, as a plain write gets
         yield tmp
         os.replace(tmp, target)
     except Exception as exc:  # noqa: BLE001 - sorted below: the disk's refusals become one line, others go on
@@ -88,7 +87,8 @@ def atomic_folder(target: str | os.PathLike[str], what: str, *, kept: str = "", 
     tmp: Path | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent))
+        tmp = _temporary_name(target)
+        tmp.mkdir()  # the umask's mode (mkdtemp's 0700 would make the folder private once moved in)
         yield tmp
         _move_entries(tmp, target) if replace else _move_folder(tmp, target)
     except Exception as exc:  # noqa: BLE001 - the disk's refusals become one line, others go on
@@ -98,6 +98,11 @@ def atomic_folder(target: str | os.PathLike[str], what: str, *, kept: str = "", 
     finally:
         if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _temporary_name(target: Path) -> Path:
+    """A hidden name beside `target`, unique to this process and call."""
+    return target.parent / f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.part"
 
 
 def _move_entries(tmp: Path, target: Path) -> None:
