@@ -549,8 +549,8 @@ def passing_precisions(rows: list[dict[str, Any]], tolerance: float = 0.1) -> li
     """lenbench precisions whose STS-B and SciFact scores are within `tolerance` of lenbench fp32's."""
     fp32 = next(r for r in rows if r["encoder"] == "lenbench fp32")
     measured = [k for k in ("stsb", "scifact") if not np.isnan(fp32[f"{k}_score"])]  # the smoke run scores STS-B only
-    return [r["precision"] for r in rows if r["encoder"].startswith("lenbench") and all(
-        abs(r[f"{k}_score"] - fp32[f"{k}_score"]) <= tolerance for k in measured)]  # fmt: skip
+    return list(dict.fromkeys(r["precision"] for r in rows if r["encoder"].startswith("lenbench") and all(
+        abs(r[f"{k}_score"] - fp32[f"{k}_score"]) <= tolerance for k in measured)))  # fmt: skip
 
 
 def checks(result: dict[str, Any], auto: str) -> list[dict[str, Any]]:
