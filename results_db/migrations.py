@@ -136,11 +136,16 @@ def _to_5(conn: Connection) -> None:
             conn.execute(runs.update().where(runs.c.id == row.id).values(config=new_config, config_hash=new_hash))
 
 
+def _to_6(conn: Connection) -> None:
+    Base.metadata.tables["claim_verdicts"].create(conn, checkfirst=True)  # its index comes with it
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "runs: host, pid, heartbeat_at, runtime, model_info, sweep, sweep_point; scores: info", _to_2),
     Migration(3, "curve_points: scores of encoders evaluated during training (bench run --eval-every)", _to_3),
     Migration(4, "runs: database passwords removed from stored commands and errors", _to_4),
     Migration(5, "comparisons keyed by their shared settings: runs of several commands pool into one", _to_5),
+    Migration(6, "claim_verdicts: the verdicts of `bench claim` (a claim file's comparisons at one scale)", _to_6),
 )
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration step"
 

@@ -16,7 +16,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship,
 
 from results_db.redact import redact
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def utcnow() -> dt.datetime:
@@ -152,6 +152,26 @@ class CurvePoint(Base):
     n: Mapped[int] = mapped_column(Integer, default=0)
     info: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     items: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class ClaimVerdict(Base):
+    """Schema 6. One `bench claim FILE --scale S` verdict: the claim (its file's name), the scale, the overall verdict
+    (holds / does not hold / incomplete) and one row per (comparator, dataset, variant) in `rows` (difference,
+    interval, p, Holm-adjusted p, seeds, verdict), with the runs it read. Each call adds a row; readers show the
+    newest per (claim, scale)."""
+
+    __tablename__ = "claim_verdicts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    claim: Mapped[str] = mapped_column(String(128), index=True)
+    scale: Mapped[str] = mapped_column(String(32))
+    statement: Mapped[str] = mapped_column(Text, default="")
+    treatment: Mapped[str] = mapped_column(String(128), default="")
+    verdict: Mapped[str] = mapped_column(String(32))  # holds | does not hold | incomplete
+    summary: Mapped[str] = mapped_column(Text, default="")  # the one line `bench claim` prints
+    rows: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    run_ids: Mapped[list[int]] = mapped_column(JSON, default=list)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class Meta(Base):

@@ -36,7 +36,7 @@ from results_db.location import (
     open_engine,
 )
 from results_db.migrations import Migration
-from results_db.models import Base, CurvePoint, Run, Score, ScoreItems, TrainLog, utcnow
+from results_db.models import Base, ClaimVerdict, CurvePoint, Run, Score, ScoreItems, TrainLog, utcnow
 from results_db.records import ItemValues, ScoreRecord
 from results_db.schema import describe_write_error, is_database_fault, prepare_schema
 
@@ -206,7 +206,33 @@ class ResultsDB:
                 s.add(CurvePoint(run_id=run_id, step=int(step), suite=rec.suite, dataset=rec.dataset, variant=rec.variant,
                                  metric=rec.metric, value=float(rec.value), n=int(rec.n), info=rec.info, items=items))  # fmt: skip
 
+    def add_claim_verdict(self, **fields: Any) -> int:
+        """Store one `bench claim` verdict (ClaimVerdict's columns); returns its id."""
+        with self.session() as s:
+            row = ClaimVerdict(**fields)
+            s.add(row)
+            s.flush()
+            return int(row.id)
+
     # ------------------------------------------------------------------ reads
+    def claim_verdicts(self, latest: bool = True) -> list[dict[str, Any]]:
+        """Stored claim verdicts, newest first; `latest`: only the newest per (claim, scale). A database from before
+        schema 6 has none (and a read-only reader cannot add the table)."""
+        with self.engine.connect() as conn:
+            if "claim_verdicts" not in inspect(conn).get_table_names():
+                return []
+            table = ClaimVerdict.__table__
+            rows = [dict(r._mapping) for r in conn.execute(select(table).order_by(table.c.id.desc()))]
+        if not latest:
+            return rows
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for row in rows:
+            if (row["claim"], row["scale"]) not in seen:
+                seen.add((row["claim"], row["scale"]))
+                out.append(row)
+        return out
+
     def curve_points(self, run_ids: Sequence[int] | None = None, with_items: bool = False) -> pd.DataFrame:
         """Learning-curve points (run_id, step, suite, dataset, variant, metric, value, n, info[, items]) by run
         and step. A database from before schema 3 has none (and the read-only leaderboard cannot add the table)."""
