@@ -14,6 +14,7 @@ the order):
     bench.experiment what one run or evaluation is (RunSpec, EvalSpec): configs, hashes, reproduce commands, and
                      recording a run row's life
     bench.sweep      grids of runs: spec, points, executors, state
+    bench.claim      claim files: a paper's claim run as sweep points and judged against its controls
     bench.commands   the `bench` subcommands: argument parsing and wiring, nothing else
 
 `results_db` (the results database) sits below all of them; `leaderboard` (the Streamlit app) above `report`;

@@ -69,6 +69,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("leaderboard",),
     ("bench.experiment",),
     ("bench.sweep",),
+    ("bench.claim",),  # a claim's runs are sweep points
     ("bench.commands",),
     ("bench.cli",),
     ("bench.__main__",),

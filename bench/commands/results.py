@@ -85,6 +85,12 @@ def run(args: argparse.Namespace) -> int:
         print(frame.to_string(index=False))
     else:
         print_tables(db, runs, args.reference, args.correction)
+        if not args.run:
+            from bench.claim.report import stored_claims_text
+
+            text = stored_claims_text(db.claim_verdicts())
+            if text:
+                print(text)
     return 0
 
 

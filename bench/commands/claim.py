@@ -1,0 +1,78 @@
+"""`bench claim FILE [--scale cpu|paper]`: does a paper's claim hold against its reference row and its controls?
+
+A claim file (claims/*.toml; bench/claim/spec.py) names the treatment, the comparators (the reference row, the
+paper's baseline and the controls), the datasets, variants, metric and direction of each test, and the `bench run`
+settings of each scale. The runs are sweep points: those already in the database (same config hash, whoever ran
+them) are reused, only the missing ones train. Then one row per (comparator, dataset, variant): the difference
+(treatment minus comparator, mean over seeds), its interval (seeds+items, at its Holm step-down level over the
+claim's whole family), p, the Holm-adjusted p, the seeds, and the verdict: holds (the interval clears the threshold
+in the claimed direction), contradicted (it lies on the other side) or inconclusive. The claim holds only if every
+comparison holds; one line says so, and names the scale. The verdicts are stored (`bench results`, the leaderboard's
+Claims view).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from bench.commands.common import add_db
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("claim", help="check a paper's claim against its reference row and controls (claims/*.toml)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("file", help="claim file (TOML), e.g. claims/laser3-length.toml")
+    p.add_argument("--scale", default="cpu", help="which of the file's scales to run (default cpu; e.g. paper)")
+    p.add_argument("--no-run", action="store_true", help="run nothing: the verdicts of the runs already in the database")
+    p.add_argument("--jobs", type=int, default=1, help="runs at once (default 1); each gets cores // jobs threads")
+    p.add_argument("--retries", type=int, default=1, help="times a failing run is tried again (default 1)")
+    p.add_argument("--folder", default=None, help="the runs' folder (default runs/claims/NAME-SCALE)")
+    add_db(p)
+    p.set_defaults(func=claim)
+
+
+def claim(args: argparse.Namespace) -> int:
+    from bench.claim.report import summary, table, verdict_rows
+    from bench.claim.run import arms, judge, missing_rows, run_missing
+    from bench.claim.spec import load_claim
+    from bench.runtime.errors import ConfigError
+    from results_db import ResultsDB, default_db_url
+    from results_db.redact import redact
+
+    if args.jobs < 1 or args.retries < 0:
+        raise ConfigError("--jobs must be >= 1 and --retries >= 0")
+    spec = load_claim(args.file)
+    arms_ = arms(spec, args.scale)
+    db_arg = args.db or default_db_url()
+    db_url = db_arg if "://" in db_arg else str(Path(db_arg).expanduser().resolve())
+    print(f"claim {spec.name} ({spec.path}), scale {args.scale}: {spec.statement}".rstrip(": "))
+    if spec.needs.get(args.scale):
+        print(f"needs: {spec.needs[args.scale]}")
+    print(f"database {redact(db_arg)}; {len(arms_)} arms: " + ", ".join(f"{a.name} ({a.role}, {len(a.points)} run"
+                                                                          f"{'s' if len(a.points) > 1 else ''})" for a in arms_))  # fmt: skip
+    start = time.monotonic()
+    code = 0
+    if not args.no_run:
+        folder = Path(args.folder or Path("runs") / "claims" / f"{spec.name}-{args.scale}")
+        code = run_missing(arms_, db_url, folder, args.jobs, args.retries)
+        if code == 130:
+            return code
+    db = ResultsDB(db_url, create=not args.no_run)
+    found, missing, ids = judge(db, spec, args.scale)
+    rows = verdict_rows(spec, found, missing_rows(missing))
+    verdict, line = summary(spec, args.scale, rows)
+    print()
+    print(f"{spec.treatment} minus each comparator, {spec.suite} {spec.metric}; interval: seeds+items at its Holm "
+          f"step-down level over the {spec.family_size} comparisons (level column); p: two-sided against the "
+          "test's threshold (0, the smallest effect, or the margin)")  # fmt: skip
+    print(table(rows, spec.treatment))
+    print()
+    print(line)
+    if verdict != "incomplete" and not args.no_run:
+        db.add_claim_verdict(claim=spec.name, scale=args.scale, statement=spec.statement, treatment=spec.treatment,
+                             verdict=verdict, summary=line, rows=rows, run_ids=sorted(i for v in ids.values() for i in v))  # fmt: skip
+    if not args.no_run:
+        print(f"({time.monotonic() - start:.0f} s)")
+    return code or (0 if verdict != "incomplete" else 1)

@@ -1,0 +1,159 @@
+"""`bench claim` on tiny settings: the runs are sweep points, a second call trains nothing and prints the same
+verdicts, the verdicts are stored and shown by `bench results`; bad claim files are one clear line; every shipped
+claim file loads and expands at each of its scales offline."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bench.claim.run import arms
+from bench.claim.spec import load_claim
+from bench.cli import main
+from bench.runtime.errors import ConfigError
+from results_db import ResultsDB
+from tests.conftest import write_sts
+
+REPO = Path(__file__).resolve().parent.parent
+TEXTS = [f"Sentence {i} talks about subject {i % 6}. A second sentence adds detail number {i}." for i in range(40)]
+STS = [(f"A man number {i} is playing a guitar {i % 3}.", f"A man plays the guitar {i % 4}.", float(i % 5)) for i in range(12)]
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def write_claim(path: Path, model: Path, body: str = "") -> Path:
+    path.write_text(f"""
+[claim]
+name = "tiny"
+statement = "laser3-self beats the untrained model and word deletion"
+treatment = "laser3-self"
+seeds = [0, 1, 2]
+suite = "sts"
+metric = "spearman"
+[[comparator]]
+name = "vanilla"
+role = "reference"
+[[comparator]]
+name = "no-elongation"
+method = "laser3-self"
+hp = ["m_mode=none"]
+[[test]]
+dataset = "stsb"
+variant = "clean"
+direction = "higher"
+[[test]]
+dataset = "stsb"
+variant = "elong-2"
+direction = "not-lower"
+margin = 1.0
+[scale.cpu]
+backbone = "{model}"
+corpus = "corpus.txt"
+budget = "steps=2"
+batch_size = 4
+max_len = 32
+suite = "sts:stsb@elong"
+elong = "2"
+eval_max_len = 32
+data_dir = "data"
+backend = "torch"
+{body}""")
+    return path
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", STS)
+    (tmp_path / "corpus.txt").write_text("\n".join(TEXTS) + "\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    return tmp_path
+
+
+def _verdict_block(out: str) -> str:
+    return out[out.index("minus each comparator"):out.index("\n(")] if "\n(" in out else out[out.index("minus each comparator"):]
+
+
+def test_claim_runs_missing_runs_once_then_reuses_them_and_stores_its_verdicts(workdir, tiny_model_dir, capsys):
+    path = write_claim(workdir / "tiny.toml", tiny_model_dir)
+    db = workdir / "r.sqlite"
+    code = main(["claim", str(path), "--db", str(db), "--jobs", "2", "--retries", "0"])
+    first = capsys.readouterr().out
+    assert code == 0, first
+    assert "7 runs: 0 already in the database (reused), 7 to run" in first
+    runs = ResultsDB(db).runs()
+    assert len(runs) == 7 and set(runs["status"]) == {"finished"}
+    assert sorted(runs["method"]) == ["laser3-self"] * 6 + ["vanilla"]  # treatment and no-elongation, 3 seeds each
+    rows = [ln for ln in first.splitlines() if ln.lstrip().startswith(("vanilla", "no-elongation"))]
+    assert len(rows) == 4  # 2 comparators x 2 tests
+    assert all(any(v in ln for v in ("holds", "contradicted", "inconclusive")) for ln in rows)
+    assert "1 vs 3" in first and "3 vs 3" in first  # the untrained reference is one run
+    assert "claim tiny" in first and "scale cpu" in first
+
+    assert main(["claim", str(path), "--db", str(db)]) == 0
+    second = capsys.readouterr().out
+    assert "7 runs: 7 already in the database (reused), 0 to run" in second
+    assert len(ResultsDB(db).runs()) == 7  # nothing trained or scored again
+    assert _verdict_block(second) == _verdict_block(first)  # the same verdicts
+
+    stored = ResultsDB(db).claim_verdicts()
+    assert len(stored) == 1 and stored[0]["claim"] == "tiny" and stored[0]["scale"] == "cpu"
+    assert {(r["comparator"], r["variant"]) for r in stored[0]["rows"]} == {
+        ("vanilla", "clean"), ("no-elongation", "clean"), ("vanilla", "elong-2"), ("no-elongation", "elong-2")}
+    assert len(ResultsDB(db).claim_verdicts(latest=False)) == 2  # each call adds a row; the newest is shown
+    assert main(["results", "--db", str(db)]) == 0
+    shown = capsys.readouterr().out
+    assert "claims" in shown and stored[0]["summary"] in shown
+
+
+def test_no_run_on_an_empty_database_is_incomplete_and_stores_nothing(workdir, tiny_model_dir, capsys):
+    path = write_claim(workdir / "tiny.toml", tiny_model_dir)
+    db = workdir / "r.sqlite"
+    ResultsDB(db)
+    assert main(["claim", str(path), "--db", str(db), "--no-run"]) == 1
+    out = capsys.readouterr().out
+    assert "INCOMPLETE" in out and "missing" in out
+    assert ResultsDB(db).claim_verdicts() == []
+
+
+@pytest.mark.parametrize("body,message", [
+    ('[claim]\ntreatment = "simcse"\nsuite = "sts"\nmetric = "spearman"\nseeds = [0, 1]', "3 or more"),
+    ('[claim]\ntreatment = "simcse"\nsuite = "sts"\nmetric = "spearman"\nseeds = [0, 1, 2]\n[[comparator]]\nname = "vanilla"\n'
+     '[[test]]\ndataset = "stsb"\nvariant = "clean"\ndirection = "better"', "direction 'better'"),
+    ('[claim]\ntreatment = "simcse"\nsuite = "sts"\nmetric = "spearman"\nseeds = [0, 1, 2]\n[[comparator]]\nname = "vanilla"\n'
+     '[[test]]\ndataset = "stsb"\nvariant = "clean"\ndirection = "higher"\n[scale.cpu]\nseed = 3', "set by the claim"),
+    ('[claim]\ntreatment = "simcse"\nsuite = "sts"\nmetric = "spearman"\nseeds = [0, 1, 2]\n[[comparator]]\nname = "vanilla"\n'
+     '[[test]]\ndataset = "stsb"\nvariant = "clean"\ndirection = "higher"\nmargin = 1\n[scale.cpu]\nbudget = "steps=2"', "margin is for"),
+])  # fmt: skip
+def test_bad_claim_files_are_one_clear_error(tmp_path, body, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(body)
+    with pytest.raises(ConfigError, match=message):
+        load_claim(path)
+
+
+def test_an_unknown_scale_names_the_ones_there(tmp_path, capsys):
+    path = write_claim(tmp_path / "tiny.toml", Path("minilm"))
+    assert main(["claim", str(path), "--scale", "paper", "--db", str(tmp_path / "r.sqlite")]) == 2
+    assert "no scale 'paper'; this claim has cpu" in capsys.readouterr().err
+
+
+def test_every_shipped_claim_file_expands_at_each_scale_offline():
+    files = sorted((REPO / "claims").glob("*.toml"))
+    assert {f.stem for f in files} >= {"laser3-length", "simcse-dropout", "crop-scratch", "paser-generative"}
+    for f in files:
+        spec = load_claim(f)
+        assert {"cpu", "paper"} <= set(spec.scales) and len(spec.seeds) >= 3
+        assert any(c.role == "control" for c in spec.comparators), f
+        assert spec.needs.get("paper"), f  # the paper scale names what it needs beyond this machine
+        for scale in spec.scales:
+            made = arms(spec, scale)
+            assert made[0].name == spec.treatment and all(len(a.points) == (3 if a.trains else 1) for a in made)
+    laser = load_claim(REPO / "claims" / "laser3-length.toml")
+    paper = laser.scales["paper"]
+    assert (paper["batch_size"], paper["max_len"], paper["lr"], paper["backbone"]) == (64, 256, 3e-5, "minilm")
+    assert {c.role for c in laser.comparators} == {"reference", "baseline", "control"}
+    assert sum(c.role == "control" for c in laser.comparators) >= 2
