@@ -1,5 +1,5 @@
 """The robustness profile the CLI prints under the comparison tables: for each attack family, the score at every
-point of the family's axis (length factor m, context length for `needle`, ...), with a 95% interval, its change
+point of the family's axis (length factor m, context length for `needle`, the fact's depth for `position`, ...), with a 95% interval, its change
 against clean with a paired interval, and the share of texts the attack changed; then one summary line per run and
 family (mean attacked score / clean score).
 
@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from bench.evaluate.attacks import CLEAN, describe_variant, order_variants
+from bench.evaluate.suites.position import position_sensitivity
 from bench.report import stats
 from bench.report.stats import DEFAULT_LEVEL, paired_bootstrap, seeds_ci
 
@@ -99,6 +100,8 @@ def profile_tables(scores: pd.DataFrame, items_of: Callable[[int], dict | None],
             for family, values in by_family.items():
                 line = {"suite": suite, "dataset": label, "metric": metric, "method": method, "family": family,
                         "variants": len(values), "attacked(mean)": _value(float(np.mean(values)))}  # fmt: skip
+                if family == "depth" and len(values) > 1:  # the position suite: Zeng et al.'s sensitivity index
+                    line["PSI"] = _value(float(position_sensitivity(values)))
                 if has_clean:
                     clean_value = float(per_run[CLEAN].mean())
                     line["clean"] = _value(clean_value)
@@ -120,6 +123,8 @@ def profile_report(scores: pd.DataFrame, items_of: Callable[[int], dict | None],
         "- clean with its paired interval, * = excludes 0; changed = texts whose model input the attack changed)",
         profile.to_string(index=False),
         "",
-        "robustness summary (per run and attack family: mean attacked score, clean score, and their ratio)",
+        "robustness summary (per run and attack family: mean attacked score, clean score, and their ratio; PSI = "
+        "position sensitivity index of the position suite's depths, 100 * (best - worst) / best, 0 = no position "
+        "effect)",
         summary.to_string(index=False),
     ]

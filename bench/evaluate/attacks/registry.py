@@ -29,6 +29,7 @@ BUILTIN = {  # name -> "module:attribute", the same targets as pyproject.toml's 
     "pad": "bench.evaluate.attacks.pad:FAMILY",
     "shuffle": "bench.evaluate.attacks.shuffle:FAMILY",
     "len": "bench.evaluate.attacks.length:FAMILY",
+    "depth": "bench.evaluate.attacks.depth:FAMILY",
 }
 
 FAMILIES: Registry[AttackFamily] = Registry("attack", AttackFamily, ENTRY_POINT_GROUP, log=log)

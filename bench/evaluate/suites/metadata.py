@@ -59,13 +59,16 @@ MTEB = SuiteMeta("mteb", "bench.evaluate.suites.mteb_suite:make_suite", "main_sc
                  summary="MTEB tasks run by the mteb package")
 NEEDLE = SuiteMeta("needle", "bench.evaluate.suites.needle:make_suite", "ndcg_at_1", "queries",
                    summary="synthetic passkey / needle retrieval per context length")  # variants: len-64 ..., no clean
+POSITION = SuiteMeta("position", "bench.evaluate.suites.position:make_suite", "ndcg_at_1", "queries",
+                     usage="position[:passkey|needle]",
+                     summary="the needle suite's facts at depths 0-1 of a fixed-length context; PSI")  # no clean
 # pair_cos_shift is 0 on the clean variant by definition: the attacked variants are what it is read on.
 DIAG = SuiteMeta("diag", "bench.evaluate.suites.diag:make_suite", "intra_sim_adj", "sentence pairs", ranked=False,
                  plot_metrics=("pair_cos_shift", "intra_sim_adj", "anisotropy", "positional_jsd"),
                  summary="LA(SER)^3 length diagnostics on STS-B test")
 BUILTIN = {meta.name: f"{__name__}:{attr}" for attr, meta in
            (("STS", STS), ("BEIR", BEIR), ("HELDOUT", HELDOUT), ("KNN", KNN), ("MTEB", MTEB), ("NEEDLE", NEEDLE),
-            ("DIAG", DIAG))}  # fmt: skip
+            ("POSITION", POSITION), ("DIAG", DIAG))}  # fmt: skip
 
 SUITES: Registry[SuiteMeta] = Registry("suite", SuiteMeta, ENTRY_POINT_GROUP, log=logging.getLogger(__name__))
 for _name, _target in BUILTIN.items():

@@ -172,7 +172,8 @@ def with_needle(haystack: list[str], needle: str, depth: float) -> tuple[str, fl
     return " ".join(haystack[:at] + [needle] + haystack[at:]), (at / len(haystack) if haystack else 0.0)
 
 
-def build_passkey(length: int, n_docs: int, n_queries: int, rng: random.Random, lengths: LengthCounter) -> NeedleSet:
+def build_passkey(length: int, n_docs: int, n_queries: int, rng: random.Random, lengths: LengthCounter,
+                  at: float | None = None) -> NeedleSet:
     count = lengths.count
     filler_counts = count(list(FILLER))
     names = unique_names(rng, n_docs, " ".join(FILLER))
@@ -184,7 +185,8 @@ def build_passkey(length: int, n_docs: int, n_queries: int, rng: random.Random, 
         cycle = [FILLER[(start + i) % len(FILLER)] for i in range(length)]  # more than enough sentences
         cycle_counts = [filler_counts[(start + i) % len(FILLER)] for i in range(length)]
         haystack = fill(cycle, cycle_counts, max(0, length - count([line])[0]))
-        text, depth = with_needle(haystack, line, rng.random())
+        drawn = rng.random()  # drawn even when `at` fixes the depth: the same documents at every depth
+        text, depth = with_needle(haystack, line, drawn if at is None else at)
         docs.append(text)
         depths.append(depth)
         queries.append(PASSKEY_QUERY.format(name=name))
@@ -212,7 +214,8 @@ def wiki_window(start: int, tokens: int, count: Any) -> tuple[list[str], list[in
     return window, counts
 
 
-def build_needle(length: int, n_docs: int, n_queries: int, rng: random.Random, lengths: LengthCounter) -> NeedleSet:
+def build_needle(length: int, n_docs: int, n_queries: int, rng: random.Random, lengths: LengthCounter,
+                 at: float | None = None) -> NeedleSet:
     count = lengths.count
     sentences = wiki_sentences()
     windows = [wiki_window(rng.randrange(len(sentences)), length, count) for _ in range(n_docs)]
@@ -226,7 +229,8 @@ def build_needle(length: int, n_docs: int, n_queries: int, rng: random.Random, l
         budget = max(0, length - count([line])[0])
         cut = lengths.cut(" ".join(window), budget)  # the last sentence may be cut
         haystack = split_sentences(cut)
-        text, depth = with_needle(haystack, line, rng.random())
+        drawn = rng.random()
+        text, depth = with_needle(haystack, line, drawn if at is None else at)
         docs.append(text)
         depths.append(depth)
         queries.append(question.format(**slots))
@@ -236,12 +240,15 @@ def build_needle(length: int, n_docs: int, n_queries: int, rng: random.Random, l
 BUILDERS = {"passkey": build_passkey, "needle": build_needle}
 
 
-def build(dataset: str, length: int, seed: int, limit: int | None = None, lengths: LengthCounter | None = None) -> NeedleSet:
-    """One dataset at one length, its lengths counted by `lengths` (default: `default_counter()`)."""
+def build(dataset: str, length: int, seed: int, limit: int | None = None, lengths: LengthCounter | None = None,
+          at: float | None = None) -> NeedleSet:
+    """One dataset at one length, its lengths counted by `lengths` (default: `default_counter()`). `at`: every
+    needle at this depth (the position suite) instead of a random one; the documents, names and facts are the same
+    whatever the depth."""
     n_queries = min(N_QUERIES, limit) if limit else N_QUERIES
     n_docs = min(N_DOCS, 2 * limit) if limit else N_DOCS
     rng = random.Random(f"{seed}|needle|{dataset}|{length}")
-    return BUILDERS[dataset](length, n_docs, n_queries, rng, lengths or default_counter())
+    return BUILDERS[dataset](length, n_docs, n_queries, rng, lengths or default_counter(), at)
 
 
 def ndcg_at_1(model: Any, data: NeedleSet, desc: str) -> list[float]:
