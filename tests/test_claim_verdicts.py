@@ -94,3 +94,41 @@ def test_holm_levels_step_down_and_stop_at_the_first_kept():
     # the interval at its Holm level clears 0 exactly when Holm's adjusted p is under alpha
     p = np.array([0.04, 0.001, 0.03, 0.01])
     assert ((stats.adjust_p(p, "holm") < 0.05) == (p < 1 - holm_levels(p, 0.05))).all()
+
+
+def test_a_psi_claim_reads_each_runs_index_and_its_resamples_from_its_depth_scores():
+    """Two runs' depth scores (50 queries, 5 depths) in a stand-in database: each run's PSI on all items is the index
+    of its five means, and a planted position effect in one run makes the index higher than the flat run's."""
+    import pandas as pd
+
+    from bench.claim.position import psi_inputs
+    from bench.evaluate.suites.position import position_sensitivity
+
+    rng = np.random.default_rng(0)
+    ids = [f"q{i:03d}" for i in range(50)]
+    items, rows = {}, []
+    for run, drop in ((1, 0.0), (2, 0.6)):  # run 2 finds fewer facts the deeper they sit
+        for k, depth in enumerate((0, 25, 50, 75, 100)):
+            found = rng.random(50) > drop * depth / 100
+            score_id = run * 10 + k
+            items[score_id] = {"aggregate": "mean", "item_ids": ids, "values": (100.0 * found).tolist(), "gold": None}
+            rows.append({"id": score_id, "run_id": run, "dataset": "passkey", "metric": "ndcg_at_1",
+                         "variant": f"depth-{depth}", "value": 100.0 * found.mean()})
+
+    class DB:
+        url = "memory://psi"
+
+        def score_items(self, score_id):  # noqa: ANN001, ANN202
+            from types import SimpleNamespace
+
+            return SimpleNamespace(**items[score_id])
+
+    scores = pd.DataFrame(rows)
+    (c_full, c_boot), (t_full, t_boot), n = psi_inputs(DB(), scores, [1], [2], "passkey")
+    assert n == 50 and c_boot.shape == (1, 1000)
+    for full, run in ((c_full, 1), (t_full, 2)):
+        means = scores[scores["run_id"] == run].sort_values("id")["value"].to_numpy()
+        assert full[0] == pytest.approx(float(position_sensitivity(means)))
+    assert t_full[0] > c_full[0] + 30
+    assert psi_inputs(DB(), scores[scores["variant"] != "depth-50"].query("run_id == 1 or variant != 'depth-0'"),
+                      [1], [2], "passkey") is None  # a run short of a depth: no comparison

@@ -103,7 +103,8 @@ def comparisons(db: Any, spec: ClaimSpec, arms_: list[Arm], ids: dict[str, list[
     scores yet (a run missing, or a dataset not scored)."""
     all_ids = [i for v in ids.values() for i in v]
     scores = db.scores(all_ids)
-    scores = scores[(scores["suite"] == spec.suite) & (scores["metric"] == spec.metric)] if not scores.empty else scores
+    metric = "ndcg_at_1" if spec.metric == "psi" else spec.metric  # psi: from the position suite's depth scores
+    scores = scores[(scores["suite"] == spec.suite) & (scores["metric"] == metric)] if not scores.empty else scores
     vary = {a.name: a.trains for a in arms_}
     out, missing = [], []
     for test in spec.tests:

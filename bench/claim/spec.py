@@ -8,7 +8,8 @@
                      method with other settings (laser3-self without elongation: method = "laser3-self",
                      hp = ["m_mode=none"])
     [[test]]         dataset, variant, direction (higher | lower | not-lower | not-higher), min_effect (higher/lower:
-                     the smallest difference that counts) or margin (not-lower/not-higher)
+                     the smallest difference that counts) or margin (not-lower/not-higher); with metric "psi" (suite
+                     "position") the variant names the test only (e.g. "psi"): the index is computed from every depth
     [scale.NAME]     `bench run` options shared by every run at that scale (backbone, corpus, budget, batch_size,
                      max_len, lr, suite, elong, limit...), and `needs`: what it needs that is not on this machine
                      (a GPU, a hub backbone, a download), printed before it runs
