@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
 from leaderboard import auth, cache, queries  # noqa: E402
 from leaderboard.text import literal  # noqa: E402
-from leaderboard.views import compare, empty, main, robustness, run  # noqa: E402
+from leaderboard.views import claims, compare, empty, main, robustness, run  # noqa: E402
 from results_db.redact import redact  # noqa: E402
 
 VIEWS = {
@@ -29,6 +29,7 @@ VIEWS = {
     "Robustness": robustness.show,
     "Run": run.show,
     "Compare": compare.show,
+    "Claims": claims.show,
 }
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.claim.items import items_of
 from bench.evaluate.suites.position import depth_of, position_sensitivity
 from bench.report import stats
 
@@ -22,9 +23,7 @@ def _depth_scores(scores: Any, run_id: int, dataset: str) -> list[int]:
 
 def run_psi(db: Any, score_ids: list[int], common: tuple[str, ...]) -> tuple[float, np.ndarray]:
     """(PSI on all items, PSI on each item resample) of one run's depth scores."""
-    from bench.claim.run import _items
-
-    pairs = [stats.resampled(_items(db, i), common, (db.url, int(i))) for i in score_ids]
+    pairs = [stats.resampled(items_of(db, i), common, (db.url, int(i))) for i in score_ids]
     full = np.array([p[0] for p in pairs])
     boot = np.stack([p[1] for p in pairs], axis=1)  # (R, depths)
     return float(position_sensitivity(full)), position_sensitivity(boot)
@@ -32,15 +31,13 @@ def run_psi(db: Any, score_ids: list[int], common: tuple[str, ...]) -> tuple[flo
 
 def psi_inputs(db: Any, scores: Any, comparator_ids: list[int], treatment_ids: list[int], dataset: str) -> tuple | None:
     """((comparator PSI per run, resamples), (treatment ...), n items), or None when a run lacks its depths."""
-    from bench.claim.run import _items
-
     if not comparator_ids or not treatment_ids or scores.empty:
         return None
     per_run = {r: _depth_scores(scores, r, dataset) for r in [*comparator_ids, *treatment_ids]}
     counts = {len(v) for v in per_run.values()}
     if len(counts) != 1 or counts.pop() < 2:
         return None
-    items = [_items(db, i) for ids in per_run.values() for i in ids]
+    items = [items_of(db, i) for ids in per_run.values() for i in ids]
     if any(i is None for i in items):
         return None
     common = stats.common_items(*items)

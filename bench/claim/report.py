@@ -3,22 +3,10 @@ claim holds at that scale."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from typing import Any
-
-import pandas as pd
 
 from bench.claim.spec import ClaimSpec
-from bench.report.verdicts import HOLDS, Verdict, overall
-
-SYMBOL = {"higher": ">", "lower": "<", "not-lower": ">=", "not-higher": "<="}
-
-
-def _num(v: Any, digits: int = 2, sign: bool = False) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return ""
-    return f"{v:+.{digits}f}" if sign else f"{v:.{digits}f}"
+from bench.report.verdicts import HOLDS, Verdict, overall, verdict_frame
 
 
 def verdict_rows(spec: ClaimSpec, found: Sequence[Verdict], missing_rows: Sequence[dict]) -> list[dict]:
@@ -36,21 +24,7 @@ def verdict_rows(spec: ClaimSpec, found: Sequence[Verdict], missing_rows: Sequen
 
 
 def table(rows: Sequence[dict], treatment: str) -> str:
-    shown = []
-    for r in rows:
-        seeds = r.get("seeds") or ["", ""]
-        level = r.get("level")
-        shown.append({
-            "comparator": r["comparator"], "role": r.get("role", ""), "dataset": r["dataset"], "variant": r["variant"],
-            "claim": f"{treatment} {SYMBOL[r['direction']]} {r['comparator']}"
-            + (f" {_num(r['threshold'], sign=True)}" if r.get("threshold") else ""),
-            "diff": _num(r.get("difference"), sign=True),
-            "interval": f"[{_num(r['low'])}, {_num(r['high'])}]" if r.get("low") is not None else "",
-            "level": f"{100 * level:.1f}%" if isinstance(level, float) and not math.isnan(level) else "",
-            "p": _num(r.get("p"), 3) if r.get("p") is not None else "", "p(Holm)": _num(r.get("p_holm"), 3),
-            "seeds": f"{seeds[0]} vs {seeds[1]}" if seeds[0] != "" else "", "verdict": r["verdict"],
-        })  # fmt: skip
-    return pd.DataFrame(shown).to_string(index=False)
+    return verdict_frame(rows, treatment).to_string(index=False)
 
 
 def scale_words(spec: ClaimSpec, scale: str) -> str:

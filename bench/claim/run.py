@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.claim.items import items_of
 from bench.claim.spec import ClaimSpec, Comparator
 from bench.report import stats
 from bench.report.verdicts import MISSING, Comparison, Verdict, verdicts
@@ -86,13 +87,6 @@ def run_ids(db: Any, arms_: list[Arm]) -> dict[str, list[int]]:
     return {a.name: [s.run_id for s in point_states(runs, list(a.points)) if s.state == "done"] for a in arms_}
 
 
-def _items(db: Any, score_id: int) -> dict | None:
-    items = db.score_items(int(score_id))
-    if items is None:
-        return None
-    return {"aggregate": items.aggregate, "item_ids": items.item_ids, "values": items.values, "gold": items.gold}
-
-
 def _score_ids(scores: Any, ids: list[int], dataset: str, variant: str) -> list[int]:
     rows = scores[scores["run_id"].isin(ids) & (scores["dataset"] == dataset) & (scores["variant"] == variant)]
     return rows.sort_values("run_id")["id"].astype(int).tolist() if len(rows) == len(ids) else []
@@ -130,7 +124,7 @@ def _resampled(db: Any, a_ids: list[int], b_ids: list[int]) -> tuple | None:
     """((a full, a boot), (b full, b boot), n items) on the items every score shares, or None."""
     if not a_ids or not b_ids:
         return None
-    items = [_items(db, i) for i in [*a_ids, *b_ids]]
+    items = [items_of(db, i) for i in [*a_ids, *b_ids]]
     if any(i is None for i in items) or len({i["aggregate"] for i in items}) > 1:
         return None
     common = stats.common_items(*items)

@@ -27,7 +27,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
+import pandas as pd
 
 from bench.report import stats
 
@@ -139,3 +142,33 @@ def overall(rows: Sequence[Verdict | dict], expected: int) -> str:
     if len(got) < expected or MISSING in got:
         return "incomplete"
     return "holds" if got and all(v == HOLDS for v in got) else "does not hold"
+
+
+SYMBOL = {"higher": ">", "lower": "<", "not-lower": ">=", "not-higher": "<="}
+
+
+def _num(v: object, digits: int = 2, sign: bool = False) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return f"{v:+.{digits}f}" if sign else f"{v:.{digits}f}"
+
+
+def verdict_frame(rows: Sequence[dict], treatment: str) -> pd.DataFrame:
+    """The rows as shown (`bench claim`, `bench results`, the leaderboard's Claims view)."""
+    shown = []
+    for r in rows:
+        seeds = r.get("seeds") or ["", ""]
+        level = r.get("level")
+        shown.append({
+            "comparator": r["comparator"], "role": r.get("role", ""), "dataset": r["dataset"], "variant": r["variant"],
+            "claim": f"{treatment} {SYMBOL[r['direction']]} {r['comparator']}"
+            + (f" {_num(r['threshold'], sign=True)}" if r.get("threshold") else ""),
+            "diff": _num(r.get("difference"), sign=True),
+            "interval": f"[{_num(r['low'])}, {_num(r['high'])}]" if r.get("low") is not None else "",
+            "level": f"{100 * level:.1f}%" if isinstance(level, float) and not math.isnan(level) else "",
+            "p": _num(r.get("p"), 3) if r.get("p") is not None else "", "p(Holm)": _num(r.get("p_holm"), 3),
+            "seeds": f"{seeds[0]} vs {seeds[1]}" if seeds[0] != "" else "", "verdict": r["verdict"],
+        })  # fmt: skip
+    return pd.DataFrame(shown)
+
+

@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from bench.evaluate.attacks import CLEAN, family_ordered, order_variants
+from bench.evaluate.suites.position import depth_of, position_sensitivity
 from bench.report import stats
 from leaderboard import attack_curves, cache, diag_table, grouping, ranking, significance
 from leaderboard.queries import DBState
@@ -52,7 +53,11 @@ def robustness_for(location: str, version: tuple[int, ...], suite: str, metric: 
         table = curve.pivot_table(index=[*grouping.GROUP_KEYS, "label"], columns="variant", values="score", aggfunc="first")
         table = table.reindex(columns=order_variants(list(table.columns))).reset_index()
         seeds = curve.groupby("label", sort=False)["seeds"].max()
-        return table.assign(seeds=table["label"].map(seeds)), curve
+        table = table.assign(seeds=table["label"].map(seeds))
+        depths = [v for v in table.columns if depth_of(str(v)) is not None]
+        if len(depths) > 1:  # the position suite: Zeng et al.'s index of each row's depth curve
+            table["PSI"] = position_sensitivity(table[depths].to_numpy(dtype=float))
+        return table, curve
     table = attack_curves.build_robustness(scores, runs, dataset, rates)
     table = with_reference_differences(location, version, suite, metric, filters, table)
     curve = attack_curves.robustness_curve(scores, runs, dataset, rates)
@@ -193,7 +198,7 @@ def y_domain(low: float, high: float) -> list[float]:
 def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric: str, dataset_choice: str,
                     family: str | None = None) -> None:  # fmt: skip
     clean_less = not curve.empty and not (curve["variant"] == CLEAN).any()
-    title = "Score vs context length" if clean_less else "Clean vs attacked"
+    title = ("Score vs depth of the fact" if suite == "position" else "Score vs context length") if clean_less else "Clean vs attacked"
     st.subheader(f"{title}: {literal(suite)} · {literal(metric)} · {literal(dataset_choice)}"
                  + (f" · {literal(family)}" if family else ""))  # fmt: skip
     if table.empty:
