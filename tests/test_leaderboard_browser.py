@@ -59,14 +59,25 @@ def _bench_command() -> list[str]:
 
 
 def _database(path: Path) -> Path:
-    """fill_extras plus a finished run whose method name is Markdown (run 11)."""
+    """fill_extras plus a finished run whose method name is Markdown (run 11), the packaged MiniLM scored on the
+    position suite's passkey facts (run 12), and a stored claim verdict."""
+    from bench.cli import main
+
     fill_extras(path)
     db = ResultsDB(path)
     run = db.create_run(kind="train", model="![](http://evil/i.png)", method=EVIL, backbone="bert-tiny", budget_label="steps=1",
                         train_corpus="wiki1m", code_version="![](http://evil/c.png)", status="running")  # fmt: skip
     db.add_scores(run, [ScoreRecord("sts", d, "spearman", 10.0, 80) for d in STS_DATASETS])
     db.finish_run(run)
+    row = {"comparator": "random-span", "role": "control", "dataset": "stsb", "variant": "elong-rand", "direction": "higher",
+           "threshold": 0.0, "difference": 0.4, "low": -0.9, "high": 1.7, "level": 0.99, "p": 0.31, "p_holm": 1.0,
+           "seeds": [3, 3], "verdict": "inconclusive"}  # fmt: skip
+    db.add_claim_verdict(claim="laser3-length", scale="cpu", statement="laser3-self is length-robust", treatment="laser3-self",
+                         verdict="does not hold", summary="claim laser3-length does NOT hold at scale cpu", rows=[row])  # fmt: skip
     db.engine.dispose()
+    # the whole dataset (50 queries a depth): a --limit subset is hidden by the views' default filter
+    assert main(["eval", "--model", "minilm", "--suite", "position:passkey", "--backend", "torch", "--db", str(path),
+                 "--no-progress"]) == 0  # fmt: skip
     return path
 
 
@@ -284,9 +295,33 @@ def test_every_view_in_chromium_at_1280x800(server, tmp_path):
             page.screenshot(path=str(shots / "compare.png"), full_page=True)
             counts = _check_layout(page, "Compare", shots)
             assert counts["tables"] == 2 and counts["charts"] == 1
+
+            # The packaged MiniLM's position curve: score against the fact's depth, each depth a point on one line
+            # (a fresh session: the Method = simcse filter set above carries over between views).
+            page.goto(server)
+            page.wait_for_selector(f"{TABLE} table[role='grid'] tbody tr", state="attached")
+            _settle(page)
+            _go(page, "Robustness")
+            suite = sidebar.locator("[data-testid='stSelectbox']").filter(has_text="Suite").first
+            suite.scroll_into_view_if_needed()
+            suite.locator("input").first.click()
+            page.get_by_role("option", name="position", exact=True).click()
+            page.get_by_role("heading", name=re.compile("Score vs depth of the fact")).first.wait_for()
+            _settle(page)
+            page.screenshot(path=str(shots / "robustness-position.png"), full_page=True)
+            assert _check_layout(page, "Robustness-position", shots)["charts"] >= 1
+            drawn = page.locator(CHART).first.locator("svg text").all_text_contents()
+            assert {"0", "25", "50", "75", "100"} <= set(drawn) and any("minilm" in t for t in drawn), drawn
+            assert {"depth-0", "depth-100", "PSI"} <= set(_header(page))  # the curve's table, with its index
+
+            _go(page, "Claims")
+            page.screenshot(path=str(shots / "claims.png"), full_page=True)
+            assert _check_layout(page, "Claims", shots)["tables"] == 2
+            assert any(r and r[0] == "laser3-length" for r in _rows(page))
         finally:
             browser.close()
-    for name in ("leaderboard.png", "leaderboard-simcse.png", "robustness.png", "run.png", "compare.png"):
+    for name in ("leaderboard.png", "leaderboard-simcse.png", "robustness.png", "run.png", "compare.png",
+                 "robustness-position.png", "claims.png"):
         shot = shots / name
         assert shot.stat().st_size > 10_000, f"{shot} looks empty"
 

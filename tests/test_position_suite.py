@@ -75,7 +75,7 @@ def test_depth_variants_order_and_label_on_the_depth_axis():
 
     assert order_variants(["depth-100", "depth-0", "depth-50"]) == ["depth-0", "depth-50", "depth-100"]
     described = describe_variant("depth-75")
-    assert described.family == "depth" and described.x == 0.75 and described.x_label == "0.75"
+    assert described.family == "depth" and described.x == 75.0 and described.x_label == "75"
 
 
 def test_the_packaged_minilm_curve_and_its_index_are_in_bench_results(tmp_path, capsys, reference_dir):
@@ -94,7 +94,7 @@ def test_the_packaged_minilm_curve_and_its_index_are_in_bench_results(tmp_path, 
     out = capsys.readouterr().out
     profile = out[out.index("robustness profile"):]
     rows = [ln.split() for ln in profile.splitlines() if " depth-" in ln]
-    assert [r[r.index(next(v for v in r if v.startswith("depth-"))) + 1] for r in rows] == ["0", "0.25", "0.5", "0.75", "1"]
+    assert [r[r.index(next(v for v in r if v.startswith("depth-"))) + 1] for r in rows] == ["0", "25", "50", "75", "100"]
     summary = profile[profile.index("robustness summary"):].splitlines()
     header = summary[1].split()
     line = next(ln.split() for ln in summary[2:] if " depth " in f" {ln} ")

@@ -42,11 +42,11 @@ def show(state: DBState) -> None:
     if not verdicts:
         st.info("No claim has been checked in this database yet: `bench claim claims/laser3-length.toml` runs one.")
         return
-    st.dataframe(overview(verdicts), hide_index=True, use_container_width=True, key="claims-overview")
+    st.dataframe(overview(verdicts), hide_index=True, width="stretch", key="claims-overview")
     labels = [f"{v['claim']} [{v['scale']}]" for v in verdicts]
     chosen = verdicts[labels.index(st.selectbox("Claim", labels, key="claim-pick"))]
     st.markdown(f"**{literal(chosen['verdict'].upper())}**: {literal(chosen['summary'])}")
     if chosen.get("statement"):
         st.caption(literal(chosen["statement"]))
-    st.dataframe(verdict_frame(chosen["rows"], chosen["treatment"]), hide_index=True, use_container_width=True,
+    st.dataframe(verdict_frame(chosen["rows"], chosen["treatment"]), hide_index=True, width="stretch",
                  key="claims-rows")  # fmt: skip

@@ -22,13 +22,13 @@ class Depth(Attack):
 def make(param: str) -> Depth:
     if not (param.isascii() and param.isdigit()) or not 0 <= int(param) <= 100:
         raise ConfigError(f"depth {param!r}: use a whole percentage of the context, 0 to 100")
-    return Depth(name=f"depth-{param}", family="depth", param=param, x=int(param) / 100.0, order=int(param))
+    return Depth(name=f"depth-{param}", family="depth", param=param, x=float(int(param)), order=int(param))
 
 
 FAMILY = AttackFamily(
     name="depth",
     summary="depth of the position suite's fact in its context (0 = start, 1 = end)",
-    axis="depth of the fact (0 = start, 1 = end)",
+    axis="depth of the fact (% of the context before it: 0 = start, 100 = end)",
     defaults=("0", "25", "50", "75", "100"),
     make=make,
     order=95,
