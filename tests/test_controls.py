@@ -14,11 +14,17 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 CONTROLS = ("delete-words", "random-span", "identity", "eda-positive")
 
 
-def test_controls_are_marked_and_name_the_claim_they_test():
+def test_controls_are_marked_and_name_the_claim_they_test(capsys):
+    from bench.cli import main
+
     for name in CONTROLS:
         spec = get_method(name)
         assert spec.control and spec.trains and spec.claim
     assert not get_method("laser3-self").control and not get_method("simcse").control
+    assert main(["methods"]) == 0
+    listing = capsys.readouterr().out
+    assert "random-span [control]" in listing and f"tests: {get_method('random-span').claim}" in listing
+    assert "simcse [control]" not in listing
 
 
 @pytest.fixture(scope="module")

@@ -118,7 +118,7 @@ def profile_report(scores: pd.DataFrame, items_of: Callable[[int], dict | None],
     return [
         "",
         "robustness profile (per attack family, in its axis order: x = length factor m, or context length in tokens "
-        "for needle; ci = 95% bootstrap over items for one run, t-interval over seeds from 3 seeds on (none for 2: "
+        "for needle, or the fact's depth in % of the context for position; ci = 95% bootstrap over items for one run, t-interval over seeds from 3 seeds on (none for 2: "
         "their variance is not estimated); change = attacked "
         "- clean with its paired interval, * = excludes 0; changed = texts whose model input the attack changed)",
         profile.to_string(index=False),
