@@ -123,14 +123,3 @@ def test_control_trains_from_scratch_with_a_falling_loss(name, tmp_path):
     first, last = sum(losses[:20]) / 20, sum(losses[-20:]) / 20
     assert last < 0.9 * first, (first, last)
 
-
-def test_the_method_fallback_names_what_pyproject_declares():
-    """Built-in methods an install without their entry points still finds (a checkout newer than its install) are
-    exactly pyproject.toml's: the fallback cannot drift from the declaration."""
-    import tomllib
-    from pathlib import Path
-
-    from bench.train.registry import BUILTIN
-
-    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
-    assert tomllib.loads(pyproject.read_text())["project"]["entry-points"]["lenbench.methods"] == BUILTIN
