@@ -7,8 +7,9 @@ function, so both write the same row and the same scores.
 
 Checked before a row is written: the suites, the data they read (one error naming every missing dataset), the model
 (it loads, and it can run these suites). A run of this exact evaluation that died (killed, failed, interrupted) is
-continued: its scores are kept and the datasets it finished skipped. Under torchrun every rank calls it; encoding is
-sharded over ranks and rank 0 alone (the one given `db`) writes.
+continued: its scores are kept and the datasets it finished skipped. The row's results.json (beside the database,
+`evals/<run id>-<model>/`: bench.experiment.eval_files) is written before the row is marked finished. Under torchrun
+every rank calls it; encoding is sharded over ranks and rank 0 alone (the one given `db`) writes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.experiment.eval_files import check_reused, write_eval_results
 from bench.experiment.eval_spec import EvalSpec
 from bench.experiment.record import Recording, command_line, resume_row
 from bench.experiment.run_claim import claim_run, release_run
@@ -81,6 +83,8 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
     held = None if db is None else claim_run(db, "eval", chash, spec.method, say, f"[{spec.label}]")
     try:
         done = None if db is None or spec.rerun else finished_evaluation(db, chash, spec.method, located, say)
+        if done is not None:  # its results.json is there (written again if not) before it is reused
+            check_reused(db, done, spec.label, say)
     except BaseException:
         release_run(db, held)
         raise
@@ -116,7 +120,8 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
     )
     t0 = time.time()
     with Recording(db, run_id, files=lambda: ctx.files_read, claim=held,
-                   earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None):
+                   earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None,
+                   artifacts=lambda at: write_eval_results(db, run_id, spec.label, at, say)):
         records = evaluate(model, suites, ctx, db=db, run_id=run_id,
                            earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None, say=say)
         encoded = distributed.all_gather_object(getattr(model, "texts_encoded", None))
