@@ -164,7 +164,9 @@ def test_knn_cli_elong_and_cache(tiny_model_dir, data_dir, tmp_path, capsys, mon
     assert set(scores["n"]) == {3}  # 30 texts, 3 labels: a 27/3 split
     assert scores["value"].between(0, 100).all()
     first = len(calls)
-    assert main(args) == 0  # the same evaluation again: raw vectors come from the embedding cache
+    # the same evaluation again, scored anew (--rerun: a plain repeat now reuses the finished row): raw vectors
+    # come from the embedding cache
+    assert main([*args, "--rerun"]) == 0
     assert len(calls) == first
     again = ResultsDB(db).scores()
     runs = sorted(again["run_id"].unique())
