@@ -59,4 +59,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"run {result.run_id}  model={spec.model}  suites={'+'.join(spec.suite_args)}  ({result.seconds:.0f}s)")
     print(result.report() if result.records or result.reused else "(no scores)")
+    from pathlib import Path
+
+    from bench.report.results_file import FILE_NAME as RESULTS_FILE
+
+    folder = result.db.get_run(result.run_id).get("output_dir")
+    if folder:  # the row's results.json (bench.experiment.eval_files), written before the row was finished
+        print(f"results {Path(folder) / RESULTS_FILE}")
     return 0

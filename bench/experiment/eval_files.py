@@ -43,13 +43,13 @@ def eval_folder(db: Any, run_id: int, label: str) -> Path:
     return folder
 
 
-def write_eval_results(db: Any, run_id: int, label: str, at: Any, say: Callable[..., None]) -> Path:
+def write_eval_results(db: Any, run_id: int, label: str, at: Any) -> Path:
     """The row's results.json, as it will read once the row is finished at `at` (Recording's `artifacts`)."""
     from bench.report.results_file import write_results
 
-    path = write_results(db, run_id, eval_folder(db, run_id, label), finished_at=at)
-    say(f"results {path}")
-    return path
+    # the path is printed by the command after its table (`bench eval`'s last line), not here, so that with
+    # --no-progress the output still opens with the data and run lines
+    return write_results(db, run_id, eval_folder(db, run_id, label), finished_at=at)
 
 
 def check_reused(db: Any, run_id: int, label: str, say: Callable[..., None]) -> None:

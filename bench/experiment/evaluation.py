@@ -121,7 +121,7 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
     t0 = time.time()
     with Recording(db, run_id, files=lambda: ctx.files_read, claim=held,
                    earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None,
-                   artifacts=lambda at: write_eval_results(db, run_id, spec.label, at, say)):
+                   artifacts=lambda at: write_eval_results(db, run_id, spec.label, at)):
         records = evaluate(model, suites, ctx, db=db, run_id=run_id,
                            earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None, say=say)
         encoded = distributed.all_gather_object(getattr(model, "texts_encoded", None))
