@@ -12,32 +12,21 @@ the encoder hands a chunk's worth of them to `to_host` at once, so an accelerato
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from bench.encode.onnx_backend import ExportSource
+
 Batch = dict[str, np.ndarray]
 
 
-class BackendHost(Protocol):
-    """What a backend reads of its encoder (`bench.encode.encoder.Encoder` has it): the options it runs under and
-    the torch model, loaded on first use."""
+class BackendHost(ExportSource, Protocol):
+    """What a backend reads of its encoder (`bench.encode.encoder.Encoder` has it): what an ONNX export reads (name,
+    pooling, progress, fingerprint, cache folder, the torch model loaded on first use) and the options it runs under."""
 
-    name: str
-    pooling: str
     device_name: str
     precision: str
-    show_progress: bool
-
-    @property
-    def fingerprint(self) -> str: ...
-
-    @property
-    def cache_dir(self) -> Path: ...
-
-    @property
-    def model(self) -> Any: ...
 
 
 class Backend(Protocol):
