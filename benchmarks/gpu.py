@@ -330,7 +330,7 @@ def measure_ceiling(data: dict[str, Any], folder: str, device: str, precisions: 
     from bench.encode.inputs import model_inputs
     from bench.encode.pooling import pool
 
-    ids = model_inputs(data["corpus"], load_tokenizer(folder, folder), MAX_LEN).ids
+    ids = model_inputs(data["corpus"], load_tokenizer(folder, folder), MAX_LEN).ids.tolist()
     ids.sort(key=len, reverse=True)
     batches = []
     for s in range(0, len(ids), batch):

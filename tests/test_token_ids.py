@@ -3,6 +3,7 @@ a second model with the same tokenizer (or a re-run) reads them instead of token
 flags as the tokenizer gives."""
 
 import numpy as np
+import pytest
 
 from bench.encode.inputs import model_inputs
 from bench.encode.token_ids import TokenIdCache, tokenize_parallel
@@ -62,3 +63,34 @@ def test_the_process_pool_gives_the_tokenizers_ids(reference_dir, monkeypatch):
     expected = model_inputs(texts, tok, 16)
     assert pooled.ids == expected.ids
     np.testing.assert_array_equal(pooled.truncated, expected.truncated)
+
+
+def test_token_rows_index_take_and_pad_as_the_list_of_rows_they_stand_for():
+    from bench.encode.batching import pad_batch
+    from bench.encode.inputs import TokenRows
+
+    lists = [[101, 5, 6, 102], [101, 102], [101, 7, 8, 9, 10, 102], [3]]
+    rows = TokenRows.from_lists(lists)
+    assert len(rows) == 4 and rows.lengths.tolist() == [4, 2, 6, 1]
+    assert rows[2].tolist() == lists[2] and rows[-1].tolist() == [3]
+    assert rows.take([3, 0]).tolist() == [[3], [101, 5, 6, 102]]
+    assert rows[::-1] == lists[::-1] and rows[1:3] == lists[1:3] and rows != lists[:3]
+    assert TokenRows.concat([rows[:1], rows[1:]]) == lists
+    for n_rows in (None, 6):  # the flat fast path pads as the row-by-row one does, padding rows included
+        for got, want in zip(pad_batch(rows.take([2, 0, 3]), 0, width=8, n_rows=n_rows),
+                             pad_batch([lists[2], lists[0], lists[3]], 0, width=8, n_rows=n_rows)):
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(IndexError):
+        rows[4]  # noqa: B018
+
+
+def test_ids_read_back_from_disk_are_the_ids_written(reference_dir, tmp_path):
+    texts = [f"text number {i} " * (i % 7 + 1) for i in range(300)]
+    first = TokenIdCache(_tokenizer(reference_dir), 24, tmp_path)
+    written = first.model_inputs(texts[:200])
+    second = TokenIdCache(_tokenizer(reference_dir), 24, tmp_path)
+    mixed = second.model_inputs(texts[::-1])  # 200 read back in another order, 100 tokenised between them
+    assert (second.hits, second.tokenized) == (200, 100)
+    expected = model_inputs(texts[::-1], second.tokenizer, 24)
+    assert mixed.ids == expected.ids and mixed.ids[100:] == written.ids[::-1]
+    np.testing.assert_array_equal(mixed.truncated, expected.truncated)

@@ -91,8 +91,11 @@ def pad_batch(rows: Sequence[Sequence[int]] | Sequence[np.ndarray], pad_id: int,
     Python loop over the rows."""
     import itertools
 
+    from bench.encode.inputs import TokenRows
+
     n = len(rows)
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
+    ragged = isinstance(rows, TokenRows)  # the encoder's rows: already one flat array, no Python loop over tokens
+    lengths = rows.lengths if ragged else np.fromiter(map(len, rows), dtype=np.int64, count=n)
     longest = int(lengths.max()) if n else 0
     width = longest if width is None else int(width)
     if width < longest:
@@ -100,10 +103,14 @@ def pad_batch(rows: Sequence[Sequence[int]] | Sequence[np.ndarray], pad_id: int,
     total = n if n_rows is None else int(n_rows)
     if total < n:
         raise ValueError(f"pad_batch: n_rows {total} is fewer than the rows given ({n})")
+    extra = min(1, width) * (total - n)  # one pad token each padding row keeps unmasked
     if total > n:
         lengths = np.concatenate([lengths, np.full(total - n, min(1, width), dtype=np.int64)])
-        rows = [*rows, *([[pad_id][:width]] * (total - n))]
-    flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=dtype, count=int(lengths.sum()))
+    if ragged:
+        flat = np.concatenate([rows.flat.astype(dtype), np.full(extra, pad_id, dtype=dtype)])
+    else:
+        flat = np.fromiter(itertools.chain(itertools.chain.from_iterable(rows), [pad_id] * extra), dtype=dtype,
+                           count=int(lengths.sum()))  # fmt: skip
     real = np.arange(width)[None, :] < lengths[:, None]
     ids = np.full((total, width), pad_id, dtype=dtype)
     ids[real] = flat  # row-major order of the mask = the rows' tokens in order

@@ -47,7 +47,7 @@ from bench.encode.backends import make_backend
 from bench.encode.batching import ShapedBatch, at_own_shapes, device_batching, pad_batch, plan_batches, plan_shapes
 from bench.encode.chunks import ACCELERATOR_CHUNK_TEXTS, CHUNK_TEXTS, FIRST_CHUNK_TEXTS, MEMMAP_BYTES, Chunk, Done, allocate_matrix, chunk_bounds
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
-from bench.encode.inputs import ModelInputs
+from bench.encode.inputs import ModelInputs, TokenRows
 from bench.encode.token_ids import TokenIdCache
 from bench.encode.options import EMB_DTYPES, ENCODER_DEFAULTS, EncoderOptions
 from bench.encode.st_config import folder_pooling
@@ -306,7 +306,7 @@ class Encoder:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
 
-    def _model_inputs(self, texts: list[str]) -> tuple[list[list[int]], list[bytes]]:
+    def _model_inputs(self, texts: list[str]) -> tuple[TokenRows, list[bytes]]:
         """(token ids, cache keys) of texts: the work the prefetch thread does for the next chunk."""
         ids = self.tokenize(texts).ids
         return ids, [ids_key(x) for x in ids]
@@ -344,14 +344,14 @@ class Encoder:
         for j in np.flatnonzero(~hit2):
             first.setdefault(keys[j], j)
         distinct = np.fromiter(first.values(), dtype=np.int64, count=len(first))
-        lengths = np.fromiter((len(ids[j]) for j in distinct), dtype=np.int64, count=len(distinct))
+        lengths = ids.lengths[distinct]
         plan = plan_shapes(lengths, batch_size, self.batch_tokens, self.max_len) if self.shape_bounded else \
             at_own_shapes(plan_batches(lengths, batch_size, self.batch_tokens), lengths)  # fmt: skip
         done: list[tuple[np.ndarray, Any]] = []  # (indices into distinct's inputs, pooled vectors as the model left them)
         try:
             for shaped in plan:
                 batch = distinct[shaped.members]
-                done.append((batch, self._embed_ids([ids[j] for j in batch], shaped)))
+                done.append((batch, self._embed_ids(ids.take(batch), shaped)))
                 self.texts_encoded += len(batch)
                 bar.update(len(batch))
         finally:  # what was encoded is committed even when the chunk is interrupted
@@ -370,7 +370,7 @@ class Encoder:
             out[rows[todo[repeats]]] = out[rows[todo[sources]]]
             bar.update(len(repeats))
 
-    def _embed_ids(self, ids: list[list[int]], shape: ShapedBatch | None = None) -> Any:
+    def _embed_ids(self, ids: TokenRows, shape: ShapedBatch | None = None) -> Any:
         """Pooled vectors (not normalised) of one batch padded to `shape` (its extra rows dropped): float32 numpy on
         the CPU, a float32 tensor on an accelerator (`_host_vectors` brings a chunk's worth back at once)."""
         width, rows = (shape.width, shape.rows) if shape is not None else (None, None)
@@ -402,10 +402,10 @@ class Encoder:
     def _batches(self, texts: Sequence[str], batch_size: int):  # noqa: ANN202
         """Length-sorted batches with dynamic padding: yields (original indices, lengths, numpy batch)."""
         ids = self.tokenize(texts).ids
-        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        lengths = ids.lengths
         pad_id = self._pad_id()
         for members in plan_batches(lengths, batch_size, self.batch_tokens):
-            input_ids, mask = pad_batch([ids[i] for i in members], pad_id)
+            input_ids, mask = pad_batch(ids.take(members), pad_id)
             yield members, lengths[members], {"input_ids": input_ids, "attention_mask": mask}
 
     def token_embeddings(self, texts: Sequence[str], batch_size: int | None = None) -> list[np.ndarray]:

@@ -36,7 +36,7 @@ import numpy as np
 from bench.data.sentence_cache import usable_cores
 from bench.data.token_cache import FOLDER, tokenizer_id
 from bench.encode.cache import text_key
-from bench.encode.inputs import ModelInputs, model_inputs, truncating_backend
+from bench.encode.inputs import ModelInputs, TokenRows, model_inputs, truncating_backend
 from bench.runtime.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -85,26 +85,25 @@ class TokenIdCache:
             return tokenize_parallel(texts, self.tokenizer, self.max_len)
         digests = [text_key(t) for t in texts]
         found = self._read(conn, digests)
-        ids: list[list[int] | None] = [None] * len(texts)
-        cut = np.zeros(len(texts), dtype=bool)
         rows = [found.get(d) for d in digests]
-        hit = [i for i, row in enumerate(rows) if row is not None]
-        if hit:  # one conversion of all the ids read (a conversion per text costs several times more)
-            blobs = [rows[i][0] for i in hit]  # type: ignore[index]
-            flat = np.frombuffer(b"".join(blobs), dtype=self._dtype).tolist()
-            ends = np.cumsum([len(b) // self._dtype.itemsize for b in blobs]).tolist()
-            for i, start, end in zip(hit, [0, *ends[:-1]], ends):
-                ids[i] = flat[start:end]
-                cut[i] = bool(rows[i][1])  # type: ignore[index]
-        missing = [i for i, x in enumerate(ids) if x is None]
+        missing = [i for i, row in enumerate(rows) if row is None]
         self.hits += len(texts) - len(missing)
         if missing:
             fresh = tokenize_parallel([texts[i] for i in missing], self.tokenizer, self.max_len)
             self.tokenized += len(missing)
-            for j, i in enumerate(missing):
-                ids[i], cut[i] = fresh.ids[j], fresh.truncated[j]
-            self._write(conn, [(digests[i], ids[i], bool(cut[i])) for i in missing])
-        return ModelInputs(ids, cut)  # type: ignore[arg-type]
+            flat, cuts = fresh.ids.flat.astype(self._dtype), fresh.truncated
+            self._write(conn, [(digests[i], flat[a:b].tobytes(), bool(cut))
+                               for i, a, b, cut in zip(missing, fresh.ids.offsets[:-1], fresh.ids.offsets[1:], cuts)])
+            for i, a, b, cut in zip(missing, fresh.ids.offsets[:-1], fresh.ids.offsets[1:], cuts):
+                rows[i] = (flat[a:b].tobytes(), int(cut))
+        # One array of every text's ids, in the texts' order, with no Python integer per token: the blobs are
+        # joined and viewed as the stored dtype (a Python list per text costs as much as tokenising a tenth of them).
+        blobs = [row[0] for row in rows]  # type: ignore[index]
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs)) // self._dtype.itemsize, out=offsets[1:])
+        ids = TokenRows(np.frombuffer(b"".join(blobs), dtype=self._dtype), offsets)
+        cut = np.fromiter((row[1] for row in rows), dtype=bool, count=len(rows))  # type: ignore[index]
+        return ModelInputs(ids, cut)
 
     # ------------------------------------------------------------------------------------------- storage
     def _connection(self) -> sqlite3.Connection | None:
@@ -130,17 +129,18 @@ class TokenIdCache:
             for s in range(0, len(digests), SQLITE_VARS):
                 part = digests[s : s + SQLITE_VARS]
                 sql = f"SELECT text, ids, cut FROM ids WHERE text IN ({','.join('?' * len(part))})"
-                out.update((bytes(t), (bytes(b), c)) for t, b, c in conn.execute(sql, part))
+                out.update((t, (b, c)) for t, b, c in conn.execute(sql, part))  # BLOBs come back as bytes
         except sqlite3.Error as exc:  # unreadable: tokenise instead (and stop using the file)
             log.info("token-id cache %s unreadable (%s); tokenising", self.path, exc)
             self.path, self._conn = None, None
             return {}
         return out
 
-    def _write(self, conn: sqlite3.Connection, rows: list[tuple[bytes, list[int], bool]]) -> None:
+    def _write(self, conn: sqlite3.Connection, rows: list[tuple[bytes, bytes, bool]]) -> None:
+        """Store (text digest, ids as the stored dtype's bytes, cut) rows."""
         try:
             conn.executemany("INSERT OR IGNORE INTO ids (text, ids, cut) VALUES (?, ?, ?)",
-                             [(d, np.asarray(x, dtype=self._dtype).tobytes(), int(c)) for d, x, c in rows])  # fmt: skip
+                             [(d, x, int(c)) for d, x, c in rows])  # fmt: skip
             conn.commit()
         except (OSError, sqlite3.Error) as exc:  # full disk, read-only folder: the ids are only not kept
             log.info("token ids not written to %s (%s)", self.path, exc)
@@ -166,14 +166,14 @@ def tokenize_parallel(texts: list[str], tokenizer: Any, max_len: int, workers: i
     # tokenises with a fresh copy of the tokenizer on one thread, never with the parent's thread pool.
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     chunks = [texts[s : s + PROCESS_CHUNK] for s in range(0, len(texts), PROCESS_CHUNK)]
-    ids: list[list[int]] = []
+    parts: list[TokenRows] = []
     cut: list[np.ndarray] = []
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
                              initargs=(backend.to_str(),)) as pool:  # fmt: skip
         for flat, offsets, truncated in pool.map(_tokenize_chunk, chunks):
-            ids.extend(flat[offsets[i] : offsets[i + 1]].tolist() for i in range(len(offsets) - 1))
+            parts.append(TokenRows(flat, offsets))
             cut.append(truncated)
-    return ModelInputs(ids, np.concatenate(cut) if cut else np.zeros(0, dtype=bool))
+    return ModelInputs(TokenRows.concat(parts), np.concatenate(cut) if cut else np.zeros(0, dtype=bool))
 
 
 _WORKER_BACKEND: Any = None

@@ -40,7 +40,7 @@ def model_input_ids(
     if tokenizer is None:
         return list(texts), [False] * len(texts)
     inputs = model_inputs(texts, tokenizer, max_len)
-    return [tuple(i) for i in inputs.ids], [bool(t) for t in inputs.truncated]
+    return [tuple(i) for i in inputs.ids.tolist()], [bool(t) for t in inputs.truncated]
 
 
 def input_keys(inputs: Sequence) -> np.ndarray:
