@@ -135,6 +135,65 @@ def test_bad_claim_files_are_one_clear_error(tmp_path, body, message):
         load_claim(path)
 
 
+BOM = "\ufeff"  # the UTF-8 byte order mark Windows editors start a file with
+SMALL_CLAIM = ('[claim]\ntreatment = "simcse"\nsuite = "sts"\nmetric = "spearman"\nseeds = [0, 1, 2]\n[[comparator]]\n'
+               'name = "vanilla"\n[[test]]\ndataset = "stsb"\nvariant = "clean"\ndirection = "higher"\n[scale.cpu]\n'
+               'budget = "steps=2"\n')  # fmt: skip
+SMALL_SWEEP = '[sweep]\nname = "bom"\n[grid]\nmethod = ["simcse"]\n'
+
+
+def test_claim_and_sweep_files_that_start_with_a_byte_order_mark_load(tmp_path):
+    from bench.sweep.spec import load_spec
+
+    claim = tmp_path / "bom-claim.toml"
+    claim.write_text(BOM + SMALL_CLAIM, encoding="utf-8")
+    assert claim.read_bytes().startswith(b"\xef\xbb\xbf")
+    spec = load_claim(claim)
+    assert (spec.name, spec.treatment, spec.seeds) == ("bom-claim", "simcse", [0, 1, 2])
+    assert spec.scales == {"cpu": {"budget": "steps=2"}}
+    sweep = tmp_path / "grid.toml"
+    sweep.write_text(BOM + SMALL_SWEEP, encoding="utf-8")
+    assert (load_spec(sweep).name, load_spec(sweep).grid) == ("bom", {"method": ["simcse"]})
+
+
+@pytest.mark.parametrize("kind", ["claim", "sweep"])
+@pytest.mark.parametrize("case,message", [
+    ("missing", r"file .*nowhere\.toml does not exist"),
+    ("folder", r"file .*folder\.toml is a folder; give the \.toml file"),
+    ("latin-1", r"file .*latin\.toml is not UTF-8 text \(byte 0xe9 at \d+\)"),
+    ("not TOML", r"file .*broken\.toml is not valid TOML: "),
+    ("unreadable", r"file .*locked\.toml cannot be read \(Permission denied\); check its permissions"),
+])  # fmt: skip
+def test_claim_and_sweep_files_that_cannot_be_read_are_the_same_one_line(tmp_path, monkeypatch, kind, case, message):
+    from bench.sweep.spec import load_spec
+
+    load = load_claim if kind == "claim" else load_spec
+    if case == "missing":
+        path = tmp_path / "nowhere.toml"
+    elif case == "folder":
+        path = tmp_path / "folder.toml"
+        path.mkdir()
+    elif case == "latin-1":
+        path = tmp_path / "latin.toml"
+        path.write_bytes('[claim]\nname = "caf\xe9"\n'.encode("latin-1"))
+    elif case == "not TOML":
+        path = tmp_path / "broken.toml"
+        path.write_text("[claim\nname = 1\n")
+    else:  # as root a chmod does not stop a read: the refusal the system gives another user, made here
+        path = tmp_path / "locked.toml"
+        path.write_text(SMALL_SWEEP)
+
+        def refuse(self, *args, **kwargs):
+            raise PermissionError(13, "Permission denied", str(self))
+
+        monkeypatch.setattr(type(path), "read_text", refuse)
+    with pytest.raises(ConfigError, match=f"^{kind} {message}") as refused:
+        load(path)
+    assert "\n" not in str(refused.value)
+    if kind == "claim" and case == "missing":
+        assert str(refused.value).endswith("; the shipped claims are in claims/")
+
+
 def test_an_unknown_scale_names_the_ones_there(tmp_path, capsys):
     path = write_claim(tmp_path / "tiny.toml", Path("minilm"))
     assert main(["claim", str(path), "--scale", "paper", "--db", str(tmp_path / "r.sqlite")]) == 2

@@ -21,7 +21,6 @@ test's direction. The family corrected together is all of them (bench.report.ver
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 from bench.report.verdicts import DIRECTIONS, threshold_of
 from bench.runtime.errors import ConfigError
 from bench.runtime.terminal import safe
+from bench.sweep.spec import read_toml
 
 ROLES = ("reference", "baseline", "control")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -152,14 +152,7 @@ def _scales(data: Any, p: Path) -> tuple[dict[str, dict[str, Any]], dict[str, st
 
 def load_claim(path: str | Path) -> ClaimSpec:
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"claim file {p} does not exist; the shipped claims are in claims/") from None
-    except (IsADirectoryError, UnicodeDecodeError):
-        raise ConfigError(f"claim file {p} is not a UTF-8 text file; give the .toml file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"claim file {p} is not valid TOML: {exc}") from None
+    data = read_toml(p, "claim", "; the shipped claims are in claims/")
     unknown = set(data) - {"claim", "comparator", "test", "scale"}
     if unknown:
         raise ConfigError(f"{p}: unknown table(s) {sorted(unknown)}; known: claim, comparator, test, scale")

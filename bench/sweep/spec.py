@@ -156,18 +156,28 @@ def _published_value(table: dict[str, Any], where: str) -> float:
     return float(value)
 
 
+def read_toml(path: Path, kind: str, missing_hint: str = "") -> dict[str, Any]:
+    """The tables of a TOML file a user gives (`kind`: "sweep", "claim"), or one ConfigError line naming the file and
+    what is wrong: missing (then `missing_hint`, e.g. where the shipped ones are), a folder, unreadable, not UTF-8,
+    not TOML. A leading UTF-8 byte order mark (Windows editors write one) is accepted, as everywhere in lenbench."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise ConfigError(f"{kind} file {path} does not exist{missing_hint}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{kind} file {path} is a folder; give the .toml file") from None
+    except OSError as exc:
+        raise ConfigError(f"{kind} file {path} cannot be read ({exc.strerror or exc}); check its permissions") from None
+    except UnicodeDecodeError as exc:
+        byte = f"byte {exc.object[exc.start]:#04x} at {exc.start}"
+        raise ConfigError(f"{kind} file {path} is not UTF-8 text ({byte}); save it as UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{kind} file {path} is not valid TOML: {exc}") from None
+
+
 def load_spec(path: str | Path) -> SweepSpec:
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        raise ConfigError(f"sweep file {p} does not exist") from None
-    except IsADirectoryError:
-        raise ConfigError(f"sweep file {p} is a folder; give the .toml file") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"sweep file {p} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"sweep file {p} is not valid TOML: {exc}") from None
+    data = read_toml(p, "sweep")
     _check_shapes(data, p)
     _check_strings(data, str(p))
     known = run_option_names()
