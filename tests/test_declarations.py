@@ -245,7 +245,12 @@ def test_precision_evaluation_max_len_and_batch_size_defaults_are_written_once()
                 offences += literal_defaults(path.read_text(), where)
     assert offences == []
     home = literal_defaults((REPO / ENCODER_HOME).read_text(), ENCODER_HOME)
-    assert sorted(f.split(": ", 1)[1].split(" default")[0] for f in home) == sorted(ENCODER_SETTINGS)
+    # The evaluation batch size is the device's when none is asked (None; CPU_ROWS on the CPU): no literal 64 anywhere
+    assert sorted(f.split(": ", 1)[1].split(" default")[0] for f in home) == sorted(
+        s for s in ENCODER_SETTINGS if s != "evaluation batch size")
+    from bench.encode.options import CPU_ROWS, ENCODER_DEFAULTS, hashed_batch_size
+
+    assert ENCODER_DEFAULTS.batch_size is None and hashed_batch_size(None) == CPU_ROWS == 64
 
 
 def test_bench_eval_options_are_eval_options_fields_with_the_same_defaults():

@@ -64,3 +64,24 @@ def test_a_run_spec_carries_one_value_to_the_final_scores_and_the_curve_hook():
     hook = curve_hook(spec, {"every": 10, "suite": ["heldout"], "limit": 20}, None, 1, "simcse", print)
     assert hook.evaluate.options == final
     assert RunSpec().encoder_options() == replace(ENCODER_DEFAULTS, pooling="mean")  # bench run pools with mean
+
+
+def test_an_unasked_batch_size_is_the_devices_and_hashes_as_the_old_default(monkeypatch):
+    """On the CPU 64 texts a batch; on a GPU up to 1,024 within its token budget (64 rows of sentences leave it idle).
+    Rows scored with the device's size keep the config hash of rows asked for 64 (the former default); the token
+    budget is how texts are batched, never what they score, so it stays outside the hash."""
+    import bench.runtime.device as device
+    from bench.encode.batching import device_batching
+    from bench.experiment.run_spec import RunSpec
+
+    assert device_batching("cpu", None, None, 2048) == (64, 2048)
+    monkeypatch.setattr(device, "device_memory", lambda d: 80 << 30)
+    assert device_batching("cuda", None, None, None) == (1024, 65536)
+    assert device_batching("cuda", 32, 4096, None) == (32, 4096)  # asked values win
+    default = RunSpec(method="simcse", suite=["heldout"])
+    assert default.encoder_options().batch_size is None
+    budget = RunSpec(method="simcse", suite=["heldout"], eval_batch_tokens=4096)
+    assert budget.encoder_options().batch_tokens == 4096
+    hashes = {s.configs(100).comparison for s in (default, budget, RunSpec(method="simcse", suite=["heldout"], eval_batch_size=64))}
+    assert len(hashes) == 1
+    assert RunSpec(method="simcse", suite=["heldout"], eval_batch_size=32).configs(100).comparison not in hashes

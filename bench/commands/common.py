@@ -66,12 +66,14 @@ def add_data_dir(p: argparse.ArgumentParser) -> None:
 
 def add_encoder_options(p: argparse.ArgumentParser) -> None:
     """The encoder's options (bench.encode.options.EncoderOptions), with its defaults."""
-    from bench.encode.options import BACKENDS, EMB_DTYPES, ENCODER_DEFAULTS as E, POOLINGS
+    from bench.encode.options import ACCELERATOR_ROWS, BACKENDS, CPU_ROWS, EMB_DTYPES, ENCODER_DEFAULTS as E, POOLINGS
 
     p.add_argument("--pooling", choices=POOLINGS, default=E.pooling, help="default: the model folder's, else mean")
     p.add_argument("--max-len", type=int, default=E.max_len,
                    help=f"max tokens per text, special tokens included (default {E.max_len})")  # fmt: skip
-    p.add_argument("--batch-size", type=int, default=E.batch_size, help=f"encoding batch size (default {E.batch_size})")
+    p.add_argument("--batch-size", type=int, default=E.batch_size,
+                   help=f"texts per encoding batch; default: the device's ({CPU_ROWS} on the CPU, up to {ACCELERATOR_ROWS:,} "
+                   "within --batch-tokens on a GPU)")  # fmt: skip
     p.add_argument("--batch-tokens", type=int, default=E.batch_tokens,
                    help="token slots (texts x longest) per encoding batch; default: the device's (on the CPU 2048 torch / "
                    "256 onnx; on a GPU 16,384-65,536 by its memory, over length-sorted texts; --batch-size still caps the texts)")  # fmt: skip

@@ -48,7 +48,7 @@ from bench.commands.common import (
     open_db,
     start_processes,
 )
-from bench.encode.options import BACKENDS, EMB_DTYPES, POOLINGS
+from bench.encode.options import ACCELERATOR_ROWS, BACKENDS, CPU_ROWS, EMB_DTYPES, POOLINGS
 from bench.experiment.comparison import elapsed_eta, stop_reason  # noqa: F401 - re-exported
 from bench.experiment.presets import PRESETS
 from bench.experiment.run_spec import DEFAULT_BACKBONE, DEFAULT_BUDGET, DEFAULT_METHODS, RunSpec
@@ -103,7 +103,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--eval-max-len", type=int, default=D.eval_max_len,
                    help=f"evaluation max tokens (default {D.eval_max_len}: elongated texts fit)")
     p.add_argument("--eval-batch-size", type=int, default=D.eval_batch_size,
-                   help=f"texts per encoding batch when scoring (default {D.eval_batch_size}; on the CPU also capped by token slots)")
+                   help=f"texts per encoding batch when scoring; default: the device's ({CPU_ROWS} on the CPU, up to "
+                   f"{ACCELERATOR_ROWS:,} within --eval-batch-tokens on a GPU)")  # fmt: skip
+    p.add_argument("--eval-batch-tokens", type=int, default=D.eval_batch_tokens,
+                   help="token slots (texts x longest) per encoding batch when scoring; default: the device's (as bench "
+                   "eval's --batch-tokens); how texts are batched, never what they score: outside the config hash")  # fmt: skip
     add_attack_options(p)
     add_limit(p)
     p.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.encode.options import ACCELERATOR_ROWS, CPU_ROWS  # rows per batch when none is asked
+
 # What one more forward pass costs, in token slots: the fixed per-call work (framework dispatch, small-matrix
 # inefficiency). Measured on all-MiniLM-L6-v2 on one CPU thread: a batch's time is ~a + b x slots with a/b of
 # ~20-60 slots (torch and ONNX Runtime); see benchmarks/encode.py. Larger only trades padding for fewer calls.
@@ -124,8 +126,6 @@ def pad_batch(rows: Sequence[Sequence[int]] | Sequence[np.ndarray], pad_id: int,
 ACCELERATOR_BATCH_TOKENS = ((40 << 30, 65536), (16 << 30, 32768), (0, 16384))  # (memory at least, slots)
 
 
-CPU_ROWS = 64  # rows per batch on the CPU when none is asked
-ACCELERATOR_ROWS = 1024  # rows per batch on an accelerator when none is asked (the token budget bounds it first)
 
 
 def accelerator_batch_tokens(memory_bytes: int | None) -> int:

@@ -20,6 +20,8 @@ from bench.runtime.errors import ConfigError
 # inference backend (bench.encode.backends); auto: onnx on the CPU when onnxruntime is installed, else torch
 BACKENDS = ("auto", *backends.BACKENDS)
 EMB_DTYPES = ("fp32", "fp16")  # precision of the returned embedding matrix
+CPU_ROWS = 64  # texts per batch on the CPU when no batch size is asked (also what an unasked size hashes as)
+ACCELERATOR_ROWS = 1024  # texts per batch on an accelerator when none is asked (the token budget bounds it first)
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,9 @@ class EncoderOptions:
 
     pooling: str | None = None  # None: the model folder's own (its sentence-transformers config), else mean
     max_len: int = 256  # tokens an encoder reads of each text, special tokens included (elongated texts fit)
-    batch_size: int | None = 64  # texts per encoding batch (capped by token slots); None: the device's default
+    # texts per encoding batch (capped by token slots); None: the device's (bench.encode.batching.device_batching: 64
+    # on the CPU, up to 1,024 within the token budget on an accelerator, where 64 rows of sentences leave a GPU idle)
+    batch_size: int | None = None
     batch_tokens: int | None = None  # token slots (rows x width) per batch; None: the device's (bench.encode.batching)
     device: str | None = None  # None: cuda when this torch can use a GPU, else cpu
     backend: str = "auto"  # auto: onnx on the CPU at fp32 when onnxruntime is installed, else torch
@@ -68,6 +72,13 @@ class EncoderOptions:
         return replace(self, device=device, precision=precision, backend=backend)
 
 
+def hashed_batch_size(rows: int | None) -> int:
+    """The evaluation batch size a run's config records: the one asked, else CPU_ROWS (the default before the
+    device chose it), so rows keep pooling with earlier ones. The rows that ran are in each score's info
+    (`batch_rows`); like the device, they change no embedding beyond float rounding (padding is masked)."""
+    return int(rows) if rows is not None else CPU_ROWS
+
+
 ENCODER_DEFAULTS = EncoderOptions()  # the parsers' and settings' defaults (`ENCODER_DEFAULTS.max_len`, ...)
 
-__all__ = ["BACKENDS", "EMB_DTYPES", "ENCODER_DEFAULTS", "POOLINGS", "EncoderOptions"]
+__all__ = ["ACCELERATOR_ROWS", "BACKENDS", "CPU_ROWS", "EMB_DTYPES", "ENCODER_DEFAULTS", "POOLINGS", "EncoderOptions", "hashed_batch_size"]

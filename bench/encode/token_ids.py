@@ -91,11 +91,11 @@ class TokenIdCache:
         if missing:
             fresh = tokenize_parallel([texts[i] for i in missing], self.tokenizer, self.max_len)
             self.tokenized += len(missing)
-            flat, cuts = fresh.ids.flat.astype(self._dtype), fresh.truncated
-            self._write(conn, [(digests[i], flat[a:b].tobytes(), bool(cut))
-                               for i, a, b, cut in zip(missing, fresh.ids.offsets[:-1], fresh.ids.offsets[1:], cuts)])
-            for i, a, b, cut in zip(missing, fresh.ids.offsets[:-1], fresh.ids.offsets[1:], cuts):
-                rows[i] = (flat[a:b].tobytes(), int(cut))
+            data, size = fresh.ids.flat.astype(self._dtype).tobytes(), self._dtype.itemsize
+            bounds = (fresh.ids.offsets * size).tolist()  # byte slices of plain ints: no numpy scalar per text
+            for i, start, stop, cut in zip(missing, bounds[:-1], bounds[1:], fresh.truncated.tolist()):
+                rows[i] = (data[start:stop], int(cut))
+            self._write(conn, [(digests[i], *rows[i]) for i in missing])  # type: ignore[misc]
         # One array of every text's ids, in the texts' order, with no Python integer per token: the blobs are
         # joined and viewed as the stored dtype (a Python list per text costs as much as tokenising a tenth of them).
         blobs = [row[0] for row in rows]  # type: ignore[index]

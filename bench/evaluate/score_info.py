@@ -11,6 +11,8 @@
     attention_kernels   the attention kernels the device policy allows ("sdpa without cuDNN" on CUDA: bench.runtime.device)
     attention_path      "padded" batches, or "unpadded (flash-attn varlen)" tokens (bench.encode.backends)
     batch_shapes        distinct (rows, width) batch shapes the encoder has run so far (bounded on accelerators)
+    batch_rows          texts per encoding batch at most (the asked --batch-size, else the device's)
+    batch_tokens        token slots per encoding batch at most (the asked --batch-tokens, else the device's)
     peak_memory_mb      peak CUDA memory allocated during the dataset (reset before it), or on the CPU the process's
                         peak resident memory so far (`peak_memory_kind` says which)
 
@@ -135,6 +137,10 @@ def measure(model: Any, before: Snapshot, suite: str, files: set[str]) -> dict[s
         info.update(enc.attention_info())
     if getattr(enc, "shapes", None) is not None:
         info["batch_shapes"] = len(enc.shapes)
+    if isinstance(getattr(enc, "batch_size", None), int):  # what ran (the config hashes an unasked size as the CPU's)
+        info["batch_rows"] = enc.batch_size
+        if isinstance(getattr(enc, "batch_tokens", None), int):
+            info["batch_tokens"] = enc.batch_tokens
     peak, kind = _peak_memory(device)
     if peak is not None:
         info["peak_memory_mb"], info["peak_memory_kind"] = peak, kind

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from bench.encode.options import BACKENDS, EMB_DTYPES, ENCODER_DEFAULTS, POOLINGS, EncoderOptions
+from bench.encode.options import BACKENDS, EMB_DTYPES, ENCODER_DEFAULTS, POOLINGS, EncoderOptions, hashed_batch_size
 from bench.evaluate.attacks.elong import DEFAULT_ELONG
 from bench.experiment.command_options import FLAG, option, positive_int, typed_options
 from bench.experiment.settings import EvalSettings, attack_settings
@@ -28,7 +28,7 @@ class EvalOptions:
     suite: list[str] = option([], many=True)
     pooling: str | None = option(E.pooling, choices=POOLINGS)
     max_len: int = option(E.max_len, int)
-    batch_size: int = option(E.batch_size, int)
+    batch_size: int | None = option(E.batch_size, int)
     batch_tokens: int | None = option(E.batch_tokens, int)
     device: str | None = option(E.device)
     no_cache: bool = option(not E.use_cache, FLAG)
@@ -120,7 +120,7 @@ class EvalSpec:
             "suite": self.suite_args,
             "pooling": describe.get("pooling"),
             "max_len": s.encoder.max_len,
-            "batch_size": s.encoder.batch_size,
+            "batch_size": hashed_batch_size(s.encoder.batch_size),
             "elong": s.elong,
             **({"attacks": s.attack_params} if s.attack_params else {}),  # only when asked: older configs hash as they did
             **({"needle_lengths": s.options["needle_lengths"]} if s.options.get("needle_lengths") else {}),

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any, Callable
 
-from bench.encode.options import BACKENDS, EMB_DTYPES, ENCODER_DEFAULTS, POOLINGS, EncoderOptions
+from bench.encode.options import BACKENDS, EMB_DTYPES, ENCODER_DEFAULTS, POOLINGS, EncoderOptions, hashed_batch_size
 from bench.evaluate.attacks.elong import DEFAULT_ELONG  # noqa: F401  (re-exported: run.py and the API read it here)
 from bench.experiment.command_options import (  # noqa: F401 - OptionValueError, positive_int: re-exported
     FLAG,
@@ -76,7 +76,8 @@ class RunSpec:
     out: str = _opt("runs")
     pooling: str = _opt("mean", choices=POOLINGS)
     eval_max_len: int = _opt(ENCODER_DEFAULTS.max_len, int)
-    eval_batch_size: int = _opt(ENCODER_DEFAULTS.batch_size, int)
+    eval_batch_size: int | None = _opt(ENCODER_DEFAULTS.batch_size, int)
+    eval_batch_tokens: int | None = _opt(ENCODER_DEFAULTS.batch_tokens, int)  # how texts are batched, not what: outside the hash
     elong: str = _opt(DEFAULT_ELONG, joined=True)
     attack: list[str] | None = _opt(None, many=True)  # FAMILY=PARAM[,PARAM]: variants of the other attack families
     limit: int | None = _opt(None, positive_int)
@@ -147,6 +148,7 @@ class RunSpec:
         """How every row's encoder is loaded and run when it is scored (bench.encode.options), the same for all
         methods; the learning curves run at these options too (with the torch backend, and no cache)."""
         return EncoderOptions(pooling=self.pooling, max_len=self.eval_max_len, batch_size=self.eval_batch_size,
+                              batch_tokens=self.eval_batch_tokens,
                               device=self.device, backend=self.backend, precision=self.precision,
                               emb_dtype=self.emb_dtype, use_cache=not self.no_cache, allow_pickle=self.allow_pickle)
 
@@ -192,7 +194,7 @@ class RunSpec:
             "corpus_texts": corpus_texts,
             **({"corpus_sha256": corpus_digest} if corpus_digest else {}),
             "suite": settings.suite_args,
-            "eval": {"max_len": self.eval_max_len, "pooling": self.pooling, "batch_size": self.eval_batch_size,
+            "eval": {"max_len": self.eval_max_len, "pooling": self.pooling, "batch_size": hashed_batch_size(self.eval_batch_size),
                      "elong": settings.elong, "limit": self.limit,
                      **({"attacks": settings.attack_params} if settings.attack_params else {}),
                      **({"precision": self.precision} if self.precision != "auto" else {})},  # auto: hashes as before

@@ -39,7 +39,7 @@ class EvalContext:
     limit: int | None = None  # use only the first N items of each dataset (smoke tests, CI slices)
     fetch: bool = False  # try downloading missing datasets from their sources
     files_read: set[str] = field(default_factory=set)
-    batch_size: int = ENCODER_DEFAULTS.batch_size  # texts per encoding batch (the encoder's option)
+    batch_size: int | None = ENCODER_DEFAULTS.batch_size  # texts per encoding batch (the encoder's option; None: the device's)
     options: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # dataset -> where it was read from (printed by the CLI)
     limit_applies: bool | None = None  # per dataset: False when `limit` reaches its whole set (see `limit_for`)

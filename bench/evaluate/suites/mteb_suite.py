@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from bench.data import CATALOG, DatasetInfo
+from bench.encode.options import hashed_batch_size
 from bench.data.errors import DataError, DatasetMissingError
 from bench.evaluate.attacks import Attack, Distractors
 from bench.evaluate.suites.base import EvalContext, SuiteError
@@ -241,7 +242,8 @@ def run_mteb_task(model: Any, task: Any, ctx: EvalContext, attack: Attack | None
             overwrite_strategy="always",
             co2_tracker=False,
             show_progress_bar=False,
-            encode_kwargs={"batch_size": ctx.batch_size, "show_progress_bar": False},
+            # mteb's loader batches only how texts reach the wrapper, which encodes them all at once in its own batches
+            encode_kwargs={"batch_size": hashed_batch_size(ctx.batch_size), "show_progress_bar": False},
         )
     except (OSError, ConnectionError) as exc:
         raise DataError(f"mteb task {task.metadata.name!r}: loading its data failed ({exc})") from exc
