@@ -86,3 +86,104 @@ def test_cache_info_shows_location_and_clear_removes_only_cache_files(tmp_path, 
     assert main(["cache", "info", "--cache-dir", str(tmp_path / "nowhere")]) == 0
     out = capsys.readouterr().out
     assert "(not created yet)" in out and "0 encoder file(s)" in out
+
+
+TOKEN_TEXTS = ["a short one", "the cat sat on the mat " * 20, "another sentence about dogs"]
+
+
+def _token_folder_with_strangers(folder: Path) -> dict[Path, bytes]:
+    """Files in tokens/ that look like lenbench's but are not (another schema under lenbench's name, an archive of
+    other arrays under a training file's name), and a plain note: `clear` must leave each byte for byte."""
+    import sqlite3
+
+    import numpy as np
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "notes.txt").write_text("not ours")
+    other = sqlite3.connect(folder / f"ids-{'0' * 24}.sqlite")
+    other.execute("CREATE TABLE ids (text TEXT, owner TEXT)")
+    other.commit()
+    other.close()
+    with open(folder / f"{'a' * 64}.npz", "wb") as fh:
+        np.savez(fh, weights=np.ones(3))
+    made = [folder / "notes.txt", folder / f"ids-{'0' * 24}.sqlite", folder / f"{'a' * 64}.npz"]
+    return {p: p.read_bytes() for p in made}
+
+
+def test_cache_info_lists_token_id_files_and_clear_removes_only_lenbench_ones(reference_dir, tmp_path, monkeypatch,
+                                                                              capsys):  # fmt: skip
+    from transformers import AutoTokenizer
+
+    from bench.cli import main
+    from bench.data.token_cache import bodies
+    from bench.encode.inputs import model_inputs
+    from bench.encode.token_ids import TokenIdCache
+
+    cache_dir = tmp_path / "cache"
+    monkeypatch.setenv("LENBENCH_CACHE", str(cache_dir))
+    tok = AutoTokenizer.from_pretrained(str(reference_dir))
+    held = TokenIdCache(tok, 16, cache_dir)  # stays open (its -wal and -shm beside it) through info and clear
+    held.model_inputs(TOKEN_TEXTS)
+    ids_file = held.path
+    assert ids_file is not None and Path(f"{ids_file}-wal").is_file() and Path(f"{ids_file}-shm").is_file()
+    assert bodies(TOKEN_TEXTS, tok, 8, workers=1)[1] is False  # the training side's file, written now
+    training = list((cache_dir / "tokens").glob("*.npz"))
+    assert len(training) == 1
+    strangers = _token_folder_with_strangers(cache_dir / "tokens")
+
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert "2 token-id file(s)" in out, out
+    assert f"tokens/{ids_file.name}" in out and f"tokens/{training[0].name}" in out
+    assert "kept 3 file(s)" in out and f"tokens/ids-{'0' * 24}.sqlite  (not a token-id file" in out
+
+    assert main(["cache", "clear"]) == 0
+    out = capsys.readouterr().out
+    assert "removed 4 file(s)" in out, out  # the ids file, its -wal and -shm, the training file
+    assert sorted(p.name for p in (cache_dir / "tokens").iterdir()) == sorted(p.name for p in strangers)
+    assert {p: p.read_bytes() for p in strangers} == strangers
+    # The process that held the file open goes on: its ids are still the tokenizer's.
+    assert held.model_inputs(["new text"]).ids == model_inputs(["new text"], tok, 16).ids
+    held.close()
+    fresh = TokenIdCache(tok, 16, cache_dir)
+    fresh.model_inputs(TOKEN_TEXTS)
+    assert (fresh.hits, fresh.tokenized) == (0, 3)  # nothing was left to read back
+    fresh.close()
+
+
+def test_cache_clear_names_a_token_id_file_it_cannot_delete_and_clears_the_rest(reference_dir, tmp_path, monkeypatch,
+                                                                               capsys):  # fmt: skip
+    from transformers import AutoTokenizer
+
+    from bench.cli import main
+    from bench.encode.cache import EmbeddingCache
+    from bench.encode.token_ids import TokenIdCache
+
+    cache_dir = tmp_path / "cache"
+    embeddings = EmbeddingCache(cache_dir, "model-abc|mean|64")
+    embeddings.close()
+    tok = AutoTokenizer.from_pretrained(str(reference_dir))
+    held = TokenIdCache(tok, 16, cache_dir)
+    held.model_inputs(TOKEN_TEXTS)
+    ids_file = held.path
+    assert ids_file is not None
+    real_unlink = type(ids_file).unlink
+
+    def refuse_open_file(path, missing_ok=False):  # what Windows does to a file another process holds open
+        if path == ids_file:
+            raise PermissionError(13, "The process cannot access the file because it is being used by another process")
+        real_unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(type(ids_file), "unlink", refuse_open_file)
+    assert main(["cache", "clear", "--cache-dir", str(cache_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "could not remove 3 file(s)" in out, out  # the ids file with its -wal and -shm
+    assert f"tokens/{ids_file.name}\n" in out and f"tokens/{ids_file.name}-wal\n" in out
+    assert not embeddings.path.exists()
+    # The file and its companions are left whole: once its holder closes, its ids read back.
+    assert ids_file.is_file() and Path(f"{ids_file}-wal").is_file()
+    held.close()
+    again = TokenIdCache(tok, 16, cache_dir)
+    again.model_inputs(TOKEN_TEXTS)
+    assert (again.hits, again.tokenized) == (3, 0)
+    again.close()

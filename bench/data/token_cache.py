@@ -8,11 +8,17 @@ from `<lenbench cache>/tokens/<key>.npz` when this tokenizer already tokenised t
 
 The key is sha256 of the tokenizer (its serialised fast tokenizer: vocabulary, normaliser, pre-tokeniser), the cut
 and the strings in order. A tokenizer without a serialised form (a slow Python one) is never cached on disk.
+
+`bench cache clear` deletes a file here only when `is_token_table_file` proves it is one of these: the name
+(`<64 hex>.npz`) and an archive of exactly `ids.npy` and `offsets.npy`, or the hidden temporary name of an
+interrupted write of one (`bench.runtime.writes.atomic_file`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
+import zipfile
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -25,6 +31,8 @@ from bench.runtime.paths import cache_dir
 
 FOLDER = "tokens"
 FORMAT = 1
+FILE_NAME = re.compile(r"[0-9a-f]{64}\.npz")
+TEMPORARY_NAME = re.compile(r"\.[0-9a-f]{64}\.npz\.\d+-[0-9a-f]{8}\.part")  # atomic_file's name for one in writing
 
 
 def tokenizer_id(tokenizer: Any) -> str | None:
@@ -78,6 +86,19 @@ class TokenTable:
         if found is None:
             raise KeyError(string)
         return found
+
+
+def is_token_table_file(path: Path) -> bool:
+    """Whether `path` is a file `bodies` wrote (or the temporary file of a write of one that was interrupted)."""
+    if TEMPORARY_NAME.fullmatch(path.name):
+        return True
+    if not FILE_NAME.fullmatch(path.name):
+        return False
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return sorted(archive.namelist()) == ["ids.npy", "offsets.npy"]
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False
 
 
 def strings_key(tokenizer_hash: str, max_body: int, strings: Sequence[str], special: bool = False) -> str:

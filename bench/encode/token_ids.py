@@ -19,12 +19,16 @@ Cold texts are tokenised in parallel over all cores: by the fast tokenizer's own
 released) and, for `PROCESS_TEXTS` texts or more on a machine with more than two cores, by a process pool whose
 workers each run a copy of the tokenizer, so the per-text Python work of turning encodings into lists runs on every
 core as well.
+
+`bench cache clear` deletes a file here only when `is_token_id_file` proves it is one of these: the name
+(`ids-<24 hex>.sqlite`) and, read-only, exactly the one table `ids` with the schema below.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -45,6 +49,8 @@ FORMAT = 1
 SQLITE_VARS = 500  # bound parameters per statement
 PROCESS_TEXTS = 20_000  # cold texts from which a process pool tokenises (below it, the tokenizer's threads do)
 PROCESS_CHUNK = 4_096  # texts per process-pool task
+FILE_NAME = re.compile(r"ids-[0-9a-f]{24}\.sqlite")
+IDS_TABLE_SQL = "CREATE TABLE ids (text BLOB PRIMARY KEY, ids BLOB NOT NULL, cut INTEGER NOT NULL)"
 
 
 class TokenIdCache:
@@ -114,7 +120,7 @@ class TokenIdCache:
             conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("CREATE TABLE IF NOT EXISTS ids (text BLOB PRIMARY KEY, ids BLOB NOT NULL, cut INTEGER NOT NULL)")
+            conn.execute(IDS_TABLE_SQL.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1))
             conn.commit()
         except (OSError, sqlite3.Error) as exc:
             log.info("token ids not cached on disk (%s: %s)", self.path, exc)
@@ -149,6 +155,28 @@ class TokenIdCache:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def is_token_id_file(path: Path) -> bool:
+    """Read-only: whether `path` is a file `TokenIdCache` wrote (its name, and exactly its one table with the same
+    CREATE statement). Opened through SQLite's read-only mode, so a cache another process holds open (in WAL mode,
+    readers never wait for a writer) is read as it is and never changed; anything unreadable is not one."""
+    from results_db.location import SQLITE_MAGIC, sqlite_file_uri
+
+    if not FILE_NAME.fullmatch(path.name):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(16) != SQLITE_MAGIC:
+                return False
+        conn = sqlite3.connect(sqlite_file_uri(path, mode="ro"), uri=True, timeout=5)
+        try:
+            tables = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
+        finally:
+            conn.close()
+    except (OSError, sqlite3.Error):
+        return False
+    return [(name, " ".join(str(sql).split())) for name, sql in tables] == [("ids", IDS_TABLE_SQL)]
 
 
 # ---------------------------------------------------------------------------------- parallel tokenisation
