@@ -9,7 +9,8 @@
     enc.tokenize(texts) -> bench.encode.inputs.ModelInputs  # the truncated token ids the model sees
     enc.token_embeddings(texts)                             # per-token vectors (length diagnostics)
 
-Streaming: `encode` walks the texts in chunks (2,048 texts, 16,384 on an accelerator; the first 256). Per chunk it
+Streaming: `encode` walks the texts in chunks (the first 256 texts, each next four times the last, up to 2,048, or
+16,384 on an accelerator). Per chunk it
 looks each text up in the embedding cache (text -> token-id key -> vector, `bench.encode.cache`), takes the token ids
 of the rest from the token-id cache or the tokenizer (`bench.encode.token_ids`), encodes the distinct missing model
 inputs in length-sorted batches, writes each vector into one preallocated (n, dim) matrix and commits the chunk to

@@ -40,8 +40,8 @@ class CurveEvaluator:
         return self.options.max_len
 
     @property
-    def batch_size(self) -> int:
-        return self.options.batch_size
+    def batch_size(self) -> int | None:
+        return self.options.batch_size  # None: the device's
 
     def __call__(self, model: Any, tokenizer: Any, step: int) -> None:
         from bench.encode.encoder import Encoder
