@@ -54,8 +54,9 @@ def test_padding_rows_keep_one_visible_slot_and_widths_pad_to_the_bucket():
 def test_chunks_cover_the_texts_once_starting_short_and_growing_to_the_chunk_size():
     from bench.encode.chunks import chunk_bounds
 
-    bounds = chunk_bounds(40_000, 256, 16_384)
+    bounds = chunk_bounds(40_000, 256, 16_384, ramp=4)
     sizes = [b - a for a, b in bounds]
     assert bounds[0][0] == 0 and bounds[-1][1] == 40_000 and all(b == c for (_, b), (c, _) in zip(bounds, bounds[1:]))
     assert sizes[:4] == [256, 1024, 4096, 16_384] and max(sizes) == 16_384
     assert chunk_bounds(5, 256, 2048) == [(0, 5)] and chunk_bounds(0, 256, 2048) == []
+    assert [b - a for a, b in chunk_bounds(5000, 256, 2048)] == [256, 2048, 2048, 648]  # no ramp: the CPU's

@@ -13,20 +13,21 @@ import numpy as np
 CHUNK_TEXTS = 2048  # texts looked up, tokenised, encoded and committed together
 ACCELERATOR_CHUNK_TEXTS = 16384  # on an accelerator: few last-batch shapes, and tokenisation far ahead of the GPU
 FIRST_CHUNK_TEXTS = 256  # the first chunk is short: its tokenisation is the only one nothing overlaps
-RAMP = 4  # each later chunk is this many times the one before, up to the chunk size
+RAMP = 4  # on an accelerator each later chunk is this many times the one before, up to the chunk size
 # Matrices above this many bytes are a disk-backed memmap (an unlinked file in the cache folder) instead of RAM.
 MEMMAP_BYTES = 2 << 30  # default of $LENBENCH_MEMMAP_BYTES, read when an encoder is made (bench.environment)
 
 
-def chunk_bounds(n: int, first_size: int, size: int) -> list[tuple[int, int]]:
-    """(start, stop) of each chunk of n texts: a short first one (its tokenisation overlaps nothing), then each
-    RAMP times the one before, up to `size`. While the model encodes one chunk the next is tokenised; when
-    tokenising is the slower side (a cold corpus on a GPU) the model then waits only for the first chunk's
-    tokenisation and runs only the small last chunk after the tokenizer is done, not a chunk of `size`."""
+def chunk_bounds(n: int, first_size: int, size: int, ramp: int | None = None) -> list[tuple[int, int]]:
+    """(start, stop) of each chunk of n texts: a short first one (its tokenisation overlaps nothing), then `size`,
+    or with `ramp` each chunk `ramp` times the one before up to `size`. While the model encodes one chunk the next
+    is tokenised. Where tokenising is the slower side (a cold corpus on a GPU), a ramp has the model wait only for
+    the first chunk's tokenisation and run only a small last chunk after the tokenizer is done, not a chunk of
+    `size`; on the CPU the model is the slower side, and fewer, larger chunks keep the tokenizer's threads busier."""
     bounds, start, step = [], 0, max(1, min(first_size, size))
     while start < n:
         bounds.append((start, min(n, start + step)))
-        start, step = start + step, max(1, min(size, step * RAMP))
+        start, step = start + step, max(1, min(size, step * ramp) if ramp else size)
     return bounds
 
 

@@ -9,8 +9,8 @@
     enc.tokenize(texts) -> bench.encode.inputs.ModelInputs  # the truncated token ids the model sees
     enc.token_embeddings(texts)                             # per-token vectors (length diagnostics)
 
-Streaming: `encode` walks the texts in chunks (the first 256 texts, each next four times the last, up to 2,048, or
-16,384 on an accelerator). Per chunk it
+Streaming: `encode` walks the texts in chunks (the first 256 texts, then 2,048; on an accelerator each next four
+times the last, up to 16,384). Per chunk it
 looks each text up in the embedding cache (text -> token-id key -> vector, `bench.encode.cache`), takes the token ids
 of the rest from the token-id cache or the tokenizer (`bench.encode.token_ids`), encodes the distinct missing model
 inputs in length-sorted batches, writes each vector into one preallocated (n, dim) matrix and commits the chunk to
@@ -46,7 +46,7 @@ from bench import environment
 from bench.encode import loading
 from bench.encode.backends import make_backend
 from bench.encode.batching import ShapedBatch, at_own_shapes, device_batching, pad_batch, plan_batches, plan_shapes
-from bench.encode.chunks import ACCELERATOR_CHUNK_TEXTS, CHUNK_TEXTS, FIRST_CHUNK_TEXTS, MEMMAP_BYTES, Chunk, Done, allocate_matrix, chunk_bounds
+from bench.encode.chunks import ACCELERATOR_CHUNK_TEXTS, CHUNK_TEXTS, FIRST_CHUNK_TEXTS, MEMMAP_BYTES, RAMP, Chunk, Done, allocate_matrix, chunk_bounds
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
 from bench.encode.inputs import ModelInputs, TokenRows
 from bench.encode.token_ids import TokenIdCache
@@ -281,7 +281,7 @@ class Encoder:
         self.texts_asked += n
         cache = self._cache_for(normalize) if (use_cache if use_cache is not None else self.use_cache) else None
         bar = progress.bar(total=n, desc=desc, unit="text", disable=not self.show_progress or n < 256)
-        bounds = chunk_bounds(n, self.first_chunk_size, self.chunk_size)
+        bounds = chunk_bounds(n, self.first_chunk_size, self.chunk_size, RAMP if self.shape_bounded else None)
         pool = None
         if self.prefetch and len(bounds) > 1:
             from concurrent.futures import ThreadPoolExecutor
