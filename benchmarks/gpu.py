@@ -291,15 +291,41 @@ def measure_cold(data: dict[str, Any], folder: str, device: str, util: Utilisati
     row = {"precision": model.precision, "scifact_texts_per_s": round(len(data["texts"]["scifact"]) / seconds, 1),
            "gpu_util": Utilisation.summary(samples)}  # fmt: skip
     print(f"  token cache cold ({row['precision']}): scifact {row['scifact_texts_per_s']:8.1f} texts/s ({row['gpu_util']})")
+    row["tokenize"] = measure_tokenizing(data["texts"]["scifact"], model.tokenizer)
     del model
     free_gpu()
     return row
+
+
+def measure_tokenizing(texts: list[str], tokenizer: Any) -> dict[str, float]:
+    """Cold tokenisation alone (no disk cache), texts/s: the fast tokenizer's threads in one batch call, and the
+    process pool of tokenizer copies (bench.encode.token_ids; started in its first call, reused in the second)."""
+    from bench.data.sentence_cache import usable_cores
+    from bench.encode import token_ids
+    from bench.encode.inputs import model_inputs
+
+    rates = {}
+    for label, run in (("threads", lambda: model_inputs(texts, tokenizer, MAX_LEN)),
+                       ("pool_first", lambda: token_ids.tokenize_parallel(texts, tokenizer, MAX_LEN, max(3, usable_cores()))),
+                       ("pool_again", lambda: token_ids.tokenize_parallel(texts, tokenizer, MAX_LEN, max(3, usable_cores())))):  # fmt: skip
+        start = time.perf_counter()
+        run()
+        rates[label] = round(len(texts) / (time.perf_counter() - start), 1)
+    token_ids._POOLS.shutdown()
+    print(f"  tokenising alone (cold, {usable_cores()} cores): threads {rates['threads']:.0f} texts/s, process pool "
+          f"{rates['pool_first']:.0f} (starting) / {rates['pool_again']:.0f} (started) texts/s", flush=True)  # fmt: skip
+    return rates
 
 
 def measure_passes(data: dict[str, Any], folder: str, device: str, util: Utilisation) -> list[dict[str, Any]]:
     """With every cache off, one fresh encoder at its defaults: each set encoded twice in a row; the first pass meets
     every shape for the first time (per-shape kernel builds show here), the second reuses them."""
     model = lenbench_encoder(folder, device, "auto", None, "lenbench auto, no cache", token_cache=False)
+    # Loading the weights onto the device and the first CUDA calls (context, cuBLAS handles) are paid once per process,
+    # not per shape: done before the first timed pass, with one short text, so the first pass shows shape costs alone.
+    model.tokenizer, model.model  # noqa: B018 - loaded now
+    model.encode(["warm-up"])
+    sync()
     rows = []
     for dataset, texts in (("stsb", data["texts"]["stsb"]), ("scifact queries", data["queries"]),
                            ("scifact corpus", data["corpus"])):  # fmt: skip

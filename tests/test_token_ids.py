@@ -59,7 +59,10 @@ def test_the_process_pool_gives_the_tokenizers_ids(reference_dir, monkeypatch):
     monkeypatch.setattr(token_ids, "PROCESS_CHUNK", 3)
     tok = _tokenizer(reference_dir)
     texts = TEXTS * 3
-    pooled = tokenize_parallel(texts, tok, 16, workers=3)
+    try:
+        pooled = tokenize_parallel(texts, tok, 16, workers=3)
+    finally:
+        token_ids._POOLS.shutdown()
     expected = model_inputs(texts, tok, 16)
     assert pooled.ids == expected.ids
     np.testing.assert_array_equal(pooled.truncated, expected.truncated)
@@ -94,3 +97,20 @@ def test_ids_read_back_from_disk_are_the_ids_written(reference_dir, tmp_path):
     expected = model_inputs(texts[::-1], second.tokenizer, 24)
     assert mixed.ids == expected.ids and mixed.ids[100:] == written.ids[::-1]
     np.testing.assert_array_equal(mixed.truncated, expected.truncated)
+
+
+def test_the_process_pool_is_kept_between_calls_and_replaced_for_another_max_len(reference_dir, monkeypatch):
+    import bench.encode.token_ids as token_ids
+
+    monkeypatch.setattr(token_ids, "PROCESS_TEXTS", 4)
+    tok = _tokenizer(reference_dir)
+    try:
+        tokenize_parallel(TEXTS * 2, tok, 16, workers=3)
+        pool = token_ids._POOLS._pool
+        again = tokenize_parallel(TEXTS[::-1] * 2, tok, 16, workers=3)
+        assert token_ids._POOLS._pool is pool  # the workers started once
+        assert again.ids == model_inputs(TEXTS[::-1] * 2, tok, 16).ids
+        at8 = tokenize_parallel(TEXTS * 2, tok, 8, workers=3)  # another truncation: another pool
+        assert token_ids._POOLS._pool is not pool and max(at8.ids.lengths) == 8
+    finally:
+        token_ids._POOLS.shutdown()

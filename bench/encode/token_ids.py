@@ -17,8 +17,9 @@ slow Python one) is never cached on disk. A cache that cannot be opened or writt
 
 Cold texts are tokenised in parallel over all cores: by the fast tokenizer's own thread pool (one batch call, GIL
 released) and, for `PROCESS_TEXTS` texts or more on a machine with more than two cores, by a process pool whose
-workers each run a copy of the tokenizer, so the per-text Python work of turning encodings into lists runs on every
-core as well.
+workers each run a copy of the tokenizer, so the per-text Python work of turning encodings into arrays runs on every
+core as well. The pool is kept between calls (an encoder hands its texts over chunk by chunk) and serves every
+encoder with the same tokenizer.
 
 `bench cache clear` deletes a file here only when `is_token_id_file` proves it is one of these: the name
 (`ids-<24 hex>.sqlite`) and, read-only, exactly the one table `ids` with the schema below.
@@ -26,6 +27,7 @@ core as well.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import re
@@ -47,8 +49,8 @@ log = logging.getLogger(__name__)
 
 FORMAT = 1
 SQLITE_VARS = 500  # bound parameters per statement
-PROCESS_TEXTS = 20_000  # cold texts from which a process pool tokenises (below it, the tokenizer's threads do)
-PROCESS_CHUNK = 4_096  # texts per process-pool task
+PROCESS_TEXTS = 4_096  # cold texts from which a process pool tokenises (below it, the tokenizer's threads do)
+PROCESS_CHUNK = 1_024  # texts per process-pool task at most
 FILE_NAME = re.compile(r"ids-[0-9a-f]{24}\.sqlite")
 IDS_TABLE_SQL = "CREATE TABLE ids (text BLOB PRIMARY KEY, ids BLOB NOT NULL, cut INTEGER NOT NULL)"
 
@@ -187,21 +189,54 @@ def tokenize_parallel(texts: list[str], tokenizer: Any, max_len: int, workers: i
     backend = truncating_backend(tokenizer, max_len) if len(texts) >= PROCESS_TEXTS and workers > 2 else None
     if backend is None:
         return model_inputs(texts, tokenizer, max_len)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    # Forked where the platform can (no re-import of the caller's main module). A child never touches CUDA, and it
-    # tokenises with a fresh copy of the tokenizer on one thread, never with the parent's thread pool.
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    chunks = [texts[s : s + PROCESS_CHUNK] for s in range(0, len(texts), PROCESS_CHUNK)]
+    # Chunks small enough that every worker gets several (long and short texts spread out), large enough to amortise
+    # the hand-over; results come back in order as flat arrays.
+    size = max(1, min(PROCESS_CHUNK, -(-len(texts) // (workers * 4))))
+    chunks = [texts[s : s + size] for s in range(0, len(texts), size)]
     parts: list[TokenRows] = []
     cut: list[np.ndarray] = []
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
-                             initargs=(backend.to_str(),)) as pool:  # fmt: skip
-        for flat, offsets, truncated in pool.map(_tokenize_chunk, chunks):
-            parts.append(TokenRows(flat, offsets))
-            cut.append(truncated)
+    for flat, offsets, truncated in _POOLS.get(backend, workers).map(_tokenize_chunk, chunks):
+        parts.append(TokenRows(flat, offsets))
+        cut.append(truncated)
     return ModelInputs(TokenRows.concat(parts), np.concatenate(cut) if cut else np.zeros(0, dtype=bool))
+
+
+class _TokenizerPools:
+    """One process pool of tokenizer copies, kept between calls (a corpus comes in chunks, and starting the workers
+    costs more than tokenising a small chunk) and replaced when another tokenizer or max_len needs one; shut down
+    when the interpreter exits."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple[str, int] | None = None
+        self._pool: Any = None
+        atexit.register(self.shutdown)
+
+    def get(self, backend: Any, workers: int) -> Any:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        serialised = backend.to_str()  # truncation at max_len is part of the serialised copy
+        key = (hashlib.sha256(serialised.encode()).hexdigest(), workers)
+        with self._lock:
+            if self._pool is None or self._key != key:
+                self.shutdown()
+                # Forked where the platform can (no re-import of the caller's main module). A child never touches
+                # CUDA, and it tokenises with a fresh copy of the tokenizer on one thread, never the parent's pool.
+                methods = multiprocessing.get_all_start_methods()
+                context = multiprocessing.get_context("fork" if "fork" in methods else None)
+                self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                                                 initargs=(serialised,))  # fmt: skip
+                self._key = key
+            return self._pool
+
+    def shutdown(self) -> None:
+        pool, self._pool, self._key = self._pool, None, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+_POOLS = _TokenizerPools()
 
 
 _WORKER_BACKEND: Any = None
