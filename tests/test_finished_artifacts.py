@@ -117,3 +117,40 @@ def test_a_reused_run_is_checked_for_its_files(tmp_path, tiny_model_dir, monkeyp
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"its encoder folder {encoder} is missing" in err and "--rerun" in err
     assert len(ResultsDB(tmp_path / "r.sqlite").runs()) == 1  # nothing trained or recorded meanwhile
+
+
+def test_a_run_records_its_absolute_folder_and_is_found_from_another_working_folder(tmp_path, tiny_model_dir, monkeypatch, capsys):
+    launch, elsewhere = tmp_path / "launch", tmp_path / "elsewhere"
+    launch.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(launch)
+    argv = _argv(launch, tiny_model_dir)
+    for option in ("--corpus", "--data-dir", "--db"):  # everything but --out named absolutely: only the run folder moves
+        argv[argv.index(option) + 1] = str(launch / argv[argv.index(option) + 1])
+    assert main(argv) == 0  # --out runs, relative to `launch`
+    (row,) = ResultsDB(launch / "r.sqlite").runs().to_dict("records")
+    folder = Path(row["output_dir"])
+    assert folder.is_absolute() and folder.is_dir() and folder == folder.resolve()
+    assert folder.parent.parent == (launch / "runs").resolve()
+    assert Path(row["model"]).is_absolute() and (folder / "results.json").is_file()
+
+    # the same command from another folder reuses the run: its encoder is found, and its missing results.json is
+    # written again where the run is, not under the other folder's ./runs
+    (folder / "results.json").unlink()
+    monkeypatch.chdir(elsewhere)
+    capsys.readouterr()
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"run {row['id']} already finished with these settings; reusing it" in out
+    assert json.loads((folder / "results.json").read_text())["run"]["id"] == row["id"]
+    assert not (elsewhere / "runs").exists()
+    assert len(ResultsDB(launch / "r.sqlite").runs()) == 1
+
+    # a row written before folders were absolute keeps its relative folder, read from the current folder as before
+    relative = folder.relative_to(launch.resolve())
+    ResultsDB(launch / "r.sqlite").update_run(int(row["id"]), output_dir=str(relative), model=str(relative / "encoder"))
+    (folder / "results.json").unlink()
+    monkeypatch.chdir(launch)
+    assert main(argv) == 0
+    assert json.loads((folder / "results.json").read_text())["run"]["id"] == row["id"]
+    assert ResultsDB(launch / "r.sqlite").get_run(int(row["id"]))["output_dir"] == str(relative)  # not migrated

@@ -185,6 +185,9 @@ def start_comparison(spec: RunSpec, db: Any = None, say: Callable[..., None] | N
     out_root = Path(spec.out) / f"{stamp}-{configs.comparison[:8]}"
     if spec.resume and main:  # rows the first attempt never reached join its folder
         out_root = _earlier_folder(db, configs.comparison) or out_root
+    # absolute: rows record their folder, and a later command (--resume, results, the leaderboard) may run elsewhere;
+    # an older row's relative folder is still read relative to the current folder, as it always was
+    out_root = out_root.resolve()
     job = ComparisonJob(spec, suites, located, reference, corpus, db, configs, curves, out_root, runtime, say, evaluation,
                         methods)  # fmt: skip
     _announce(job)
@@ -493,6 +496,7 @@ def _create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, c
     from bench.runtime.provenance import code_version, package_versions
 
     budget = spec.settings.budget
+    out_dir = Path(out_dir).resolve()  # the row's folder must read the same from any working folder
     return db.create_run(
         kind="train" if trains else "eval",
         model=str(out_dir / "encoder") if trains else spec.backbone,

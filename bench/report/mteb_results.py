@@ -463,7 +463,7 @@ def import_references(db: Any, models: list[ReferenceModel], command: str) -> li
                 config={"source": "mteb", "model": model.name, "revision": model.revision, "folder": str(model.folder),
                         "files": model.files},
                 config_hash=chash, seed=0, code_version=code_version(), package_versions=package_versions(),
-                command=command, output_dir=str(model.folder), status="running", model_info=model.model_info,
+                command=command, output_dir=str(Path(model.folder).resolve()), status="running", model_info=model.model_info,
             )
             outcome = "imported"
         try:
