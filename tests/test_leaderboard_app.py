@@ -171,6 +171,45 @@ def test_main_view_unfinished_runs_and_incomplete_average(app):
     assert "left empty for rows missing a dataset" in texts(app)
 
 
+INFINITY = re.compile(r"[+-]?(inf|infinity)", re.IGNORECASE)  # how Python and JavaScript write an infinity
+
+
+def _grid_texts(at: AppTest, index: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(what the grid draws, what its accessible table and a copied cell read) for every cell of one table. The grid
+    draws a styled cell's display text, or its placeholder for a null cell; the accessible <table role="grid"> and
+    the clipboard get a cell's raw value as text (an empty string for a null), whatever its display text."""
+    proto = at.dataframe[index].proto
+    raw = pa.ipc.open_stream(proto.arrow_data.data).read_all().to_pandas()
+    raw.index = range(len(raw))
+    shown = display_values(at, index) if proto.arrow_data.styler.display_values else raw.astype(str)
+    shown.index = raw.index
+    drawn = shown.where(raw.notna(), proto.placeholder if proto.HasField("placeholder") else "None")
+    accessible = raw.apply(lambda column: column.map(lambda v: "" if pd.isna(v) else str(v)))
+    return drawn, accessible
+
+
+def test_a_missing_score_reads_as_the_missing_mark_never_as_infinity(app):
+    """A row without a score on a dataset (a failed run): its cell shows the page's missing mark, and what the grid's
+    accessible table and a copied cell read has no 'inf' / 'Infinity' in it (the raw value is null, not an infinity
+    held for sorting); the row still comes last."""
+    from leaderboard.views.common import MISSING
+
+    app.checkbox(key="main_unfinished").check().run()
+    assert not app.exception, app.exception
+    index = next(i for i, d in enumerate(app.dataframe) if str(d.key or "").startswith("main_table"))
+    frame = table(app, index)
+    row = int(frame.index[frame["method"] == "esimcse"][0])
+    assert row == len(frame) - 1  # no complete average: still last
+    drawn, accessible = _grid_texts(app, index)
+    for column in ("stsb", "clean"):
+        assert pd.isna(frame.loc[row, column])
+        assert drawn.loc[row, column] == MISSING and accessible.loc[row, column] == ""
+    assert frame.loc[row, "sts12"] > 0 and accessible.loc[row, "sts12"] not in ("", MISSING)
+    bad = {(column, text) for column in accessible for text in [*accessible[column], *drawn[column]]
+           if INFINITY.fullmatch(text.strip()) or text == "None"}
+    assert not bad, bad
+
+
 def test_main_view_attacked_variant_and_suite(app):
     app.selectbox(key="main_variant_sts").set_value("elong-2").run()
     frame = table(app)  # the dataset columns follow the ranked variant; the variant columns stay
@@ -496,15 +535,25 @@ def _shown_cells(at: AppTest) -> list[tuple[str, str, str]]:
     return out
 
 
+def _read_out_cells(at: AppTest) -> list[tuple[str, str, str]]:
+    """(table key, column, the text the grid's accessible table and a copied cell get: the raw value) per cell."""
+    out = []
+    for index, element in enumerate(at.dataframe):
+        accessible = _grid_texts(at, index)[1]
+        out += [(str(element.key), str(column), text) for column in accessible for text in accessible[column]]
+    return out
+
+
 def _bad_cells(at: AppTest, where: str) -> list[tuple[str, str, str, str]]:
     assert not at.exception, (where, at.exception)
-    return [(where, *cell) for cell in _shown_cells(at) if cell[2].strip() in ("None", "nan", "NaN", "<NA>", "NaT")]
+    bad = [(where, *cell) for cell in _shown_cells(at) if cell[2].strip() in ("None", "nan", "NaN", "<NA>", "NaT")]
+    return bad + [(where, *cell) for cell in _read_out_cells(at) if INFINITY.fullmatch(cell[2].strip())]
 
 
 def test_no_cell_of_any_view_shows_none_or_nan_on_a_mixed_database(tmp_path, monkeypatch):
     """A database filled every way (bench run comparisons, bench eval rows, a --limit subset, a failed run, a sweep,
     an imported reference row, diag scores): every table of every view, subsets and unfinished runs included,
-    shows text or an empty cell, never 'None' or 'nan'."""
+    shows text or an empty cell, never 'None' or 'nan', and no cell reads out as an infinity."""
     from results_db import ResultsDB
     from results_db.records import ScoreRecord
     from tests.test_leaderboard_fixtures import fill_extras, fill_main_job

@@ -178,16 +178,15 @@ def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, k
     # a click on any cell (or the row's tick box) selects its row
     select = {"on_select": "rerun", "selection_mode": ["single-row", "single-cell"]} if selectable else {}
     seed_cells = any(isinstance(v, main_board.SeedMean) for col in score_columns for v in frame[col].head(1000))
-    # a missing value (a variant a row was not scored on) would be drawn by the grid as the text 'None': such a table
-    # goes through the Styler, which shows it as an empty cell and still sorts by the numbers
+    # a missing value (a variant a row was not scored on): such a table goes through the Styler, whose display text
+    # shows it as MISSING
     missing = bool(frame.isna().to_numpy().any())
     if not highlight and not seed_cells and not missing:
         config.update({col: st.column_config.NumberColumn(format=fmt, width="small") for col, fmt in formats.items()})
         config.update({col: st.column_config.NumberColumn(format=f"%.{digits}f", help=help_text.get(col)) for col in score_columns})
-        return st.dataframe(frame, hide_index=True, key=key, width="stretch", column_config=config, **select)
-    # The grid draws a missing number as 'None' whatever its display text says: a missing score or number is held
-    # as an infinity (sorted last) and shown as MISSING.
-    frame = absent_as_infinity(frame, score_columns, list(formats))
+        return st.dataframe(frame, hide_index=True, key=key, width="stretch", column_config=config, placeholder=MISSING,
+                            **select)  # fmt: skip
+    frame = absent_as_null(frame, score_columns)
     styler = frame.style.format(na_rep=MISSING)
     styler = styler.format(lambda v: MISSING if is_absent(v) else main_board.format_cell(v, digits), subset=score_columns,
                            na_rep=MISSING)  # fmt: skip
@@ -199,20 +198,21 @@ def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, k
     elif highlight and score_columns:
         styler = styler.apply(best_mask, subset=score_columns, axis=0)
     config.update({col: st.column_config.Column(help=help_text[col]) for col in score_columns if col in help_text})
-    return st.dataframe(styler, hide_index=True, key=key, width="stretch", column_config=config, **select)
+    return st.dataframe(styler, hide_index=True, key=key, width="stretch", column_config=config, placeholder=MISSING,
+                        **select)  # fmt: skip
 
 
 def is_absent(value: object) -> bool:
     return value is None or (isinstance(value, float) and (math.isnan(value) or math.isinf(value)))
 
 
-def absent_as_infinity(frame: pd.DataFrame, score_columns: list[str], number_columns: list[str]) -> pd.DataFrame:
-    """Missing scores as -inf (last when sorted best first), missing numbers (rank, sizes) as +inf (last when sorted
-    smallest first): cells the grid then shows with their display text."""
+def absent_as_null(frame: pd.DataFrame, score_columns: list[str]) -> pd.DataFrame:
+    """Missing scores (None, NaN, an infinity) as null cells, which the grid draws as its placeholder (MISSING).
+
+    A cell's raw value is what the grid's accessible table (screen readers) and a copied cell read, whatever its
+    display text: an infinity held there to sort it last was read out as 'Infinity'. The rows reach the page in
+    their order already (missing scores last); a click on a header sorts a null cell as the grid does (with 0)."""
     out = frame.copy()
     for column in score_columns:
-        out[column] = pd.Series([-math.inf if is_absent(v) else v for v in out[column]], index=out.index, dtype=object)
-    for column in number_columns:
-        if pd.api.types.is_numeric_dtype(out[column]):
-            out[column] = out[column].astype(float).fillna(math.inf)
+        out[column] = pd.Series([None if is_absent(v) else v for v in out[column]], index=out.index, dtype=object)
     return out

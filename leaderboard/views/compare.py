@@ -15,7 +15,7 @@ from leaderboard import cache, comparable, grouping
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views import curves
-from leaderboard.views.common import MISSING, absent_as_infinity, csv_button, is_absent, pick_metric, pick_suite
+from leaderboard.views.common import MISSING, csv_button, is_absent, pick_metric, pick_suite
 from leaderboard.views.run import pick_run
 
 RESAMPLES = stats.DEFAULT_RESAMPLES
@@ -219,13 +219,14 @@ def show(state: DBState) -> None:
         st.info("Pick at least one variant in the sidebar.")
         return
     numbers = {**{c: "{:.2f}" for c in ("A", "B", "B − A", "CI low", "CI high")}, "p": "{:.3g}"}
-    # the grid draws a missing number as 'None' whatever its display text: held as an infinity, shown as MISSING
-    shown = absent_as_infinity(table, [], list(numbers))
+    # a missing number stays a null cell, which the grid draws as its placeholder: its raw value is what the grid's
+    # accessible table and a copied cell read (an infinity there was read out as 'Infinity')
     st.dataframe(
-        shown.style.format({c: (lambda v, f=f: MISSING if is_absent(v) else f.format(v)) for c, f in numbers.items()}),
+        table.style.format({c: (lambda v, f=f: MISSING if is_absent(v) else f.format(v)) for c, f in numbers.items()}),
         hide_index=True,
         key="cmp_table",
         width="stretch",
+        placeholder=MISSING,
     )
     st.caption(
         f"95% paired bootstrap CI of B − A, uncorrected; note: real after {stats.CORRECTION_NAMES[CORRECTION]} over "
