@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    given = None if argv is None else list(argv)  # called in-process (a script, a test): rows record this, not sys.argv
     argv = list(sys.argv[1:] if argv is None else argv)
     # `bench` alone is the README's main job: `bench run` with its defaults.
     if not argv or argv[0] in ("-v", "--verbose") and len(argv) == 1:
@@ -129,8 +130,13 @@ def main(argv: list[str] | None = None) -> int:
     clean = False
     stdout = sys.stdout
     sys.stdout = SafeStream(stdout)  # stored names (an imported model's, a sweep point's) are shown, not executed
+    from contextlib import nullcontext
+
+    from bench.experiment.record import command_line, invoked_as
+
+    invoked = invoked_as(command_line(given)) if given is not None else nullcontext()
     try:
-        with graceful_stop():  # SIGTERM / SIGINT: checkpoint, run marked interrupted (bench.runtime.signals)
+        with graceful_stop(), invoked:  # SIGTERM / SIGINT: checkpoint, run marked interrupted (bench.runtime.signals)
             code = int(args.func(args) or 0)
             stdout.flush()  # a reader that closed the pipe early (`| head`) is met here, not at exit
         clean = True

@@ -85,3 +85,6 @@ def test_an_unasked_batch_size_is_the_devices_and_hashes_as_the_old_default(monk
     hashes = {s.configs(100).comparison for s in (default, budget, RunSpec(method="simcse", suite=["heldout"], eval_batch_size=64))}
     assert len(hashes) == 1
     assert RunSpec(method="simcse", suite=["heldout"], eval_batch_size=32).configs(100).comparison not in hashes
+    # the line that redoes a row names an asked size (it is in the hash), never an unasked one
+    assert "--eval-batch-size 32" in RunSpec(method="simcse", suite=["heldout"], eval_batch_size=32).reproduce_command("simcse", True)
+    assert "--eval-batch-size" not in default.reproduce_command("simcse", True)

@@ -282,3 +282,6 @@ def test_eval_tables_name_the_model_scored_not_vanilla(tiny_model_dir, data_dir,
         rows = [line.split() for line in out.splitlines() if line.split()[:2] == ["sts", "stsb"]]
         assert rows and all(row[4] == label for row in rows), out
     assert list(ResultsDB(db).runs()["method"]) == ["vanilla"]
+    # main() called in-process records the command it was given, not the interpreter's (pytest's) arguments
+    assert list(ResultsDB(db).runs()["command"]) == [
+        f"bench eval --model {tiny_model_dir} --suite sts:stsb --data-dir {data_dir} --db {db} --max-len 32"]

@@ -309,7 +309,8 @@ def test_seeds_train_each_method_once_per_seed_and_report_mean_and_interval(tiny
     assert runs["method"].tolist() == ["vanilla", "simcse", "simcse"] and runs["seed"].tolist() == [0, 0, 1]
     simcse = [ResultsDB(db).get_run(int(i)) for i in runs["id"][1:]]
     assert [r["config"]["train"]["seed"] for r in simcse] == [0, 1] and simcse[0]["config_hash"] != simcse[1]["config_hash"]
-    assert "--seeds 1" in simcse[1]["command"] and "--seeds" not in simcse[0]["command"]
+    redo = [r["command"].split("   # from: ")[0] for r in simcse]  # the line that redoes the row; then the command given
+    assert "--seeds 1" in redo[1] and "--seeds" not in redo[0] and "--seeds 0,1" in simcse[0]["command"]
     table = out[out.index("suite "):].splitlines()
     assert table[0].split()[:6] == ["suite", "dataset", "metric", "n", "method", "seeds"]
     assert table[2].split()[4:6] == ["simcse", "2"]

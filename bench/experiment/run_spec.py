@@ -241,6 +241,8 @@ class RunSpec:
             parts += ["--seeds", str(train_seed)]
         parts += ["--seed", str(self.seed), "--pooling", self.pooling, "--eval-max-len", str(self.eval_max_len),
                   "--elong", self.elong, "--no-baseline"]  # fmt: skip
+        if self.eval_batch_size is not None:  # in the hash when asked (an unasked size hashes as the default)
+            parts += ["--eval-batch-size", str(self.eval_batch_size)]
         parts += [x for option in self.attack or [] for x in ("--attack", option)]
         if self.limit:
             parts += ["--limit", str(self.limit)]
