@@ -126,8 +126,6 @@ def pad_batch(rows: Sequence[Sequence[int]] | Sequence[np.ndarray], pad_id: int,
 ACCELERATOR_BATCH_TOKENS = ((40 << 30, 65536), (16 << 30, 32768), (0, 16384))  # (memory at least, slots)
 
 
-
-
 def accelerator_batch_tokens(memory_bytes: int | None) -> int:
     """The default token budget of one forward pass on an accelerator with `memory_bytes` (None: unknown)."""
     memory = memory_bytes if memory_bytes is not None else 0
