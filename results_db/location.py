@@ -7,6 +7,9 @@ its per-connection settings. Errors at open are one line (`results_db.errors`).
 from __future__ import annotations
 
 import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -108,6 +111,25 @@ def to_url(db: str | os.PathLike[str], read_only: bool = False) -> str:
 
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class NotSQLiteFile(ValueError):
+    """The file does not start with SQLite's header."""
+
+
+@contextmanager
+def read_only_sqlite(path: Path) -> Iterator[sqlite3.Connection]:
+    """A connection to an SQLite file opened through SQLite's read-only mode, so a file another process holds open
+    is read as it is and never changed (how lenbench proves a cache file is its own before deleting it). Raises
+    NotSQLiteFile for another kind of file, OSError or sqlite3.Error for an unreadable one."""
+    with open(path, "rb") as fh:
+        if fh.read(16) != SQLITE_MAGIC:
+            raise NotSQLiteFile(str(path))
+    conn = sqlite3.connect(sqlite_file_uri(path, mode="ro"), uri=True, timeout=5)
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 def check_sqlite_file(path: Path, *, must_exist: bool, writable: bool, content: bool = True) -> None:

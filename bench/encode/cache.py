@@ -113,18 +113,14 @@ def inspect_cache_file(path: Path) -> CacheFileInfo:
     token-id keys, alias; the same CREATE statements) and that carries the format marker, or, for files written
     before the marker, whose name is the one lenbench derives from the namespace it stores. Anything else (a
     results database, another program's file, an unreadable file) is not one."""
-    from results_db.location import sqlite_file_uri
+    from results_db.location import NotSQLiteFile, read_only_sqlite
 
     try:
-        with open(path, "rb") as fh:
-            if fh.read(16) != b"SQLite format 3\x00":
-                return CacheFileInfo(path, None, "not an SQLite file")
-        conn = sqlite3.connect(sqlite_file_uri(path, mode="ro"), uri=True, timeout=5)
-        try:
+        with read_only_sqlite(path) as conn:
             tables = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
             meta = dict(conn.execute("SELECT k, v FROM meta").fetchall()) if "meta" in tables else {}
-        finally:
-            conn.close()
+    except NotSQLiteFile:
+        return CacheFileInfo(path, None, "not an SQLite file")
     except (OSError, sqlite3.Error) as exc:
         return CacheFileInfo(path, None, f"unreadable ({exc})")
     expected = {name: TABLES_SQL[name] for name in tables if name in TABLES_SQL}

@@ -163,20 +163,14 @@ def is_token_id_file(path: Path) -> bool:
     """Read-only: whether `path` is a file `TokenIdCache` wrote (its name, and exactly its one table with the same
     CREATE statement). Opened through SQLite's read-only mode, so a cache another process holds open (in WAL mode,
     readers never wait for a writer) is read as it is and never changed; anything unreadable is not one."""
-    from results_db.location import SQLITE_MAGIC, sqlite_file_uri
+    from results_db.location import NotSQLiteFile, read_only_sqlite
 
     if not FILE_NAME.fullmatch(path.name):
         return False
     try:
-        with open(path, "rb") as fh:
-            if fh.read(16) != SQLITE_MAGIC:
-                return False
-        conn = sqlite3.connect(sqlite_file_uri(path, mode="ro"), uri=True, timeout=5)
-        try:
+        with read_only_sqlite(path) as conn:
             tables = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
-        finally:
-            conn.close()
-    except (OSError, sqlite3.Error):
+    except (NotSQLiteFile, OSError, sqlite3.Error):
         return False
     return [(name, " ".join(str(sql).split())) for name, sql in tables] == [("ids", IDS_TABLE_SQL)]
 
