@@ -17,7 +17,7 @@ import argparse
 import time
 from pathlib import Path
 
-from bench.commands.common import add_db
+from bench.commands.common import add_db, launch_settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,16 +37,12 @@ def claim(args: argparse.Namespace) -> int:
     from bench.claim.report import summary, table, verdict_rows
     from bench.claim.run import arms, judge, missing_rows, run_missing
     from bench.claim.spec import load_claim
-    from bench.runtime.errors import ConfigError
-    from results_db import ResultsDB, default_db_url
+    from results_db import ResultsDB
     from results_db.redact import redact
 
-    if args.jobs < 1 or args.retries < 0:
-        raise ConfigError("--jobs must be >= 1 and --retries >= 0")
+    db_arg, db_url = launch_settings(args)
     spec = load_claim(args.file)
     arms_ = arms(spec, args.scale)
-    db_arg = args.db or default_db_url()
-    db_url = db_arg if "://" in db_arg else str(Path(db_arg).expanduser().resolve())
     print(f"claim {spec.name} ({spec.path}), scale {args.scale}: {spec.statement}".rstrip(": "))
     if spec.needs.get(args.scale):
         print(f"needs: {spec.needs[args.scale]}")

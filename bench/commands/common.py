@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from results_db.location import default_db_url
@@ -39,6 +40,18 @@ class RegistryHelp(argparse.HelpFormatter):
 
 class RawRegistryHelp(RegistryHelp, argparse.RawDescriptionHelpFormatter):
     """`RegistryHelp` for a description written with its own line breaks."""
+
+
+def launch_settings(args: argparse.Namespace) -> tuple[str, str]:
+    """For a command that starts runs in other processes (`bench sweep`, `bench claim`): checks --jobs and --retries
+    and gives (--db as given, else the default; the database those processes open: a file path made absolute,
+    since they may run in another folder)."""
+    from bench.runtime.errors import ConfigError
+
+    if args.jobs < 1 or args.retries < 0:
+        raise ConfigError("--jobs must be >= 1 and --retries >= 0")
+    db_arg = args.db or default_db_url()
+    return db_arg, db_arg if "://" in db_arg else str(Path(db_arg).expanduser().resolve())
 
 
 def add_db(p: argparse.ArgumentParser, writes: bool = False) -> None:

@@ -16,8 +16,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from bench.commands.common import add_db
-from bench.runtime.errors import ConfigError
+from bench.commands.common import add_db, launch_settings
 from results_db.redact import redact, redact_args
 
 
@@ -52,15 +51,11 @@ def sweep(args: argparse.Namespace) -> int:
     from bench.sweep.points import expand
     from bench.sweep.spec import load_spec
     from bench.sweep.worker import WorkerSettings, point_command
-    from results_db import default_db_url
 
-    if args.jobs < 1 or args.retries < 0:
-        raise ConfigError("--jobs must be >= 1 and --retries >= 0")
+    db_arg, db_url = launch_settings(args)
     spec = load_spec(args.file)
     points = expand(spec)
     folder = Path(args.folder or Path("runs") / "sweeps" / spec.name)
-    db_arg = args.db or default_db_url()
-    db_url = db_arg if "://" in db_arg else str(Path(db_arg).expanduser().resolve())
     settings = WorkerSettings(db=db_url, out=str((folder / "runs").resolve()), log_dir=str((folder / "logs").resolve()),
                               retries=args.retries, rerun=args.rerun)
     if args.dry_run:
