@@ -67,3 +67,16 @@ def write_sts(path: Path, rows: list[tuple[str, str, float]]) -> Path:
     lines = ["sentence1\tsentence2\tscore"] + [f"{a}\t{b}\t{s}" for a, b, s in rows]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def child_process_workdir(root: Path, monkeypatch: pytest.MonkeyPatch, sts: list[tuple[str, str, float]],
+                          texts: list[str]) -> Path:  # fmt: skip
+    """`root` set up for commands that run `bench run` in child processes (`bench sweep`, `bench claim`): STS-B
+    test data in data/, a training corpus in corpus.txt, the current folder, this checkout importable by the
+    children, and one thread each."""
+    write_sts(root / "data" / "sts" / "stsb-test.tsv", sts)
+    (root / "corpus.txt").write_text("\n".join(texts) + "\n")
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    return root

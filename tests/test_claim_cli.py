@@ -4,7 +4,6 @@ claim file loads and expands at each of its scales offline."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from bench.claim.spec import load_claim
 from bench.cli import main
 from bench.runtime.errors import ConfigError
 from results_db import ResultsDB
-from tests.conftest import write_sts
+from tests.conftest import child_process_workdir
 
 REPO = Path(__file__).resolve().parent.parent
 TEXTS = [f"Sentence {i} talks about subject {i % 6}. A second sentence adds detail number {i}." for i in range(40)]
@@ -65,12 +64,7 @@ backend = "torch"
 
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
-    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", STS)
-    (tmp_path / "corpus.txt").write_text("\n".join(TEXTS) + "\n")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    return tmp_path
+    return child_process_workdir(tmp_path, monkeypatch, STS, TEXTS)
 
 
 def _verdict_block(out: str) -> str:

@@ -21,7 +21,7 @@ from bench.runtime.errors import ConfigError
 from bench.sweep.points import expand
 from bench.sweep.spec import load_spec
 from results_db import ResultsDB
-from tests.conftest import write_sts
+from tests.conftest import child_process_workdir
 
 REPO = Path(__file__).resolve().parent.parent
 TEXTS = [f"Sentence {i} talks about subject {i % 6}. A second sentence adds detail number {i}." for i in range(40)]
@@ -37,12 +37,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
-    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", STS)
-    (tmp_path / "corpus.txt").write_text("\n".join(TEXTS) + "\n")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    return tmp_path
+    return child_process_workdir(tmp_path, monkeypatch, STS, TEXTS)
 
 
 def write_spec(path: Path, model: Path, grid: str, steps: int = 2, extra: str = "") -> Path:
