@@ -329,9 +329,9 @@ def measure_passes(data: dict[str, Any], folder: str, device: str, util: Utilisa
     rows = []
     for dataset, texts in (("stsb", data["texts"]["stsb"]), ("scifact queries", data["queries"]),
                            ("scifact corpus", data["corpus"])):  # fmt: skip
-        before = len(model.shapes) if getattr(model, "shapes", None) is not None else 0
+        before = shapes_of(model)
         first, _ = timed_encode(model, texts, util)
-        new_shapes = (len(model.shapes) - before) if getattr(model, "shapes", None) is not None else None
+        new_shapes = shapes_of(model) - before if before is not None else None
         second, _ = timed_encode(model, texts, util)
         row = {"set": dataset, "first_s": round(first, 3), "second_s": round(second, 3), "ratio": round(first / second, 3),
                "new_shapes": new_shapes}  # fmt: skip
@@ -356,13 +356,13 @@ def measure_ceiling(data: dict[str, Any], folder: str, device: str, precisions: 
     from bench.encode.inputs import model_inputs
     from bench.encode.pooling import pool
 
-    ids = model_inputs(data["corpus"], load_tokenizer(folder, folder), MAX_LEN).ids.tolist()
-    ids.sort(key=len, reverse=True)
+    ids = model_inputs(data["corpus"], load_tokenizer(folder, folder), MAX_LEN).ids
+    longest_first = np.argsort(-ids.lengths, kind="stable")
     batches = []
     for s in range(0, len(ids), batch):
-        input_ids, mask = pad_batch(ids[s : s + batch], 0)
+        input_ids, mask = pad_batch(ids.take(longest_first[s : s + batch]), 0)
         batches.append((torch.from_numpy(input_ids).to(device), torch.from_numpy(mask).to(device)))
-    tokens = sum(map(len, ids))
+    tokens = len(ids.flat)
     rows = []
     for precision in precisions:
         dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.encode.inputs import TokenRows
 from bench.encode.options import ACCELERATOR_ROWS, CPU_ROWS  # rows per batch when none is asked
 
 # What one more forward pass costs, in token slots: the fixed per-call work (framework dispatch, small-matrix
@@ -92,8 +93,6 @@ def pad_batch(rows: Sequence[Sequence[int]] | Sequence[np.ndarray], pad_id: int,
     methods' pair batches all call it): the rows are concatenated once and scattered through a boolean mask, with no
     Python loop over the rows."""
     import itertools
-
-    from bench.encode.inputs import TokenRows
 
     n = len(rows)
     ragged = isinstance(rows, TokenRows)  # the encoder's rows: already one flat array, no Python loop over tokens
