@@ -102,15 +102,15 @@ def test_memmap_and_in_ram_matrices_give_identical_scores(tiny_model_dir, tmp_pa
 
 
 def test_blocked_search_of_a_float16_memmap_equals_a_full_sort(tmp_path, monkeypatch):
-    import bench.evaluate.suites.retrieval as retrieval
+    import bench.evaluate.search as search
 
     rng = np.random.default_rng(0)
     docs = rng.standard_normal((57, 8)).astype(np.float16)
     mm = np.memmap(tmp_path / "m.bin", dtype=np.float16, mode="w+", shape=docs.shape)
     mm[:] = docs
     queries = rng.standard_normal((5, 8)).astype(np.float32)
-    monkeypatch.setattr(retrieval, "DOC_BLOCK", 10)
-    monkeypatch.setattr(retrieval, "QUERY_BLOCK", 2)
+    monkeypatch.setattr(search, "DOC_BLOCK", 10)
+    monkeypatch.setattr(search, "QUERY_BLOCK", 2)
     scores, idx = exact_search(queries, mm, 12)
     full = queries @ docs.astype(np.float32).T
     np.testing.assert_array_equal(idx, np.argsort(-full, axis=1, kind="stable")[:, :12])

@@ -7,6 +7,7 @@ import pytest
 from bench.cli import main
 from bench.evaluate.lexical import BM25Model
 from bench.evaluate.suites import EvalContext, parse_suites
+from bench.evaluate import search
 from bench.evaluate.suites import retrieval
 from bench.evaluate.suites.retrieval import exact_search, limit_slice, retrieval_metrics, to_run
 from bench.data.readers import RetrievalData
@@ -69,8 +70,8 @@ def test_mrr_is_cut_at_10_and_missing_queries_score_zero():
 def test_exact_search_in_blocks_equals_a_full_sort(monkeypatch):
     rng = np.random.default_rng(0)
     q, d = rng.normal(size=(7, 16)).astype(np.float32), rng.normal(size=(53, 16)).astype(np.float32)
-    monkeypatch.setattr(retrieval, "QUERY_BLOCK", 3)
-    monkeypatch.setattr(retrieval, "DOC_BLOCK", 10)
+    monkeypatch.setattr(search, "QUERY_BLOCK", 3)
+    monkeypatch.setattr(search, "DOC_BLOCK", 10)
     scores, idx = exact_search(q, d, k=12)
     full = q @ d.T
     expected = np.argsort(-full, axis=1)[:, :12]

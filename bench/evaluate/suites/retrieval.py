@@ -39,6 +39,7 @@ from bench.data.catalog import CQADUPSTACK_FORUMS, ignores_identical_ids
 from bench.data.errors import DataError
 from bench.data.readers import RetrievalData
 from bench.evaluate.attacks import Distractors
+from bench.evaluate.search import exact_search
 from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop
 from results_db.records import ItemValues, ScoreRecord
@@ -49,9 +50,6 @@ RECALL_K = 100
 MRR_K = 10
 METRICS = ("ndcg_at_10", "recall_at_100", "mrr_at_10")
 LIMIT_DISTRACTORS_PER_QUERY = 10
-# Queries x documents scored per matmul block; bounds memory to about QUERY_BLOCK * DOC_BLOCK floats.
-QUERY_BLOCK = 1024
-DOC_BLOCK = 50_000
 ITER_CHUNK = 10_000  # documents read per pass when a corpus is iterated whole
 
 Run = dict[str, dict[str, float]]  # query id -> {doc id: score}
@@ -79,70 +77,6 @@ def retrieval_metrics(qrels: dict[str, dict[str, int]], run: Run) -> dict[str, d
 
 
 # ------------------------------------------------------------------------------ search
-def exact_search(query_emb: np.ndarray, doc_emb: np.ndarray, k: int, device: Any = "cpu"):
-    """Top-k documents per query by dot product (cosine for normalised embeddings), exact, in blocks.
-
-    `doc_emb` is only ever read DOC_BLOCK rows at a time (converted to float32 block by block), so it may be a
-    float16 matrix or a disk memmap larger than memory. On the CPU numpy does the work (no torch import); on an
-    accelerator torch does. Returns (scores, indices), each (n_queries, min(k, n_docs)), best first; equal scores
-    are ordered by document index.
-    """
-    n_q, n_d = len(query_emb), len(doc_emb)
-    k = min(k, n_d)
-    scores_out = np.zeros((n_q, k), dtype=np.float32)
-    index_out = np.zeros((n_q, k), dtype=np.int64)
-    if k == 0 or n_q == 0:
-        return scores_out, index_out
-    if str(device).split(":")[0] != "cpu":
-        return _exact_search_torch(query_emb, doc_emb, k, device, scores_out, index_out)
-    for qs in range(0, n_q, QUERY_BLOCK):
-        q = np.ascontiguousarray(query_emb[qs : qs + QUERY_BLOCK], dtype=np.float32)
-        best_s = np.zeros((len(q), 0), dtype=np.float32)
-        best_i = np.zeros((len(q), 0), dtype=np.int64)
-        for ds in range(0, n_d, DOC_BLOCK):
-            sims = q @ np.ascontiguousarray(doc_emb[ds : ds + DOC_BLOCK], dtype=np.float32).T
-            if k < sims.shape[1]:
-                part = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-            else:
-                part = np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
-            s = np.concatenate([best_s, np.take_along_axis(sims, part, axis=1)], axis=1)
-            i = np.concatenate([best_i, part + ds], axis=1)
-            order = _best_first(s, i)[:, :k]
-            best_s, best_i = np.take_along_axis(s, order, axis=1), np.take_along_axis(i, order, axis=1)
-        scores_out[qs : qs + len(q)] = best_s
-        index_out[qs : qs + len(q)] = best_i
-    return scores_out, index_out
-
-
-def _best_first(scores: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    """Per row, the column order by score descending, then document index ascending (a deterministic tie order)."""
-    order = np.argsort(indices, axis=1, kind="stable")
-    by_score = np.argsort(-np.take_along_axis(scores, order, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(order, by_score, axis=1)
-
-
-def _exact_search_torch(query_emb, doc_emb, k, device, scores_out, index_out):  # noqa: ANN001, ANN202
-    import torch
-
-    n_q, n_d = len(query_emb), len(doc_emb)
-    for qs in range(0, n_q, QUERY_BLOCK):
-        q = torch.from_numpy(np.ascontiguousarray(query_emb[qs : qs + QUERY_BLOCK], dtype=np.float32)).to(device)
-        best_s = best_i = None
-        for ds in range(0, n_d, DOC_BLOCK):
-            block = torch.from_numpy(np.ascontiguousarray(doc_emb[ds : ds + DOC_BLOCK], dtype=np.float32)).to(device)
-            sims = q @ block.T
-            s, i = torch.topk(sims, min(k, sims.shape[1]), dim=1)
-            i = i + ds
-            if best_s is not None:
-                merged = torch.cat([best_s, s], dim=1)
-                s, pos = torch.topk(merged, min(k, merged.shape[1]), dim=1)
-                i = torch.gather(torch.cat([best_i, i], dim=1), 1, pos)
-            best_s, best_i = s, i
-        scores_out[qs : qs + len(q)] = best_s.cpu().numpy()
-        index_out[qs : qs + len(q)] = best_i.cpu().numpy()
-    return scores_out, index_out
-
-
 def to_run(
     query_ids: list[str], doc_ids: list[str], scores: np.ndarray, indices: np.ndarray, ignore_identical_ids: bool, k: int
 ) -> Run:
