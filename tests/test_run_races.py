@@ -3,7 +3,7 @@ database: one trains (or scores), the other waits for it and reuses the result. 
 results, no failed row, and no folder shared by two rows.
 
 Each test starts two real processes that meet at a barrier just before they look for their run, so they always
-overlap (without the claim both would find no row and make one each)."""
+overlap (without the lease both would find no row and make one each)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def _one_trained_row_two_results(tmp_path: Path, procs: list[subprocess.Complete
         document = json.loads((Path(tmp_path / row["output_dir"]) / "results.json").read_text())
         assert document["run"]["id"] == row["id"] and document["run"]["status"] == "finished"
     out = [p.stdout for p in procs]
-    assert any("by another process (pid" in o for o in out), out  # one waited for the other's claim
+    assert any("by another process (pid" in o for o in out), out  # one waited for the other's lease
     assert sum(o.count("reusing it (nothing trained)") for o in out) == 2, out  # each row made once, reused once
     return rows
 
@@ -137,17 +137,17 @@ sys.exit(main({argv!r}))
     assert sum("reusing it (nothing scored" in p.stdout for p in procs) == 1
 
 
-# ------------------------------------------------------------------------ the claim itself, SQLite and PostgreSQL
+# ------------------------------------------------------------------------ the lease itself, SQLite and PostgreSQL
 def _hold_in_turn(url: str, out: "object") -> None:
     import time
 
-    from bench.experiment.run_claim import claim_run, release_run
+    from bench.experiment.run_lease import lease_run, release_run
 
     db = ResultsDB(url)
     said: list[str] = []
-    held = claim_run(db, "train", "h" * 16, "simcse", said.append, "[simcse]", poll=0.02)
+    held = lease_run(db, "train", "h" * 16, "simcse", said.append, "[simcse]", poll=0.02)
     start = time.monotonic()
-    time.sleep(0.3)  # the work: nobody else may hold the claim meanwhile
+    time.sleep(0.3)  # the work: nobody else may hold the lease meanwhile
     end = time.monotonic()
     release_run(db, held)
     out.put((start, end, said))
@@ -172,11 +172,11 @@ def _mutual_exclusion(url: str) -> None:
     assert waited and all("being trained by another process (pid" in said[0] for said in waited)
 
 
-def test_a_run_claim_has_one_holder_at_a_time_on_sqlite(tmp_path):
-    _mutual_exclusion(str(tmp_path / "claims.sqlite"))
+def test_a_run_lease_has_one_holder_at_a_time_on_sqlite(tmp_path):
+    _mutual_exclusion(str(tmp_path / "leases.sqlite"))
 
 
-def test_a_run_claim_has_one_holder_at_a_time_on_postgresql():
+def test_a_run_lease_has_one_holder_at_a_time_on_postgresql():
     from tests.postgres_cluster import throwaway_postgres
 
     with throwaway_postgres() as url:

@@ -379,65 +379,65 @@ def test_a_point_whose_corpus_was_edited_at_the_same_length_is_not_done(workdir,
     assert "1 points: 1 done, 0 running, 0 failed, 0 missing" in capsys.readouterr().out
 
 
-def test_a_point_is_claimed_atomically_once_among_processes_that_race_for_it(tmp_path):
-    """Six processes claim one point at the same moment: exactly one gets it; a claim whose process has ended is
-    taken over by exactly one of the next claimers."""
+def test_a_point_is_leased_atomically_once_among_processes_that_race_for_it(tmp_path):
+    """Six processes lease one point at the same moment: exactly one gets it; a lease whose process has ended is
+    taken over by exactly one of the next to ask."""
     import json
     from concurrent.futures import ProcessPoolExecutor
 
     db_path = tmp_path / "r.sqlite"
     ResultsDB(db_path).engine.dispose()
     with ProcessPoolExecutor(6) as pool:
-        won = list(pool.map(_claim_once, [str(db_path)] * 6))
+        won = list(pool.map(_lease_once, [str(db_path)] * 6))
     assert sum(won) == 1
-    from bench.sweep.claims import Claim, claim, claim_key
+    from bench.sweep.leases import Lease, lease, lease_key
     from results_db.models import Meta
     from sqlalchemy import update
 
     db = ResultsDB(db_path)
     with db.engine.begin() as conn:  # the winner's process is gone (a pid that cannot exist)
-        conn.execute(update(Meta).where(Meta.key == claim_key(("--method", "x"))).values(
+        conn.execute(update(Meta).where(Meta.key == lease_key(("--method", "x"))).values(
             value=json.dumps({"host": __import__("socket").gethostname(), "pid": 2**22 + 7, "at": "2020-01-01T00:00:00+00:00"})))
     with ProcessPoolExecutor(6) as pool:
-        won = list(pool.map(_claim_once, [str(db_path)] * 6))
+        won = list(pool.map(_lease_once, [str(db_path)] * 6))
     assert sum(won) == 1
-    assert isinstance(claim(db, ("--method", "x")), Claim)  # that pool's processes are gone too: stale, taken over
+    assert isinstance(lease(db, ("--method", "x")), Lease)  # that pool's processes are gone too: stale, taken over
 
 
-def _claim_once(db_path: str) -> bool:
+def _lease_once(db_path: str) -> bool:
     import time
 
-    from bench.sweep.claims import Claim, claim
+    from bench.sweep.leases import Lease, lease
 
     db = ResultsDB(db_path)
     time.sleep(0.2)
-    got = claim(db, ("--method", "x"))
+    got = lease(db, ("--method", "x"))
     time.sleep(0.5)  # hold it while the others try
-    return isinstance(got, Claim)
+    return isinstance(got, Lease)
 
 
-def test_a_second_sweep_skips_a_point_another_sweep_has_claimed(workdir, tiny_model_dir, capsys):
-    """A live `bench sweep` holds the point's claim (here: a sleeping process stands in for it): the second sweep
+def test_a_second_sweep_skips_a_point_another_sweep_has_leased(workdir, tiny_model_dir, capsys):
+    """A live `bench sweep` holds the point's lease (here: a sleeping process stands in for it): the second sweep
     starts nothing for it and says so; once the holder is gone, the next sweep runs it."""
     import json
     import socket
 
-    from bench.sweep.claims import claim_key
+    from bench.sweep.leases import lease_key
     from results_db.models import Meta
 
-    spec = write_spec(workdir / "claim.toml", tiny_model_dir, 'method = ["simcse"]')
+    spec = write_spec(workdir / "lease.toml", tiny_model_dir, 'method = ["simcse"]')
     db = workdir / "r.sqlite"
     (point,) = expand(load_spec(spec))
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         rdb = ResultsDB(db)
         with rdb.engine.begin() as conn:
-            conn.execute(Meta.__table__.insert().values(key=claim_key(point.argv), value=json.dumps(
+            conn.execute(Meta.__table__.insert().values(key=lease_key(point.argv), value=json.dumps(
                 {"host": socket.gethostname(), "pid": holder.pid, "at": "2026-01-01T00:00:00+00:00"})))
         argv = ["sweep", str(spec), "--db", str(db), "--retries", "0", "--folder", "sw"]
         assert main(argv) == 0
         out = capsys.readouterr().out
-        assert f"claimed by another sweep (pid {holder.pid} on {socket.gethostname()})" in out
+        assert f"held by another sweep (pid {holder.pid} on {socket.gethostname()})" in out
         assert rdb.runs().empty  # nothing trained, no row
     finally:
         holder.kill()
@@ -446,7 +446,7 @@ def test_a_second_sweep_skips_a_point_another_sweep_has_claimed(workdir, tiny_mo
     runs = ResultsDB(db).runs()
     assert runs["status"].tolist() == ["finished"]
     with rdb.engine.connect() as conn:  # released when the point ended
-        assert conn.execute(Meta.__table__.select().where(Meta.key == claim_key(point.argv))).first() is None
+        assert conn.execute(Meta.__table__.select().where(Meta.key == lease_key(point.argv))).first() is None
 
 
 def test_rerun_runs_a_done_point_again_in_a_new_row(workdir, tiny_model_dir, capsys):

@@ -126,7 +126,7 @@ def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | 
     for method, seed in job.configs.per_run:
         method_spec = job.methods[method]
         method_cfg = method_spec.config_from(spec.settings.overrides.get(method, {}))
-        run_id, out_dir, status, held = _claim_row(job, method, method_spec, seed)
+        run_id, out_dir, status, held = _lease_row(job, method, method_spec, seed)
         if status == "live":
             result.skipped.append(run_id)
             eta.skip()
@@ -210,11 +210,11 @@ def _announce(job: ComparisonJob) -> None:
         say(f"evaluation data  {loc.describe()}")
 
 
-def _claim_row(job: ComparisonJob, method: str, method_spec: Any, seed: int) -> tuple[int, Path, str, Any]:
-    """(run id, folder, status, claim) of one (method, seed) on every rank: rank 0 claims the run and finds or
-    creates its row (see `_find_or_create_run`; the claim, rank 0's alone, is held while a "running" row's work
+def _lease_row(job: ComparisonJob, method: str, method_spec: Any, seed: int) -> tuple[int, Path, str, Any]:
+    """(run id, folder, status, lease) of one (method, seed) on every rank: rank 0 leases the run and finds or
+    creates its row (see `_find_or_create_run`; the lease, rank 0's alone, is held while a "running" row's work
     runs) and records this process's runtime on a row it will run."""
-    from bench.experiment.run_claim import release_run
+    from bench.experiment.run_lease import release_run
     from bench.runtime.provenance import module_source
 
     trains, found, held = method_spec.trains, None, None
@@ -237,7 +237,7 @@ def _claim_row(job: ComparisonJob, method: str, method_spec: Any, seed: int) -> 
 def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_cfg: Any, seed: int, run_id: int,
                      out_dir: Path, held: Any = None) -> tuple[str, float, float]:  # fmt: skip
     """Train (or take the backbone), declare the scoring, evaluate and record one run, then write its files (model
-    card, results.json) before the row is marked finished; the run's claim `held` is let go when it ends. Returns
+    card, results.json) before the row is marked finished; the run's lease `held` is let go when it ends. Returns
     (the folder evaluated, training seconds, evaluation seconds)."""
     from bench.encode.model_info import model_info
     from bench.evaluate.runner import evaluate
@@ -257,7 +257,7 @@ def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_c
     artifacts = lambda at: _write_artifacts(db, run_id, method, method_spec, Path(model_dir), Path(out_dir), at,  # noqa: E731
                                              spec.keep_checkpoints, say)  # fmt: skip
     main = distributed.is_main()
-    with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files], earlier_fingerprint=earlier, claim=held,
+    with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files], earlier_fingerprint=earlier, lease=held,
                    artifacts=artifacts), \
             close_trackers(open_trackers(spec, run_id, method, seed, multi_seed, config, out_dir) if main else None) as trackers:
         hook = curve_hook(spec, job.curves, db, run_id, method, say) if method_spec.trains else None
@@ -404,18 +404,18 @@ def elapsed_eta(method: str, done: int, total: int, elapsed: float, loop_elapsed
 def _find_or_create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus: Any,
                         out_root: Path, seed: int, multi_seed: bool, say: Callable[..., None] = print,
                         ) -> tuple[int, Path, str, Any]:  # fmt: skip
-    """(run id, folder, status, claim) of the row for this config hash, found or made while this process holds the
-    run's claim (bench.experiment.run_claim: a process asking for a run another one is making waits for it, then
+    """(run id, folder, status, lease) of the row for this config hash, found or made while this process holds the
+    run's lease (bench.experiment.run_lease: a process asking for a run another one is making waits for it, then
     reuses it). A finished one reused ("finished"); with --resume an unfinished one whose process is gone, taken over
-    ("running"); one another live process holds, left alone ("live"); else a new row ("running"). The claim is
+    ("running"); one another live process holds, left alone ("live"); else a new row ("running"). The lease is
     returned with a "running" row (released when its work ends) and let go otherwise."""
-    from bench.experiment.run_claim import claim_run, release_run
+    from bench.experiment.run_lease import lease_run, release_run
 
     who = f"[{method}]" + (f" seed {seed}:" if trains and multi_seed else "")
-    held = claim_run(db, "train" if trains else "eval", chash, method, say, who)
+    held = lease_run(db, "train" if trains else "eval", chash, method, say, who)
     try:
-        run_id, out_dir, status = _find_or_create_claimed(db, spec, method, trains, chash, config, corpus, out_root,
-                                                          seed, multi_seed, who, say)  # fmt: skip
+        run_id, out_dir, status = _find_or_create_leased(db, spec, method, trains, chash, config, corpus, out_root,
+                                                         seed, multi_seed, who, say)  # fmt: skip
     except BaseException:
         release_run(db, held)
         raise
@@ -425,9 +425,9 @@ def _find_or_create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash
     return run_id, out_dir, status, held
 
 
-def _find_or_create_claimed(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus: Any,
-                            out_root: Path, seed: int, multi_seed: bool, who: str, say: Callable[..., None],
-                            ) -> tuple[int, Path, str]:  # fmt: skip
+def _find_or_create_leased(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus: Any,
+                           out_root: Path, seed: int, multi_seed: bool, who: str, say: Callable[..., None],
+                           ) -> tuple[int, Path, str]:  # fmt: skip
     from bench.experiment.artifacts import reusable
     from bench.runtime.trackers import parse_report_to
     from results_db.liveness import with_liveness

@@ -22,7 +22,7 @@ from typing import Any
 from bench.experiment.eval_files import check_reused, write_eval_results
 from bench.experiment.eval_spec import EvalSpec
 from bench.experiment.record import Recording, command_line, resume_row
-from bench.experiment.run_claim import claim_run, release_run
+from bench.experiment.run_lease import lease_run, release_run
 from bench.runtime import distributed
 
 
@@ -79,8 +79,8 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
                **(model.attention_info() if callable(getattr(model, "attention_info", None)) else {})}  # fmt: skip
     command = command if command is not None else command_line()
     chash = spec.config_hash(describe)
-    # this evaluation's claim (a second process asking for it waits), then its finished row if one scored these data
-    held = None if db is None else claim_run(db, "eval", chash, spec.method, say, f"[{spec.label}]")
+    # this evaluation's lease (a second process asking for it waits), then its finished row if one scored these data
+    held = None if db is None else lease_run(db, "eval", chash, spec.method, say, f"[{spec.label}]")
     try:
         done = None if db is None or spec.rerun else finished_evaluation(db, chash, spec.method, located, say)
         if done is not None:  # its results.json is there (written again if not) before it is reused
@@ -119,7 +119,7 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
         runtime=runtime,
     )
     t0 = time.time()
-    with Recording(db, run_id, files=lambda: ctx.files_read, claim=held,
+    with Recording(db, run_id, files=lambda: ctx.files_read, lease=held,
                    earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None,
                    artifacts=lambda at: write_eval_results(db, run_id, spec.label, at)):
         records = evaluate(model, suites, ctx, db=db, run_id=run_id,

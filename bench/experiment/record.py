@@ -1,12 +1,12 @@
 """A run row's life while its work runs, the same for `bench run` (per method) and `bench eval`:
 
-    with Recording(db, run_id, files=lambda: ctx.files_read, claim=held):
+    with Recording(db, run_id, files=lambda: ctx.files_read, lease=held):
         ...train, evaluate, write the run's files...
 
 A heartbeat shows the row's process is alive (`bench results` tells it from one whose process died); on success the
 row is finished with the data fingerprint of the files read; on any exception (SIGTERM and Ctrl-C included) it is
 marked failed or interrupted (`--resume` continues it) and the exception goes on. `db=None` (ranks other than 0)
-records nothing. The run's claim (`bench.experiment.run_claim`), if given, is released when the block ends, however
+records nothing. The run's lease (`bench.experiment.run_lease`), if given, is released when the block ends, however
 it ends. Everything the row promises (scores, results.json, model card, encoder) is written inside the block: a
 row is finished only once all of it is on disk, and a stop while it is written leaves the row interrupted.
 """
@@ -23,9 +23,9 @@ from bench.runtime.heartbeat import Heartbeat
 
 class Recording:
     def __init__(self, db: Any, run_id: int | None, files: Callable[[], Iterable[str]] = lambda: (),
-                 earlier_fingerprint: dict[str, str] | None = None, claim: Any = None,
+                 earlier_fingerprint: dict[str, str] | None = None, lease: Any = None,
                  artifacts: Callable[[Any], None] | None = None):  # fmt: skip
-        self.db, self.run_id, self.files, self.claim = db, run_id, files, claim
+        self.db, self.run_id, self.files, self.lease = db, run_id, files, lease
         # Writes the run's files (results.json, model card) given the time it is finished at; a fault or a stop while
         # they are written leaves the row failed or interrupted, never finished without them.
         self.artifacts = artifacts
@@ -38,12 +38,12 @@ class Recording:
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        from bench.experiment.run_claim import release_run
+        from bench.experiment.run_lease import release_run
 
         try:
             return self._end(exc)
         finally:
-            release_run(self.db, self.claim)
+            release_run(self.db, self.lease)
 
     def _end(self, exc: BaseException | None) -> bool:
         if exc is not None:

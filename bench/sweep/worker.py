@@ -117,11 +117,11 @@ def run_point(point: Point, settings: WorkerSettings, registry: ChildRegistry | 
             env[var] = str(settings.threads)
     cmd = point_command(point, settings)
     t0 = time.time()
-    # Claimed in the database before anything trains: a second sweep of the same file skips the point.
-    held = _claim(point, settings.db)
+    # Leased in the database before anything trains: a second sweep of the same file skips the point.
+    held = _lease(point, settings.db)
     if isinstance(held, dict):
         return PointResult(point.key, "running elsewhere", 0, None, str(log), time.time() - t0,
-                           f"claimed by another sweep (pid {held.get('pid')} on {held.get('host')}); not started again")
+                           f"held by another sweep (pid {held.get('pid')} on {held.get('host')}); not started again")
     try:
         return _attempts(point, settings, registry, cmd, log, env, t0)
     finally:
@@ -129,24 +129,24 @@ def run_point(point: Point, settings: WorkerSettings, registry: ChildRegistry | 
             _release(held, settings.db)
 
 
-def _claim(point: Point, db: str) -> Any:
-    """The point's Claim, who holds it (a dict), or None when the database cannot be reached for it (bench run's
-    own checks then decide, as before claims)."""
-    from bench.sweep.claims import claim
+def _lease(point: Point, db: str) -> Any:
+    """The point's Lease, who holds it (a dict), or None when the database cannot be reached for it (bench run's
+    own checks then decide, as before leases)."""
+    from bench.sweep.leases import lease
     from results_db import ResultsDB
 
     try:
         writer = ResultsDB(db, create=False)
-    except Exception:  # noqa: BLE001 - a database not there yet: nothing to claim in
+    except Exception:  # noqa: BLE001 - a database not there yet: nothing to lease in
         return None
     try:
-        return claim(writer, point.argv, point_running=current_state(point, db) == "running")
+        return lease(writer, point.argv, point_running=current_state(point, db) == "running")
     finally:
         writer.engine.dispose()
 
 
 def _release(held: Any, db: str) -> None:
-    from bench.sweep.claims import release
+    from bench.sweep.leases import release
     from results_db import ResultsDB
 
     try:
@@ -155,7 +155,7 @@ def _release(held: Any, db: str) -> None:
             release(writer, held)
         finally:
             writer.engine.dispose()
-    except Exception:  # noqa: BLE001 - an unreleased claim of a gone process is taken over by the next sweep
+    except Exception:  # noqa: BLE001 - an unreleased lease of a gone process is taken over by the next sweep
         pass
 
 

@@ -1,13 +1,13 @@
-"""Claims: a piece of work (a sweep point, a run identity) is claimed in the results database, atomically, before it
+"""Leases: a piece of work (a sweep point, a run identity) is leased in the results database, atomically, before it
 starts, so two processes asking for the same work at once never both do it (nor write one folder at once).
 
-A claim is a `meta` row `claim:<name>` holding who claims it (host, pid, time). Inserting it is the atomic step: the
-primary key lets one insert win and refuses the others, on SQLite and PostgreSQL alike. A claim whose process is
-gone (this host: its pid has ended; another host: older than `FOREIGN_CLAIM_S` while the caller sees no live row
-doing the work) is taken over by a compare-and-swap update, so again only one process wins it. The claimer removes
-its claim when the work ends (finished or failed).
+A lease is a `meta` row `lease:<name>` holding who holds it (host, pid, time). Inserting it is the atomic step: the
+primary key lets one insert win and refuses the others, on SQLite and PostgreSQL alike. A lease whose process is
+gone (this host: its pid has ended; another host: older than `FOREIGN_LEASE_S` while the caller sees no live row
+doing the work) is taken over by a compare-and-swap update, so again only one process wins it. The leaseholder removes
+its lease when the work ends (finished or failed).
 
-A claim held under this process's own pid that this process does not hold any more (an API caller whose job raised
+A lease held under this process's own pid that this process does not hold any more (an API caller whose job raised
 before it could release) is stale too: the process is alive, but the work is not being done.
 """
 
@@ -22,20 +22,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-FOREIGN_CLAIM_S = 600.0  # a claim from another host counts as live this long without a live row doing its work
+FOREIGN_LEASE_S = 600.0  # a lease from another host counts as live this long without a live row doing its work
 
-_HELD: set[tuple[str, str]] = set()  # (key, value) of the claims this process holds now
+_HELD: set[tuple[str, str]] = set()  # (key, value) of the leases this process holds now
 
 
 @dataclass(frozen=True)
-class Claim:
+class Lease:
     key: str
     value: str
 
 
-def claim_name(*parts: str) -> str:
+def lease_name(*parts: str) -> str:
     """The meta key of the work named by `parts` (any strings; hashed, so the key fits the column)."""
-    return "claim:" + hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:40]
+    return "lease:" + hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:40]
 
 
 def _me() -> dict[str, Any]:
@@ -43,7 +43,7 @@ def _me() -> dict[str, Any]:
 
 
 def holder_alive(key: str, held: str, holder: dict[str, Any], work_live: bool) -> bool:
-    """Whether the process named by a claim still does its work (see the module docstring)."""
+    """Whether the process named by a lease still does its work (see the module docstring)."""
     from results_db.liveness import pid_alive
 
     if holder.get("host") == socket.gethostname():
@@ -58,12 +58,12 @@ def holder_alive(key: str, held: str, holder: dict[str, Any], work_live: bool) -
         age = (dt.datetime.now(dt.timezone.utc) - dt.datetime.fromisoformat(str(holder.get("at")))).total_seconds()
     except ValueError:
         return False
-    return work_live or age < FOREIGN_CLAIM_S
+    return work_live or age < FOREIGN_LEASE_S
 
 
-def take(db: Any, key: str, work_live: bool | Callable[[], bool] = False) -> Claim | dict[str, Any]:
-    """Claim `key` for this process: the Claim, or (held by a live process) who holds it (host, pid, at).
-    work_live: whether a live row does the claimed work (a callable is asked only when a foreign claim is seen)."""
+def take(db: Any, key: str, work_live: bool | Callable[[], bool] = False) -> Lease | dict[str, Any]:
+    """Lease `key` for this process: the Lease, or (held by a live process) who holds it (host, pid, at).
+    work_live: whether a live row does the leased work (a callable is asked only when a foreign lease is seen)."""
     from sqlalchemy import insert, select, update
     from sqlalchemy.exc import IntegrityError
 
@@ -75,7 +75,7 @@ def take(db: Any, key: str, work_live: bool | Callable[[], bool] = False) -> Cla
             with db.engine.begin() as conn:
                 conn.execute(insert(Meta).values(key=key, value=value))
             _HELD.add((key, value))
-            return Claim(key, value)
+            return Lease(key, value)
         except IntegrityError:
             pass
         with db.engine.connect() as conn:
@@ -89,16 +89,16 @@ def take(db: Any, key: str, work_live: bool | Callable[[], bool] = False) -> Cla
         live = work_live() if callable(work_live) and holder.get("host") != socket.gethostname() else work_live
         if holder_alive(key, held, holder, bool(live)):
             return holder
-        with db.engine.begin() as conn:  # a stale claim: only the process whose update still sees it wins
+        with db.engine.begin() as conn:  # a stale lease: only the process whose update still sees it wins
             taken = conn.execute(update(Meta).where(Meta.key == key, Meta.value == held).values(value=value)).rowcount
         if taken == 1:
             _HELD.add((key, value))
-            return Claim(key, value)
+            return Lease(key, value)
     return {"host": "?", "pid": "?"}
 
 
-def release(db: Any, held: Claim) -> None:
-    """Remove this process's claim (never another's that took it over)."""
+def release(db: Any, held: Lease) -> None:
+    """Remove this process's lease (never another's that took it over)."""
     from sqlalchemy import delete
 
     from results_db.models import Meta
