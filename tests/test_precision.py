@@ -12,9 +12,12 @@ from bench.runtime.errors import ConfigError
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def test_auto_is_bf16_on_cuda_and_fp32_elsewhere():
-    assert resolve_precision("auto", "cuda") == resolve_precision(None, "cuda:1") == "bf16"
+def test_auto_is_fp16_on_cuda_and_fp32_elsewhere_and_training_keeps_bf16():
+    assert resolve_precision("auto", "cuda") == resolve_precision(None, "cuda:1") == "fp16"
     assert resolve_precision("auto", "cpu") == "fp32"
+    # training's autocast: fp16 would need loss scaling, so its auto stays bf16 on CUDA
+    assert resolve_precision("auto", "cuda", training=True) == "bf16"
+    assert resolve_precision("auto", "cpu", training=True) == "fp32"
     assert resolve_precision("bf16", "cpu") == "bf16" and resolve_precision("fp32", "cuda") == "fp32"
     assert resolve_precision("fp16", "cpu") == "fp16"  # an evaluation precision since issue 36
     with pytest.raises(ConfigError, match="fp8"):
@@ -50,7 +53,8 @@ def test_cuda_runs_attention_without_cudnn_and_the_cpu_keeps_torchs_default(monk
     assert torch.backends.cuda.cudnn_sdp_enabled() == before
     with forward_context("cpu", "bf16"):
         assert torch.backends.cuda.cudnn_sdp_enabled() == before and torch.is_autocast_enabled("cpu")
-    assert runtime_fields("cuda", "auto") == {"device": "cuda", "precision": "bf16", "attention": "sdpa without cuDNN"}
+    assert runtime_fields("cuda", "auto") == {"device": "cuda", "precision": "fp16", "train_precision": "bf16",
+                                              "attention": "sdpa without cuDNN"}  # fmt: skip
     monkeypatch.setenv("LENBENCH_CUDNN_ATTENTION", "1")
     assert attention_policy("cuda").kernels == ()
 
@@ -135,3 +139,44 @@ def test_entries_cached_before_the_precision_was_keyed_are_not_read_as_fp32(tiny
     later = load(tiny_model_dir, tmp_path / "b")
     np.testing.assert_allclose(later.encode(texts), clean, atol=1e-6)
     assert later.texts_encoded == 2  # encoded afresh, not read from the unnamed namespace
+
+
+def test_a_text_whose_vector_is_not_finite_runs_again_at_fp32(tiny_model_dir, tmp_path):
+    """The reduced-precision guard (bench.encode.finite): an injected inf in one batch's output (what an fp16
+    overflow gives) is replaced by the text's fp32 vector and counted; the other texts keep their bf16 vectors."""
+    texts = ["cat dog sun", "tree car boat bird", "fish", "rain snow road hill lamp", "door book cup", "sun"]
+    fp32 = load(tiny_model_dir, tmp_path, backend="torch", use_cache=False).encode(texts)
+    plain = load(tiny_model_dir, tmp_path, backend="torch", precision="bf16", use_cache=False)
+    clean = plain.encode(texts)
+    guarded = load(tiny_model_dir, tmp_path, backend="torch", precision="bf16", use_cache=False)
+    real = guarded.engine.pooled
+    calls = []
+
+    def overflowing(batch):  # noqa: ANN001, ANN202 - the second batch's first row overflows
+        out = real(batch)
+        calls.append(len(out))
+        if len(calls) == 2:
+            out = out.copy()
+            out[0, 1] = np.inf
+        return out
+
+    guarded.engine.pooled = overflowing
+    got = guarded.encode(texts)
+    assert np.isfinite(got).all() and guarded.fp32_reruns == 1 and len(calls) == 2
+    changed = np.flatnonzero(~np.all(got == clean, axis=1))
+    assert len(changed) == 1  # the one text ran again ...
+    np.testing.assert_allclose(got[changed[0]], fp32[changed[0]], atol=1e-6)  # ... at fp32, from the folder's weights
+    assert plain.fp32_reruns == 0
+
+
+def test_the_fp32_reruns_are_in_the_score_info(tiny_model_dir, tmp_path):
+    from bench.evaluate import score_info
+
+    enc = load(tiny_model_dir, tmp_path, backend="torch", precision="bf16", use_cache=False)
+    before = score_info.start(enc)
+    real = enc.engine.pooled
+    enc.engine.pooled = lambda batch: np.full_like(real(batch), np.nan)  # every vector: all batches run again
+    enc.encode(["cat dog", "sun tree car", "boat"])
+    info = score_info.measure(enc, before, "sts", set())
+    assert info["fp32_reruns"] == 3 and info["dtype"] == "bf16"
+    assert "fp32_reruns" not in score_info.measure(load(tiny_model_dir, tmp_path, use_cache=False), before, "sts", set())

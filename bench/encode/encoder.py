@@ -48,6 +48,7 @@ from bench.encode.backends import make_backend
 from bench.encode.batching import ShapedBatch, at_own_shapes, device_batching, pad_batch, plan_batches, plan_shapes
 from bench.encode.chunks import ACCELERATOR_CHUNK_TEXTS, CHUNK_TEXTS, FIRST_CHUNK_TEXTS, MEMMAP_BYTES, RAMP, Chunk, Done, allocate_matrix, chunk_bounds
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
+from bench.encode.finite import rerun_non_finite
 from bench.encode.inputs import ModelInputs, TokenRows
 from bench.encode.token_ids import TokenIdCache
 from bench.encode.options import EMB_DTYPES, ENCODER_DEFAULTS, EncoderOptions
@@ -68,7 +69,7 @@ class Encoder:
 
     Built from a model in memory (`Encoder(model, tokenizer, name=...)`) or lazily from a folder (`Encoder.load`).
     Counters: `forward_calls` (batches run), `texts_encoded` (model inputs encoded), `texts_asked` (texts asked for),
-    `token_slots` / `tokens_run` (padded token slots run through the model / real tokens among them).
+    `token_slots` / `tokens_run` (padded token slots run through the model / real tokens among them), `fp32_reruns`.
     """
 
     def __init__(
@@ -126,6 +127,7 @@ class Encoder:
         self.texts_asked = 0
         self.token_slots = 0  # padded token slots run through the model (batch size x width, summed)
         self.tokens_run = 0  # real tokens among them
+        self.fp32_reruns = 0  # texts run again at fp32: their reduced-precision vector was not finite (bench.encode.finite)
         self._fingerprint = fingerprint
         self._caches: dict[bool, EmbeddingCache] = {}  # normalize -> cache (raw vectors, for kNN's Euclidean, apart)
         self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
@@ -358,7 +360,7 @@ class Encoder:
         finally:  # what was encoded is committed even when the chunk is interrupted
             if done:
                 encoded = np.concatenate([b for b, _ in done])
-                vectors = self._host_vectors([v for _, v in done], normalize)
+                vectors = self._host_vectors([v for _, v in done], normalize, ids.take(encoded))
                 out[rows[todo[encoded]]] = vectors
                 if cache is not None:
                     done_keys = [keys[j] for j in encoded]
@@ -382,10 +384,12 @@ class Encoder:
         pooled = self._forward({"input_ids": input_ids, "attention_mask": mask})
         return pooled[: len(ids)] if len(pooled) > len(ids) else pooled
 
-    def _host_vectors(self, parts: list[Any], normalize: bool) -> np.ndarray:
-        """One float32 matrix of a chunk's pooled batches (one device-to-host copy, by the backend), L2-normalised as
-        torch's F.normalize does when asked."""
+    def _host_vectors(self, parts: list[Any], normalize: bool, inputs: TokenRows) -> np.ndarray:
+        """One float32 matrix of a chunk's pooled batches (one device-to-host copy, by the backend; a text whose
+        vector is not finite at a reduced precision run again at fp32), L2-normalised as F.normalize does when asked."""
         pooled = self.engine.to_host(parts)
+        if self.precision != "fp32":
+            self.fp32_reruns += rerun_non_finite(pooled, inputs, self._pad_id(), self.engine)
         if normalize:
             pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return pooled

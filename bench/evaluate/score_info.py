@@ -10,6 +10,8 @@
     attention           the attention implementation (transformers' config; "onnx" for the ONNX backend)
     attention_kernels   the attention kernels the device policy allows ("sdpa without cuDNN" on CUDA: bench.runtime.device)
     attention_path      "padded" batches, or "unpadded (flash-attn varlen)" tokens (bench.encode.backends)
+    fp32_reruns         texts run again at fp32 because their vector at a reduced precision was not finite
+                        (bench.encode.finite; only at bf16/fp16)
     batch_shapes        distinct (rows, width) batch shapes the encoder has run so far (bounded on accelerators)
     batch_rows          texts per encoding batch at most (the asked --batch-size, else the device's)
     batch_tokens        token slots per encoding batch at most (the asked --batch-tokens, else the device's)
@@ -34,6 +36,7 @@ class Snapshot:
     started: float
     texts: int
     tokens: int
+    fp32_reruns: int = 0
 
 
 def _inner(model: Any) -> Any:
@@ -67,7 +70,8 @@ def start(model: Any) -> Snapshot:
 
         if torch.cuda.is_available():
             torch.cuda.reset_peak_memory_stats()
-    return Snapshot(time.monotonic(), int(getattr(enc, "texts_encoded", 0) or 0), int(getattr(enc, "tokens_run", 0) or 0))
+    return Snapshot(time.monotonic(), int(getattr(enc, "texts_encoded", 0) or 0), int(getattr(enc, "tokens_run", 0) or 0),
+                    int(getattr(enc, "fp32_reruns", 0) or 0))
 
 
 def fingerprint(files: set[str]) -> str | None:
@@ -128,6 +132,8 @@ def measure(model: Any, before: Snapshot, suite: str, files: set[str]) -> dict[s
     info["device_name"] = device_label(device)
     if hasattr(enc, "precision"):
         info["dtype"] = enc.precision
+        if enc.precision != "fp32" and isinstance(getattr(enc, "fp32_reruns", None), int):
+            info["fp32_reruns"] = enc.fp32_reruns - before.fp32_reruns
     if hasattr(enc, "emb_dtype"):
         info["emb_dtype"] = enc.emb_dtype
     attention = _attention(enc)

@@ -125,8 +125,10 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
         records = evaluate(model, suites, ctx, db=db, run_id=run_id,
                            earlier_fingerprint=resumed.get("data_fingerprint") if resumed is not None else None, say=say)
         encoded = distributed.all_gather_object(getattr(model, "texts_encoded", None))
+        reruns = distributed.all_gather_object(getattr(model, "fp32_reruns", None))  # non-finite at bf16/fp16
         if db is not None and encoded[0] is not None:
-            db.merge_runtime(run_id, {"texts_encoded_per_rank": encoded})
+            db.merge_runtime(run_id, {"texts_encoded_per_rank": encoded,
+                                      **({"fp32_reruns": sum(r or 0 for r in reruns)} if describe.get("precision", "fp32") != "fp32" else {})})
     return EvaluationResult(run_id, spec.label, records, db, time.time() - t0)
 
 

@@ -5,7 +5,8 @@ The encoder, the trainer and the commands all ask here, so "the default device",
 
     resolve_device(None) -> "cuda" when this torch can use a GPU, else "cpu" (torch is not even imported on a
         machine with no NVIDIA driver)
-    resolve_precision("auto", device) -> the fastest precision that keeps the fp32 scores (AUTO_PRECISION)
+    resolve_precision("auto", device) -> the fastest precision that keeps the fp32 scores (AUTO_PRECISION); with
+        training=True the training autocast's (TRAIN_AUTO_PRECISION)
     weight_dtype(precision) -> the torch dtype an inference model's weights are cast to (None: fp32, no cast)
     autocast(device, precision) -> the context a training forward pass runs under (autocast, or nothing for fp32)
     attention_policy(device) -> the attention kernels lenbench's forward passes use there, and their name
@@ -13,12 +14,17 @@ The encoder, the trainer and the commands all ask here, so "the default device",
 Precision. Evaluation casts the model's weights (`model.to(bfloat16)`): that is what makes reduced precision fast.
 Autocast keeps fp32 weights and casts every matrix product's inputs again at every call, and on the first pass over
 new shapes it was 0.12-0.36x fp32 on an H200 (issue 36). Pooling and normalisation still run in float32. Training
-keeps fp32 master weights under autocast (bf16; fp16 would need loss scaling, so training refuses it). A precision
-is kept only where its scores agree with fp32 within 0.1 on STS-B and SciFact nDCG@10: all-MiniLM-L6-v2 on an H200
-scored 82.03-82.04 and 64.51-64.52 at fp32 and bf16; `benchmarks/gpu.py` re-measures every precision on the machine
-it runs on and says which one `auto` should be. On the CPU `auto` is fp32: bf16 matrix products are slower on CPUs
-without bf16 units; `--precision bf16` still asks for it (its scores are checked in tests/test_precision.py). The
-precision is part of the run's config and of the embedding cache's key, so rows of different precisions never pool.
+keeps fp32 master weights under autocast (bf16; fp16 would need loss scaling, so training refuses it, and its `auto`
+stays bf16). A precision is `auto` only where its scores agree with fp32 within 0.1 on STS-B and SciFact nDCG@10.
+On CUDA that is fp16 weights: all-MiniLM-L6-v2 on an H100 scored SciFact 64.5082 at fp32 and at fp16, 64.6952 at
+bf16 (0.187 off: bf16 keeps 8 bits of mantissa against fp16's 11; on an H200 bf16 happened to stay within 0.01).
+fp16's narrow range is what it risks instead (activations past 65,504 become inf): the encoder runs every text whose
+reduced-precision vector is not finite again at fp32 and counts it (`fp32_reruns` in each score's info and in the
+evaluation's runtime), so an overflow costs time, never a score. `benchmarks/gpu.py` re-measures every precision on
+the GPU it runs on and says whether `auto` is the fastest that passes there. On the CPU `auto` is fp32: bf16 matrix
+products are slower on CPUs without bf16 units; `--precision bf16` still asks for it (its scores are checked in
+tests/test_precision.py). The precision is part of the run's config and of the embedding cache's key, so rows of
+different precisions never pool.
 
 Attention. Since torch 2.10, scaled-dot-product attention with a padding mask prefers cuDNN's kernel on sm90/sm100
 (H100, H200, B200) with cuDNN newer than 9.15. That kernel builds an execution graph for every new (batch, width)
@@ -40,9 +46,11 @@ from typing import Any
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 TRAIN_PRECISIONS = ("auto", "fp32", "bf16")  # fp16 training would need loss scaling
-# What `auto` resolves to, by device type (fp32 where none is named): the fastest precision measured to keep the fp32
-# scores within 0.1 (bf16 weights on CUDA; benchmarks/gpu.py measures fp32, bf16 and fp16 and prints which passes).
-AUTO_PRECISION = {"cuda": "bf16"}
+# What `auto` resolves to for evaluation, by device type (fp32 where none is named): the fastest precision measured to
+# keep the fp32 scores within 0.1 (fp16 weights on CUDA; benchmarks/gpu.py measures fp32, bf16 and fp16 and prints
+# which passes), and for training's autocast (bf16: fp16 would need loss scaling).
+AUTO_PRECISION = {"cuda": "fp16"}
+TRAIN_AUTO_PRECISION = {"cuda": "bf16"}
 # SDPA kernels lenbench's forward passes may use on CUDA, in order: no cuDNN and its per-shape graph builds.
 CUDA_ATTENTION_KERNELS = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")
 
@@ -87,8 +95,9 @@ def device_memory(device: Any) -> int | None:
         return None
 
 
-def resolve_precision(precision: str | None, device: Any) -> str:
-    """fp32, bf16 or fp16: `auto` (or None) is AUTO_PRECISION's entry for the device type, else fp32."""
+def resolve_precision(precision: str | None, device: Any, training: bool = False) -> str:
+    """fp32, bf16 or fp16: `auto` (or None) is AUTO_PRECISION's entry for the device type (TRAIN_AUTO_PRECISION's
+    when `training`), else fp32."""
     precision = precision or "auto"
     if precision not in PRECISIONS:
         from bench.runtime.errors import ConfigError
@@ -96,7 +105,7 @@ def resolve_precision(precision: str | None, device: Any) -> str:
         raise ConfigError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
     if precision != "auto":
         return precision
-    return AUTO_PRECISION.get(device_kind(device), "fp32")
+    return (TRAIN_AUTO_PRECISION if training else AUTO_PRECISION).get(device_kind(device), "fp32")
 
 
 def weight_dtype(precision: str) -> Any:
@@ -111,7 +120,7 @@ def weight_dtype(precision: str) -> Any:
 def autocast(device: Any, precision: str) -> Any:
     """The context a training forward (and backward) pass runs under: autocast to the precision on `device`'s type,
     or nothing (fp32)."""
-    precision = resolve_precision(precision, device)
+    precision = resolve_precision(precision, device, training=True)
     if precision == "fp32":
         return nullcontext()
     import torch
@@ -157,7 +166,8 @@ def forward_context(device: Any, precision: str, autocast_too: bool = True) -> A
 
 
 def runtime_fields(device: Any, precision: str | None) -> dict[str, str]:
-    """What a run's runtime records of the device policy: the device, the resolved precision and the attention
-    kernels (the same choice the encoder records in each score's info)."""
+    """What a run's runtime records of the device policy: the device, the resolved evaluation precision, the training
+    autocast's, and the attention kernels (the same choice the encoder records in each score's info)."""
     return {"device": str(device), "precision": resolve_precision(precision, device),
+            "train_precision": resolve_precision(precision, device, training=True),
             "attention": attention_policy(device).name}  # fmt: skip

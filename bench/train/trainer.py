@@ -228,7 +228,7 @@ class TrainingRecipe:
         if rank_batch is None or rank_batch * self.world != config.batch_size:
             rank_batch = per_rank_batch(config.batch_size, self.world)
         self.rank_batch = rank_batch
-        self.precision = resolve_precision(config.precision, device)  # auto: bf16 on CUDA, fp32 elsewhere
+        self.precision = resolve_precision(config.precision, device, training=True)  # auto: bf16 on CUDA, fp32 elsewhere
 
         ckpt = latest_checkpoint(self.out)
         if ckpt is not None and not resume:

@@ -60,6 +60,10 @@ class Backend(Protocol):
         """(rows, dim) float32 pooled vectors, not normalised: numpy, or a tensor left on the model's device."""
         ...
 
+    def pooled_fp32(self, batch: Batch) -> Any:
+        """`pooled` at fp32 whatever the encoder's precision: what a batch whose output was not finite runs again as."""
+        ...
+
     def tokens(self, batch: Batch) -> np.ndarray:
         """(rows, width, dim) float32 last hidden states on the host (padding rows included)."""
         ...

@@ -67,6 +67,9 @@ class OnnxBackend:
                 self._fallback = TorchBackend(self.host)
         return self._fallback.pooled(batch)
 
+    def pooled_fp32(self, batch: Batch) -> Any:
+        return self.pooled(batch)  # fp32 is the only precision it runs
+
     def tokens(self, batch: Batch) -> np.ndarray:
         if self._fallback is not None:
             return self._fallback.tokens(batch)

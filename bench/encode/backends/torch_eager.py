@@ -29,6 +29,7 @@ class TorchBackend:
     def __init__(self, host: BackendHost):
         self.host = host
         self.cast = False  # whether the weights were cast to the precision (else: autocast at run time)
+        self._fp32_model: Any = None  # fp32 weights for `pooled_fp32`, loaded when first needed
 
     @property
     def name(self) -> str:
@@ -61,6 +62,36 @@ class TorchBackend:
             hidden = model(**tensors).last_hidden_state
             pooled = pool(hidden.float(), tensors["attention_mask"], self.host.pooling)
         return pooled.numpy() if pooled.device.type == "cpu" else pooled
+
+    def pooled_fp32(self, batch: Batch) -> Any:
+        """`pooled` again at fp32: weights at fp32 and no autocast (a batch whose reduced-precision output was not
+        finite). The fp32 weights of a cast model are loaded from its folder on first use (kept for later batches)."""
+        import torch
+
+        with eval_mode(self._fp32()) as model, torch.inference_mode(), attention_policy(self.host.device_name).context():
+            tensors = {k: self._to_device(v) for k, v in batch.items()}
+            pooled = pool(model(**tensors).last_hidden_state.float(), tensors["attention_mask"], self.host.pooling)
+        return pooled.numpy() if pooled.device.type == "cpu" else pooled
+
+    def _fp32(self) -> Any:
+        """The model at fp32: the host's own when its weights were not cast, else a second copy, read from the folder
+        the encoder loaded (the weights as published; a copy upcast from the cast weights where there is none)."""
+        if not self.cast:
+            return self.host.model
+        if self._fp32_model is None:
+            source = getattr(self.host, "source", None)
+            if source is not None:
+                from bench.encode.loading import load_weights
+
+                model = load_weights(self.host.name, str(source), bool(getattr(self.host.options, "allow_pickle", False)))
+            else:
+                import copy
+
+                model = copy.deepcopy(self.host.model).float()
+            if getattr(model.config, "_attn_implementation", None) == "flash_attention_2":
+                model.set_attn_implementation("sdpa")  # flash-attn has no fp32 kernel
+            self._fp32_model = model.to(self.host.device_name).eval()
+        return self._fp32_model
 
     def tokens(self, batch: Batch) -> np.ndarray:
         import torch
