@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if args.verbose or not isinstance(exc, user_errors()):
             raise
-        print(f"bench: error: {safe(exc)}", file=sys.stderr)
+        for line in getattr(exc, "faults", None) or [exc]:  # a file with several faults: one line each
+            print(f"bench: error: {safe(line)}", file=sys.stderr)
         return 2
     finally:
         sys.stdout = stdout

@@ -116,7 +116,7 @@ def test_no_run_on_an_empty_database_is_incomplete_and_stores_nothing(workdir, t
 @pytest.mark.parametrize("body,message", [
     ('[claim]\ntreatment = "simcse"\nsuite = "sts"\nmetric = "spearman"\nseeds = [0, 1]', "3 or more"),
     ('[claim]\ntreatment = "simcse"\nsuite = "sts"\nmetric = "spearman"\nseeds = [0, 1, 2]\n[[comparator]]\nname = "vanilla"\n'
-     '[[test]]\ndataset = "stsb"\nvariant = "clean"\ndirection = "better"', "direction 'better'"),
+     '[[test]]\ndataset = "stsb"\nvariant = "clean"\ndirection = "better"', "direction: 'better' is not one of"),
     ('[claim]\ntreatment = "simcse"\nsuite = "sts"\nmetric = "spearman"\nseeds = [0, 1, 2]\n[[comparator]]\nname = "vanilla"\n'
      '[[test]]\ndataset = "stsb"\nvariant = "clean"\ndirection = "higher"\n[scale.cpu]\nseed = 3', "set by the claim"),
     ('[claim]\ntreatment = "simcse"\nsuite = "sts"\nmetric = "spearman"\nseeds = [0, 1, 2]\n[[comparator]]\nname = "vanilla"\n'

@@ -35,14 +35,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def claim(args: argparse.Namespace) -> int:
     from bench.claim.report import summary, table, verdict_rows
-    from bench.claim.run import arms, judge, missing_rows, run_missing
-    from bench.claim.spec import load_claim
+    from bench.claim.check import load_checked
+    from bench.claim.run import judge, missing_rows, run_missing
     from results_db import ResultsDB
     from results_db.redact import redact
 
     db_arg, db_url = launch_settings(args)
-    spec = load_claim(args.file)
-    arms_ = arms(spec, args.scale)
+    spec, arms_ = load_checked(args.file, args.scale)  # every fault of the file, before anything trains
     print(f"claim {spec.name} ({spec.path}), scale {args.scale}: {spec.statement}".rstrip(": "))
     if spec.needs.get(args.scale):
         print(f"needs: {spec.needs[args.scale]}")
