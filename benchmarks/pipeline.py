@@ -5,7 +5,7 @@
 Texts: the SciFact corpus (title + abstract) from the data folder (`--data-dir`, $LENBENCH_DATA, ./data,
 ../shared/data), else the packaged wiki-offline articles. Tokenizer: the packaged all-MiniLM-L6-v2's.
 
-encode: the evaluation encoder's own pipeline (`bench.encode.encoder.Encoder._encode_all`: chunks, the tokenizer's
+encode: the evaluation encoder's own pipeline (`bench.encode.pipeline.encode_chunks`: chunks, the tokenizer's
 batch call, the next chunk tokenised on a second thread, token-id keys, batch plans, `pad_batch`) with the model
 replaced by a function that returns zeros, no embedding cache, batch 64, max_len 256. `encode_texts_per_s` is the
 default pipeline; `encode_texts_per_s_one_thread` the same code on one thread in the same run

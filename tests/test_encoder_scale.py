@@ -153,7 +153,7 @@ def test_onnx_token_vectors_match_torch_and_pool_to_the_encoded_embedding(tiny_m
 
 def test_onnx_export_is_fused_verified_and_checked_on_load(tiny_model_dir, tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime")
-    import bench.encode.onnx_backend as ob
+    import bench.encode.backends.onnx_export as ob
     from bench.runtime.errors import ModelLoadError
 
     texts = sentences(20, seed=11, lo=1, hi=30)
@@ -203,7 +203,7 @@ def test_onnx_export_of_mpnet_agrees_with_torch(tmp_path):
     import torch
     from transformers import MPNetConfig, MPNetModel
 
-    import bench.encode.onnx_backend as ob
+    import bench.encode.backends.onnx_export as ob
 
     torch.manual_seed(0)
     model = MPNetModel(MPNetConfig(vocab_size=30527, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
@@ -251,13 +251,13 @@ def test_batch_plan_is_the_cheapest_partition_within_its_limits():
 
 
 def test_padding_free_batches_give_the_old_embeddings_with_fewer_padded_slots(tiny_model_dir, tmp_path, monkeypatch):
-    import bench.encode.encoder as encoder_module
+    import bench.encode.pipeline as pipeline_module
     from bench.encode.batching import sorted_runs
 
     texts = sentences(150, seed=12, lo=1, hi=14)
     new = load(tiny_model_dir, tmp_path, use_cache=False, batch_size=16)
     got = new.encode(texts, normalize=False)
-    monkeypatch.setattr(encoder_module, "plan_batches", lambda lengths, max_batch, max_tokens: sorted_runs(lengths, max_batch))
+    monkeypatch.setattr(pipeline_module, "plan_batches", lambda lengths, max_batch, max_tokens: sorted_runs(lengths, max_batch))
     old = load(tiny_model_dir, tmp_path, use_cache=False, batch_size=16)
     want = old.encode(texts, normalize=False)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

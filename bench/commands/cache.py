@@ -26,7 +26,7 @@ from bench.encode.cache import SET_ASIDE, CacheFileInfo, inspect_cache_file
 from bench.encode.token_ids import is_token_id_file
 from bench.runtime.terminal import safe
 
-# bench.encode.onnx_backend's export names ({fingerprint}-{pooling}-v{FORMAT}[-fused].onnx) and its interrupted writes
+# bench.encode.backends.onnx_export's file names ({fingerprint}-{pooling}-v{FORMAT}[-fused].onnx), interrupted writes
 ONNX_NAME = re.compile(r"[0-9a-f]{8,64}-(mean|cls|tokens)-v\d+(-fused)?\.onnx")
 ONNX_TMP = re.compile(r"\.[0-9a-f]{8,64}-(mean|cls|tokens)-v\d+(-fused)?\.onnx\.\d+\.tmp")
 ONNX_META = b"\x0a\x08lenbench"  # the protobuf bytes of the metadata key every lenbench export carries

@@ -1,6 +1,6 @@
 """The pieces of the encoder's chunked pipeline that hold no model: where chunks start and stop, the output matrix
 (in RAM, or a disk-backed memmap when it is large) and what one chunk carries between its cache lookup and its
-encoding (`bench.encode.encoder.Encoder._encode_all` runs the pipeline)."""
+encoding (`bench.encode.pipeline` runs the pipeline)."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@
     enc.tokenize(texts) -> bench.encode.inputs.ModelInputs  # the truncated token ids the model sees
     enc.token_embeddings(texts)                             # per-token vectors (length diagnostics)
 
-Streaming: `encode` walks the texts in chunks (the first 256 texts, then 2,048; on an accelerator each next four
-times the last, up to 16,384). Per chunk it
+Streaming (`bench.encode.pipeline`): `encode` walks the texts in chunks (the first 256 texts, then 2,048; on an
+accelerator each next four times the last, up to 16,384). Per chunk it
 looks each text up in the embedding cache (text -> token-id key -> vector, `bench.encode.cache`), takes the token ids
 of the rest from the token-id cache or the tokenizer (`bench.encode.token_ids`), encodes the distinct missing model
 inputs in length-sorted batches, writes each vector into one preallocated (n, dim) matrix and commits the chunk to
@@ -45,13 +45,13 @@ import numpy as np
 from bench import environment
 from bench.encode import loading
 from bench.encode.backends import make_backend
-from bench.encode.batching import ShapedBatch, at_own_shapes, device_batching, pad_batch, plan_batches, plan_shapes
-from bench.encode.chunks import ACCELERATOR_CHUNK_TEXTS, CHUNK_TEXTS, FIRST_CHUNK_TEXTS, MEMMAP_BYTES, RAMP, Chunk, Done, allocate_matrix, chunk_bounds
-from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir, ids_key, text_key
-from bench.encode.finite import rerun_non_finite
-from bench.encode.inputs import ModelInputs, TokenRows
+from bench.encode.batching import device_batching, pad_batch, plan_batches
+from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir
+from bench.encode.chunks import ACCELERATOR_CHUNK_TEXTS, CHUNK_TEXTS, FIRST_CHUNK_TEXTS, MEMMAP_BYTES, allocate_matrix
+from bench.encode.inputs import ModelInputs
 from bench.encode.token_ids import TokenIdCache
 from bench.encode.options import EMB_DTYPES, ENCODER_DEFAULTS, EncoderOptions
+from bench.encode.pipeline import encode_chunks
 from bench.encode.st_config import folder_pooling
 from bench.runtime.device import is_accelerator
 from bench.runtime.errors import ConfigError
@@ -97,15 +97,10 @@ class Encoder:
             raise ConfigError("Encoder needs a model or a source folder to load it from")
         self.options = options.resolved()  # device, precision and backend as they run (recorded by describe())
         self.name = name
-        self.pooling = self.options.pooling
-        self.max_len = self.options.max_len
-        self.device_name = self.options.device
         self.shape_bounded = is_accelerator(self.device_name)  # bucketed batch shapes (bench.encode.batching)
-        self.precision = self.options.precision  # fp32, bf16 or fp16 (bench.runtime.device)
         # weights loaded here are the encoder's to cast to the precision; a model handed in runs under autocast
         self.owns_weights = owns_weights or model is None
         self.engine = make_backend(self.options.backend, self)  # chosen once
-        self.emb_dtype = self.options.emb_dtype
         # None: the device's defaults (rows, and token slots per batch: bench.encode.batching.device_batching)
         self.batch_size, self.batch_tokens = device_batching(
             self.device_name, self.options.batch_size, self.options.batch_tokens, self.engine.cpu_batch_tokens)
@@ -148,6 +143,28 @@ class Encoder:
         return cls(opened.model, opened.tokenizer, options, name=name, cache_dir=cache_dir,
                    fingerprint=opened.fingerprint, show_progress=show_progress, source=opened.source, dim=opened.dim,
                    token_cache=token_cache, owns_weights=True)  # fmt: skip - loaded for this encoder: its weights are cast to the precision
+
+    # The options as they run, read from the one value (`options`), never copied.
+    @property
+    def pooling(self) -> str:
+        return str(self.options.pooling)
+
+    @property
+    def max_len(self) -> int:
+        return self.options.max_len
+
+    @property
+    def device_name(self) -> str:
+        return str(self.options.device)
+
+    @property
+    def precision(self) -> str:
+        """fp32, bf16 or fp16 (bench.runtime.device)."""
+        return self.options.precision
+
+    @property
+    def emb_dtype(self) -> str:
+        return self.options.emb_dtype
 
     @property
     def model(self) -> "torch.nn.Module":
@@ -275,126 +292,11 @@ class Encoder:
 
     def _encode_all(self, texts: Sequence[str], out: np.ndarray | None, batch_size: int | None, desc: str,
                     use_cache: bool | None, normalize: bool) -> None:  # fmt: skip
-        """The pipeline: chunk k+1 is looked up in the cache here and tokenised on a second thread (the tokenizer
-        releases the GIL and runs on its own threads) while chunk k's batches run through the model."""
-        from bench.runtime import progress
-
-        n = len(texts)
-        self.texts_asked += n
+        """Run the chunk pipeline (bench.encode.pipeline) over the texts, with this call's cache and batch size."""
         cache = self._cache_for(normalize) if (use_cache if use_cache is not None else self.use_cache) else None
-        bar = progress.bar(total=n, desc=desc, unit="text", disable=not self.show_progress or n < 256)
-        bounds = chunk_bounds(n, self.first_chunk_size, self.chunk_size, RAMP if self.shape_bounded else None)
-        pool = None
-        if self.prefetch and len(bounds) > 1:
-            from concurrent.futures import ThreadPoolExecutor
+        encode_chunks(self, texts, out, batch_size or self.batch_size, desc, cache, normalize)
 
-            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lenbench-tokenize")
-        pending: tuple[Chunk, Any] | None = None
-        try:
-            for start, stop in bounds:
-                chunk = self._lookup_chunk(list(texts[start:stop]), out, start, cache, bar)
-                todo_texts = [chunk.texts[i] for i in chunk.todo]
-                if todo_texts:
-                    self.tokenizer  # noqa: B018 - loaded here, on this thread, before the worker uses it
-                future = pool.submit(self._model_inputs, todo_texts) if pool is not None and todo_texts else None
-                if future is None and todo_texts:
-                    future = Done(self._model_inputs(todo_texts))
-                if pending is not None:
-                    self._finish_chunk(pending[0], pending[1], cache, batch_size or self.batch_size, normalize, bar)
-                pending = (chunk, future)
-            if pending is not None:
-                self._finish_chunk(pending[0], pending[1], cache, batch_size or self.batch_size, normalize, bar)
-        finally:
-            bar.close()
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
-
-    def _model_inputs(self, texts: list[str]) -> tuple[TokenRows, list[bytes]]:
-        """(token ids, cache keys) of texts: the work the prefetch thread does for the next chunk."""
-        ids = self.tokenize(texts).ids
-        return ids, [ids_key(x) for x in ids]
-
-    def _lookup_chunk(self, texts: list[str], out: np.ndarray | None, start: int, cache: EmbeddingCache | None,
-                      bar: Any) -> "Chunk":  # fmt: skip
-        """Fill a chunk's cache hits (by text) and say which texts are left to tokenise."""
-        if out is None:  # encode_into_cache: a scratch matrix for this chunk only
-            out, start = np.zeros((len(texts), self.dim), dtype=np.float32), 0
-        rows = np.arange(start, start + len(texts))
-        if cache is not None:
-            tkeys = [text_key(t) for t in texts]
-            hit = cache.fill(cache.aliases(tkeys), out, rows)
-        else:
-            tkeys, hit = [], np.zeros(len(texts), dtype=bool)
-        bar.update(int(hit.sum()))
-        return Chunk(texts, out, rows, tkeys, np.flatnonzero(~hit))
-
-    def _finish_chunk(self, chunk: "Chunk", tokenized: Any, cache: EmbeddingCache | None, batch_size: int,
-                      normalize: bool, bar: Any) -> None:  # fmt: skip
-        """Fill the rest of a chunk: cache hits by model input, then the distinct missing model inputs, encoded in
-        length-sorted batches; vectors stay where the model ran (the GPU) until the chunk is done, then are
-        normalised, written into the matrix and committed to the cache (also when an exception interrupts)."""
-        todo, out, rows, tkeys = chunk.todo, chunk.out, chunk.rows, chunk.tkeys
-        if not len(todo):
-            return
-        ids, keys = tokenized.result()
-        if cache is not None:
-            hit2 = cache.fill(keys, out, rows[todo])
-            cache.put_aliases([(tkeys[i], keys[j]) for j, i in enumerate(todo) if hit2[j]])
-            bar.update(int(hit2.sum()))
-        else:
-            hit2 = np.zeros(len(todo), dtype=bool)
-        first: dict[bytes, int] = {}  # distinct model inputs: each is encoded once
-        for j in np.flatnonzero(~hit2):
-            first.setdefault(keys[j], j)
-        distinct = np.fromiter(first.values(), dtype=np.int64, count=len(first))
-        lengths = ids.lengths[distinct]
-        plan = plan_shapes(lengths, batch_size, self.batch_tokens, self.max_len) if self.shape_bounded else \
-            at_own_shapes(plan_batches(lengths, batch_size, self.batch_tokens), lengths)  # fmt: skip
-        done: list[tuple[np.ndarray, Any]] = []  # (indices into distinct's inputs, pooled vectors as the model left them)
-        try:
-            for shaped in plan:
-                batch = distinct[shaped.members]
-                done.append((batch, self._embed_ids(ids.take(batch), shaped)))
-                self.texts_encoded += len(batch)
-                bar.update(len(batch))
-        finally:  # what was encoded is committed even when the chunk is interrupted
-            if done:
-                encoded = np.concatenate([b for b, _ in done])
-                vectors = self._host_vectors([v for _, v in done], normalize, ids.take(encoded))
-                out[rows[todo[encoded]]] = vectors
-                if cache is not None:
-                    done_keys = [keys[j] for j in encoded]
-                    finished = set(done_keys)
-                    aliases = [(tkeys[i], keys[j]) for j, i in enumerate(todo) if not hit2[j] and keys[j] in finished]
-                    cache.put(done_keys, vectors, aliases)
-        repeats = np.array([j for j in np.flatnonzero(~hit2) if first[keys[j]] != j], dtype=np.int64)
-        if len(repeats):  # repeated inputs: copy the first one's vector
-            sources = np.fromiter((first[keys[j]] for j in repeats), dtype=np.int64, count=len(repeats))
-            out[rows[todo[repeats]]] = out[rows[todo[sources]]]
-            bar.update(len(repeats))
-
-    def _embed_ids(self, ids: TokenRows, shape: ShapedBatch | None = None) -> Any:
-        """Pooled vectors (not normalised) of one batch padded to `shape` (its extra rows dropped): float32 numpy on
-        the CPU, a float32 tensor on an accelerator (`_host_vectors` brings a chunk's worth back at once)."""
-        width, rows = (shape.width, shape.rows) if shape is not None else (None, None)
-        input_ids, mask = pad_batch(ids, self._pad_id(), width=width, n_rows=rows)
-        self.shapes.add(input_ids.shape)
-        self.token_slots += int(mask.size)
-        self.tokens_run += int(mask[: len(ids)].sum())
-        pooled = self._forward({"input_ids": input_ids, "attention_mask": mask})
-        return pooled[: len(ids)] if len(pooled) > len(ids) else pooled
-
-    def _host_vectors(self, parts: list[Any], normalize: bool, inputs: TokenRows) -> np.ndarray:
-        """One float32 matrix of a chunk's pooled batches (one device-to-host copy, by the backend; a text whose
-        vector is not finite at a reduced precision run again at fp32), L2-normalised as F.normalize does when asked."""
-        pooled = self.engine.to_host(parts)
-        if self.precision != "fp32":
-            self.fp32_reruns += rerun_non_finite(pooled, inputs, self._pad_id(), self.engine)
-        if normalize:
-            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return pooled
-
-    def _pad_id(self) -> int:
+    def pad_id(self) -> int:
         pad = getattr(self.tokenizer, "pad_token_id", None)
         return int(pad) if pad is not None else 0
 
@@ -408,14 +310,14 @@ class Encoder:
         """Length-sorted batches with dynamic padding: yields (original indices, lengths, numpy batch)."""
         ids = self.tokenize(texts).ids
         lengths = ids.lengths
-        pad_id = self._pad_id()
+        pad_id = self.pad_id()
         for members in plan_batches(lengths, batch_size, self.batch_tokens):
             input_ids, mask = pad_batch(ids.take(members), pad_id)
             yield members, lengths[members], {"input_ids": input_ids, "attention_mask": mask}
 
     def token_embeddings(self, texts: Sequence[str], batch_size: int | None = None) -> list[np.ndarray]:
         """Last-layer token embeddings of each text (padding removed, special tokens kept), float32; on the encoder's
-        backend (ONNX Runtime: the token-level export of bench.encode.onnx_backend; never cached)."""
+        backend (ONNX Runtime: the token-level export of bench.encode.backends.onnx_export; never cached)."""
         if not len(texts):
             return []
         out: list[np.ndarray | None] = [None] * len(texts)

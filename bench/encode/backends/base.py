@@ -12,21 +12,48 @@ the encoder hands a chunk's worth of them to `to_host` at once, so an accelerato
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from bench.encode.onnx_backend import ExportSource
-
 Batch = dict[str, np.ndarray]
 
 
-class BackendHost(ExportSource, Protocol):
-    """What a backend reads of its encoder (`bench.encode.encoder.Encoder` has it): what an ONNX export reads (name,
-    pooling, progress, fingerprint, cache folder, the torch model loaded on first use) and the options it runs under."""
+class BackendOptions(Protocol):
+    """The options a backend reads (`bench.encode.options.EncoderOptions` has them, resolved by the encoder)."""
 
-    device_name: str
-    precision: str
+    @property
+    def device(self) -> str | None: ...  # resolved: a device name
+
+    @property
+    def precision(self) -> str: ...  # resolved: fp32, bf16 or fp16
+
+    @property
+    def pooling(self) -> str | None: ...  # resolved: mean or cls
+
+    @property
+    def allow_pickle(self) -> bool: ...  # fp32 weights read again from the folder (bench.encode.loading)
+
+
+class BackendHost(Protocol):
+    """What a backend reads of its encoder (`bench.encode.encoder.Encoder` has it): the options it runs under, as one
+    resolved value (device, precision, pooling: never copies of them), and what an ONNX export reads (name,
+    progress, fingerprint, cache folder, the torch model loaded on first use)."""
+
+    name: str
+    options: BackendOptions
+    show_progress: bool
+    owns_weights: bool  # the encoder loaded the weights itself: a backend may cast them to the precision
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def cache_dir(self) -> Path: ...
+
+    @property
+    def model(self) -> Any: ...  # the torch model, loaded on first use
 
 
 class Backend(Protocol):

@@ -1,6 +1,6 @@
 """The ONNX backend: ONNX Runtime on the CPU, on a graph exported once from the same weights (model + pooling, or
-the token-level graph for `tokens`) by `bench.encode.onnx_backend`, stored beside the embedding cache and keyed by
-the weights' fingerprint and the pooling. fp32 only. When the export cannot be written (disk full, read-only
+the token-level graph for `tokens`) by `bench.encode.backends.onnx_export`, stored beside the embedding cache and
+keyed by the weights' fingerprint and the pooling. fp32 only. When the export cannot be written (disk full, read-only
 cache) the same model runs in torch instead, and the encoder's description says so."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class OnnxBackend:
 
     @staticmethod
     def unusable(device: str, precision: str) -> str | None:
-        from bench.encode.onnx_backend import onnxruntime_available
+        from bench.encode.backends.onnx_export import onnxruntime_available
 
         if precision != "fp32":
             return f"--backend onnx runs in fp32 only; use --backend torch for --precision {precision}"
@@ -47,12 +47,12 @@ class OnnxBackend:
         return None
 
     def place(self, model: Any) -> Any:
-        return model.to(self.host.device_name).eval()  # the export traces it where it is
+        return model.to(self.host.options.device).eval()  # the export traces it where it is
 
     def session(self) -> Any:
         """The pooled graph's `OnnxPooledModel`, exported from the torch model when there is no usable file."""
         if self._session is None:
-            from bench.encode.onnx_backend import OnnxPooledModel
+            from bench.encode.backends.onnx_export import OnnxPooledModel
 
             self._session = OnnxPooledModel.for_encoder(self.host)
         return self._session
@@ -74,7 +74,7 @@ class OnnxBackend:
         if self._fallback is not None:
             return self._fallback.tokens(batch)
         if self._tokens is None:
-            from bench.encode.onnx_backend import TOKENS, OnnxPooledModel
+            from bench.encode.backends.onnx_export import TOKENS, OnnxPooledModel
 
             self._tokens = OnnxPooledModel.for_encoder(self.host, pooling=TOKENS)
         return self._tokens.run(batch)

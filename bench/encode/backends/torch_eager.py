@@ -36,13 +36,18 @@ class TorchBackend:
         return "torch"
 
     @property
+    def device(self) -> str:
+        """The device the host's resolved options name."""
+        return str(self.host.options.device)
+
+    @property
     def loaded(self) -> bool:
         return False  # it runs the host's torch model, nothing of its own
 
     @property
     def attention_kernels(self) -> str:
         """The attention kernels the device policy allows (each score's info records it beside the path)."""
-        return attention_policy(self.host.device_name).name
+        return attention_policy(self.device).name
 
     @staticmethod
     def unusable(device: str, precision: str) -> str | None:
@@ -50,9 +55,9 @@ class TorchBackend:
 
     def place(self, model: Any) -> Any:
         """On the device, in eval mode; the weights cast to the precision when the encoder owns them."""
-        dtype = weight_dtype(self.host.precision)
-        self.cast = dtype is not None and bool(getattr(self.host, "owns_weights", False))
-        return model.to(self.host.device_name, **({"dtype": dtype} if self.cast else {})).eval()
+        dtype = weight_dtype(self.host.options.precision)
+        self.cast = dtype is not None and self.host.owns_weights
+        return model.to(self.device, **({"dtype": dtype} if self.cast else {})).eval()
 
     def pooled(self, batch: Batch) -> Any:
         import torch
@@ -60,7 +65,7 @@ class TorchBackend:
         with eval_mode(self.host.model) as model, torch.inference_mode(), self._context():
             tensors = {k: self._to_device(v) for k, v in batch.items()}
             hidden = model(**tensors).last_hidden_state
-            pooled = pool(hidden.float(), tensors["attention_mask"], self.host.pooling)
+            pooled = pool(hidden.float(), tensors["attention_mask"], self.host.options.pooling)
         return pooled.numpy() if pooled.device.type == "cpu" else pooled
 
     def pooled_fp32(self, batch: Batch) -> Any:
@@ -68,9 +73,10 @@ class TorchBackend:
         finite). The fp32 weights of a cast model are loaded from its folder on first use (kept for later batches)."""
         import torch
 
-        with eval_mode(self._fp32()) as model, torch.inference_mode(), attention_policy(self.host.device_name).context():
+        with eval_mode(self._fp32()) as model, torch.inference_mode(), attention_policy(self.device).context():
             tensors = {k: self._to_device(v) for k, v in batch.items()}
-            pooled = pool(model(**tensors).last_hidden_state.float(), tensors["attention_mask"], self.host.pooling)
+            hidden = model(**tensors).last_hidden_state.float()
+            pooled = pool(hidden, tensors["attention_mask"], self.host.options.pooling)
         return pooled.numpy() if pooled.device.type == "cpu" else pooled
 
     def _fp32(self) -> Any:
@@ -83,14 +89,14 @@ class TorchBackend:
             if source is not None:
                 from bench.encode.loading import load_weights
 
-                model = load_weights(self.host.name, str(source), bool(getattr(self.host.options, "allow_pickle", False)))
+                model = load_weights(self.host.name, str(source), self.host.options.allow_pickle)
             else:
                 import copy
 
                 model = copy.deepcopy(self.host.model).float()
             if getattr(model.config, "_attn_implementation", None) == "flash_attention_2":
                 model.set_attn_implementation("sdpa")  # flash-attn has no fp32 kernel
-            self._fp32_model = model.to(self.host.device_name).eval()
+            self._fp32_model = model.to(self.device).eval()
         return self._fp32_model
 
     def tokens(self, batch: Batch) -> np.ndarray:
@@ -109,14 +115,14 @@ class TorchBackend:
 
     def _context(self) -> Any:
         """The attention policy, and autocast unless the weights themselves are at the precision."""
-        return forward_context(self.host.device_name, self.host.precision, autocast_too=not self.cast)
+        return forward_context(self.device, self.host.options.precision, autocast_too=not self.cast)
 
     def _to_device(self, array: np.ndarray) -> "torch.Tensor":
         """A host array on the model's device: through pinned memory and a non-blocking copy on CUDA."""
         import torch
 
         tensor = torch.from_numpy(array)
-        device = self.host.device_name
+        device = self.device
         if device.startswith("cuda"):
             return tensor.pin_memory().to(device, non_blocking=True)
         return tensor.to(device)

@@ -55,7 +55,7 @@ class VarlenBackend(TorchBackend):
 
     def place(self, model: Any) -> Any:
         model = super().place(model)
-        if getattr(self.host, "owns_weights", False):
+        if self.host.owns_weights:
             model.set_attn_implementation(self.implementation)
             self.unpadded = True
         return model
@@ -79,7 +79,7 @@ class VarlenBackend(TorchBackend):
             width = int(lengths.max())
             hidden = model(input_ids=ids, position_ids=self._to_device(positions[None, :]), cu_seq_lens_q=cu_t,
                            cu_seq_lens_k=cu_t, max_length_q=width, max_length_k=width).last_hidden_state[0].float()  # fmt: skip
-            if self.host.pooling == "cls":
+            if self.host.options.pooling == "cls":
                 pooled = hidden[cu_t[:-1].long()]
             else:
                 sums = torch.zeros((len(lengths), hidden.shape[-1]), dtype=torch.float32, device=hidden.device)

@@ -1,4 +1,5 @@
-"""ONNX Runtime inference for `Encoder(backend="onnx")`: the transformer plus pooling, exported once per weights.
+"""The ONNX exports the onnx backend runs (`bench.encode.backends.onnx_cpu`): the transformer plus pooling, exported
+once per weights.
 
 The graph maps (input_ids, attention_mask) -> pooled vectors (mean over the mask, or [CLS]), the same pooling as
 `bench.encode.pooling.pool`; the encoder normalises. How it is made (`export_pooled`):
@@ -38,33 +39,18 @@ import os
 import warnings
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from bench import environment
 from bench.encode.pooling import eval_mode, pool, pooled_output
-
-TOKENS = "tokens"  # the pseudo-pooling of the token-level graph: (batch, length, dim) last hidden states
 from bench.runtime.errors import ModelLoadError
 
+if TYPE_CHECKING:
+    from bench.encode.backends.base import BackendHost
 
-class ExportSource(Protocol):
-    """What `OnnxPooledModel.for_encoder` needs of an encoder (`bench.encode.encoder.Encoder` has it)."""
-
-    name: str
-    pooling: str
-    show_progress: bool
-
-    @property
-    def fingerprint(self) -> str: ...
-
-    @property
-    def cache_dir(self) -> Path: ...
-
-    @property
-    def model(self) -> Any: ...  # the torch model, loaded on first use
-
+TOKENS = "tokens"  # the pseudo-pooling of the token-level graph: (batch, length, dim) last hidden states
 OPSET = 17
 # Part of the file name. 1: SDPA export, unverified. 2: eager export + ORT transformer fusion, probe-verified.
 # 3: eager export, fusion opt-in ($LENBENCH_ONNX_FUSE), probe-verified.
@@ -289,13 +275,13 @@ class OnnxPooledModel:
         return None
 
     @classmethod
-    def for_encoder(cls, encoder: ExportSource, pooling: str | None = None) -> "OnnxPooledModel":
+    def for_encoder(cls, encoder: BackendHost, pooling: str | None = None) -> "OnnxPooledModel":
         """Load the encoder's exported graph (its pooling, or TOKENS); export it (from its torch model) when there is
         none, or when the file there is corrupt or fails its probe."""
         from bench.runtime import progress
 
         say = progress.say if encoder.show_progress else (lambda _msg: None)
-        pooling = pooling or encoder.pooling
+        pooling = pooling or str(encoder.options.pooling)
         fuse = environment.flag(FUSE_ENV) and pooling != TOKENS
         path = onnx_path(encoder.cache_dir, encoder.fingerprint, pooling, fuse)
         if path.is_file():
