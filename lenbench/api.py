@@ -49,6 +49,30 @@ def _typed(cls: Any, options: Mapping[str, Any]) -> Any:
     return typed
 
 
+def _db_text(db: Any) -> str | None:
+    """`db=` as the commands' --db takes it: None (the default database), or a file path or URL as a string or
+    path object; anything else is refused (str(123) would create a database file named '123')."""
+    from bench.runtime.errors import ConfigError
+
+    if db is None:
+        return None
+    if isinstance(db, (str, os.PathLike)) and not isinstance(db, bytes) and str(os.fspath(db)).strip():
+        return str(os.fspath(db))
+    raise ConfigError(f"db={db!r}: give the results database as a file path or an SQLAlchemy URL string "
+                      "(e.g. db='results.sqlite'), or leave it out for $LENBENCH_DB / ./lenbench.sqlite")  # fmt: skip
+
+
+def _model_text(model: Any) -> str:
+    """`model` as `bench eval --model` takes it: a non-empty string or path (None or '' would load the working
+    folder as a model)."""
+    from bench.runtime.errors import ConfigError
+
+    if isinstance(model, (str, os.PathLike)) and not isinstance(model, bytes) and str(os.fspath(model)).strip():
+        return str(os.fspath(model))
+    raise ConfigError(f"model={model!r}: give a model folder, a hub id, 'minilm' or 'bm25' as a string "
+                      "(e.g. lenbench.evaluate('minilm', 'sts'))")  # fmt: skip
+
+
 def _as_typed(typed: Any, given: Mapping[str, Any]) -> dict[str, Any]:
     """The options given, as typed (a generator is read once; its items are in the typed value), for the recorded
     command line."""
@@ -154,7 +178,7 @@ def evaluate(model: str, suites: str | Sequence[str], *, db: str | os.PathLike[s
     from bench.experiment.evaluation import run_evaluation
     from results_db import ResultsDB
 
-    given = {"model": model, "suite": suites, "db": None if db is None else str(db), "no_progress": quiet or None,
+    given = {"model": _model_text(model), "suite": suites, "db": _db_text(db), "no_progress": quiet or None,
              **options}  # fmt: skip
     opts = _typed(EvalOptions, given)
     spec = EvalSpec.from_options(opts)
@@ -179,7 +203,7 @@ def run(methods: str | Sequence[str] | None = None, suites: str | Sequence[str] 
     from bench.experiment.run_spec import RunSpec
     from results_db import ResultsDB
 
-    given = {"method": methods, "suite": suites, "budget": budget, "db": None if db is None else str(db),
+    given = {"method": methods, "suite": suites, "budget": budget, "db": _db_text(db),
              "no_progress": quiet or None, **options}  # fmt: skip
     typed = _typed(RunSpec, given)
     prepared = prepare_run(typed, world=1)
@@ -201,7 +225,7 @@ class Store:
     def __init__(self, db: str | os.PathLike[str] | None = None):
         from results_db import ResultsDB
 
-        self.db = ResultsDB(None if db is None else str(db), create=False)
+        self.db = ResultsDB(_db_text(db), create=False)
 
     def runs(self) -> Any:
         """Every run row (a 'running' row whose process is gone shows as 'stale')."""

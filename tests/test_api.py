@@ -78,3 +78,18 @@ def test_api_options_are_checked_by_the_commands_parser(tmp_path):
 
     with pytest.raises(ResultsDBError, match="does not exist"):
         lenbench.load(tmp_path / "missing.sqlite")
+
+
+def test_api_refuses_a_missing_model_and_a_database_that_is_not_a_path(tmp_path, monkeypatch):
+    """model=None would load the working folder as a model, db=123 would create a database file named '123': both
+    are refused in one line, before anything is loaded or created."""
+    monkeypatch.chdir(tmp_path)
+    for model in (None, "", 7):
+        with pytest.raises(ConfigError, match=r"^model=.*give a model folder, a hub id, 'minilm' or 'bm25'"):
+            lenbench.evaluate(model, suites="sts:stsb", db=tmp_path / "r.sqlite")
+    for db in (123, 4.5, b"r.sqlite", ["r.sqlite"]):
+        with pytest.raises(ConfigError, match=r"^db=.*file path or an SQLAlchemy URL string"):
+            lenbench.evaluate("bm25", suites="sts:stsb", db=db)
+        with pytest.raises(ConfigError, match=r"^db="):
+            lenbench.load(db)
+    assert list(tmp_path.iterdir()) == []  # no database file, no model folder read

@@ -199,3 +199,39 @@ def test_kept_files_and_folders_get_the_usual_permissions(tmp_path):
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     assert stat.S_IMODE((tmp_path / "backbone").stat().st_mode) == 0o755
+
+
+def test_a_token_table_in_a_folder_this_user_may_not_write_is_one_line_naming_it(tmp_path, monkeypatch, caplog):
+    """A read-only tokens folder (simulated: the tests may run as root, whom a chmod does not stop) while training
+    tokenises its corpus: the ids are not kept, training goes on, and the one line names the folder and the
+    permission (it was `RuntimeError: generator didn't yield` after a line that blamed disk space)."""
+    import errno
+    import logging
+
+    from bench.data import token_cache
+    from bench.runtime import writes
+
+    monkeypatch.setenv("LENBENCH_CACHE", str(tmp_path / "cache"))
+    real_open = os.open
+
+    def refusing_open(path, flags, *args):  # noqa: ANN001, ANN202
+        if "tokens" in str(path) and flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(writes.os, "open", refusing_open)
+
+    class Tokenizer:
+        name_or_path = "toy"
+
+        def __call__(self, texts, **kwargs):  # noqa: ANN001, ANN003, ANN204
+            return {"input_ids": [[len(w) for w in t.split()] for t in texts]}
+
+    monkeypatch.setattr(token_cache, "tokenizer_id", lambda tok: "toy-tokenizer")
+    with caplog.at_level(logging.INFO, logger="bench.runtime.writes"):
+        table, from_disk = token_cache.bodies(["a bb ccc", "dddd"], Tokenizer(), 8, workers=1)
+    assert not from_disk and table["a bb ccc"] == [1, 2, 3]
+    (line,) = [r.getMessage() for r in caplog.records]
+    folder = tmp_path / "cache" / token_cache.FOLDER
+    assert f"may not write in {folder}" in line and "permission" in line and "free space" not in line
+    assert not any(folder.glob("*")) if folder.exists() else True

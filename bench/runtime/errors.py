@@ -26,4 +26,19 @@ def write_error(what: str, where: object, exc: BaseException, kept: str = "") ->
     reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())[:160] or type(exc).__name__
     kept = f", {kept}" if kept else ""
     return WriteFault(f"{what} could not be written to {where} ({type(exc).__name__}: {reason}); nothing partial was "
-                      f"left{kept}; free space or lift the file-size limit, then run the same command again")
+                      f"left{kept}; {write_advice(where, exc)}, then run the same command again")
+
+
+def write_advice(where: object, exc: BaseException) -> str:
+    """What to do about a refused write: a permission (or a read-only file system) is not a full disk."""
+    import errno
+
+    text = str(exc).lower()
+    if (isinstance(exc, PermissionError) or getattr(exc, "errno", None) in (errno.EACCES, errno.EPERM, errno.EROFS)
+            or "permission denied" in text or "read-only file system" in text):  # fmt: skip
+        from pathlib import Path
+
+        folder = Path(str(where))
+        folder = folder if folder.is_dir() else folder.parent
+        return f"this user may not write in {folder}: give it write permission, or point lenbench at another folder"
+    return "free space or lift the file-size limit"

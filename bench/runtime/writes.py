@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,6 +66,14 @@ def atomic_file(target: str | os.PathLike[str], what: str, *, kept: str = "", be
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = _temporary_name(target)
         os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # the umask's mode, as a plain write gets
+    except Exception as exc:  # noqa: BLE001 - the folder refuses the file before anything is written
+        if not is_write_fault(exc):
+            raise
+        _fault(what, target, exc, kept, best_effort)  # raises unless best effort
+        with _discarded() as scratch:  # best effort: the caller writes into a scratch file that is dropped
+            yield scratch
+        return
+    try:
         yield tmp
         os.replace(tmp, target)
     except Exception as exc:  # noqa: BLE001 - sorted below: the disk's refusals become one line, others go on
@@ -89,6 +98,14 @@ def atomic_folder(target: str | os.PathLike[str], what: str, *, kept: str = "", 
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = _temporary_name(target)
         tmp.mkdir()  # the umask's mode (mkdtemp's 0700 would make the folder private once moved in)
+    except Exception as exc:  # noqa: BLE001 - the parent refuses the folder before anything is written
+        if not is_write_fault(exc):
+            raise
+        _fault(what, target, exc, kept, best_effort)  # raises unless best effort
+        with tempfile.TemporaryDirectory(prefix="lenbench-discarded-") as scratch:
+            yield Path(scratch)
+        return
+    try:
         yield tmp
         _move_entries(tmp, target) if replace else _move_folder(tmp, target)
     except Exception as exc:  # noqa: BLE001 - the disk's refusals become one line, others go on
@@ -98,6 +115,18 @@ def atomic_folder(target: str | os.PathLike[str], what: str, *, kept: str = "", 
     finally:
         if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def _discarded() -> Iterator[Path]:
+    """A scratch file in the system's temporary folder, removed afterwards: where a best-effort write goes when its
+    own folder refuses it (the context manager must still yield; the caller's write then costs nothing but time)."""
+    fd, name = tempfile.mkstemp(prefix="lenbench-discarded-")
+    os.close(fd)
+    try:
+        yield Path(name)
+    finally:
+        Path(name).unlink(missing_ok=True)
 
 
 def _temporary_name(target: Path) -> Path:
