@@ -233,3 +233,28 @@ def test_optional_adapter_hooks_have_their_declared_defaults():
     from methods.crop import CropAdapter
 
     assert AdapterHooks.of(object.__new__(CropAdapter)).accepts is not None  # crop refuses texts of one chunk
+
+
+def test_a_bench_run_shorter_than_its_checkpoint_interval_writes_no_checkpoint(tiny_model_dir, tok, wiki_texts, tmp_path,
+                                                                              monkeypatch):
+    """A run that ends before its first scheduled checkpoint keeps only its encoder (bench run deleted the
+    checkpoint it wrote at the end: hundreds of MiB written for nothing); --keep-checkpoints still saves one, and so
+    does a run that saved one on its schedule."""
+    from bench.experiment.run_spec import RunSpec
+    from bench.train import checkpoint
+
+    saves: list[int] = []
+    real_save = checkpoint.CheckpointWriter.save
+    monkeypatch.setattr(checkpoint.CheckpointWriter, "save",
+                        lambda self, step, *a, **k: saves.append(step) or real_save(self, step, *a, **k))
+    config = RunSpec(method="simcse", budget="steps=3", batch_size=8, max_len=48).settings.train_cfg
+    assert config.checkpoint_at_end is False  # bench run's config, without --keep-checkpoints
+    result = train(get_method("simcse").build(tokenizer=tok, max_len=48, seed=0), _model(tiny_model_dir), tok, wiki_texts, Budget(steps=3),
+                   _cfg(checkpoint_at_end=False), tmp_path / "short")  # fmt: skip
+    assert result.consumed.steps == 3 and saves == [] and latest_checkpoint(tmp_path / "short") is None
+    assert (result.encoder_dir / "config.json").exists()
+    kept = RunSpec(method="simcse", budget="steps=3", keep_checkpoints=True).settings.train_cfg
+    assert kept.checkpoint_at_end is True
+    train(get_method("simcse").build(tokenizer=tok, max_len=48, seed=0), _model(tiny_model_dir), tok, wiki_texts, Budget(steps=3),
+          _cfg(checkpoint_at_end=False, checkpoint_every=2), tmp_path / "scheduled")  # fmt: skip
+    assert saves == [2, 3]  # the scheduled one, and the stop's (a kill after it loses nothing)

@@ -138,7 +138,7 @@ class RunSpec:
             max_len=self.max_len, batch_size=self.batch_size, lr=self.lr, warmup_steps=self.warmup_steps,
             seed=self.seed, checkpoint_every=self.checkpoint_every, checkpoint_minutes=self.checkpoint_minutes,
             device=self.device, progress=not self.no_progress, pooling=self.pooling, precision=self.precision,
-            loader_workers=self.loader_workers,
+            loader_workers=self.loader_workers, checkpoint_at_end=self.keep_checkpoints,
         )
         rows = ([] if self.no_baseline or "vanilla" in methods else ["vanilla"]) + methods
         return RunSettings(methods, overrides, suite_args, budget, elong, train_cfg, rows, parse_seeds(self.seeds, self.seed),

@@ -10,7 +10,8 @@ Layout under <out>/checkpoints/:
 
 `CheckpointSchedule` decides when: every 10 minutes of training by default (--checkpoint-minutes), every N steps
 when asked (--checkpoint-every), and the trainer saves at the stop; a kill never loses more than that. A short run
-writes one checkpoint, at its end.
+writes one checkpoint, at its end, unless its config says not to (`TrainConfig.checkpoint_at_end`: bench run keeps
+only the saved encoder of a run that ended before its first scheduled checkpoint).
 
 `CheckpointWriter` writes in the background: the state is copied to host memory on the training thread (a consistent
 snapshot), then a thread serialises and writes it while the next steps run; one write at a time, and the trainer
@@ -268,6 +269,7 @@ class CheckpointSchedule:
         self.every_steps = every_steps or 0
         self.every_seconds = every_seconds if every_seconds and every_seconds > 0 else 0.0
         self.last_step, self.last_seconds = start_step, start_seconds
+        self.saved = 0  # checkpoints this schedule has called for
 
     def due(self, step: int, seconds: float) -> bool:
         """Whether to save now (at `step`, `seconds` of training consumed); if so, counts it as saved."""
@@ -275,5 +277,6 @@ class CheckpointSchedule:
         by_time = self.every_seconds > 0 and seconds - self.last_seconds >= self.every_seconds
         if by_steps or by_time:
             self.last_step, self.last_seconds = step, seconds
+            self.saved += 1
             return True
         return False

@@ -39,6 +39,10 @@ class TrainConfig:
     checkpoint_every: int | None = None  # steps between checkpoints; None: no step rule (CheckpointSchedule)
     checkpoint_minutes: float = 10.0  # minutes of training between checkpoints (0: no time rule); and at the stop
     keep_checkpoints: int = 1
+    # A run that stops normally before its first scheduled checkpoint saves one at its end only when this is set:
+    # `bench run` sets it with --keep-checkpoints alone (it deletes a finished run's checkpoints, and its saved encoder
+    # is what stays), so a short run writes no checkpoint of hundreds of MiB only to delete it.
+    checkpoint_at_end: bool = True
     log_every: int = 1  # steps between training-log rows
     epochs_horizon: float = 1.0  # schedule horizon when the budget gives no step count
     precision: str = ENCODER_DEFAULTS.precision  # one --precision for training and scoring; auto: bf16 on CUDA, fp32 on CPU
@@ -65,7 +69,7 @@ class TrainConfig:
     def shared(self) -> dict[str, Any]:
         """The fields that define a comparison (progress/logging/device cadence excluded)."""
         d = asdict(self)
-        for k in ("checkpoint_every", "checkpoint_minutes", "keep_checkpoints", "log_every", "device", "progress",
-                  "loader_workers", "nan_check_every"):
+        for k in ("checkpoint_every", "checkpoint_minutes", "keep_checkpoints", "checkpoint_at_end", "log_every",
+                  "device", "progress", "loader_workers", "nan_check_every"):
             d.pop(k)
         return d

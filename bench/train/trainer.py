@@ -439,9 +439,12 @@ class TrainingRecipe:
         pooling and max_len) and the result."""
         self.loader.close()
         self.reader.flush()
-        saved = self.checkpoint()
+        stopping = stopped_by == "interrupted" or bool(signals.stop_requested())
+        short = self.schedule.saved == 0 and latest_checkpoint(self.out) is None  # ended before its first checkpoint
+        skip = short and not stopping and not self.config.checkpoint_at_end and save_encoder_dir is not None
+        saved = None if skip else self.checkpoint()
         self.writer.wait()
-        if stopped_by == "interrupted" or signals.stop_requested():
+        if stopping:
             raise signals.StopRequested(signals.stop_requested() or signal.SIGTERM,
                                         f"checkpoint at step {self.consumed.steps}: {saved or self.out}")  # fmt: skip
         losses = self.reader.losses
