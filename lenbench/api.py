@@ -171,7 +171,8 @@ def evaluate(model: str, suites: str | Sequence[str], *, db: str | os.PathLike[s
 
     options: `bench eval`'s options by name (limit=300, max_len=256, pooling="mean", elong="2,rand" or ["2", "rand"],
     attack=[...], seed=0, data_dir=..., download=True, device="cpu", backend="onnx", no_cache=True,
-    allow_pickle=True, ...)."""
+    allow_pickle=True, ...); estimate=True returns what it will cost (bench.experiment.estimate.Estimate: .seconds,
+    .lines()) and scores nothing."""
     from bench.evaluate.suites import parse_suites
     from bench.experiment.command_options import command_text
     from bench.experiment.eval_spec import EvalOptions, EvalSpec
@@ -183,6 +184,10 @@ def evaluate(model: str, suites: str | Sequence[str], *, db: str | os.PathLike[s
     opts = _typed(EvalOptions, given)
     spec = EvalSpec.from_options(opts)
     parse_suites(spec.suite_args)  # an unknown suite: refused before anything is written
+    if opts.estimate:  # what it will cost, nothing scored or recorded: bench.experiment.estimate.Estimate
+        from bench.experiment.estimate import estimate_evaluation
+
+        return estimate_evaluation(spec)  # type: ignore[return-value]
     with _job(quiet or opts.no_progress, command_text("eval", EvalOptions, _as_typed(opts, given))):
         result = run_evaluation(spec, open_db=lambda: ResultsDB(opts.db, init_foreign=opts.db_init_foreign),
                                 say=_say(quiet))  # fmt: skip
@@ -197,7 +202,8 @@ def run(methods: str | Sequence[str] | None = None, suites: str | Sequence[str] 
 
     options: `bench run`'s options by name (backbone="minilm", corpus="wiki-offline", seeds=[0, 1, 2], limit=300,
     max_len=64, batch_size=16, lr=3e-5, hp=["simcse.temperature=0.1"], eval_every=50, preset="scratch", out="runs",
-    report_to=["tensorboard"], reference="vanilla", ...)."""
+    report_to=["tensorboard"], reference="vanilla", ...); estimate=True returns what it will cost
+    (bench.experiment.estimate_run.RunEstimate) and runs nothing."""
     from bench.experiment.run_job import prepare_run, run_prepared
     from bench.experiment.command_options import command_text
     from bench.experiment.run_spec import RunSpec
@@ -206,6 +212,10 @@ def run(methods: str | Sequence[str] | None = None, suites: str | Sequence[str] 
     given = {"method": methods, "suite": suites, "budget": budget, "db": _db_text(db),
              "no_progress": quiet or None, **options}  # fmt: skip
     typed = _typed(RunSpec, given)
+    if typed.estimate:  # what it will cost, nothing trained or recorded: bench.experiment.estimate_run.RunEstimate
+        from bench.experiment.estimate_run import estimate_run
+
+        return estimate_run(typed)  # type: ignore[return-value]
     prepared = prepare_run(typed, world=1)
     spec = prepared.spec
     with _job(quiet or spec.no_progress, command_text("run", RunSpec, _as_typed(typed, given))):

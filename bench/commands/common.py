@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -191,6 +193,24 @@ def hide_db_password(argv: list[str], db: str | None) -> list[str]:
         return list(argv)
     os.environ["LENBENCH_DB"] = str(db)
     return launch.strip_option(argv, "--db")
+
+
+@contextmanager
+def existing_db(args: Any) -> Iterator["ResultsDB | None"]:
+    """The database --db names when it already exists (None when it does not: nothing is created), closed after."""
+    from results_db import ResultsDB
+
+    target = args.db or default_db_url()
+    if "://" not in target and not Path(target).expanduser().is_file():
+        yield None
+        return
+    db = ResultsDB(target)
+    try:
+        yield db
+    finally:
+        close = getattr(db, "close", None)
+        if callable(close):
+            close()
 
 
 def open_db(args: Any) -> "ResultsDB":

@@ -11,6 +11,7 @@ from bench.commands.common import (
     add_encoder_options,
     add_eval_options,
     add_nproc,
+    existing_db,
     open_db,
     start_processes,
 )
@@ -29,6 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--suite", action="append", required=True, help="suite string, e.g. sts@elong or beir:scifact (suites: {suites})")
     p.add_argument("--rerun", action="store_true", help="score again in a new row even when a finished evaluation with "
                    "these settings, weights and data exists (default: reuse it; the old row is kept)")
+    p.add_argument("--estimate", action="store_true",
+                   help="run nothing heavy and record nothing: print each dataset's documents, queries, tokens, cache "
+                   "disk, memory and time on this machine (from a calibration of a few seconds; a dataset that is not "
+                   "here: its published size and what to download)")
     add_encoder_options(p)
     add_eval_options(p)
     add_nproc(p)
@@ -50,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     options = EvalOptions.from_args(args)  # the options `lenbench.evaluate` builds from Python values
     spec = EvalSpec.from_options(options)
     parse_suites(spec.suite_args)  # unknown suite: error before any process starts or anything is written
+    if getattr(args, "estimate", False):
+        return print_estimate(spec, args)
     launched = start_processes(args)
     if launched is not None:
         return launched
@@ -66,4 +73,20 @@ def run(args: argparse.Namespace) -> int:
     folder = result.db.get_run(result.run_id).get("output_dir")
     if folder:  # the row's results.json (bench.experiment.eval_files), written before the row was finished
         print(f"results {Path(folder) / RESULTS_FILE}")
+    from bench.runtime.clock import process_seconds
+
+    result.db.merge_runtime(result.run_id, {"wall_seconds": round(process_seconds(), 3)})  # what --estimate predicts
+    return 0
+
+
+def print_estimate(spec: EvalSpec, args: argparse.Namespace) -> int:
+    """`--estimate`: the estimate's table (bench.experiment.estimate), with the times of an earlier identical run
+    from the database when there is one (it is only read, never created)."""
+    from bench.experiment.estimate import estimate_evaluation
+    from bench.experiment.estimate_report import add_actual
+
+    est = estimate_evaluation(spec, say=print)
+    with existing_db(args) as db:
+        add_actual(est, db)
+    print("\n".join(est.lines()))
     return 0

@@ -93,6 +93,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "so it is not part of a run's config")
     p.add_argument("--keep-checkpoints", action="store_true",
                    help="keep the training checkpoints after a successful run (default: deleted; the encoder stays)")
+    p.add_argument("--estimate", action="store_true",
+                   help="run nothing heavy and record nothing: print the time (GPU-hours on a GPU), memory, cache disk and "
+                   "downloads of the whole run, methods x seeds, from a calibration of a few seconds per method")
     p.add_argument("--resume", action="store_true", help="continue the unfinished runs of these settings whose process is gone (never a live one)")
     p.add_argument("--rerun", action="store_true", help="train and score again even when a finished run with these "
                    "settings exists (a new row; the old one is kept): after a code change that kept the version numbers")
@@ -148,6 +151,11 @@ def run(args: argparse.Namespace) -> int:
     from bench.experiment.run_job import prepare_run, run_prepared
 
     t_start = time.time()
+    if args.estimate:
+        from bench.experiment.estimate_run import estimate_run
+
+        print("\n".join(estimate_run(RunSpec.from_args(args), say=print).lines()))
+        return 0
     world = args.nproc if args.nproc and distributed.env_world_size() == 1 else distributed.env_world_size()
     prepared = prepare_run(RunSpec.from_args(args), world)  # refused before any process or row
     launched = start_processes(args)

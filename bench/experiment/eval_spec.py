@@ -48,6 +48,7 @@ class EvalOptions:
     db_init_foreign: bool = option(False, FLAG)
     no_progress: bool = option(False, FLAG)
     rerun: bool = option(False, FLAG)  # score again in a new row even when this evaluation has a finished one
+    estimate: bool = option(False, FLAG)  # print what it will cost (bench.experiment.estimate); score nothing
 
     @classmethod
     def from_args(cls, args: Any) -> "EvalOptions":

@@ -98,6 +98,7 @@ class RunSpec:
     sweep_point: str = _opt("")
     nproc: int | None = _opt(None, int)
     loader_workers: int | None = _opt(None, int)  # how batches are built, never what they are: outside the config
+    estimate: bool = _opt(False, FLAG)  # print what the run will cost (bench.experiment.estimate_run); run nothing
     data_dir: str | None = _opt(None)
     download: bool = _opt(False, FLAG)
     db: str | None = _opt(None)
