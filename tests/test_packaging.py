@@ -133,7 +133,7 @@ def test_cache_info_lists_token_id_files_and_clear_removes_only_lenbench_ones(re
 
     assert main(["cache", "info"]) == 0
     out = capsys.readouterr().out
-    assert "2 token-id file(s)" in out, out
+    assert "1 token-id file(s)" in out and "1 training token table(s)" in out, out
     assert f"tokens/{ids_file.name}" in out and f"tokens/{training[0].name}" in out
     assert "kept 3 file(s)" in out and f"tokens/ids-{'0' * 24}.sqlite  (not a token-id file" in out
 

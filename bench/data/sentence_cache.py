@@ -13,13 +13,15 @@ again, and a new pysbd (or the regex fallback) never reuses splits it did not ma
 
 File format: one line per text, in corpus order, the text's sentences joined by U+001E (a normalised text holds no
 newline and no U+001E: `str.split()` treats both as whitespace). Written to a temporary name and renamed, so a
-killed run leaves no half file; an unreadable or short file is ignored and made again.
+killed run leaves no half file; an unreadable or short file is ignored and made again. `bench cache clear` deletes a
+file here only when `is_split_file` proves it is one of these (`SentenceStore`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -29,11 +31,14 @@ from typing import Any
 
 from bench.data import sentences
 from bench.runtime.paths import cache_dir
+from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, describe_files, plain_files
 
 
 SEP = "\x1e"
 FOLDER = "sentences"
 FORMAT = 1  # bump when the file layout or the normalisation changes
+FILE_NAME = re.compile(r"[0-9a-f]{64}\.txt")
+TEMPORARY_NAME = re.compile(r"\.[0-9a-f]{64}\.txt\.\d+-[0-9a-f]{8}\.part")  # atomic_file's name for one in writing
 
 
 @dataclass(frozen=True)
@@ -136,3 +141,44 @@ def prepare(texts: Sequence[str], workers: int | None = None, use_disk: bool = T
             _write(path, splits)
     sentences.install(dict(zip(normalised, splits)))
     return Prepared(texts=len(normalised), cached=cached, path=path, seconds=time.monotonic() - start)
+
+
+def is_split_file(path: Path) -> bool:
+    """Whether `path` is a file `prepare` wrote (or the temporary file of a write of one that was interrupted): its
+    name, and text with no NUL byte that reads as UTF-8 (what `_write` writes)."""
+    if TEMPORARY_NAME.fullmatch(path.name):
+        return True
+    if not FILE_NAME.fullmatch(path.name):
+        return False
+    try:
+        data = path.read_bytes()
+        data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return b"\0" not in data
+
+
+class SentenceStore:
+    """The sentence splits as a store (`bench.runtime.stores`): the files of sentences/ that `is_split_file`
+    proves are lenbench's."""
+
+    title = "sentence split file(s)"
+
+    def files(self, root: Path) -> Listing:
+        listing = Listing(root)
+        for path in plain_files(root / FOLDER):
+            if is_split_file(path):
+                listing.ours.append(StoreFile(path))
+            else:
+                named = bool(FILE_NAME.fullmatch(path.name))
+                listing.kept.append(Kept(path, "not a sentence split file lenbench wrote", named))
+        return listing
+
+    def describe(self, listing: Listing) -> list[str]:
+        return describe_files(self.title, listing)
+
+    def clear(self, listing: Listing) -> Cleared:
+        return clear_files(listing, [listing.root / FOLDER])
+
+
+STORE = SentenceStore()

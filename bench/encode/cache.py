@@ -25,12 +25,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import Any
 
 import numpy as np
 
 from bench.runtime.paths import cache_dir
+from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, companions, describe_files, plain_files
 
 # Bumped when the meaning of a key changes: a new file name, so old files (keyed by text) are never misread.
 KEY_VERSION = "ids-v1"
@@ -329,3 +329,32 @@ class EmbeddingCache:
 
     def close(self) -> None:
         self._conn.close()
+
+
+class EmbeddingStore:
+    """The embedding cache as a store (`bench.runtime.stores`): the *.sqlite files of the cache folder that
+    `inspect_cache_file` proves are lenbench's, with their -wal/-shm; the corrupt ones it set aside."""
+
+    title = "encoder file(s)"
+
+    def files(self, root: Path) -> Listing:
+        listing = Listing(root)
+        for path in plain_files(root):
+            if path.suffix != ".sqlite":
+                continue
+            info = inspect_cache_file(path)
+            if info.namespace is not None:
+                listing.ours.append(StoreFile(path, info.namespace, companions(path)))
+            else:
+                listing.kept.append(Kept(path, info.why))
+        listing.aside.extend(plain_files(root / SET_ASIDE))
+        return listing
+
+    def describe(self, listing: Listing) -> list[str]:
+        return describe_files(self.title, listing)
+
+    def clear(self, listing: Listing) -> Cleared:
+        return clear_files(listing)
+
+
+STORE = EmbeddingStore()

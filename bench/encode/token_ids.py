@@ -44,6 +44,7 @@ from bench.data.token_cache import FOLDER, tokenizer_id
 from bench.encode.cache import text_key
 from bench.encode.inputs import ModelInputs, TokenRows, model_inputs, truncating_backend
 from bench.runtime.paths import cache_dir
+from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, companions, describe_files, plain_files
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +174,33 @@ def is_token_id_file(path: Path) -> bool:
     except (NotSQLiteFile, OSError, sqlite3.Error):
         return False
     return [(name, " ".join(str(sql).split())) for name, sql in tables] == [("ids", IDS_TABLE_SQL)]
+
+
+class TokenIdStore:
+    """The evaluation token ids as a store (`bench.runtime.stores`): the files of tokens/ that `is_token_id_file`
+    proves are lenbench's, each with its -wal/-shm."""
+
+    title = "token-id file(s)"
+
+    def files(self, root: Path) -> Listing:
+        listing = Listing(root)
+        found = plain_files(root / FOLDER)
+        for path in found:
+            if is_token_id_file(path):
+                listing.ours.append(StoreFile(path, companions=companions(path)))
+        theirs = {p for f in listing.ours for p in f.paths}
+        listing.kept.extend(Kept(p, "not a token-id file lenbench wrote", bool(FILE_NAME.fullmatch(p.name)))
+                            for p in found if p not in theirs)  # fmt: skip
+        return listing
+
+    def describe(self, listing: Listing) -> list[str]:
+        return describe_files(self.title, listing)
+
+    def clear(self, listing: Listing) -> Cleared:
+        return clear_files(listing, [listing.root / FOLDER])
+
+
+STORE = TokenIdStore()
 
 
 # ---------------------------------------------------------------------------------- parallel tokenisation

@@ -35,7 +35,9 @@ crash never leaves a half-written model behind. `bench cache clear` removes thes
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import re
 import warnings
 from functools import lru_cache
 from pathlib import Path
@@ -46,6 +48,7 @@ import numpy as np
 from bench import environment
 from bench.encode.pooling import eval_mode, pool, pooled_output
 from bench.runtime.errors import ModelLoadError
+from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, describe_files, plain_files
 
 if TYPE_CHECKING:
     from bench.encode.backends.base import BackendHost
@@ -69,8 +72,16 @@ def onnxruntime_available() -> bool:
     return importlib.util.find_spec("onnxruntime") is not None
 
 
+FOLDER = "onnx"  # under the cache folder
+# The names `onnx_path` gives (any FORMAT), and those of a write that was interrupted: bench.runtime.writes's hidden
+# temporary name, or the `.<name>.<pid>.tmp` of lenbench before it.
+FILE_NAME = re.compile(r"[0-9a-f]{8,64}-(mean|cls|tokens)-v\d+(-fused)?\.onnx")
+TEMPORARY_NAME = re.compile(r"\.[0-9a-f]{8,64}-(mean|cls|tokens)-v\d+(-fused)?\.onnx\.\d+(-[0-9a-f]{8}\.part|\.tmp)")
+META_BYTES = b"\x0a\x08lenbench"  # the protobuf bytes of the metadata key (META_KEY) every export carries
+
+
 def onnx_path(cache_dir: str | os.PathLike[str], fingerprint: str, pooling: str, fused: bool = False) -> Path:
-    return Path(cache_dir) / "onnx" / f"{fingerprint}-{pooling}-v{FORMAT}{'-fused' if fused else ''}.onnx"
+    return Path(cache_dir) / FOLDER / f"{fingerprint}-{pooling}-v{FORMAT}{'-fused' if fused else ''}.onnx"
 
 
 def probe_batch(config: Any, seed: int = 0) -> dict[str, np.ndarray]:
@@ -306,3 +317,42 @@ class OnnxPooledModel:
     def run(self, batch: dict[str, np.ndarray]) -> np.ndarray:
         feeds = {k: np.ascontiguousarray(v, dtype=np.int64) for k, v in batch.items() if k in self.inputs}
         return np.asarray(self.session.run(None, feeds)[0], dtype=np.float32)
+
+
+def is_lenbench_export(path: Path) -> bool:
+    """Whether `path` is an export lenbench wrote: its name and the metadata key inside (read without onnx), or the
+    temporary file of an export that was interrupted."""
+    if TEMPORARY_NAME.fullmatch(path.name):
+        return True
+    if not FILE_NAME.fullmatch(path.name):
+        return False
+    try:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(META_BYTES) >= 0
+    except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
+        return False
+
+
+class OnnxStore:
+    """The ONNX exports as a store (`bench.runtime.stores`): the files of the onnx/ folder `is_lenbench_export`
+    proves are lenbench's."""
+
+    title = "ONNX export(s)"
+
+    def files(self, root: Path) -> Listing:
+        listing = Listing(root)
+        for path in plain_files(root / FOLDER):
+            if is_lenbench_export(path):
+                listing.ours.append(StoreFile(path))
+            else:
+                listing.kept.append(Kept(path, "not an export lenbench wrote"))
+        return listing
+
+    def describe(self, listing: Listing) -> list[str]:
+        return describe_files(self.title, listing)
+
+    def clear(self, listing: Listing) -> Cleared:
+        return clear_files(listing, [listing.root / FOLDER])
+
+
+STORE = OnnxStore()

@@ -1,0 +1,144 @@
+"""Cache stores: every cache lenbench keeps under its cache folder (`bench.runtime.paths.cache_dir`) is one module
+that owns its layout, and offers it as a `Store`:
+
+    listing = store.files(root)     # its files under root (each with its -wal/-shm companions), what else lies where
+                                    # it keeps them, and what it set aside
+    store.describe(listing)         # `bench cache info`'s lines for it
+    store.clear(listing)            # delete its files (a file before its companions), say what could not go
+
+`bench cache info|clear` (bench.commands.cache) loops over its list of stores and knows no file name: adding a
+cache is its module (with a store) and one line in that list. A store lists as its own only files it can prove it
+wrote (its naming, and its format read back); anything else where it keeps its files is `Kept`, never deleted.
+The shared parts (sizes, the info lines, deleting with companions) are the functions below, so a store's own code
+is what it knows: its names and its format.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+COMPANIONS = ("-wal", "-shm")  # what SQLite keeps beside a database in WAL mode; they go with it
+
+
+@dataclass(frozen=True)
+class StoreFile:
+    """One file a store proved it wrote, with the files that go with it (deleted after it, kept if it stays)."""
+
+    path: Path
+    detail: str = ""  # what `info` says of it (an embedding namespace, a use)
+    companions: tuple[Path, ...] = ()
+
+    @property
+    def paths(self) -> tuple[Path, ...]:
+        return (self.path, *self.companions)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A file where a store keeps its files that it cannot prove it wrote: listed with why, never deleted. `named`:
+    it has a name the store gives (not merely a file in its folder), so the store's word on it is the one shown."""
+
+    path: Path
+    why: str
+    named: bool = False
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a store found under one cache folder (`root`)."""
+
+    root: Path
+    ours: list[StoreFile] = field(default_factory=list)
+    kept: list[Kept] = field(default_factory=list)
+    aside: list[Path] = field(default_factory=list)  # files it set aside as corrupt (for inspection, by hand)
+
+
+@dataclass(frozen=True)
+class Cleared:
+    """What `clear` did: how many files went and their bytes; the ones that could not (held open, not ours to
+    delete)."""
+
+    removed: int = 0
+    freed: int = 0
+    busy: list[Path] = field(default_factory=list)
+
+
+class Store(Protocol):
+    """One cache (see the module docstring). `title`: what `info` counts its files as ("ONNX export(s)")."""
+
+    title: str
+
+    def files(self, root: Path) -> Listing: ...
+
+    def describe(self, listing: Listing) -> list[str]: ...
+
+    def clear(self, listing: Listing) -> Cleared: ...
+
+
+def size_of(paths: Iterable[Path]) -> int:
+    """Bytes of the files that still exist (a companion may come and go with its database's connections)."""
+    total = 0
+    for p in paths:
+        with contextlib.suppress(OSError):
+            total += p.stat().st_size
+    return total
+
+
+def human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def plain_files(folder: Path) -> list[Path]:
+    """The regular files of a folder (no links, no sub-folders), sorted; none when it is not a folder."""
+    if not folder.is_dir():
+        return []
+    return sorted(f for f in folder.iterdir() if f.is_file() and not f.is_symlink())
+
+
+def companions(path: Path) -> tuple[Path, ...]:
+    """The -wal/-shm files beside an SQLite file that exist now."""
+    return tuple(p for p in (Path(f"{path}{c}") for c in COMPANIONS) if p.is_file())
+
+
+def describe_files(title: str, listing: Listing) -> list[str]:
+    """`info`'s lines for a store: how many files and their bytes, then each file (its bytes with its companions')."""
+    from bench.runtime.terminal import safe
+
+    lines = [f"{len(listing.ours)} {title}, {human_size(size_of(p for f in listing.ours for p in f.paths))}"]
+    for f in listing.ours:
+        name = safe(str(f.path.relative_to(listing.root)))
+        lines.append(f"  {name}  {human_size(size_of(f.paths)):>10}" + (f"  {safe(f.detail)}" if f.detail else ""))
+    return lines
+
+
+def clear_files(listing: Listing, folders: Iterable[Path] = ()) -> Cleared:
+    """Delete a store's files, each before its companions (its last commits may be in the -wal: those go only with
+    it), then its `folders` where they are left empty. A file the system will not delete (held open where open
+    files cannot be deleted, or not this user's) stays, with its companions, and is reported."""
+    removed, freed, busy = 0, 0, []
+    for f in listing.ours:
+        for i, path in enumerate(f.paths):
+            if i and f.path in busy:
+                busy.append(path)
+                continue
+            size = size_of([path])
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                busy.append(path)
+                continue
+            removed, freed = removed + 1, freed + size
+    for folder in folders:
+        if folder.is_dir() and not any(folder.iterdir()):
+            with contextlib.suppress(OSError):  # another process may have just written into it
+                folder.rmdir()
+    return Cleared(removed, freed, busy)
