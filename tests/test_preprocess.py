@@ -143,13 +143,14 @@ def test_loader_restarted_from_a_position_continues_the_same_stream(tok):
     assert _same(whole[10:], rest)
 
 
+class TorchDrawing:  # module level: loader workers get a pickled copy of the adapter (never a fork)
+    name = "torch-drawing"
+
+    def make_batch(self, texts, rng):
+        return {"noise": torch.rand(3), "draw": rng.random()}
+
+
 def test_make_batch_drawing_from_torch_gets_the_same_tensors_anywhere_and_leaves_training_rng_alone():
-    class TorchDrawing:
-        name = "torch-drawing"
-
-        def make_batch(self, texts, rng):
-            return {"noise": torch.rand(3), "draw": rng.random()}
-
     torch.manual_seed(0)
     before = torch.get_rng_state()
     inline = _items(BatchLoader(TorchDrawing(), ["a", "b", "c"], batch_size=2, seed=0, workers=0), 4)

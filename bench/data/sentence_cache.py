@@ -3,9 +3,10 @@
 The methods that pick sentences (laser3's first sentence, cocodr-pt's rest of the document, crop's chunks) call
 `bench.data.sentences.split_sentences` text by text. pysbd costs milliseconds a text, so on a 5,000-document corpus
 the first pass of a run spends most of its time splitting. `prepare(texts)` splits every text of the corpus up
-front, in a process pool over the cores this process may use, writes the splits to
-`<lenbench cache>/sentences/<key>.txt` and installs them in the splitter's lookup table (`sentences.install`), so
-every later `split_sentences` of those texts is a dictionary lookup (in worker processes forked afterwards too).
+front, in a process pool over the cores this process may use (`bench.runtime.pools`: never forked), writes the
+splits to `<lenbench cache>/sentences/<key>.txt` and installs them in the splitter's lookup table (`sentences.install`), so
+every later `split_sentences` of those texts is a dictionary lookup (in the training loader's workers too: they get
+the installed splits with their copy of the batch builder).
 
 The key is the corpus fingerprint (sha256 of its normalised texts, in order) with the splitter's name and version
 (`sentences.splitter_id()`): another method, seed or run on the same corpus reads the file instead of splitting
@@ -20,17 +21,17 @@ file here only when `is_split_file` proves it is one of these (`SentenceStore`).
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.data import sentences
+from bench.runtime import pools
 from bench.runtime.paths import cache_dir
+from bench.runtime.pools import usable_cores  # noqa: F401 - where callers have long found it
 from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, describe_files, plain_files
 
 
@@ -49,14 +50,6 @@ class Prepared:
     cached: bool
     path: Path | None
     seconds: float
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def corpus_key(normalised: Sequence[str]) -> str:
@@ -78,23 +71,9 @@ def _split_chunk(chunk: list[str]) -> list[tuple[str, ...]]:
 
 def parallel_map(fn: Callable[[list[Any]], list[Any]], items: Sequence[Any], workers: int | None = None) -> list[Any]:
     """fn over chunks of `items` in `workers` processes (default: every usable core; 1: in this process), results
-    concatenated in order. `fn` must be a module-level function; children are forked where the platform can."""
-    workers = usable_cores() if workers is None else max(1, workers)
-    items = list(items)
-    if workers == 1 or len(items) < 64:
-        return fn(items)
-    # Small chunks handed out as workers free up: long and short documents spread evenly.
-    size = max(16, min(512, len(items) // (workers * 8) or 1))
-    chunks = [items[i : i + size] for i in range(0, len(items), size)]
-    import multiprocessing
-
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    out: list[Any] = []
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for part in pool.map(fn, chunks):
-            out.extend(part)
-    return out
+    concatenated in order: `bench.runtime.pools.parallel_map` (workers never forked from this process, no wait on
+    a stuck one). `fn` must be a module-level function."""
+    return pools.parallel_map(fn, items, workers, name="sentence-split")
 
 
 def split_all(texts: Sequence[str], workers: int | None = None) -> list[tuple[str, ...]]:

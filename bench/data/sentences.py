@@ -55,6 +55,11 @@ def install(splits: dict[str, tuple[str, ...]]) -> None:
     _KNOWN.update(splits)
 
 
+def installed() -> dict[str, tuple[str, ...]]:
+    """A copy of the installed splits (what a worker process is handed to install in its turn)."""
+    return dict(_KNOWN)
+
+
 def forget() -> None:
     """Drop the installed splits (tests, and a process done with a corpus)."""
     _KNOWN.clear()

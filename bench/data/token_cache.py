@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 import zipfile
 from collections.abc import Sequence
 from functools import partial
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.data.sentence_cache import parallel_map
+from bench.runtime import pools
 from bench.runtime.paths import cache_dir
 from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, describe_files, plain_files
 
@@ -148,7 +149,12 @@ def tokenize(strings: list[str], tokenizer: Any, max_body: int, special: bool = 
     return out
 
 
-_TOKENIZER: Any = None  # the tokenizer forked pool workers use (set before the pool starts)
+_TOKENIZER: Any = None  # a pool worker's own copy of the tokenizer (`_use_tokenizer`, the pool's initializer)
+
+
+def _use_tokenizer(tokenizer: Any) -> None:
+    global _TOKENIZER
+    _TOKENIZER = tokenizer
 
 
 def _tokenize_chunk(chunk: list[str], max_body: int, special: bool) -> list[list[int]]:
@@ -175,11 +181,17 @@ def _write(path: Path, table: TokenTable) -> None:
             np.savez(fh, ids=table.ids, offsets=table.offsets)
 
 
+def _pool_key(tokenizer: Any, ident: str | None) -> str:
+    """The kept pool serves this tokenizer again when its fingerprint is the same; one without a fingerprint gets
+    fresh workers each time (an object id may be reused by another tokenizer)."""
+    ident = ident or tokenizer_id(tokenizer)
+    return ident if ident is not None else f"unkeyed-{time.monotonic_ns()}"
+
+
 def bodies(strings: Sequence[str], tokenizer: Any, max_body: int, workers: int | None = None,
            use_disk: bool = True, special: bool = False) -> tuple[TokenTable, bool]:  # fmt: skip
     """(string -> token ids of the (distinct) strings, whether they came from the disk cache); `special`: with the
     tokenizer's special tokens, max_body then counting them (`add_special_tokens=True, max_length=max_body`)."""
-    global _TOKENIZER
     strings = list(dict.fromkeys(strings))
     ident = tokenizer_id(tokenizer) if use_disk else None
     path = cache_dir() / FOLDER / f"{strings_key(ident, max_body, strings, special)}.npz" if ident else None
@@ -187,11 +199,12 @@ def bodies(strings: Sequence[str], tokenizer: Any, max_body: int, workers: int |
         found = _read(path, strings)
         if found is not None:
             return found, True
-    _TOKENIZER = tokenizer
-    try:
-        out = parallel_map(partial(_tokenize_chunk, max_body=max_body, special=special), strings, workers)
-    finally:
-        _TOKENIZER = None
+    # Workers get a pickled copy of the tokenizer once (the pool is kept while the tokenizer is the same); this
+    # process tokenises with its own when there is no pool or the pool stalls.
+    out = pools.parallel_map(partial(_tokenize_chunk, max_body=max_body, special=special), strings, workers,
+                             name="token-bodies", key=_pool_key(tokenizer, ident), initializer=_use_tokenizer,
+                             initargs=(tokenizer,), local=partial(tokenize, tokenizer=tokenizer, max_body=max_body,
+                                                                  special=special))  # fmt: skip
     table = TokenTable.from_lists(strings, out)
     if path is not None:
         _write(path, table)

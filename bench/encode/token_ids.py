@@ -17,8 +17,9 @@ slow Python one) is never cached on disk. A cache that cannot be opened or writt
 
 Cold texts are tokenised in parallel over all cores: by the fast tokenizer's own thread pool (one batch call, GIL
 released) and, for `PROCESS_TEXTS` texts or more on a machine with more than two cores, by a process pool whose
-workers each run a copy of the tokenizer, so the per-text Python work of turning encodings into arrays runs on every
-core as well. The pool is kept between calls (an encoder hands its texts over chunk by chunk) and serves every
+workers each run a copy of the tokenizer (`bench.runtime.pools`: started by the forkserver, never forked from this
+process, whose tokenizer threads have run; a stalled pool is ended and its chunks tokenised here), so the per-text
+Python work of turning encodings into arrays runs on every core as well. The pool is kept between calls (an encoder hands its texts over chunk by chunk) and serves every
 encoder with the same tokenizer.
 
 `bench cache clear` deletes a file here only when `is_token_id_file` proves it is one of these: the name
@@ -34,15 +35,16 @@ import re
 import sqlite3
 import threading
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.data.sentence_cache import usable_cores
 from bench.data.token_cache import FOLDER, tokenizer_id
 from bench.encode.cache import text_key
 from bench.encode.inputs import ModelInputs, TokenRows, model_inputs, truncating_backend
+from bench.runtime import pools
 from bench.runtime.paths import cache_dir
 from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, companions, describe_files, plain_files
 
@@ -206,18 +208,22 @@ STORE = TokenIdStore()
 # ---------------------------------------------------------------------------------- parallel tokenisation
 def tokenize_parallel(texts: list[str], tokenizer: Any, max_len: int, workers: int | None = None) -> ModelInputs:
     """`model_inputs` of many texts over every core: a process pool of tokenizer copies for PROCESS_TEXTS texts or
-    more on more than two cores (a fast tokenizer only), else the fast tokenizer's own threads."""
-    workers = usable_cores() if workers is None else max(1, workers)
-    backend = truncating_backend(tokenizer, max_len) if len(texts) >= PROCESS_TEXTS and workers > 2 else None
+    more on more than two cores (a fast tokenizer only; LENBENCH_POOLS=on: wherever it can, off: never), else the
+    fast tokenizer's own threads."""
+    n = pools.pool_workers(workers, len(texts), PROCESS_TEXTS)
+    if pools.mode() == "auto" and n <= 2:
+        n = 0
+    backend = truncating_backend(tokenizer, max_len) if n else None
     if backend is None:
         return model_inputs(texts, tokenizer, max_len)
     # Chunks small enough that every worker gets several (long and short texts spread out), large enough to amortise
     # the hand-over; results come back in order as flat arrays.
-    size = max(1, min(PROCESS_CHUNK, -(-len(texts) // (workers * 4))))
+    size = max(1, min(PROCESS_CHUNK, -(-len(texts) // (n * 4))))
     chunks = [texts[s : s + size] for s in range(0, len(texts), size)]
     parts: list[TokenRows] = []
     cut: list[np.ndarray] = []
-    for flat, offsets, truncated in _POOLS.get(backend, workers).map(_tokenize_chunk, chunks):
+    local = partial(_tokenize_with, backend)  # a stalled pool's chunks: here, with the same truncating copy
+    for flat, offsets, truncated in _POOLS.get(backend, n).map(_tokenize_chunk, chunks, local=local):
         parts.append(TokenRows(flat, offsets))
         cut.append(truncated)
     return ModelInputs(TokenRows.concat(parts), np.concatenate(cut) if cut else np.zeros(0, dtype=bool))
@@ -234,28 +240,22 @@ class _TokenizerPools:
         self._pool: Any = None
         atexit.register(self.shutdown)
 
-    def get(self, backend: Any, workers: int) -> Any:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
+    def get(self, backend: Any, workers: int) -> pools.WorkerPool:
         serialised = backend.to_str()  # truncation at max_len is part of the serialised copy
         key = (hashlib.sha256(serialised.encode()).hexdigest(), workers)
         with self._lock:
-            if self._pool is None or self._key != key:
+            if self._pool is None or self._key != key or not self._pool.alive:
                 self.shutdown()
-                # Forked where the platform can (no re-import of the caller's main module). A child never touches
-                # CUDA, and it tokenises with a fresh copy of the tokenizer on one thread, never the parent's pool.
-                methods = multiprocessing.get_all_start_methods()
-                context = multiprocessing.get_context("fork" if "fork" in methods else None)
-                self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
-                                                 initargs=(serialised,))  # fmt: skip
+                # Never forked (bench.runtime.pools): this process has run the tokenizer's threads. Each worker
+                # tokenises with its own copy of the tokenizer, on one thread, and never touches CUDA.
+                self._pool = pools.WorkerPool(workers, "token-ids", _start_worker, (serialised,))
                 self._key = key
             return self._pool
 
     def shutdown(self) -> None:
         pool, self._pool, self._key = self._pool, None, None
         if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.close()
 
 
 _POOLS = _TokenizerPools()
@@ -276,7 +276,11 @@ def _start_worker(serialised: str) -> None:
 
 def _tokenize_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(flat int32 ids, offsets, cut flags) of one chunk: compact to send back."""
-    encode = getattr(_WORKER_BACKEND, "encode_batch_fast", _WORKER_BACKEND.encode_batch)
+    return _tokenize_with(_WORKER_BACKEND, texts)
+
+
+def _tokenize_with(backend: Any, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    encode = getattr(backend, "encode_batch_fast", backend.encode_batch)
     encodings = encode(texts, add_special_tokens=True)
     offsets = np.zeros(len(encodings) + 1, dtype=np.int64)
     np.cumsum([len(e.ids) for e in encodings], out=offsets[1:])

@@ -1,8 +1,8 @@
 """Training batches built ahead of the step that uses them: the text stream, the per-draw randomness and the loader.
 
 The trainer takes batches from `BatchLoader`; with `workers` > 0 they are built in worker processes (torch's
-DataLoader, forked, a bounded queue of `prefetch` batches per worker) while the step before runs; with 0 they are
-built on the training thread when asked for.
+DataLoader, its workers started by the forkserver, never forked: bench.runtime.pools; a bounded queue of `prefetch`
+batches per worker) while the step before runs; with 0 they are built on the training thread when asked for.
 
 Results never depend on the number of workers, because nothing a batch is made of depends on who builds it or when:
 
@@ -20,11 +20,12 @@ workers have run ahead, so `--resume` continues exactly there.
 
 from __future__ import annotations
 
+import copy
 import hashlib
-import multiprocessing
+import logging
 import os
+import pickle
 import random
-import signal
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,8 +33,11 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from bench.runtime import pools
 from bench.runtime.errors import TrainingError
 from bench.train.method import AdapterHooks
+
+log = logging.getLogger(__name__)
 
 
 def default_workers(world: int = 1) -> int:
@@ -139,10 +143,26 @@ class _Draws(Sampler):
 
 
 class _Builder(Dataset):
-    """draw -> (draw, adapter.make_batch(its texts, draw_rng(seed, draw)) or None)."""
+    """draw -> (draw, adapter.make_batch(its texts, draw_rng(seed, draw)) or None).
+
+    A loader worker gets a pickled copy (workers are never forked: bench.runtime.pools): the adapter without its
+    torch modules (make_batch never uses the weights, which stay with the trainer) and with the sentence splits
+    this process has installed, so a worker splits nothing the training process already split."""
 
     def __init__(self, adapter: Any, texts: Sequence[str], seed: int):
         self.adapter, self.texts, self.seed = adapter, texts, seed
+
+    def __getstate__(self) -> dict[str, Any]:
+        from bench.data import sentences
+
+        return {"adapter": _without_modules(self.adapter), "texts": self.texts, "seed": self.seed,
+                "splits": sentences.installed()}  # fmt: skip
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        from bench.data import sentences
+
+        sentences.install(state.pop("splits"))
+        self.__dict__.update(state)
 
     def __getitem__(self, draw: Draw) -> tuple[Draw, dict[str, Any] | None]:
         rng = draw_rng(self.seed, draw.number)
@@ -155,13 +175,26 @@ class _Builder(Dataset):
         raise TypeError("an endless stream of draws")
 
 
+def _without_modules(adapter: Any) -> Any:
+    """A shallow copy of `adapter` whose torch.nn.Module attributes (a momentum encoder, an MLM head) are None."""
+    fields = getattr(adapter, "__dict__", None)
+    if not fields or not any(isinstance(v, torch.nn.Module) for v in fields.values()):
+        return adapter
+    clone = copy.copy(adapter)
+    for name, value in fields.items():
+        if isinstance(value, torch.nn.Module):
+            setattr(clone, name, None)
+    return clone
+
+
 def _identity(item: Any) -> Any:
     return item
 
 
 def _worker_init(_: int) -> None:
-    """A worker leaves Ctrl-C to the trainer (which finishes its step, checkpoints and stops the workers)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """A worker leaves Ctrl-C to the trainer (which finishes its step, checkpoints and stops the workers), tokenises
+    on one thread and dies with its parent (bench.runtime.pools.worker_started)."""
+    pools.worker_started()
 
 
 class BatchLoader:
@@ -178,17 +211,23 @@ class BatchLoader:
         self._iter: Iterator[tuple[Draw, dict[str, Any] | None]] | None = None
         self._loader: DataLoader | None = None
         if workers > 0:
-            methods = multiprocessing.get_all_start_methods()
             self._loader = DataLoader(
                 self.builder, batch_size=None, sampler=self.sampler, collate_fn=_identity, num_workers=workers,
                 prefetch_factor=max(1, prefetch), pin_memory=pin_memory, worker_init_fn=_worker_init,
-                multiprocessing_context="fork" if "fork" in methods else None,
+                multiprocessing_context=pools.start_context(),  # never fork: the tokenizer's threads have run
                 generator=torch.Generator().manual_seed(seed),  # its workers' seeds: never a draw from the global
             )  # generator, which is the training thread's (dropout) and checkpointed
 
     def __iter__(self) -> Iterator[tuple[Draw, dict[str, Any] | None]]:
         if self._loader is not None:
-            return iter(self._loader)
+            try:
+                return iter(self._loader)
+            except (pickle.PicklingError, AttributeError, TypeError) as exc:  # what pickling an object refuses with
+                # A plug-in adapter holding a lambda or a local class: the same batches, built here.
+                log.warning("loader workers off: the adapter of %r cannot be copied to a worker process (%s: %s); "
+                            "batches are built on the training thread (the same batches)", self.sampler.name,
+                            type(exc).__name__, exc)  # fmt: skip
+                self._loader, self.workers = None, 0
         return (self.builder[draw] for draw in self.sampler)
 
     def close(self) -> None:

@@ -1,0 +1,151 @@
+"""No job hangs (issue 44): a process whose tokenizer threads have run never forks a worker that tokenises, and a
+job that would hang fails inside a bound instead of holding CI.
+
+Each sequence runs in a child process with a hard timeout: a deadlock fails the test, it never hangs the suite."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write_sts
+
+REPO = Path(__file__).resolve().parent.parent
+BOUND_S = 240  # a healthy run takes well under a minute on 2 loaded cores; the deadlock never ends
+# Enough distinct texts that the corpus preparation reaches the process pool on today's thresholds (64).
+CORPUS = [f"Document {i} is about subject {i % 7}. It has a second sentence, number {i}, with more words." for i in range(160)]
+STS = [
+    ("A man is playing a guitar.", "A man plays the guitar.", 4.8),
+    ("A woman is slicing onions.", "A man is riding a horse.", 0.4),
+    ("The cat sleeps on the sofa.", "A cat is sleeping on a couch.", 4.5),
+    ("Stocks fell sharply today.", "Children play football outside.", 0.0),
+    ("A dog runs in the park.", "A dog is running on grass.", 4.0),
+]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """This checkout importable, offline, one torch thread; the tokenizer's threads ON (what a user gets who sets
+    TOKENIZERS_PARALLELISM=true to silence the tokenizers warning: a forked child then tokenises on a thread pool
+    whose threads it does not have); every process pool forced on, even on one or two cores."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               TOKENIZERS_PARALLELISM="true", LENBENCH_POOLS="on",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))  # fmt: skip
+    env.update(extra)
+    return env
+
+
+def run_bounded(argv: list[str], cwd: Path, env: dict[str, str], bound: float = BOUND_S) -> subprocess.CompletedProcess:
+    """`python -m bench ARGV` that must end within `bound` seconds; its whole process group is killed otherwise."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench", *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=env, cwd=cwd, start_new_session=True)  # fmt: skip
+    try:
+        out, _ = proc.communicate(timeout=bound)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        out, _ = proc.communicate()
+        pytest.fail(f"`bench {' '.join(argv[:3])} ...` hung (no end in {bound} s); its output:\n{out.decode()[-3000:]}")
+    return subprocess.CompletedProcess(argv, proc.returncode, out.decode(), "")
+
+
+def small_job(tmp_path: Path, tiny_model_dir: Path, *extra: str) -> list[str]:
+    data = tmp_path / "data"
+    write_sts(data / "sts" / "stsb-test.tsv", STS)
+    (tmp_path / "corpus.txt").write_text("\n".join(CORPUS) + "\n")
+    return ["run", "--method", "simcse", "--backbone", str(tiny_model_dir), "--corpus", str(tmp_path / "corpus.txt"),
+            "--budget", "steps=2", "--batch-size", "4", "--max-len", "32", "--suite", "sts:stsb", "--eval-max-len", "64",
+            "--data-dir", str(data), "--db", str(tmp_path / "r.sqlite"), "--out", str(tmp_path / "runs"),
+            "--no-progress", *extra]  # fmt: skip
+
+
+def test_baseline_evaluation_then_training_that_prepares_its_corpus_in_a_pool_finishes(tiny_model_dir, tmp_path):
+    """The sequence that hung every time (issue 44): the untrained baseline's evaluation runs the tokenizer's
+    threads, then the training run tokenises its corpus in a process pool and builds batches in loader workers,
+    all in one process."""
+    from results_db import ResultsDB
+
+    done = run_bounded(small_job(tmp_path, tiny_model_dir, "--loader-workers", "1"), tmp_path, child_env())
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "[vanilla] evaluated" in done.stdout
+    runs = ResultsDB(tmp_path / "r.sqlite").runs()
+    assert sorted(runs["status"]) == ["finished", "finished"]
+    assert "finishing" not in done.stdout  # the pools did the work: no stalled pool was taken over
+
+
+# ------------------------------------------------------------------------------------------ bounded waits
+def _double(chunk: tuple[int, str]) -> int:
+    return 2 * chunk[0]
+
+
+def _stuck_on_odd(chunk: tuple[int, str]) -> int:
+    """Leaves its pid in the folder chunk[1]; never comes back from an odd chunk (a deadlock, as far as the parent
+    can tell)."""
+    import time
+
+    Path(chunk[1], str(os.getpid())).touch()
+    if chunk[0] % 2:
+        time.sleep(3600)
+    return _double(chunk)
+
+
+def gone(pids: list[int], within: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                os.kill(pid, 0)
+                alive.append(pid)
+            except ProcessLookupError:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_pool_that_finishes_nothing_for_the_set_time_is_ended_and_the_parent_finishes_the_work(monkeypatch, caplog, tmp_path):
+    import logging
+    import time
+
+    from bench.runtime import pools
+
+    monkeypatch.setenv("LENBENCH_POOL_STALL_SECONDS", "3")
+    pool = pools.WorkerPool(2, "test")
+    start = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="bench.runtime.pools"):
+        out = pool.map(_stuck_on_odd, [(0, str(tmp_path)), (1, str(tmp_path)), (4, str(tmp_path))], local=_double)
+    took = time.monotonic() - start
+    assert out == [0, 2, 8]  # in order, the stuck chunk computed here
+    assert took < 60 and not pool.alive
+    pids = [int(p.name) for p in tmp_path.iterdir()]
+    assert pids and gone(pids)  # the stuck worker was killed, not left behind
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "test pool: no chunk finished in 3 s" in lines[0] and "finishing 1 of 3 chunks" in lines[0]
+
+
+def test_an_adapter_that_cannot_be_copied_to_loader_workers_builds_its_batches_in_process(caplog):
+    """Loader workers get a pickled copy of the adapter; a plug-in whose adapter cannot be pickled (a local class)
+    trains all the same, on the training thread, with the same batches, and one line says why."""
+    import logging
+
+    from bench.train.loader import BatchLoader
+
+    class Local:
+        name = "local"
+
+        def make_batch(self, texts, rng):
+            return {"texts": list(texts), "r": rng.random()}
+
+    inline = [next(iter(BatchLoader(Local(), ["a", "b", "c"], batch_size=2, seed=0, workers=0)))]
+    with caplog.at_level(logging.WARNING, logger="bench.train.loader"):
+        loader = BatchLoader(Local(), ["a", "b", "c"], batch_size=2, seed=0, workers=1)
+        got = [next(loader.batches())]
+        loader.close()
+    assert [(d.number, b) for d, b in got] == [(d.number, b) for d, b in inline] and loader.workers == 0
+    assert any("loader workers off: the adapter of 'local' cannot be copied" in r.getMessage() for r in caplog.records)
