@@ -73,10 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # a subcommand not built yet
             raise
         module.register(sub)
+    from bench.commands.common import add_option
+    from bench.experiment.options import declared
+
+    no_progress = declared("run", "no_progress")
     for command in sub.choices.values():  # every command may show bars: one switch for all (bench.runtime.progress)
-        if not any("--no-progress" in action.option_strings for action in command._actions):
-            command.add_argument("--no-progress", action="store_true",
-                                 help="no progress bars or progress lines: results and errors only")  # fmt: skip
+        if not any(no_progress.flag in action.option_strings for action in command._actions):
+            add_option(command, no_progress)
     return parser
 
 

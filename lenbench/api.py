@@ -29,21 +29,22 @@ from typing import Any
 # ------------------------------------------------------------------------------------------- options
 def _typed(cls: Any, options: Mapping[str, Any]) -> Any:
     """`cls.from_options(options)` (RunSpec, EvalOptions) with the checks the command makes right after parsing
-    (ranges, devices, output folders, model names); a bad value is a ConfigError with the command's message."""
+    (ranges, devices, output folders, model names); a bad value is a ConfigError naming the keyword (`limit=0`)."""
     from bench.data.download import download_default
+    from bench.experiment.command_options import keyword
     from bench.experiment.option_ranges import check_args
     from bench.runtime.errors import ConfigError
 
+    command = "run" if cls.__name__ == "RunSpec" else "eval"
     given = {k: v for k, v in options.items() if v is not None}
     try:
         typed = cls.from_options({"download": download_default(), **given})  # --download's default: $LENBENCH_DOWNLOAD
     except ConfigError:
         raise
-    except ValueError as exc:  # the parser's wording ("argument --limit: ..."), as lenbench's own error
+    except ValueError as exc:  # one line naming the keyword, as lenbench's own error
         raise ConfigError(str(exc)) from None
-    check_args(typed)
+    check_args(typed, keyword, command)
     if typed.nproc is not None and typed.nproc > 1:
-        command = "run" if cls.__name__ == "RunSpec" else "eval"
         raise ConfigError(f"nproc={typed.nproc}: the Python API runs in this process only; for {typed.nproc} processes "
                           f"run `bench {command} --nproc {typed.nproc} ...` (or torchrun) from a shell")  # fmt: skip
     return typed
@@ -76,7 +77,8 @@ def _model_text(model: Any) -> str:
 def _as_typed(typed: Any, given: Mapping[str, Any]) -> dict[str, Any]:
     """The options given, as typed (a generator is read once; its items are in the typed value), for the recorded
     command line."""
-    return {name: getattr(typed, name) for name, value in given.items() if value is not None}
+    values = typed.option_values()
+    return {name: values[name] for name, value in given.items() if value is not None}
 
 
 @contextlib.contextmanager
@@ -188,7 +190,7 @@ def evaluate(model: str, suites: str | Sequence[str], *, db: str | os.PathLike[s
         from bench.experiment.estimate import estimate_evaluation
 
         return estimate_evaluation(spec)  # type: ignore[return-value]
-    with _job(quiet or opts.no_progress, command_text("eval", EvalOptions, _as_typed(opts, given))):
+    with _job(quiet or opts.no_progress, command_text("eval", _as_typed(opts, given))):
         result = run_evaluation(spec, open_db=lambda: ResultsDB(opts.db, init_foreign=opts.db_init_foreign),
                                 say=_say(quiet))  # fmt: skip
     return Results(result.db, {result.method: [result.run_id]})
@@ -218,7 +220,7 @@ def run(methods: str | Sequence[str] | None = None, suites: str | Sequence[str] 
         return estimate_run(typed)  # type: ignore[return-value]
     prepared = prepare_run(typed, world=1)
     spec = prepared.spec
-    with _job(quiet or spec.no_progress, command_text("run", RunSpec, _as_typed(typed, given))):
+    with _job(quiet or spec.no_progress, command_text("run", _as_typed(typed, given))):
         database = ResultsDB(spec.db, init_foreign=spec.db_init_foreign)
         result = run_prepared(prepared, database, say=_say(quiet))
     return Results(database, result.runs, result.comparison, result.reference)

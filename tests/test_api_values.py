@@ -108,10 +108,10 @@ def test_list_options_take_lists_tuples_sets_and_generators(captured, tmp_path):
 
 
 def test_a_list_where_one_value_is_expected_and_bad_values_are_one_lenbench_line(captured, tmp_path):
-    for options, message in (({"batch_size": [8, 16]}, "argument --batch-size: one value expected"),
-                             ({"max_len": "long"}, "argument --max-len: invalid int value: 'long'"),
+    for options, message in (({"batch_size": [8, 16]}, r"batch_size=\[8, 16\]: one value expected"),
+                             ({"max_len": "long"}, "max_len='long': not a valid int"),
                              ({"seeds": [0, 0]}, "seed 0 is given more than once"),
-                             ({"no_cache": "no"}, "argument --no-cache: a flag is True or False"),
+                             ({"no_cache": "no"}, "no_cache='no': a flag is True or False"),
                              ({"nproc": 2}, "nproc=2: the Python API runs in this process only")):  # fmt: skip
         with pytest.raises(ConfigError, match=message) as exc:
             lenbench.run(methods="simcse", suites="heldout", db=tmp_path / "r.sqlite", quiet=True, **options)

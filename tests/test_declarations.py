@@ -97,20 +97,20 @@ def test_encoder_option_values_are_defined_once_and_offered_by_every_parser():
     """`bench eval`, `bench run` and a sweep's RunSpec offer exactly the encoder's pooling, backend and emb-dtype
     values (bench.encode.options) and check --limit with one function."""
     import argparse
-    import dataclasses
 
     from bench.cli import build_parser
     from bench.encode.options import BACKENDS, EMB_DTYPES, POOLINGS
-    from bench.experiment.run_spec import RunSpec, positive_int
+    from bench.experiment.options import options_of
+    from bench.experiment.run_spec import positive_int
 
     commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
     for command in ("eval", "run"):
         actions = {a.dest: a for a in commands[command]._actions}
         assert (actions["pooling"].choices, actions["backend"].choices, actions["emb_dtype"].choices) == (POOLINGS, BACKENDS, EMB_DTYPES)
         assert actions["limit"].type is positive_int
-    meta = {f.name: f.metadata for f in dataclasses.fields(RunSpec)}
-    assert (meta["pooling"]["choices"], meta["backend"]["choices"], meta["emb_dtype"]["choices"]) == (POOLINGS, BACKENDS, EMB_DTYPES)
-    assert meta["limit"]["convert"] is positive_int
+        declared = options_of(command)
+        assert (declared["pooling"].choices, declared["backend"].choices, declared["emb_dtype"].choices) == (POOLINGS, BACKENDS, EMB_DTYPES)
+        assert declared["limit"].type is positive_int
 
 
 def test_the_builtin_fallbacks_name_what_pyproject_declares():
@@ -256,8 +256,6 @@ def test_precision_evaluation_max_len_and_batch_size_defaults_are_written_once()
 def test_bench_eval_options_are_eval_options_fields_with_the_same_defaults():
     """`bench eval`'s parser and the Python API's EvalOptions know the same options with the same defaults, and the
     encoder's part of them is EncoderOptions' defaults."""
-    from dataclasses import fields
-
     from bench.cli import build_parser
     from bench.encode.options import ENCODER_DEFAULTS
     from bench.experiment.eval_spec import EvalOptions
@@ -265,6 +263,7 @@ def test_bench_eval_options_are_eval_options_fields_with_the_same_defaults():
     parsed = vars(build_parser().parse_args(["eval", "--model", "m", "--suite", "sts"]))
     for name in ("func", "command", "verbose", "argv", "model", "suite", "download"):  # download: $LENBENCH_DOWNLOAD
         parsed.pop(name, None)
-    assert parsed == {f.name: getattr(EvalOptions(), f.name) for f in fields(EvalOptions) if f.name in parsed}
-    assert set(parsed) == {f.name for f in fields(EvalOptions)} - {"model", "suite", "download"}
+    defaults = EvalOptions().option_values()
+    assert parsed == {name: defaults[name] for name in parsed}
+    assert set(parsed) == set(defaults) - {"model", "suite", "download"}
     assert EvalOptions().encoder_options() == ENCODER_DEFAULTS

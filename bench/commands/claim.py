@@ -17,19 +17,13 @@ import argparse
 import time
 from pathlib import Path
 
-from bench.commands.common import add_db, launch_settings
+from bench.commands.common import add_options, launch_settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("claim", help="check a paper's claim against its reference row and controls (claims/*.toml)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", help="claim file (TOML), e.g. claims/laser3-length.toml")
-    p.add_argument("--scale", default="cpu", help="which of the file's scales to run (default cpu; e.g. paper)")
-    p.add_argument("--no-run", action="store_true", help="run nothing: the verdicts of the runs already in the database")
-    p.add_argument("--jobs", type=int, default=1, help="runs at once (default 1); each gets cores // jobs threads")
-    p.add_argument("--retries", type=int, default=1, help="times a failing run is tried again (default 1)")
-    p.add_argument("--folder", default=None, help="the runs' folder (default runs/claims/NAME-SCALE)")
-    add_db(p)
+    add_options(p, "claim")  # every option as declared in bench.experiment.options
     p.set_defaults(func=claim)
 
 

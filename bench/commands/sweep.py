@@ -16,34 +16,14 @@ import argparse
 import shlex
 from pathlib import Path
 
-from bench.commands.common import add_db, launch_settings
+from bench.commands.common import add_options, launch_settings
 from results_db.redact import redact, redact_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sweep", help="run a grid of `bench run` points from a TOML file (locally or on Slurm)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", help="sweep file (TOML), e.g. sweeps/smoke.toml")
-    p.add_argument("--dry-run", action="store_true", help="print each point's `bench run` command; run nothing, open no database")
-    p.add_argument("--status", action="store_true", help="done/running/failed/missing per point and the comparison of finished points")
-    p.add_argument("--metric", default=None, help="--status: only this metric in the comparison (e.g. ndcg_at_10)")
-    p.add_argument("--executor", choices=("local", "slurm"), default="local", help="where the points run (default local)")
-    p.add_argument("--jobs", type=int, default=1, help="local: points at once (default 1); each gets cores // jobs threads")
-    p.add_argument("--rerun", action="store_true", help="run every point again, done ones too (`bench run --rerun`: a "
-                   "new row each, the old ones kept): after a code change that kept the version numbers")
-    p.add_argument("--retries", type=int, default=1, help="times a failing point is run again before it is reported (default 1)")
-    p.add_argument("--folder", default=None, help="the sweep's folder: runs, per-point logs, submitit files (default runs/sweeps/NAME)")
-    slurm = p.add_argument_group("slurm (--executor slurm)")
-    slurm.add_argument("--partition", default=None, help="Slurm partition")
-    slurm.add_argument("--gpus-per-job", type=int, default=1, help="GPUs per point (default 1)")
-    slurm.add_argument("--cpus-per-job", type=int, default=None, help="CPUs per point (default: Slurm's)")
-    slurm.add_argument("--time", default="60", help="time limit per point: minutes, H:MM:SS or D-HH:MM:SS (default 60)")
-    slurm.add_argument("--array-parallelism", type=int, default=None, help="at most this many points at once")
-    slurm.add_argument("--slurm", action="append", default=[], metavar="KEY=VALUE", help="any other sbatch option, e.g. --slurm account=nlp --slurm qos=high")
-    slurm.add_argument("--wait", action="store_true", help="wait for the array to finish and report each point")
-    # submitit's own local/debug executor instead of Slurm: the same code path, for tests and a laptop.
-    slurm.add_argument("--submitit-cluster", choices=("local", "debug"), default=None, help=argparse.SUPPRESS)
-    add_db(p)
+    add_options(p, "sweep")  # every option as declared in bench.experiment.options
     p.set_defaults(func=sweep)
 
 

@@ -1,9 +1,10 @@
-"""A command's options as the fields of a dataclass (`RunSpec` for `bench run`, `EvalOptions` for `bench eval`), and
-Python values turned into those fields as the command's parser would turn its argument strings into them.
+"""A command's options (declared in bench.experiment.options) as the fields of its spec (`RunSpec` for `bench run`,
+`EvalOptions` for `bench eval`), and Python values turned into those fields as the command's parser would turn its
+argument strings into them.
 
-Each field is declared with `option(default, convert, choices=..., many=..., joined=...)`; the parser of the command
-takes its defaults from the dataclass, so the command line, a sweep point (TOML values) and the Python API
-(`lenbench.run`, `lenbench.evaluate`) share one declaration. `typed_options` accepts what a Python caller writes:
+A spec's field is `spec_field(command, name)`: its default and type are the declaration's, so the command line,
+a sweep point (TOML values) and the Python API (`lenbench.run`, `lenbench.evaluate`) share one declaration.
+`typed_options` accepts what a Python caller writes:
 
 - a number where the option is a number (numpy's too), True/False (or 1/0) for a flag;
 - for a repeatable option (`many`: --suite, --hp, --attack) any list, tuple, set or generator, or one string;
@@ -11,47 +12,33 @@ takes its defaults from the dataclass, so the command line, a sweep point (TOML 
   or generator of items (a set in sorted order), joined with commas: `seeds=[0, 1, 2]` is `--seeds 0,1,2`;
 - anything else given several values is refused (never "the last one wins": that would run something else).
 
-A bad value is a ValueError that names the option as the parser would ("argument --limit: ...").
+A bad value is a ValueError that names the keyword as the caller wrote it ("limit=0: ..."), never a flag.
 """
 
 from __future__ import annotations
 
-import argparse
+import difflib
 from collections.abc import Iterable
-from dataclasses import Field, field, fields
-from typing import Any, Callable
+from dataclasses import Field, field
+from typing import Any
 
-FLAG = None  # `convert` of an option that is a flag (store_true)
-
-
-class OptionValueError(argparse.ArgumentTypeError, ValueError):
-    """A bad option value: argparse shows its message as it is, a sweep's RunSpec.from_options catches ValueError."""
+from bench.experiment.option_types import FLAG, OptionValueError, positive_int  # noqa: F401 - re-exported
+from bench.experiment.options import Option, options_of
 
 
-def positive_int(text: Any) -> int:
-    """--limit (`bench eval`, `bench run`, a sweep's options): a whole number >= 1 (0 or a negative would silently
-    mean 'everything')."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise OptionValueError(f"{text!r} is not a whole number; give a positive N, e.g. --limit 300") from None
-    if value < 1:
-        raise OptionValueError(f"{value} is not positive; give N >= 1 (leave --limit out for the whole dataset)")
-    return value
+def spec_field(command: str, name: str) -> Any:
+    """The dataclass field of `bench COMMAND`'s option `name`: the declared default (a fresh list for a list), and
+    the declaration in its metadata."""
+    option = options_of(command)[name]
+    meta = {"option": option}
+    if isinstance(option.default, list):
+        return field(default_factory=lambda: list(option.default), metadata=meta)
+    return field(default=option.default, metadata=meta)
 
 
-def option(default: Any, convert: Callable[[Any], Any] | None = str, *, choices: tuple = (), many: bool = False,
-           joined: bool = False) -> Any:  # fmt: skip
-    """A command's option as a dataclass field: its default, how a value becomes the field's type (FLAG: a flag),
-    allowed values, whether it may be repeated (argparse's append) and whether it is a comma-separated list."""
-    meta = {"convert": convert, "choices": choices, "many": many, "joined": joined}
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata=meta)
-    return field(default=default, metadata=meta)
-
-
-def flag_name(name: str) -> str:
-    return "--" + name.replace("_", "-")
+def keyword(name: str) -> str:
+    """How an option is named to a Python caller: its keyword."""
+    return name
 
 
 def _several(value: Any) -> list[Any] | None:
@@ -68,73 +55,106 @@ def _flag(name: str, value: Any) -> bool:
         return bool(value)
     if type(value).__name__ in ("bool_", "bool") and hasattr(value, "item"):  # numpy.bool_
         return bool(value)
-    raise ValueError(f"argument {flag_name(name)}: a flag is True or False, got {value!r}")
+    raise ValueError(f"{name}={value!r}: a flag is True or False")
 
 
-def _convert(name: str, meta: dict[str, Any], item: Any) -> Any:
+def _convert(option: Option, item: Any) -> Any:
     try:
-        item = meta["convert"](str(item))
+        converted = option.type(str(item))
     except ValueError as exc:
-        detail = str(exc) if meta["convert"] is positive_int else f"invalid {meta['convert'].__name__} value: {str(item)!r}"
-        raise ValueError(f"argument {flag_name(name)}: {detail}") from None
-    if meta["choices"] and item not in meta["choices"]:
-        allowed = ", ".join(map(repr, meta["choices"]))
-        raise ValueError(f"argument {flag_name(name)}: invalid choice: {item!r} (choose from {allowed})")
-    return item
+        detail = str(exc) if option.type is positive_int else f"not a valid {option.type.__name__}"
+        raise ValueError(f"{option.name}={item!r}: {detail}") from None
+    if option.choices and converted not in option.choices:
+        allowed = ", ".join(map(repr, option.choices))
+        raise ValueError(f"{option.name}={converted!r}: invalid choice (choose from {allowed})")
+    return converted
 
 
-def typed_options(cls: type, options: dict[str, Any], command: str) -> dict[str, Any]:
-    """`options` (name -> Python value) as `cls`'s field values, converted and checked as `bench COMMAND`'s parser
-    would (see the module docstring); an unknown name is a ValueError naming the command."""
-    known: dict[str, Field] = {f.name: f for f in fields(cls)}
+def unknown_option(name: str, command: str) -> ValueError:
+    known = [n for n, o in options_of(command).items() if not o.hidden]
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f" (see `bench {command} --help`)"
+    return ValueError(f"{name!r} is not a `bench {command}` option{hint}")
+
+
+def typed_options(command: str, options: dict[str, Any]) -> dict[str, Any]:
+    """`options` (name -> Python value) typed and checked as `bench COMMAND`'s parser would (see the module
+    docstring), within their declared ranges; an unknown name is a ValueError naming the command."""
+    from bench.experiment.option_ranges import check_numbers
+
+    known = options_of(command)
     values: dict[str, Any] = {}
     for name, value in options.items():
         if name not in known:
-            raise ValueError(f"unrecognized arguments: {flag_name(name)} ({name!r} is not a `bench {command}` option)")
-        meta = known[name].metadata
-        if meta["convert"] is FLAG:
+            raise unknown_option(name, command)
+        option = known[name]
+        if option.type is FLAG:
             values[name] = _flag(name, value)
             continue
         if value is None:  # as an option left out: its default
             continue
         items = _several(value)
-        if items is not None and meta["joined"]:
+        if items is not None and option.joined:
             value, items = ",".join(str(i) for i in items), None
-        if items is not None and not meta["many"]:  # never "the last one wins": that runs something else
-            raise ValueError(f"argument {flag_name(name)}: one value expected, got {type(value).__name__} {value!r}")
-        converted = [_convert(name, meta, item) for item in (items if items is not None else [value])]
-        values[name] = converted if meta["many"] else converted[-1]
-    from bench.experiment.option_ranges import check_numbers
-
-    check_numbers(values)  # the ranges the command checks on its command line (a ConfigError, a ValueError)
+        if items is not None and not option.many:  # never "the last one wins": that runs something else
+            raise ValueError(f"{name}={value!r}: one value expected, got a {type(value).__name__}")
+        converted = [_convert(option, item) for item in (items if items is not None else [value])]
+        values[name] = converted if option.many else converted[-1]
+    check_numbers(values, keyword)  # the ranges the command checks on its command line (a ConfigError, a ValueError)
     return values
 
 
-def option_argv(cls: type, options: dict[str, Any]) -> list[str]:
-    """`bench` command-line options for option name -> value (a flag when true, left out when false or None; a
-    list repeats a repeatable option and joins a comma-separated one)."""
-    known = {f.name: f for f in fields(cls)}
-    out: list[str] = []
-    for name, value in options.items():
-        meta = known[name].metadata
-        if meta["convert"] is FLAG:
-            if value:
-                out.append(flag_name(name))
-            continue
-        if value is None:
-            continue
-        items = _several(value)
-        if items is not None and meta["joined"]:
-            items = [",".join(str(i) for i in items)]
-        for v in items if items is not None else [value]:
-            out += [flag_name(name), str(v)]
-    return out
+def argv_of(option: Option, value: Any) -> list[str]:
+    """The command-line words that give `option` this value (none for a flag that is off or a value of None; a list
+    repeats a repeatable option and joins a comma-separated one)."""
+    if option.type is FLAG:
+        return [option.flag] if value else []
+    if value is None:
+        return []
+    items = _several(value)
+    if items is not None and option.joined:
+        items = [",".join(str(i) for i in items)]
+    return [word for v in (items if items is not None else [value]) for word in (option.flag, str(v))]
 
 
-def command_text(command: str, cls: type, options: dict[str, Any]) -> str:
+def option_argv(command: str, options: dict[str, Any]) -> list[str]:
+    """`bench COMMAND` command-line options for option name -> value (see `argv_of`)."""
+    known = options_of(command)
+    return [word for name, value in options.items() for word in argv_of(known[name], value)]
+
+
+def command_text(command: str, options: dict[str, Any]) -> str:
     """The `bench COMMAND ...` line that gives `options` (name -> value; None and False left out), as Run.command
     records it (bench.experiment.record.command_line)."""
     from bench.experiment.record import command_line
 
     given = {k: v for k, v in options.items() if v is not None and v is not False}
-    return command_line([command, *option_argv(cls, given)])
+    return command_line([command, *option_argv(command, given)])
+
+
+def declared_field(f: Field) -> Option:
+    """The declaration behind a spec's field (`spec_field`)."""
+    return f.metadata["option"]
+
+
+SUITE_OPTIONS = "suite_options"  # Option.field of an option the suites read (EvalSettings.options, EvalContext.options)
+
+
+def spec_kwargs(command: str, values: dict[str, Any]) -> dict[str, Any]:
+    """A spec's constructor keywords from option name -> typed value: each option in its declared field (its own
+    attribute, or, given, in `suite_options`)."""
+    known = options_of(command)
+    kwargs: dict[str, Any] = {}
+    for name, value in values.items():
+        if known[name].field == SUITE_OPTIONS:
+            if value is not None:
+                kwargs.setdefault(SUITE_OPTIONS, {})[name] = value
+        else:
+            kwargs[name] = value
+    return kwargs
+
+
+def spec_values(spec: Any, command: str) -> dict[str, Any]:
+    """Option name -> value of a spec built by `spec_kwargs` (an option it was not given: its default)."""
+    return {name: (getattr(spec, SUITE_OPTIONS).get(name, option.default) if option.field == SUITE_OPTIONS
+                   else getattr(spec, name)) for name, option in options_of(command).items()}  # fmt: skip

@@ -8,58 +8,64 @@ from it): the command builds its EvalSpec from the parsed arguments, the Python 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from bench.encode.options import BACKENDS, EMB_DTYPES, ENCODER_DEFAULTS, POOLINGS, EncoderOptions, hashed_batch_size
-from bench.evaluate.attacks.elong import DEFAULT_ELONG
-from bench.experiment.command_options import FLAG, option, positive_int, typed_options
+from bench.encode.options import EncoderOptions, hashed_batch_size
+from bench.experiment.command_options import spec_field, spec_kwargs, spec_values, typed_options
+from bench.experiment.options import options_of
 from bench.experiment.settings import EvalSettings, attack_settings
-from bench.runtime.device import PRECISIONS
 
-E = ENCODER_DEFAULTS
+
+def _opt(name: str) -> Any:
+    """An EvalOptions field: `bench eval`'s option `name`, as declared (bench.experiment.options)."""
+    return spec_field("eval", name)
 
 
 @dataclass
 class EvalOptions:
-    """Every option of `bench eval`, with the command's defaults (the encoder's are `EncoderOptions`')."""
+    """Every option of `bench eval`, with the declared defaults (the encoder's are `EncoderOptions`')."""
 
-    model: str = option("")
-    suite: list[str] = option([], many=True)
-    pooling: str | None = option(E.pooling, choices=POOLINGS)
-    max_len: int = option(E.max_len, int)
-    batch_size: int | None = option(E.batch_size, int)
-    batch_tokens: int | None = option(E.batch_tokens, int)
-    device: str | None = option(E.device)
-    no_cache: bool = option(not E.use_cache, FLAG)
-    backend: str = option(E.backend, choices=BACKENDS)
-    emb_dtype: str = option(E.emb_dtype, choices=EMB_DTYPES)
-    precision: str = option(E.precision, choices=PRECISIONS)
-    allow_pickle: bool = option(E.allow_pickle, FLAG)
-    elong: str = option(DEFAULT_ELONG, joined=True)
-    attack: list[str] | None = option(None, many=True)
-    needle_lengths: str | None = option(None, joined=True)
-    limit: int | None = option(None, positive_int)
-    seed: int = option(0, int)
-    nproc: int | None = option(None, int)
-    data_dir: str | None = option(None)
-    download: bool = option(False, FLAG)
-    db: str | None = option(None)
-    db_init_foreign: bool = option(False, FLAG)
-    no_progress: bool = option(False, FLAG)
-    rerun: bool = option(False, FLAG)  # score again in a new row even when this evaluation has a finished one
-    estimate: bool = option(False, FLAG)  # print what it will cost (bench.experiment.estimate); score nothing
+    model: str = _opt("model")
+    suite: list[str] = _opt("suite")
+    pooling: str | None = _opt("pooling")
+    max_len: int = _opt("max_len")
+    batch_size: int | None = _opt("batch_size")
+    batch_tokens: int | None = _opt("batch_tokens")
+    device: str | None = _opt("device")
+    no_cache: bool = _opt("no_cache")
+    backend: str = _opt("backend")
+    emb_dtype: str = _opt("emb_dtype")
+    precision: str = _opt("precision")
+    allow_pickle: bool = _opt("allow_pickle")
+    elong: str = _opt("elong")
+    attack: list[str] | None = _opt("attack")
+    limit: int | None = _opt("limit")
+    seed: int = _opt("seed")
+    nproc: int | None = _opt("nproc")
+    data_dir: str | None = _opt("data_dir")
+    download: bool = _opt("download")
+    db: str | None = _opt("db")
+    db_init_foreign: bool = _opt("db_init_foreign")
+    no_progress: bool = _opt("no_progress")
+    rerun: bool = _opt("rerun")  # score again in a new row even when this evaluation has a finished one
+    estimate: bool = _opt("estimate")  # print what it will cost (bench.experiment.estimate); score nothing
+    suite_options: dict[str, Any] = field(default_factory=dict)  # options the suites read (needle_lengths), as given
 
     @classmethod
     def from_args(cls, args: Any) -> "EvalOptions":
         """From `bench eval`'s parsed arguments (an argparse Namespace)."""
-        return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
+        return cls(**spec_kwargs("eval", {n: getattr(args, n) for n in options_of("eval") if hasattr(args, n)}))
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> "EvalOptions":
         """From option name -> Python value, typed and checked as `bench eval`'s parser would (a ValueError names
-        the option; bench.experiment.command_options)."""
-        return cls(**typed_options(cls, options, "eval"))
+        the keyword; bench.experiment.command_options)."""
+        return cls(**spec_kwargs("eval", typed_options("eval", options)))
+
+    def option_values(self) -> dict[str, Any]:
+        """Option name -> value, every `bench eval` option (bench.experiment.command_options.spec_values)."""
+        return spec_values(self, "eval")
 
     def encoder_options(self) -> EncoderOptions:
         """The encoder's options among these (bench.encode.options): how the model is loaded and run."""
@@ -89,15 +95,14 @@ class EvalSpec:
 
         suite_args = split_suite_args(args.suite)
         elong, attack_params = attack_settings(args.elong, getattr(args, "attack", None), suite_args)
-        needle_lengths = getattr(args, "needle_lengths", None)
-        if needle_lengths:
+        if args.suite_options.get("needle_lengths"):
             from bench.evaluate.suites.needle import parse_lengths
 
-            parse_lengths(needle_lengths)  # a bad list: one clear error before anything is recorded
+            parse_lengths(args.suite_options["needle_lengths"])  # a bad list: one clear error before anything is recorded
         settings = EvalSettings(
             encoder=args.encoder_options(), elong=elong, limit=args.limit, seed=args.seed,
             data_dir=args.data_dir, fetch=args.download, attack_params=attack_params,
-            options={"needle_lengths": needle_lengths} if needle_lengths else {},
+            options={k: v for k, v in args.suite_options.items() if v},
         )
         return cls(args.model, suite_args, settings, rerun=args.rerun)
 
@@ -124,7 +129,7 @@ class EvalSpec:
             "batch_size": hashed_batch_size(s.encoder.batch_size),
             "elong": s.elong,
             **({"attacks": s.attack_params} if s.attack_params else {}),  # only when asked: older configs hash as they did
-            **({"needle_lengths": s.options["needle_lengths"]} if s.options.get("needle_lengths") else {}),
+            **{k: v for k, v in s.options.items() if v},  # the suites' options, only when given (needle_lengths)
             "limit": s.limit,
             "seed": s.seed,
             "model_fingerprint": describe.get("fingerprint"),

@@ -1,5 +1,5 @@
-"""`RunSpec`: one `bench run` as data. Its fields are the command's options (same names, same defaults: the parser
-of bench/commands/run.py takes its defaults from here, and tests/test_run_cli.py checks they agree), so a spec comes
+"""`RunSpec`: one `bench run` as data. Its fields are the command's options as declared in bench.experiment.options
+(same names, defaults and types as the parser, which is built from the same declarations), so a spec comes
 from parsed arguments (`RunSpec.from_args`) or from a sweep point's options (`RunSpec.from_options`, validated and
 typed as the parser would) and goes back to a command line (`option_argv`) without re-parsing anything.
 
@@ -12,8 +12,9 @@ training corpus's text count (`corpus_texts`) and, for a corpus file, the digest
 caller passes them (`bench run` from the corpus it loaded, a sweep from what an earlier load noted,
 `bench.data.corpus.known_text_count` and `known_corpus_digest`).
 
-A new `bench run` option is a field here (with its parser argument in bench/commands/run.py); one that changes
-results also goes into `configs` (which changes no stored hash when it is left out at its default, as emb_dtype).
+A new `bench run` option is a declaration in bench.experiment.options and a field here (`_opt(name)`), or no field
+at all for an option the suites read (`suite_options`, hashed when given); one that changes results also goes into
+`configs` (which changes no stored hash when it is left out at its default, as emb_dtype).
 """
 
 from __future__ import annotations
@@ -27,95 +28,101 @@ from typing import Any, Callable
 from bench.encode.options import BACKENDS, EMB_DTYPES, ENCODER_DEFAULTS, POOLINGS, EncoderOptions, hashed_batch_size
 from bench.evaluate.attacks.elong import DEFAULT_ELONG  # noqa: F401  (re-exported: run.py and the API read it here)
 from bench.experiment.command_options import (  # noqa: F401 - OptionValueError, positive_int: re-exported
-    FLAG,
     OptionValueError,
-    option,
+    argv_of,
     option_argv as _option_argv,
     positive_int,
+    spec_field,
+    spec_kwargs,
+    spec_values,
     typed_options,
 )
+from bench.experiment.options import ALWAYS, declared, options_of
 from bench.experiment.settings import EvalSettings, attack_settings
 from bench.runtime.device import PRECISIONS
 from bench.runtime.errors import ConfigError
 
-DEFAULT_METHODS = "laser3-self,simcse"
-DEFAULT_BUDGET = "steps=60"
-DEFAULT_BACKBONE = "minilm"
+DEFAULT_METHODS = declared("run", "method").default
+DEFAULT_BUDGET = declared("run", "budget").default
+DEFAULT_BACKBONE = declared("run", "backbone").default
 
 
-def _opt(default: Any, convert: Callable[[Any], Any] | None = str, *, choices: tuple = (), many: bool = False,
-         joined: bool = False) -> Any:  # fmt: skip
-    """A RunSpec field (bench.experiment.command_options.option)."""
-    return option(default, convert, choices=choices, many=many, joined=joined)
+def _opt(name: str) -> Any:
+    """A RunSpec field: `bench run`'s option `name`, as declared (bench.experiment.options)."""
+    return spec_field("run", name)
 
 
 @dataclass
 class RunSpec:
-    """Every option of `bench run` (see the module docstring); defaults are the command's."""
+    """Every option of `bench run` (see the module docstring); defaults, types and help are the declarations'."""
 
-    method: str = _opt(DEFAULT_METHODS, joined=True)
-    suite: list[str] | None = _opt(None, many=True)
-    budget: str = _opt(DEFAULT_BUDGET)
-    backbone: str = _opt(DEFAULT_BACKBONE)
-    corpus: str = _opt("wiki-offline")
-    corpus_limit: int | None = _opt(None, int)
-    max_len: int = _opt(64, int)
-    batch_size: int = _opt(16, int)
-    lr: float = _opt(3e-5, float)
-    warmup_steps: int = _opt(0, int)
-    seed: int = _opt(0, int)
-    seeds: str | None = _opt(None, joined=True)
-    reference: str | None = _opt(None)
-    hp: list[str] = _opt([], many=True)
-    checkpoint_every: int | None = _opt(None, int)
-    checkpoint_minutes: float = _opt(10.0, float)
-    keep_checkpoints: bool = _opt(False, FLAG)
-    resume: bool = _opt(False, FLAG)
-    rerun: bool = _opt(False, FLAG)  # train and score again even when a finished run has this hash: outside the hash
-    no_baseline: bool = _opt(False, FLAG)
-    out: str = _opt("runs")
-    pooling: str = _opt("mean", choices=POOLINGS)
-    eval_max_len: int = _opt(ENCODER_DEFAULTS.max_len, int)
-    eval_batch_size: int | None = _opt(ENCODER_DEFAULTS.batch_size, int)
-    eval_batch_tokens: int | None = _opt(ENCODER_DEFAULTS.batch_tokens, int)  # how texts are batched, not what: outside the hash
-    elong: str = _opt(DEFAULT_ELONG, joined=True)
-    attack: list[str] | None = _opt(None, many=True)  # FAMILY=PARAM[,PARAM]: variants of the other attack families
-    limit: int | None = _opt(None, positive_int)
-    device: str | None = _opt(None)
-    no_cache: bool = _opt(False, FLAG)
-    allow_pickle: bool = _opt(False, FLAG)
-    backend: str = _opt(ENCODER_DEFAULTS.backend, choices=BACKENDS)
-    emb_dtype: str = _opt(ENCODER_DEFAULTS.emb_dtype, choices=EMB_DTYPES)
-    precision: str = _opt(ENCODER_DEFAULTS.precision, choices=PRECISIONS)  # training and evaluation (bench.runtime.device)
-    no_progress: bool = _opt(False, FLAG)
-    report_to: str = _opt("none", joined=True)  # experiment trackers (bench.runtime.trackers): a view, outside the config hash
-    # Learning curves (bench.evaluate.curve): recorded in trained rows' configs outside the hash (training unchanged).
-    preset: str | None = _opt(None, choices=("scratch",))  # bench.experiment.presets: options filled in by name
-    eval_every: int | None = _opt(None, int)
-    curve_suite: list[str] | None = _opt(None, many=True)
-    curve_limit: int | None = _opt(None, int)
-    sweep: str = _opt("")  # set by `bench sweep` on each point it runs: Run.sweep / Run.sweep_point, outside the hash
-    sweep_point: str = _opt("")
-    nproc: int | None = _opt(None, int)
-    loader_workers: int | None = _opt(None, int)  # how batches are built, never what they are: outside the config
-    estimate: bool = _opt(False, FLAG)  # print what the run will cost (bench.experiment.estimate_run); run nothing
-    data_dir: str | None = _opt(None)
-    download: bool = _opt(False, FLAG)
-    db: str | None = _opt(None)
-    db_init_foreign: bool = _opt(False, FLAG)
+    method: str = _opt("method")
+    suite: list[str] | None = _opt("suite")
+    budget: str = _opt("budget")
+    backbone: str = _opt("backbone")
+    corpus: str = _opt("corpus")
+    corpus_limit: int | None = _opt("corpus_limit")
+    max_len: int = _opt("max_len")
+    batch_size: int = _opt("batch_size")
+    lr: float = _opt("lr")
+    warmup_steps: int = _opt("warmup_steps")
+    seed: int = _opt("seed")
+    seeds: str | None = _opt("seeds")
+    reference: str | None = _opt("reference")
+    hp: list[str] = _opt("hp")
+    checkpoint_every: int | None = _opt("checkpoint_every")
+    checkpoint_minutes: float = _opt("checkpoint_minutes")
+    keep_checkpoints: bool = _opt("keep_checkpoints")
+    estimate: bool = _opt("estimate")  # print what it will cost (bench.experiment.estimate); train and score nothing
+    resume: bool = _opt("resume")
+    rerun: bool = _opt("rerun")
+    no_baseline: bool = _opt("no_baseline")
+    out: str = _opt("out")
+    pooling: str = _opt("pooling")
+    eval_max_len: int = _opt("eval_max_len")
+    eval_batch_size: int | None = _opt("eval_batch_size")
+    eval_batch_tokens: int | None = _opt("eval_batch_tokens")
+    elong: str = _opt("elong")
+    attack: list[str] | None = _opt("attack")
+    limit: int | None = _opt("limit")
+    device: str | None = _opt("device")
+    no_cache: bool = _opt("no_cache")
+    allow_pickle: bool = _opt("allow_pickle")
+    backend: str = _opt("backend")
+    emb_dtype: str = _opt("emb_dtype")
+    precision: str = _opt("precision")
+    no_progress: bool = _opt("no_progress")
+    report_to: str = _opt("report_to")
+    preset: str | None = _opt("preset")
+    eval_every: int | None = _opt("eval_every")
+    curve_suite: list[str] | None = _opt("curve_suite")
+    curve_limit: int | None = _opt("curve_limit")
+    sweep: str = _opt("sweep")
+    sweep_point: str = _opt("sweep_point")
+    nproc: int | None = _opt("nproc")
+    loader_workers: int | None = _opt("loader_workers")
+    data_dir: str | None = _opt("data_dir")
+    download: bool = _opt("download")
+    db: str | None = _opt("db")
+    db_init_foreign: bool = _opt("db_init_foreign")
+    suite_options: dict[str, Any] = field(default_factory=dict)  # options the suites read (needle_lengths), as given
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_args(cls, args: Any) -> "RunSpec":
         """From `bench run`'s parsed arguments (an argparse Namespace)."""
-        return cls(**{f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)})
+        return cls(**spec_kwargs("run", {n: getattr(args, n) for n in options_of("run") if hasattr(args, n)}))
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> "RunSpec":
         """From option name -> value (a sweep point's TOML values, the Python API's keywords), converted and checked
         as `bench run`'s parser would (bench.experiment.command_options: a list for --seeds or --method is joined, a
-        repeatable option takes any list); a bad value is a ValueError saying which option ("argument --limit: ...")."""
-        return cls(**typed_options(cls, options, "run"))
+        repeatable option takes any list); a bad value is a ValueError naming the keyword ("limit=0: ...")."""
+        return cls(**spec_kwargs("run", typed_options("run", options)))
+
+    def option_values(self) -> dict[str, Any]:
+        """Option name -> value, every `bench run` option (bench.experiment.command_options.spec_values)."""
+        return spec_values(self, "run")
 
     # ---------------------------------------------------------------------- settings
     @cached_property
@@ -158,6 +165,7 @@ class RunSpec:
         return EvalSettings(
             encoder=self.encoder_options(), elong=self.settings.elong, limit=self.limit, seed=self.seed,
             data_dir=self.data_dir, fetch=self.download, attack_params=self.settings.attack_params,
+            options=dict(self.suite_options),
         )
 
     # ----------------------------------------------------------------- config and hash
@@ -198,6 +206,7 @@ class RunSpec:
             "eval": {"max_len": self.eval_max_len, "pooling": self.pooling, "batch_size": hashed_batch_size(self.eval_batch_size),
                      "elong": settings.elong, "limit": self.limit,
                      **({"attacks": settings.attack_params} if settings.attack_params else {}),
+                     **self.suite_options,  # only when given: older configs hash as they did
                      **({"precision": self.precision} if self.precision != "auto" else {})},  # auto: hashes as before
             **({"emb_dtype": self.emb_dtype} if self.emb_dtype != "fp32" else {}),
             **({"train_recipe": recipe} if recipe != 1 else {}),  # 1: before it was recorded
@@ -226,33 +235,23 @@ class RunSpec:
 
     def reproduce_command(self, method: str, trains: bool, train_seed: int | None = None, invoked: str = "") -> str:
         """A `bench run` line that redoes this one method with every shared setting explicit (and, after '# from:',
-        the command as it was invoked)."""
+        the command as it was invoked): the options declared `redo` (bench.experiment.options), in their order;
+        a training setting only for a trained row."""
         from bench.train.registry import get_method
 
-        suite_args = self.settings.suite_args
-        parts = ["bench", "run", "--method", method, "--suite", "+".join(suite_args), "--backbone", self.backbone]
-        if trains:
-            parts += ["--budget", self.budget, "--corpus", self.corpus, "--max-len", str(self.max_len),
-                      "--batch-size", str(self.batch_size), "--lr", str(self.lr), "--warmup-steps", str(self.warmup_steps)]
-            if self.corpus_limit:
-                parts += ["--corpus-limit", str(self.corpus_limit)]
+        values = self.option_values()
+        values.update(
+            method=method, suite=["+".join(self.settings.suite_args)], no_baseline=True,
+            seeds=str(train_seed) if trains and train_seed is not None and train_seed != self.seed else None,
             # an --hp may name the method by an alias (laser3.m_mode=twice is laser3-self's)
-            parts += [x for hp in self.hp if get_method(hp.split(".", 1)[0]).name == method for x in ("--hp", hp)]
-        if trains and train_seed is not None and train_seed != self.seed:
-            parts += ["--seeds", str(train_seed)]
-        parts += ["--seed", str(self.seed), "--pooling", self.pooling, "--eval-max-len", str(self.eval_max_len),
-                  "--elong", self.elong, "--no-baseline"]  # fmt: skip
-        if self.eval_batch_size is not None:  # in the hash when asked (an unasked size hashes as the default)
-            parts += ["--eval-batch-size", str(self.eval_batch_size)]
-        parts += [x for option in self.attack or [] for x in ("--attack", option)]
-        if self.limit:
-            parts += ["--limit", str(self.limit)]
-        if self.emb_dtype != "fp32":
-            parts += ["--emb-dtype", self.emb_dtype]
-        if self.precision != "auto":
-            parts += ["--precision", self.precision]
-        if self.data_dir:
-            parts += ["--data-dir", self.data_dir]
+            hp=[hp for hp in self.hp if get_method(hp.split(".", 1)[0]).name == method],
+        )
+        parts = ["bench", "run"]
+        for name, option in options_of("run").items():
+            if not option.redo or (option.trained and not trains):
+                continue
+            if option.redo == ALWAYS or values[name] != option.default:
+                parts += argv_of(option, values[name])
         return " ".join(shlex.quote(p) for p in parts) + f"   # from: {invoked}"
 
 
@@ -266,14 +265,14 @@ def comparison_key(shared: dict[str, Any]) -> str:
 
 
 def run_options() -> dict[str, Any]:
-    """`bench run`'s options: name -> the RunSpec field (its default, type and whether it repeats)."""
-    return {f.name: f for f in fields(RunSpec)}
+    """`bench run`'s options: name -> its declaration (default, type, whether it repeats)."""
+    return options_of("run")
 
 
 def option_argv(options: dict[str, Any]) -> list[str]:
     """`bench run` command-line options for option name -> value (a flag when True, left out when False; a list
     repeats a repeatable option and joins a comma-separated one)."""
-    return _option_argv(RunSpec, options)
+    return _option_argv("run", options)
 
 
 @dataclass

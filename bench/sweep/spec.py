@@ -66,7 +66,7 @@ class SweepSpec:
 
 
 def run_option_names() -> dict[str, Any]:
-    """`bench run`'s options: name -> its RunSpec field."""
+    """`bench run`'s options: name -> its declaration (bench.experiment.options)."""
     from bench.experiment.run_spec import run_options
 
     return run_options()
@@ -136,7 +136,7 @@ def _kind(value: Any) -> str:
 
 def _check_value(value: Any, dest: str, where: str, known: dict[str, Any], in_grid: bool = False) -> None:
     """One option value: a scalar, or (for an option that repeats, such as suite or hp) a list of scalars."""
-    many = known[dest].metadata.get("many", False)
+    many = known[dest].many
     if isinstance(value, SCALARS):
         return
     if isinstance(value, list) and many and all(isinstance(v, SCALARS) for v in value):

@@ -73,3 +73,6 @@ class TrainConfig:
                   "device", "progress", "loader_workers", "nan_check_every"):
             d.pop(k)
         return d
+
+
+TRAIN_DEFAULTS = TrainConfig()  # the `bench run` options' defaults (bench.experiment.options)

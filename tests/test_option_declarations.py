@@ -1,0 +1,172 @@
+"""Each option of `bench run`, `bench eval`, `bench claim` and `bench sweep` is declared once
+(bench.experiment.options), and everything that knows an option comes from that declaration: the parsers, the
+Python API's keywords and their checks, the range check, the line that redoes a row, the README's option table."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("bench", "methods", "leaderboard", "results_db", "lenbench")
+# the modules that build the parsers of the commands whose options are declared (bench data's --data-dir and
+# bench results' --reference are those commands' own options)
+DECLARED_PARSERS = {f"bench/commands/{name}.py" for name in ("run", "eval", "claim", "sweep", "common")} | {"bench/cli.py"}
+
+
+@pytest.fixture
+def one_more_option(monkeypatch):
+    """One new option, declared in one place: a setting the suites read, for `bench run` and `bench eval`, in the
+    config hash and in the redo line, with a range."""
+    from bench.experiment import options
+    from bench.experiment.option_types import Range
+
+    added = options.Option("probe_depth", "how deep the probe reads (a test's option)", (options.RUN, options.EVAL), None,
+                           int, range=Range(1, 9, "3"), field="suite_options", identity=True, redo=options.CHANGED)  # fmt: skip
+    monkeypatch.setattr(options, "OPTIONS", (*options.OPTIONS, added))
+    return added
+
+
+def _help(command: str, capsys) -> str:
+    from bench.cli import main
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    return capsys.readouterr().out
+
+
+def test_an_option_declared_once_reaches_both_parsers_the_api_the_range_check_the_hash_and_the_redo_line(
+        one_more_option, monkeypatch, tmp_path, capsys):  # fmt: skip
+    import lenbench
+    from bench.cli import main
+    from bench.experiment import comparison
+    from bench.experiment.eval_spec import EvalOptions, EvalSpec
+    from bench.experiment.run_spec import RunSpec
+    from bench.runtime.errors import ConfigError
+
+    for command in ("run", "eval"):  # the parsers
+        shown = _help(command, capsys)
+        assert "--probe-depth PROBE_DEPTH" in shown and "how deep the probe reads" in shown
+    # the range check, on the command line (the flag) and in the API (the keyword)
+    assert main(["run", "--suite", "heldout", "--probe-depth", "0", "--db", str(tmp_path / "r.sqlite")]) == 2
+    assert "--probe-depth 0: must be >= 1 and <= 9" in capsys.readouterr().err
+    for call in (lambda: lenbench.run(methods="simcse", suites="heldout", probe_depth=0, db=tmp_path / "r.sqlite"),
+                 lambda: lenbench.evaluate("bm25", "heldout", probe_depth=10, db=tmp_path / "r.sqlite")):
+        with pytest.raises(ConfigError, match=r"probe_depth=(0|10): must be >= 1 and <= 9; e\.g\. probe_depth=3"):
+            call()
+    assert not (tmp_path / "r.sqlite").exists()
+    # a keyword of lenbench.run: it reaches the spec the job is given, its hash and its redo line
+    seen = {}
+    monkeypatch.setattr(comparison, "run_comparison", lambda spec, db=None, **kw: seen.setdefault("spec", spec) and
+                        comparison.ComparisonResult("c", {}, {}, db=db))  # fmt: skip
+    lenbench.run(methods="simcse", suites="heldout", probe_depth=4, db=tmp_path / "r.sqlite", quiet=True)
+    spec = seen["spec"]
+    assert spec.suite_options == {"probe_depth": 4} and spec.eval_settings().options == {"probe_depth": 4}
+    assert "--probe-depth 4" in spec.reproduce_command("simcse", True)
+    plain = RunSpec.from_options({"method": "simcse", "suite": ["heldout"]})
+    assert "--probe-depth" not in plain.reproduce_command("simcse", True)
+    assert spec.configs(100).per_method["simcse"][1] != plain.configs(100).per_method["simcse"][1]
+    # a keyword of lenbench.evaluate: in the evaluation's settings and its config
+    evaluation = EvalSpec.from_options(EvalOptions.from_options({"model": "bm25", "suite": ["heldout"], "probe_depth": 2}))
+    assert evaluation.settings.options == {"probe_depth": 2} and evaluation.config({})["probe_depth"] == 2
+
+
+def test_api_errors_name_the_keyword_never_a_flag(tmp_path):
+    import lenbench
+    from bench.runtime.errors import ConfigError
+
+    for options, said in (({"limit": 0}, "limit=0"), ({"batch_size": 0}, "batch_size=0"), ({"lr": float("nan")}, "lr=nan"),
+                          ({"device": "cpu:1"}, "device='cpu:1'"), ({"pooling": "max"}, "pooling='max'"),
+                          ({"max_length": 32}, "'max_length' is not a `bench run` option; did you mean 'max_len'")):  # fmt: skip
+        with pytest.raises(ConfigError) as exc:
+            lenbench.run(methods="simcse", suites="heldout", db=tmp_path / "r.sqlite", quiet=True, **options)
+        message = str(exc.value)
+        assert message.startswith(said) and "argument" not in message and f"--{said.split('=')[0]}" not in message
+    with pytest.raises(ConfigError, match=r"^limit=0: 0 is not positive") as exc:
+        lenbench.evaluate("bm25", "heldout", limit=0, db=tmp_path / "r.sqlite")
+    assert "--limit" not in str(exc.value)
+
+
+def test_every_declared_option_is_a_spec_field_or_a_suite_option():
+    from dataclasses import fields
+
+    from bench.experiment.eval_spec import EvalOptions
+    from bench.experiment.options import options_of
+    from bench.experiment.run_spec import RunSpec
+
+    for command, spec in (("run", RunSpec), ("eval", EvalOptions)):
+        own = {f.name for f in fields(spec)} - {"suite_options"}
+        declared = {n for n, o in options_of(command).items() if o.field != "suite_options"}
+        assert own == declared, command
+
+
+# ------------------------------------------------------------------------------ written once (ast)
+def _sources():
+    for top in PACKAGES:
+        for path in sorted((REPO / top).rglob("*.py")):
+            yield str(path.relative_to(REPO)), ast.parse(path.read_text())
+
+
+def _name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def test_each_default_and_range_is_written_once_in_the_source():
+    """A declared option's range is built only in its declaration; no parser argument, spec field or other
+    declaration writes a declared option's default again: the command modules call no add_argument for a declared
+    flag, the specs' fields are `_opt(name)`, and a default owned by EncoderOptions or TrainConfig is read there
+    (the declaration names it, `E.max_len`), not written as a literal a second time."""
+    from bench.experiment.options import OPTIONS
+
+    flags = {o.flag for o in OPTIONS}
+    names = {o.name for o in OPTIONS}
+    offences, literal_defaults = [], {}
+    for where, tree in _sources():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _name(node.func) == "Range" and where not in (
+                    "bench/experiment/options.py", "bench/experiment/option_ranges.py"):  # fmt: skip
+                offences.append(f"{where}:{node.lineno}: a Range outside the declarations")
+            if isinstance(node, ast.Call) and _name(node.func) == "add_argument" and node.args and where in DECLARED_PARSERS:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and first.value in flags:
+                    offences.append(f"{where}:{node.lineno}: {first.value} added by hand, not from its declaration")
+            if isinstance(node, ast.Call) and _name(node.func) == "Option" and len(node.args) >= 4:
+                default = node.args[3]
+                if isinstance(default, ast.Constant) and default.value not in (None, False, "", 0, 1):
+                    literal_defaults.setdefault((node.args[0].value, default.value), []).append(where)
+            if isinstance(node, ast.ClassDef) and node.name in ("RunSpec", "EvalOptions", "EncoderOptions", "TrainConfig"):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
+                        value = item.value
+                        if node.name in ("RunSpec", "EvalOptions") and item.target.id in names:
+                            if not (isinstance(value, ast.Call) and _name(value.func) == "_opt"):
+                                offences.append(f"{where}:{item.lineno}: {node.name}.{item.target.id} written, not declared")
+                        elif isinstance(value, ast.Constant) and value.value not in (None, False, "", 0, 1):
+                            literal_defaults.setdefault((item.target.id, value.value), []).append(where)
+    offences += [f"{name}={value!r} written in {places}" for (name, value), places in literal_defaults.items()
+                 if len(places) > 1]  # fmt: skip
+    assert offences == []
+
+
+def test_the_check_sees_a_restated_default_and_a_hand_written_flag(tmp_path, monkeypatch):
+    """The ast check above can fail: an extra add_argument for a declared flag, or a range built elsewhere."""
+    import tests.test_option_declarations as me
+
+    planted = ast.parse('p.add_argument("--max-len", type=int, default=64)\nR = Range(1, 2, "1")\n')
+    monkeypatch.setattr(me, "_sources", lambda: iter([("bench/commands/planted.py", planted)]))
+    with pytest.raises(AssertionError, match="added by hand.*a Range outside|a Range outside"):
+        me.test_each_default_and_range_is_written_once_in_the_source()
+
+
+def test_the_readme_option_table_is_the_declarations():
+    from bench.experiment.options import markdown_table
+
+    text = (REPO / "README.md").read_text()
+    start, end = "<!-- options: generated from bench/experiment/options.py -->", "<!-- options end -->"
+    assert start in text and end in text
+    shown = text.split(start, 1)[1].split(end, 1)[0].strip()
+    assert shown == markdown_table(), ("README's option table differs from the declarations; paste the output of "
+                                       "`python -c 'from bench.experiment.options import markdown_table; "
+                                       "print(markdown_table())'` between its markers")
