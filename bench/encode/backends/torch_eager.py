@@ -3,7 +3,8 @@
 Precision (`bench.runtime.device`): at bf16 or fp16 the weights of a model the encoder loaded itself are cast once
 (`model.to(dtype)`), which is what makes reduced precision fast; a model handed in from elsewhere (one being trained,
 scored for a learning curve) keeps its fp32 weights and runs under autocast instead, so evaluating never changes it.
-The last hidden states are pooled in float32 either way. Every forward runs under the device's attention policy (on
+The last hidden states are pooled in float32 either way. The attention mask is prepared from the host's copy of the
+padding (bench.encode.masks), so no forward waits for the GPU to say whether its batch is padded. Every forward runs under the device's attention policy (on
 CUDA, no cuDNN attention: it builds an execution graph per new batch shape). On CUDA, inputs go through pinned memory
 with non-blocking copies and the pooled vectors stay on the GPU until `to_host` brings a chunk's worth back at once."""
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from bench.encode.backends.base import Batch, BackendHost
+from bench.encode.masks import model_mask
 from bench.encode.pooling import eval_mode, pool
 from bench.runtime.device import attention_policy, forward_context, weight_dtype
 
@@ -64,7 +66,7 @@ class TorchBackend:
 
         with eval_mode(self.host.model) as model, torch.inference_mode(), self._context():
             tensors = {k: self._to_device(v) for k, v in batch.items()}
-            hidden = model(**tensors).last_hidden_state
+            hidden = model(**model_inputs(model, tensors, batch)).last_hidden_state
             pooled = pool(hidden.float(), tensors["attention_mask"], self.host.options.pooling)
         return pooled.numpy() if pooled.device.type == "cpu" else pooled
 
@@ -75,8 +77,8 @@ class TorchBackend:
 
         with eval_mode(self._fp32()) as model, torch.inference_mode(), attention_policy(self.device).context():
             tensors = {k: self._to_device(v) for k, v in batch.items()}
-            hidden = model(**tensors).last_hidden_state.float()
-            pooled = pool(hidden, tensors["attention_mask"], self.host.options.pooling)
+            hidden = model(**model_inputs(model, tensors, batch)).last_hidden_state
+            pooled = pool(hidden.float(), tensors["attention_mask"], self.host.options.pooling)
         return pooled.numpy() if pooled.device.type == "cpu" else pooled
 
     def _fp32(self) -> Any:
@@ -104,7 +106,7 @@ class TorchBackend:
 
         with eval_mode(self.host.model) as model, torch.inference_mode(), self._context():
             tensors = {k: self._to_device(v) for k, v in batch.items()}
-            return model(**tensors).last_hidden_state.float().cpu().numpy()
+            return model(**model_inputs(model, tensors, batch)).last_hidden_state.float().cpu().numpy()
 
     def to_host(self, parts: list[Any]) -> np.ndarray:
         if parts and not isinstance(parts[0], np.ndarray):
@@ -126,3 +128,9 @@ class TorchBackend:
         if device.startswith("cuda"):
             return tensor.pin_memory().to(device, non_blocking=True)
         return tensor.to(device)
+
+
+def model_inputs(model: Any, tensors: dict[str, Any], batch: Batch) -> dict[str, Any]:
+    """The batch's tensors as the model takes them: the attention mask prepared from the host's copy
+    (bench.encode.masks: transformers need not read the mask back from the device in every forward)."""
+    return {**tensors, "attention_mask": model_mask(model, tensors["attention_mask"], batch["attention_mask"])}
