@@ -1,5 +1,10 @@
 """Corpus-scale memory: peak RSS of retrieval evaluation on a synthetic BEIR-layout corpus, extrapolated to FEVER.
 
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/scale.py --cold --docs N [--json FILE] [--minilm]
+        the whole cold `bench eval` process instead (empty caches): benchmarks/scale_cold.py says what it measures.
+
+The warm path (the default):
+
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/scale.py [--docs 1000000] [--queries 200] [--work /tmp/lenbench-scale]
         [--models bm25,minilm] [--emb-dtype fp16]
 
@@ -142,7 +147,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--emb-dtype", default="fp16", choices=["fp32", "fp16"])
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--cold", action="store_true", help="the whole cold bench eval process (benchmarks/scale_cold.py)")
+    parser.add_argument("--json", default=None, help="--cold: write the figures to this JSON file")
+    parser.add_argument("--minilm", action="store_true", help="--cold: MiniLM too (slow on a CPU)")
+    parser.add_argument("--no-resume", action="store_true", help="--cold: skip the resume check")
     args = parser.parse_args(argv)
+    if args.cold:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import scale_cold
+
+        if args.work == "/tmp/lenbench-scale":
+            args.work = "/tmp/lenbench-scale-cold"
+        return scale_cold.main(args)
     if args.child:
         kind, *rest = args.child
         if kind == "fill":

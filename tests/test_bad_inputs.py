@@ -8,6 +8,7 @@ import gc
 import gzip
 import hashlib
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -292,6 +293,36 @@ def test_duplicate_beir_ids_keep_the_last_record_as_beir_does_and_are_counted(wo
     assert data.corpus["d2"]["text"] == "a man plays the guitar" and data.queries["q3"] == "who plays guitar"
     scores = ResultsDB(world.db).scores([2])
     assert len(scores) and all(info["duplicate_ids"] == {"corpus": 1, "queries": 1} for info in scores["info"])
+
+
+def test_judged_documents_missing_from_the_corpus_are_counted_warned_once_and_scored_as_missed(world, caplog):
+    # BEIR and mteb keep such judgements: a relevant document no search returns. q2's only judged document is absent,
+    # so q2 scores 0 (not dropped), and the count is in every score's info.
+    (world.data / "beir" / "scifact" / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\tghost\t1\nq2\tghost2\t1\nq3\td4\t1\n")
+    assert main(world.eval("beir:scifact")) == 0
+    warned = [r for r in caplog.records if "not in corpus.jsonl" in r.getMessage()]
+    assert len(warned) == 1 and "2 judgement(s)" in warned[0].getMessage() and "'ghost' (line 3)" in warned[0].getMessage()
+    scores = ResultsDB(world.db).scores([2])
+    assert all(info["qrels_unknown_docs"] == 2 for info in scores["info"])
+    ndcg = scores[(scores.metric == "ndcg_at_10") & (scores.variant == "clean")].iloc[0]
+    from bench.data import read_beir
+
+    assert read_beir(world.data / "beir" / "scifact").qrels["q2"] == {"ghost": 1, "ghost2": 1} and ndcg["n"] == 3
+
+
+def test_documents_without_text_are_kept_and_counted_and_a_corpus_of_only_those_is_one_line(world, capsys, caplog):
+    corpus = world.data / "beir" / "scifact" / "corpus.jsonl"
+    corpus.open("a").write('{"_id": "d5", "title": "", "text": ""}\n{"_id": "d6", "text": "  "}\n')
+    assert main(world.eval("beir:scifact")) == 0
+    assert re.search(r"corpus\.jsonl: 2 of 6 documents have neither title nor text \(first: 'd5' at line 5\)", caplog.text)
+    assert all(info["blank_docs"] == 2 for info in ResultsDB(world.db).scores([2])["info"])
+    corpus.write_text('{"_id": "d1", "title": "", "text": ""}\n')
+    before = rows_digest(world.db)
+    capsys.readouterr()
+    assert main(world.eval("beir:scifact")) == 2
+    _one_error_line(capsys, r"corpus\.jsonl: none of its 1 documents has a title or a text")
+    assert rows_digest(world.db, max_run=2) == before
 
 
 def test_the_shipped_scifact_has_no_duplicate_ids(shared_data):
@@ -926,3 +957,33 @@ def test_a_damaged_checkpoint_is_one_line_naming_it(damage, tmp_path):
         (folder / "state.json").write_text("{")
     with pytest.raises(TrainingError, match=r"checkpoint .*step-00000003 cannot be read .*move that folder away"):
         load_checkpoint(folder)
+
+
+def test_a_corpus_changed_since_an_interrupted_evaluation_is_refused_in_one_line(world, capsys, monkeypatch):
+    from bench.encode.encoder import Encoder
+
+    real = Encoder._forward
+
+    def dies_on_the_corpus(self, batch):  # queries are encoded first; the process dies in the corpus's first chunk
+        if len(batch["input_ids"]) > 3:
+            raise SystemExit(9)
+        return real(self, batch)
+
+    monkeypatch.setattr(Encoder, "_forward", dies_on_the_corpus)
+    with pytest.raises(SystemExit):
+        main(world.eval("beir:scifact", None, "--batch-size", "4"))
+    monkeypatch.setattr(Encoder, "_forward", real)
+    notes = list((Path(os.environ["LENBENCH_CACHE"]) / "progress").glob("*.json"))
+    assert len(notes) == 1  # what the killed evaluation had read of corpus.jsonl
+    corpus = world.data / "beir" / "scifact" / "corpus.jsonl"
+    corpus.write_text(corpus.read_text().replace("guitar", "violin"))  # same size, other bytes where it read
+    before = rows_digest(world.db, max_run=1)
+    capsys.readouterr()
+    assert main(world.eval("beir:scifact")) == 2
+    line = _one_error_line(capsys, r"corpus\.jsonl changed since an interrupted evaluation of it read it \(its first "
+                                   r"[0-9,]+ bytes differ\).* delete .*progress/.*\.json to score the file as it is now")
+    assert str(notes[0]) in line
+    assert ResultsDB(world.db).runs()["status"].iloc[-1] == "failed" and rows_digest(world.db, max_run=1) == before
+    notes[0].unlink()
+    assert main(world.eval("beir:scifact")) == 0  # the file as it is now, scored; the note goes with the finished scoring
+    assert not notes[0].exists()

@@ -1,5 +1,6 @@
 import gzip
 import json
+import re
 
 import pytest
 
@@ -38,10 +39,12 @@ def test_read_beir_plain_and_gz(tmp_path, gz):
     assert data.qrels == {"q1": {"d1": 1}}
 
 
-def test_qrels_naming_unknown_doc_is_an_error_naming_file_and_line(tmp_path):
+def test_qrels_naming_unknown_doc_is_kept_counted_and_named_once(tmp_path, caplog):
     root = make_beir(tmp_path / "toy", CORPUS, QUERIES, [("q1", "d1", 1), ("q1", "nope", 1)])
-    with pytest.raises(DataError, match=r"test\.tsv:3: corpus-id 'nope'"):
-        read_beir(root)
+    data = read_beir(root)
+    assert data.qrels["q1"] == {"d1": 1, "nope": 1} and data.anomalies == {"qrels_unknown_docs": 1}
+    assert re.search(r"test\.tsv: 1 judgement\(s\) name documents that are not in corpus\.jsonl \('nope' \(line 3\)\)",
+                     caplog.text)
 
 
 def test_corrupt_jsonl_line_is_named(tmp_path):

@@ -257,7 +257,7 @@ def test_padding_free_batches_give_the_old_embeddings_with_fewer_padded_slots(ti
     texts = sentences(150, seed=12, lo=1, hi=14)
     new = load(tiny_model_dir, tmp_path, use_cache=False, batch_size=16)
     got = new.encode(texts, normalize=False)
-    monkeypatch.setattr(pipeline_module, "plan_batches", lambda lengths, max_batch, max_tokens: sorted_runs(lengths, max_batch))
+    monkeypatch.setattr(pipeline_module, "plan_batches", lambda lengths, max_batch, max_tokens, cost=None: sorted_runs(lengths, max_batch))
     old = load(tiny_model_dir, tmp_path, use_cache=False, batch_size=16)
     want = old.encode(texts, normalize=False)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

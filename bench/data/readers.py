@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.data.errors import DataError
+from bench.runtime import stages
 
 if TYPE_CHECKING:  # numpy loads when a lazy corpus is read: `bench --help` and option parsing never need it
     import numpy as np
@@ -195,6 +196,10 @@ class _Duplicates:
         if first != lineno:
             self.repeats.append((key, first, lineno))
 
+    def repeat(self, key: str, first: int, lineno: int) -> None:
+        """A repeat the caller found itself (a corpus keeps its ids' rows: no second map of every id here)."""
+        self.repeats.append((key, first, lineno))
+
     def report(self) -> int:
         if self.repeats:
             shown = "; ".join(f"{k!r} at lines {a} and {b}" for k, a, b in self.repeats[:5])
@@ -205,6 +210,54 @@ class _Duplicates:
                 shown, more,
             )
         return len(self.repeats)
+
+
+class _UnknownDocs:
+    """Judgements naming a document the corpus does not have: kept (BEIR and mteb score them as relevant documents
+    no search returns), counted and reported once."""
+
+    def __init__(self, qrels_path: Path, corpus_path: Path):
+        self.qrels_path, self.corpus_path = qrels_path, corpus_path
+        self.count = 0
+        self.shown: list[tuple[str, int]] = []  # the first three
+
+    def see(self, doc_id: str, lineno: int) -> None:
+        self.count += 1
+        if len(self.shown) < 3:
+            self.shown.append((doc_id, lineno))
+
+    def report(self) -> int:
+        if self.count:
+            shown = ", ".join(f"{d!r} (line {n})" for d, n in self.shown)
+            log.warning("%s: %d judgement(s) name documents that are not in %s (%s%s); they are kept as relevant "
+                        "documents no search can return, as BEIR scores them (recall and nDCG count them as missed); "
+                        "the count is recorded with the scores (Score.info)", self.qrels_path, self.count,
+                        self.corpus_path.name, shown, " ..." if self.count > 3 else "")  # fmt: skip
+        return self.count
+
+
+class _Blank:
+    """Documents with neither title nor text: kept (a search may still rank them: they are encoded as the special
+    tokens alone), counted and reported once; a corpus of nothing but such documents is refused."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.count = 0
+        self.first: tuple[str, int] | None = None
+
+    def see(self, doc_id: str, lineno: int) -> None:
+        self.count += 1
+        self.first = self.first or (doc_id, lineno)
+
+    def report(self, total: int) -> None:
+        if not self.count or self.first is None:
+            return
+        if self.count >= total:
+            raise DataError(f"{self.path}: none of its {total} documents has a title or a text; a retrieval dataset "
+                            "needs documents with content (check the 'text' field of each line)")  # fmt: skip
+        log.warning("%s: %d of %d documents have neither title nor text (first: %r at line %d); they are kept and "
+                    "encoded as empty texts; the count is recorded with the scores (Score.info)", self.path,
+                    self.count, total, *self.first)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- BEIR
@@ -230,6 +283,7 @@ class LazyCorpus(Mapping[str, Document]):
         self._stamp = (stat.st_size, stat.st_mtime_ns)
         self._fh: io.BufferedReader | None = None
         self._lock = threading.Lock()
+        self.read_end = 0  # the furthest byte any read reached (what an evaluation has read of the file)
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -247,6 +301,12 @@ class LazyCorpus(Mapping[str, Document]):
         """The documents of `doc_ids`, in that order (KeyError for an unknown id)."""
         import numpy as np
 
+        with stages.timed("read"):
+            return self._get_many(doc_ids)
+
+    def _get_many(self, doc_ids: Sequence[str]) -> list[Document]:
+        import numpy as np
+
         offsets = self._offsets[[self._rows[d] for d in doc_ids]]
         order = np.argsort(offsets, kind="stable")
         out: list[Document] = [{}] * len(doc_ids)
@@ -257,6 +317,8 @@ class LazyCorpus(Mapping[str, Document]):
                 obj = json.loads(fh.readline())
                 title = obj.get("title")
                 out[i] = {"title": title if isinstance(title, str) else "", "text": obj["text"]}
+            if len(order):
+                self.read_end = max(self.read_end, fh.tell())
         return out
 
     def _open(self) -> io.BufferedReader:
@@ -290,6 +352,8 @@ class RetrievalData:
     qrels: dict[str, dict[str, int]]  # query id -> {doc id: relevance}
     files: list[str] = field(default_factory=list)
     duplicates: dict[str, int] = field(default_factory=dict)  # "corpus"/"queries" -> ids repeated (last record kept)
+    # what was kept though odd, counted: "qrels_unknown_docs" (judged documents not in the corpus), "blank_docs"
+    anomalies: dict[str, int] = field(default_factory=dict)
 
     def doc_text(self, doc_id: str) -> str:
         """BEIR's document string: title + " " + text (just text when there is no title)."""
@@ -357,27 +421,37 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
         raise DataError(f"{corpus_path}: a .gz corpus cannot be read lazily; decompress it (gunzip) first")
 
     corpus: dict[str, Document] = {}
-    rows: dict[str, int] = {}
+    rows: dict[str, int] = {}  # doc id -> row (its first record's position): the one map of every id
     offsets = array("q")
+    first_lines = array("q")  # row -> line of its first record (for the duplicate report)
     doc_dups = _Duplicates(corpus_path, "document")
+    blank = _Blank(corpus_path)
     for lineno, offset, obj in read_jsonl_at(corpus_path):
         _require(obj, ("_id", "text"), corpus_path, lineno)
         doc_id = str(obj["_id"])
-        doc_dups.see(doc_id, lineno)
+        row = rows.get(doc_id)
         title = text_field(obj, "title", corpus_path, lineno, optional=True)
         text = text_field(obj, "text", corpus_path, lineno)
+        if not text.strip() and not title.strip():
+            blank.see(doc_id, lineno)
         if not lazy:
             corpus[doc_id] = {"title": title, "text": text}
-        elif doc_id in rows:  # a repeated id: the last record wins, at the first one's position (as a dict)
-            offsets[rows[doc_id]] = offset
+        if row is not None:  # a repeated id: the last record wins, at the first one's position (as a dict)
+            doc_dups.repeat(doc_id, first_lines[row], lineno)
+            if lazy:
+                offsets[row] = offset
         else:
-            rows[doc_id] = len(offsets)
-            offsets.append(offset)
+            rows[doc_id] = len(first_lines)
+            first_lines.append(lineno)
+            if lazy:
+                offsets.append(offset)
     import numpy as np
 
+    del first_lines
     docs: Mapping[str, Document] = LazyCorpus(corpus_path, rows, np.frombuffer(offsets, dtype=np.int64)) if lazy else corpus
     if not docs:
         raise DataError(f"{corpus_path}: the corpus of {name!r} is empty; a retrieval dataset needs documents")
+    blank.report(len(docs))
 
     all_queries: dict[str, str] = {}
     query_lines: dict[str, int] = {}
@@ -391,6 +465,7 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
     duplicates = {k: n for k, n in (("corpus", doc_dups.report()), ("queries", query_dups.report())) if n}
 
     qrels: dict[str, dict[str, int]] = {}
+    unknown = _UnknownDocs(qrels_path, corpus_path)
     with open_text(qrels_path) as fh:
         reader = csv.reader(fh, delimiter="\t")
         for lineno, row in enumerate(reader, 1):
@@ -399,8 +474,8 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
             if len(row) < 3:
                 raise DataError(f"{qrels_path}:{lineno}: expected 'query-id<TAB>corpus-id<TAB>score', got {row!r}")
             qid, did, score = row[0], row[1], row[2]
-            if did not in docs:
-                raise DataError(f"{qrels_path}:{lineno}: corpus-id {did!r} is not in {corpus_path.name}")
+            if did not in docs:  # kept: a relevant document no search can return counts as missed (as BEIR scores it)
+                unknown.see(did, lineno)
             if qid not in all_queries:
                 raise DataError(f"{qrels_path}:{lineno}: query-id {qid!r} is not in {queries_path.name}")
             qrels.setdefault(qid, {})[did] = relevance_grade(score, qrels_path, lineno)
@@ -409,7 +484,8 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
     # Only judged queries are evaluated, as in BEIR; each must have a text to search with.
     queries = {qid: nonblank(all_queries[qid], f"the text of query {qid!r}", queries_path, query_lines[qid]) for qid in qrels}
     files = [str(corpus_path), str(queries_path), str(qrels_path)]
-    return RetrievalData(name, docs, queries, qrels, files, duplicates)
+    anomalies = {k: n for k, n in (("qrels_unknown_docs", unknown.report()), ("blank_docs", blank.count)) if n}
+    return RetrievalData(name, docs, queries, qrels, files, duplicates, anomalies)
 
 
 # ---------------------------------------------------------------------------- STS

@@ -35,6 +35,12 @@ from bench.encode.options import ACCELERATOR_ROWS, CPU_ROWS  # rows per batch wh
 # inefficiency). Measured on all-MiniLM-L6-v2 on one CPU thread: a batch's time is ~a + b x slots with a/b of
 # ~20-60 slots (torch and ONNX Runtime); see benchmarks/encode.py. Larger only trades padding for fewer calls.
 BATCH_COST_TOKENS = 48
+# The CPU budgets above are MiniLM's (384 wide). A narrower model's activations per token are smaller, and so is its
+# arithmetic per token, so the same cache-sized batch holds proportionally more tokens and a call's fixed cost is
+# worth more of them: both scale by REFERENCE_WIDTH / width (a random 32-wide BERT ran 2 texts a call at 256 slots,
+# and the per-call cost, not the model, was the time).
+REFERENCE_WIDTH = 384
+MAX_CPU_BATCH_TOKENS = 16_384
 
 
 def plan_batches(lengths: Sequence[int] | np.ndarray, max_batch: int, max_tokens: int | None = None,
@@ -131,13 +137,23 @@ def accelerator_batch_tokens(memory_bytes: int | None) -> int:
     return next(slots for least, slots in ACCELERATOR_BATCH_TOKENS if memory >= least)
 
 
-def device_batching(device: str, rows: int | None, tokens: int | None, cpu_tokens: int | None) -> tuple[int, int | None]:
+def width_scale(width: int | None) -> int:
+    """How many times narrower than MiniLM a model of hidden size `width` is (1 when it is not, or not known)."""
+    return max(1, REFERENCE_WIDTH // int(width)) if width else 1
+
+
+def device_batching(device: str, rows: int | None, tokens: int | None, cpu_tokens: int | None,
+                    width: int | None = None) -> tuple[int, int | None]:  # fmt: skip
     """(rows, token slots) per batch on `device`, the ones asked where given: on the CPU 64 rows and the backend's
-    cache-sized budget; on an accelerator up to 1,024 rows within tens of thousands of slots (by its memory)."""
+    cache-sized budget, both scaled up for a model narrower than MiniLM (`width`, its hidden size); on an
+    accelerator up to 1,024 rows within tens of thousands of slots (by its memory)."""
     from bench.runtime.device import device_memory, is_accelerator
 
     if not is_accelerator(device):
-        return rows or CPU_ROWS, tokens if tokens is not None else cpu_tokens
+        scale = width_scale(width)
+        if tokens is None and cpu_tokens is not None:
+            tokens = min(MAX_CPU_BATCH_TOKENS, cpu_tokens * scale)
+        return rows or min(ACCELERATOR_ROWS, CPU_ROWS * scale), tokens
     return rows or ACCELERATOR_ROWS, tokens if tokens is not None else accelerator_batch_tokens(device_memory(device))
 
 

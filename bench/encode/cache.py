@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.runtime import stages
 from bench.runtime.paths import cache_dir
 from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, companions, describe_files, plain_files
 
@@ -258,7 +259,8 @@ class EmbeddingCache:
                     found[bytes(k)] = bytes(v) if table == "alias" else v
             return found
 
-        return self._guarded("read", op, dict, write=False)
+        with stages.timed("cache reads"):
+            return self._guarded("read", op, dict, write=False)
 
     def aliases(self, text_keys: Sequence[bytes]) -> list[bytes | None]:
         """The token-id key recorded for each text key (None: this text was never tokenised into the cache)."""
@@ -313,7 +315,8 @@ class EmbeddingCache:
                 )
                 self._conn.executemany("INSERT OR REPLACE INTO alias VALUES (?, ?)", aliases)
 
-        self._guarded("write", op, lambda: None, write=True)
+        with stages.timed("cache writes"):
+            self._guarded("write", op, lambda: None, write=True)
 
     def put_aliases(self, aliases: Iterable[tuple[bytes, bytes]], commit: bool = True) -> None:
         aliases = list(aliases)
@@ -322,7 +325,8 @@ class EmbeddingCache:
             with self._conn:
                 self._conn.executemany("INSERT OR REPLACE INTO alias VALUES (?, ?)", aliases)
 
-        self._guarded("write", op, lambda: None, write=True)
+        with stages.timed("cache writes"):
+            self._guarded("write", op, lambda: None, write=True)
 
     def __len__(self) -> int:
         return int(self._guarded("read", lambda: self._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0], lambda: 0, write=False))

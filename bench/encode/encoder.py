@@ -45,7 +45,7 @@ import numpy as np
 from bench import environment
 from bench.encode import loading
 from bench.encode.backends import make_backend
-from bench.encode.batching import device_batching, pad_batch, plan_batches
+from bench.encode.batching import BATCH_COST_TOKENS, device_batching, pad_batch, plan_batches, width_scale
 from bench.encode.cache import CacheUnavailable, EmbeddingCache, default_cache_dir
 from bench.encode.chunks import ACCELERATOR_CHUNK_TEXTS, CHUNK_TEXTS, FIRST_CHUNK_TEXTS, MEMMAP_BYTES, allocate_matrix
 from bench.encode.inputs import ModelInputs
@@ -53,6 +53,7 @@ from bench.encode.token_ids import TokenIdCache
 from bench.encode.options import EMB_DTYPES, ENCODER_DEFAULTS, EncoderOptions
 from bench.encode.pipeline import encode_chunks
 from bench.encode.st_config import folder_pooling
+from bench.runtime import stages
 from bench.runtime.device import is_accelerator
 from bench.runtime.errors import ConfigError
 
@@ -102,8 +103,10 @@ class Encoder:
         self.owns_weights = owns_weights or model is None
         self.engine = make_backend(self.options.backend, self)  # chosen once
         # None: the device's defaults (rows, and token slots per batch: bench.encode.batching.device_batching)
+        width = dim if dim is not None else getattr(getattr(model, "config", None), "hidden_size", None)
         self.batch_size, self.batch_tokens = device_batching(
-            self.device_name, self.options.batch_size, self.options.batch_tokens, self.engine.cpu_batch_tokens)
+            self.device_name, self.options.batch_size, self.options.batch_tokens, self.engine.cpu_batch_tokens, width)
+        self.batch_cost = BATCH_COST_TOKENS * width_scale(width)  # a forward call's fixed cost, in token slots
         self.shapes: set[tuple[int, int]] = set()  # distinct (rows, width) batch shapes run through the model
         self.use_cache = self.options.use_cache
         self.use_token_cache = self.use_cache if token_cache is None else token_cache
@@ -304,7 +307,8 @@ class Encoder:
         """One batch through the backend: (batch, dim) float32 pooled, not normalised; numpy on the CPU, a tensor
         left on the device on an accelerator."""
         self.forward_calls += 1
-        return self.engine.pooled(batch)
+        with stages.timed("forward"):
+            return self.engine.pooled(batch)
 
     def _batches(self, texts: Sequence[str], batch_size: int):  # noqa: ANN202
         """Length-sorted batches with dynamic padding: yields (original indices, lengths, numpy batch)."""

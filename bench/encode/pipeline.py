@@ -44,6 +44,7 @@ class PipelineHost(Protocol):
     forward_calls: int
     texts_encoded: int
     texts_asked: int
+    batch_cost: int  # a forward call's fixed cost in token slots (the CPU plan's)
     token_slots: int
     tokens_run: int
     fp32_reruns: int
@@ -140,7 +141,7 @@ def finish_chunk(enc: PipelineHost, chunk: Chunk, tokenized: Any, cache: Embeddi
     distinct = np.fromiter(first.values(), dtype=np.int64, count=len(first))
     lengths = ids.lengths[distinct]
     plan = plan_shapes(lengths, batch_size, enc.batch_tokens, enc.max_len) if enc.shape_bounded else \
-        at_own_shapes(plan_batches(lengths, batch_size, enc.batch_tokens), lengths)  # fmt: skip
+        at_own_shapes(plan_batches(lengths, batch_size, enc.batch_tokens, enc.batch_cost), lengths)  # fmt: skip
     done: list[tuple[np.ndarray, Any]] = []  # (indices into distinct's inputs, pooled vectors as the model left them)
     try:
         for shaped in plan:

@@ -15,6 +15,10 @@
     batch_shapes        distinct (rows, width) batch shapes the encoder has run so far (bounded on accelerators)
     batch_rows          texts per encoding batch at most (the asked --batch-size, else the device's)
     batch_tokens        token slots per encoding batch at most (the asked --batch-tokens, else the device's)
+    seconds_by_stage    thread-seconds per pipeline stage (read, tokenise, forward, cache reads and writes, search,
+                        scoring: bench.runtime.stages); they overlap, so they may add up to more than `seconds`
+    texts_encoded       model inputs encoded (a resumed evaluation encodes only what the cache lacks), texts_asked:
+                        texts the encoder was asked for
     peak_memory_mb      peak CUDA memory allocated during the dataset (reset before it), or on the CPU the process's
                         peak resident memory so far (`peak_memory_kind` says which)
 
@@ -37,6 +41,8 @@ class Snapshot:
     texts: int
     tokens: int
     fp32_reruns: int = 0
+    asked: int = 0
+    stages: dict[str, float] | None = None
 
 
 def _inner(model: Any) -> Any:
@@ -70,8 +76,11 @@ def start(model: Any) -> Snapshot:
 
         if torch.cuda.is_available():
             torch.cuda.reset_peak_memory_stats()
+    from bench.runtime import stages
+
     return Snapshot(time.monotonic(), int(getattr(enc, "texts_encoded", 0) or 0), int(getattr(enc, "tokens_run", 0) or 0),
-                    int(getattr(enc, "fp32_reruns", 0) or 0))
+                    int(getattr(enc, "fp32_reruns", 0) or 0), int(getattr(enc, "texts_asked", 0) or 0),
+                    stages.snapshot())  # fmt: skip
 
 
 def fingerprint(files: set[str]) -> str | None:
@@ -127,6 +136,12 @@ def measure(model: Any, before: Snapshot, suite: str, files: set[str]) -> dict[s
     if hasattr(enc, "texts_encoded"):
         info["texts_per_s"] = round((int(enc.texts_encoded) - before.texts) / seconds, 1)
         info["tokens_per_s"] = round((int(getattr(enc, "tokens_run", 0) or 0) - before.tokens) / seconds, 1)
+        info["texts_encoded"] = int(enc.texts_encoded) - before.texts
+        info["texts_asked"] = int(getattr(enc, "texts_asked", 0) or 0) - before.asked
+    if before.stages is not None:
+        from bench.runtime import stages
+
+        info["seconds_by_stage"] = stages.since(before.stages)
     device = str(getattr(enc, "device_name", "") or "cpu")
     info["device"] = device
     info["device_name"] = device_label(device)

@@ -39,9 +39,11 @@ from bench.data.catalog import CQADUPSTACK_FORUMS, ignores_identical_ids
 from bench.data.errors import DataError
 from bench.data.readers import RetrievalData
 from bench.evaluate.attacks import Distractors
+from bench.evaluate.corpus_progress import CorpusProgress
 from bench.evaluate.search import exact_search
 from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop
+from bench.runtime import stages
 from results_db.records import ItemValues, ScoreRecord
 
 TOP_K = 1000
@@ -101,18 +103,23 @@ class CorpusTexts(Sequence):
     slice by slice: the encoder (and BM25's index) read a corpus chunk by chunk, so a large corpus is never held as
     Python strings (with a `LazyCorpus` it stays on disk until a chunk is read)."""
 
-    def __init__(self, data: RetrievalData, doc_ids: list[str], fields: bool = False):
+    def __init__(self, data: RetrievalData, doc_ids: list[str], fields: bool = False, progress: Any = None):
         self.data = data
         self.doc_ids = doc_ids
         self.fields = fields
+        self.progress = progress  # a CorpusProgress told how far the file has been read (bench.evaluate.corpus_progress)
 
     def __len__(self) -> int:
         return len(self.doc_ids)
 
     def _build(self, doc_ids: list[str]) -> list:
         if not self.fields:
-            return self.data.doc_texts(doc_ids)
-        return [((d.get("title") or "").strip(), d["text"]) for d in self.data.documents(doc_ids)]
+            out = self.data.doc_texts(doc_ids)
+        else:
+            out = [((d.get("title") or "").strip(), d["text"]) for d in self.data.documents(doc_ids)]
+        if self.progress is not None:
+            self.progress.read_up_to(getattr(self.data.corpus, "read_end", 0))
+        return out
 
     def __getitem__(self, index):  # noqa: ANN001, ANN204
         if isinstance(index, slice):
@@ -140,14 +147,16 @@ def search_run(model: Any, queries: list[str], docs: Sequence[str], query_ids: l
             q_emb = model.encode(queries, desc=f"{desc} queries")
         d_emb = model.encode(docs, desc=f"{desc} corpus")
         device = getattr(model, "device_name", "cpu")
-        scores, indices = exact_search(q_emb, d_emb, k, device=device)
+        with stages.timed("search"):
+            scores, indices = exact_search(q_emb, d_emb, k, device=device)
     return to_run(query_ids, doc_ids, scores, indices, ignore_identical_ids, TOP_K)
 
 
 # ------------------------------------------------------------------------------- data
 def load_retrieval(dataset: str, ctx: EvalContext) -> RetrievalData:
-    data = load_dataset(dataset, ctx, "beir", "a retrieval (BEIR) dataset",
-                        lambda located: read_beir(located.path, name=dataset))  # fmt: skip
+    with stages.timed("read"):
+        data = load_dataset(dataset, ctx, "beir", "a retrieval (BEIR) dataset",
+                            lambda located: read_beir(located.path, name=dataset))  # fmt: skip
     data = keep_positive_queries(data)
     limit = ctx.limit_for(dataset, len(data.qrels), "judged queries")
     if limit:
@@ -199,8 +208,9 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
     query_ids = list(data.qrels)
     queries = [data.queries[q] for q in query_ids]
     doc_ids = list(data.corpus)
+    progress = corpus_progress(model, data)
     # BM25 scores title and text as fields of their own (bench.evaluate.lexical); encoders read title + " " + text
-    clean_docs = CorpusTexts(data, doc_ids, fields=is_lexical(model))
+    clean_docs = CorpusTexts(data, doc_ids, fields=is_lexical(model), progress=progress)
     ignore_identical = ignores_identical_ids(dataset)  # its catalog entry (mteb's flag)
     q_emb = None if is_lexical(model) else model.encode(queries, desc=f"{dataset} queries")  # once: never attacked
     records = []
@@ -212,7 +222,8 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
         info = v.info(docs)
         run = search_run(model, queries, docs, query_ids, doc_ids, ignore_identical_ids=ignore_identical,
                          desc=f"{dataset} {variant}", q_emb=q_emb)  # fmt: skip
-        per_query = retrieval_metrics(data.qrels, run)
+        with stages.timed("scoring"):
+            per_query = retrieval_metrics(data.qrels, run)
         for metric in metrics:
             values = [per_query[q][metric] for q in query_ids]
             records.append(
@@ -224,10 +235,25 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
                     value=float(np.mean(values)),
                     n=len(values),
                     items=ItemValues("mean", list(query_ids), values),
-                    info={**(info or {}), **({"duplicate_ids": dict(data.duplicates)} if data.duplicates else {})} or None,
+                    info={**(info or {}), **({"duplicate_ids": dict(data.duplicates)} if data.duplicates else {}),
+                          **data.anomalies} or None,
                 )
             )
+    if progress is not None:
+        progress.finish()
     return records
+
+
+def corpus_progress(model: Any, data: RetrievalData) -> CorpusProgress | None:
+    """The progress note of an encoder with a cache scoring a corpus read from its file (a killed evaluation resumes
+    from the cache: the note refuses a file that changed since); checked now. None where nothing resumes."""
+    path = getattr(data.corpus, "path", None)
+    folder = getattr(model, "cache_dir", None)
+    if path is None or folder is None or not getattr(model, "use_cache", False) or is_lexical(model):
+        return None
+    progress = CorpusProgress(path, f"{getattr(model, 'name', '')}|{getattr(model, 'max_len', '')}", folder)
+    progress.check()
+    return progress
 
 
 @dataclass

@@ -1,0 +1,98 @@
+"""What an evaluation has read of a corpus file, kept until it finishes, so that resuming it refuses a changed file.
+
+An evaluation of a large corpus commits its embeddings chunk by chunk (bench.encode.cache): killed at any point, the
+next call with the same model reads the committed chunks back and encodes only the rest. That is right only if the
+file is the one the first call read. So while it reads, the evaluation keeps a note beside the cache,
+
+    <lenbench cache>/progress/<sha256(corpus path | model)[:24]>.json
+        {"path", "size", "read_bytes", "sha256": of the file's first read_bytes bytes}
+
+updated as each chunk is read (the digest is extended, never recomputed), and deleted when the corpus is scored. A
+call that finds a note checks the file first: another size, or other bytes where the first call read, is refused in
+one line naming the file and the note to delete to score the file as it is now.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+
+from bench.data.errors import DataError
+
+log = logging.getLogger(__name__)
+
+FOLDER = "progress"
+BLOCK = 1 << 20
+
+
+class CorpusProgress:
+    """The note of one (corpus file, model) evaluation (see the module docstring)."""
+
+    def __init__(self, corpus: Path, who: str, cache_dir: Path):
+        self.corpus = Path(corpus)
+        key = hashlib.sha256(f"{self.corpus.resolve()}|{who}".encode()).hexdigest()[:24]
+        self.note = Path(cache_dir) / FOLDER / f"{key}.json"
+        self._sha = hashlib.sha256()
+        self._hashed = 0
+        self._writable = True
+
+    def check(self) -> None:
+        """Refuse (DataError, one line) a corpus that changed since an interrupted evaluation read it."""
+        try:
+            note = json.loads(self.note.read_text())
+            size, read, digest = int(note["size"]), int(note["read_bytes"]), str(note["sha256"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return  # no note (or not one of ours): nothing was left half done
+        now = self.corpus.stat().st_size
+        what = None
+        if now != size:
+            what = f"its size is {now:,} bytes, not {size:,}"
+        elif _prefix_digest(self.corpus, read) != digest:
+            what = f"its first {read:,} bytes differ"
+        if what:
+            raise DataError(f"{self.corpus} changed since an interrupted evaluation of it read it ({what}), so its "
+                            f"committed chunks are not this file's; delete {self.note} to score the file as it is now")  # fmt: skip
+
+    def read_up_to(self, end: int) -> None:
+        """The evaluation has read the file's bytes [0, end): extend the digest and write the note (best effort)."""
+        if end <= self._hashed or not self._writable:
+            return
+        try:
+            with open(self.corpus, "rb") as fh:
+                fh.seek(self._hashed)
+                left = end - self._hashed
+                while left > 0:
+                    block = fh.read(min(BLOCK, left))
+                    if not block:
+                        break
+                    self._sha.update(block)
+                    left -= len(block)
+            self._hashed = end - left
+            note = {"path": str(self.corpus), "size": self.corpus.stat().st_size, "read_bytes": self._hashed,
+                    "sha256": self._sha.hexdigest()}  # fmt: skip
+            self.note.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.note.with_name(f".{self.note.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(note))
+            os.replace(tmp, self.note)
+        except OSError as exc:  # a full disk or read-only cache: resuming is then only unchecked
+            self._writable = False
+            log.info("corpus progress note %s not written (%s)", self.note, exc)
+
+    def finish(self) -> None:
+        self.note.unlink(missing_ok=True)
+
+
+def _prefix_digest(path: Path, size: int) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as fh:
+        left = size
+        while left > 0:
+            block = fh.read(min(BLOCK, left))
+            if not block:
+                break
+            sha.update(block)
+            left -= len(block)
+    return sha.hexdigest()
