@@ -122,10 +122,11 @@ def test_cache_info_lists_token_id_files_and_clear_removes_only_lenbench_ones(re
     cache_dir = tmp_path / "cache"
     monkeypatch.setenv("LENBENCH_CACHE", str(cache_dir))
     tok = AutoTokenizer.from_pretrained(str(reference_dir))
-    held = TokenIdCache(tok, 16, cache_dir)  # stays open (its -wal and -shm beside it) through info and clear
+    held = TokenIdCache(tok, 16, cache_dir)  # stays open (its index beside it) through info and clear
     held.model_inputs(TOKEN_TEXTS)
     ids_file = held.path
-    assert ids_file is not None and Path(f"{ids_file}-wal").is_file() and Path(f"{ids_file}-shm").is_file()
+    assert ids_file is not None and Path(f"{ids_file}-index").is_file()
+    (cache_dir / "tokens" / f"ids-{'1' * 24}.tok-index").write_bytes(b"an index without its file, not ours")
     assert bodies(TOKEN_TEXTS, tok, 8, workers=1)[1] is False  # the training side's file, written now
     training = list((cache_dir / "tokens").glob("*.npz"))
     assert len(training) == 1
@@ -135,12 +136,13 @@ def test_cache_info_lists_token_id_files_and_clear_removes_only_lenbench_ones(re
     out = capsys.readouterr().out
     assert "1 token-id file(s)" in out and "1 training token table(s)" in out, out
     assert f"tokens/{ids_file.name}" in out and f"tokens/{training[0].name}" in out
-    assert "kept 3 file(s)" in out and f"tokens/ids-{'0' * 24}.sqlite  (not a token-id file" in out
+    assert "kept 4 file(s)" in out and f"tokens/ids-{'0' * 24}.sqlite  (not a token-id file" in out
 
     assert main(["cache", "clear"]) == 0
     out = capsys.readouterr().out
-    assert "removed 4 file(s)" in out, out  # the ids file, its -wal and -shm, the training file
-    assert sorted(p.name for p in (cache_dir / "tokens").iterdir()) == sorted(p.name for p in strangers)
+    assert "removed 3 file(s)" in out, out  # the ids file, its index, the training file
+    left = sorted(p.name for p in (cache_dir / "tokens").iterdir())
+    assert left == sorted([p.name for p in strangers] + [f"ids-{'1' * 24}.tok-index"])
     assert {p: p.read_bytes() for p in strangers} == strangers
     # The process that held the file open goes on: its ids are still the tokenizer's.
     assert held.model_inputs(["new text"]).ids == model_inputs(["new text"], tok, 16).ids
@@ -177,13 +179,11 @@ def test_cache_clear_names_a_token_id_file_it_cannot_delete_and_clears_the_rest(
     monkeypatch.setattr(type(ids_file), "unlink", refuse_open_file)
     assert main(["cache", "clear", "--cache-dir", str(cache_dir)]) == 0
     out = capsys.readouterr().out
-    assert "could not remove 3 file(s)" in out, out  # the ids file with its -wal and -shm
-    assert f"tokens/{ids_file.name}\n" in out and f"tokens/{ids_file.name}-wal\n" in out
+    assert "could not remove 1 file(s)" in out, out  # the ids file (its index went: what it held is then unread)
+    assert f"tokens/{ids_file.name}\n" in out
     assert not embeddings.path.exists()
-    # The file and its companions are left whole: once its holder closes, its ids read back.
-    assert ids_file.is_file() and Path(f"{ids_file}-wal").is_file()
     held.close()
     again = TokenIdCache(tok, 16, cache_dir)
     again.model_inputs(TOKEN_TEXTS)
-    assert (again.hits, again.tokenized) == (3, 0)
+    assert (again.hits, again.tokenized) == (0, 3)  # a data file without its index: tokenised again, then stored
     again.close()

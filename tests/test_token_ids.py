@@ -114,3 +114,91 @@ def test_the_process_pool_is_kept_between_calls_and_replaced_for_another_max_len
         assert token_ids._POOLS._pool is not pool and max(at8.ids.lengths) == 8
     finally:
         token_ids._POOLS.shutdown()
+
+
+def test_a_write_the_disk_refuses_stores_nothing_partial_and_a_later_call_stores_it(reference_dir, tmp_path,
+                                                                                  monkeypatch, caplog):  # fmt: skip
+    import errno
+
+    import bench.encode.token_store as token_store
+
+    tok = _tokenizer(reference_dir)
+    first = TokenIdCache(tok, 16, tmp_path)
+    first.model_inputs(TEXTS[:1])
+    sizes = {p: p.stat().st_size for p in (first.path, first._store.index_path)}
+    real = token_store.write_all
+    calls = []
+
+    def full_on_the_index(fd, data, offset):  # the ids go in, then the disk fills while the index records are written
+        calls.append(offset)
+        if len(calls) == 2:
+            real(fd, data[:10], offset)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, data, offset)
+
+    monkeypatch.setattr(token_store, "write_all", full_on_the_index)
+    got = first.model_inputs(TEXTS)
+    assert got.ids == model_inputs(TEXTS, tok, 16).ids  # the run goes on with the ids it tokenised
+    assert "disk is full" in caplog.text
+    assert {p: p.stat().st_size for p in sizes} == sizes  # both files cut back to where the chunk began
+    first.model_inputs(["never written"])
+    assert {p: p.stat().st_size for p in sizes} == sizes  # the store stopped writing for this process
+    monkeypatch.setattr(token_store, "write_all", real)
+    first.close()
+    second = TokenIdCache(tok, 16, tmp_path)
+    second.model_inputs(TEXTS)
+    assert (second.hits, second.tokenized) == (2, 2)  # "a short one" twice read back; the refused texts tokenised
+    third = TokenIdCache(tok, 16, tmp_path)
+    assert third.model_inputs(TEXTS).ids == got.ids and (third.hits, third.tokenized) == (4, 0)
+
+
+def test_a_torn_last_index_record_is_ignored_and_written_over(reference_dir, tmp_path):
+    tok = _tokenizer(reference_dir)
+    first = TokenIdCache(tok, 16, tmp_path)
+    first.model_inputs(TEXTS[:2])
+    index = first._store.index_path
+    first.close()
+    with open(index, "ab") as fh:  # a process killed in the middle of a record
+        fh.write(b"\x07" * 11)
+    second = TokenIdCache(tok, 16, tmp_path)
+    assert second.model_inputs(TEXTS[2:3] + TEXTS[:2]).ids == model_inputs(TEXTS[2:3] + TEXTS[:2], tok, 16).ids
+    assert (second.hits, second.tokenized) == (2, 1)
+    second.close()
+    third = TokenIdCache(tok, 16, tmp_path)
+    assert third.model_inputs(TEXTS[:3]).ids == model_inputs(TEXTS[:3], tok, 16).ids and third.hits == 3
+
+
+def test_only_files_with_lenbench_s_header_are_token_id_files(reference_dir, tmp_path):
+    from bench.encode.token_ids import is_token_id_file, token_id_companions
+
+    cache = TokenIdCache(_tokenizer(reference_dir), 16, tmp_path)
+    cache.model_inputs(TEXTS)
+    cache.close()
+    assert is_token_id_file(cache.path) and token_id_companions(cache.path)[0].name == f"{cache.path.name}-index"
+    fake = cache.path.with_name(f"ids-{'0' * 24}.tok")
+    fake.write_bytes(b"\x00" * 200)
+    assert not is_token_id_file(fake)
+    other = TokenIdCache(_tokenizer(reference_dir), 16, tmp_path)
+    other.path = fake  # a file under lenbench's name that is not lenbench's: never read, never written
+    assert other.model_inputs(TEXTS).ids == model_inputs(TEXTS, other.tokenizer, 16).ids and not other.on_disk
+    assert fake.read_bytes() == b"\x00" * 200
+
+
+def test_many_chunks_read_back_in_the_order_written_and_after_the_sorted_index_is_written(reference_dir, tmp_path,
+                                                                                          monkeypatch):  # fmt: skip
+    import bench.encode.token_store as token_store
+
+    monkeypatch.setattr(token_store, "SORT_AFTER", 50)
+    tok = _tokenizer(reference_dir)
+    texts = [f"document {i} about {'cats' if i % 3 else 'dogs'} " * (i % 5 + 1) for i in range(400)]
+    first = TokenIdCache(tok, 24, tmp_path)
+    for s in range(0, 400, 64):
+        first.model_inputs(texts[s : s + 64])
+    first.close()
+    assert (tmp_path / "tokens" / f"{first.path.name}-sorted").is_file()
+    second = TokenIdCache(tok, 24, tmp_path)
+    expected = model_inputs(texts, tok, 24)
+    for part in (texts, texts[::-1], texts[100:300:3]):
+        got = second.model_inputs(part)
+        assert got.ids == model_inputs(part, tok, 24).ids
+    assert second.tokenized == 0 and second.model_inputs(texts).truncated.tolist() == expected.truncated.tolist()

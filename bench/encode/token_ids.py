@@ -2,12 +2,13 @@
 
 An encoder reads each text as its token ids with special tokens, cut at max_len (`bench.encode.inputs`). Those ids
 depend on the tokenizer and max_len only, not on the model's weights, its pooling or its precision. So
-`TokenIdCache(tokenizer, max_len).model_inputs(texts)` keeps them in one SQLite file per (tokenizer fingerprint,
-max_len), keyed by each text's digest:
+`TokenIdCache(tokenizer, max_len).model_inputs(texts)` keeps them in one store per (tokenizer fingerprint, max_len),
+keyed by each text's digest (sha256(text)[:16]), so the same text in two corpora is tokenised once:
 
-    <lenbench cache>/tokens/ids-<sha256(tokenizer fingerprint | max_len)>.sqlite
-        ids (text = sha256(text)[:16]) -> the ids as little-endian uint16 (vocabularies up to 65,536) or int32,
-                                          and whether the text was cut
+    <lenbench cache>/tokens/ids-<sha256(tokenizer fingerprint | max_len)>.tok (+ .tok-index, .tok-sorted)
+        the ids as little-endian uint16 (vocabularies up to 65,536) or int32, back to back, and per text its digest,
+        where its ids are and whether it was cut (`bench.encode.token_store`: append-only flat files, made for
+        tens of millions of texts; the SQLite file of format 1, one row per text, is no longer read)
 
 Every model with the same tokenizer (a trained checkpoint and its backbone, the nine methods of a paper table),
 every re-run at another precision or with the embedding cache off, and every attack variant that meets a text again
@@ -23,17 +24,20 @@ Python work of turning encodings into arrays runs on every core as well. The poo
 encoder with the same tokenizer.
 
 `bench cache clear` deletes a file here only when `is_token_id_file` proves it is one of these: the name
-(`ids-<24 hex>.sqlite`) and, read-only, exactly the one table `ids` with the schema below.
+(`ids-<24 hex>.tok`) and its header (lenbench's magic bytes), with its companions (`token_id_companions`); or a
+format-1 file (`ids-<24 hex>.sqlite` holding exactly the one table `ids` of IDS_TABLE_SQL).
 """
 
 from __future__ import annotations
 
 import atexit
+import errno
 import hashlib
 import logging
 import re
 import sqlite3
 import threading
+import weakref
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
@@ -42,19 +46,20 @@ from typing import Any
 import numpy as np
 
 from bench.data.token_cache import FOLDER, tokenizer_id
+from bench.encode import token_store
 from bench.encode.cache import text_key
 from bench.encode.inputs import ModelInputs, TokenRows, model_inputs, truncating_backend
-from bench.runtime import pools
+from bench.encode.token_store import TokenStore
+from bench.runtime import pools, stages
 from bench.runtime.paths import cache_dir
-from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, companions, describe_files, plain_files
+from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, describe_files, plain_files
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
-SQLITE_VARS = 500  # bound parameters per statement
 PROCESS_TEXTS = 4_096  # cold texts from which a process pool tokenises (below it, the tokenizer's threads do)
 PROCESS_CHUNK = 1_024  # texts per process-pool task at most
-FILE_NAME = re.compile(r"ids-[0-9a-f]{24}\.sqlite")
+FILE_NAME = re.compile(r"ids-[0-9a-f]{24}\.tok")
+OLD_FILE_NAME = re.compile(r"ids-[0-9a-f]{24}\.sqlite")  # format 1 (SQLite): recognised for `bench cache clear` only
 IDS_TABLE_SQL = "CREATE TABLE ids (text BLOB PRIMARY KEY, ids BLOB NOT NULL, cut INTEGER NOT NULL)"
 
 
@@ -67,12 +72,14 @@ class TokenIdCache:
         self.tokenizer, self.max_len = tokenizer, int(max_len)
         self.hits = self.tokenized = 0
         self.path: Path | None = None
-        self._conn: sqlite3.Connection | None = None
+        self._store: TokenStore | None = None
+        self._namespace = ""
         self._lock = threading.Lock()  # the encoder's prefetch thread and its caller may both tokenise
         ident = tokenizer_id(tokenizer) if use_disk else None
         if ident is not None:
-            name = hashlib.sha256(f"ids-{FORMAT}|{ident}|{self.max_len}".encode()).hexdigest()[:24]
-            self.path = Path(directory if directory is not None else cache_dir()) / FOLDER / f"ids-{name}.sqlite"
+            self._namespace = f"ids-{token_store.FORMAT}|{ident}|{self.max_len}"
+            name = hashlib.sha256(self._namespace.encode()).hexdigest()[:24]
+            self.path = Path(directory if directory is not None else cache_dir()) / FOLDER / f"ids-{name}.tok"
         try:
             vocab = len(tokenizer)  # added tokens included
         except TypeError:
@@ -90,86 +97,107 @@ class TokenIdCache:
             return self._model_inputs(list(texts))
 
     def _model_inputs(self, texts: list[str]) -> ModelInputs:
-        conn = self._connection()
-        if conn is None:
+        store = self._opened()
+        if store is None:
             self.tokenized += len(texts)
-            return tokenize_parallel(texts, self.tokenizer, self.max_len)
+            with stages.timed("tokenise"):
+                return tokenize_parallel(texts, self.tokenizer, self.max_len)
         digests = [text_key(t) for t in texts]
-        found = self._read(conn, digests)
-        rows = [found.get(d) for d in digests]
-        missing = [i for i, row in enumerate(rows) if row is None]
+        with stages.timed("cache reads"):
+            found = self._guard("read", lambda: store.lookup(digests), None)
+        if found is None:
+            return self._model_inputs(texts)  # the store was dropped: tokenise
+        missing = np.flatnonzero(found < 0)
         self.hits += len(texts) - len(missing)
-        if missing:
-            fresh = tokenize_parallel([texts[i] for i in missing], self.tokenizer, self.max_len)
+        parts: list[tuple[np.ndarray, TokenRows, np.ndarray]] = []  # (positions, ids, cut) of hits, then of fresh
+        if len(missing) < len(texts):
+            hit = np.flatnonzero(found >= 0)
+            with stages.timed("cache reads"):
+                flat, offsets, cut = store.ids(found[hit])
+            parts.append((hit, TokenRows(flat, offsets), cut))
+        if len(missing):
+            with stages.timed("tokenise"):
+                fresh = tokenize_parallel([texts[i] for i in missing], self.tokenizer, self.max_len)
             self.tokenized += len(missing)
-            data, size = fresh.ids.flat.astype(self._dtype).tobytes(), self._dtype.itemsize
-            bounds = (fresh.ids.offsets * size).tolist()  # byte slices of plain ints: no numpy scalar per text
-            for i, start, stop, cut in zip(missing, bounds[:-1], bounds[1:], fresh.truncated.tolist()):
-                rows[i] = (data[start:stop], int(cut))
-            self._write(conn, [(digests[i], *rows[i]) for i in missing])  # type: ignore[misc]
-        # One array of every text's ids, in the texts' order, with no Python integer per token: the blobs are
-        # joined and viewed as the stored dtype (a Python list per text costs as much as tokenising a tenth of them).
-        blobs = [row[0] for row in rows]  # type: ignore[index]
-        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs)) // self._dtype.itemsize, out=offsets[1:])
-        ids = TokenRows(np.frombuffer(b"".join(blobs), dtype=self._dtype), offsets)
-        cut = np.fromiter((row[1] for row in rows), dtype=bool, count=len(rows))  # type: ignore[index]
-        return ModelInputs(ids, cut)
+            new = _distinct(missing, [digests[i] for i in missing])  # a text twice in one chunk is stored once
+            with stages.timed("cache writes"):
+                rows = fresh.ids.take(new) if len(new) < len(missing) else fresh.ids
+                cut = fresh.truncated[new] if len(new) < len(missing) else fresh.truncated
+                self._guard("write", lambda: store.append([digests[missing[j]] for j in new], rows.flat, rows.offsets, cut), None)
+            parts.append((missing, fresh.ids, fresh.truncated))
+        return _in_order(parts, len(texts), self._dtype)
 
     # ------------------------------------------------------------------------------------------- storage
-    def _connection(self) -> sqlite3.Connection | None:
-        if self.path is None or self._conn is not None:
-            return self._conn
+    def _opened(self) -> TokenStore | None:
+        if self.path is None or self._store is not None:
+            return self._store
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(IDS_TABLE_SQL.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1))
-            conn.commit()
-        except (OSError, sqlite3.Error) as exc:
+            self._store = TokenStore(self.path, self._namespace, self._dtype, self.max_len)
+        except OSError as exc:
             log.info("token ids not cached on disk (%s: %s)", self.path, exc)
             self.path = None
             return None
-        self._conn = conn
-        return conn
+        ref = weakref.ref(self)  # the sorted index is written when the process ends (close() does it sooner)
+        atexit.register(lambda: (cache := ref()) is not None and cache.close())
+        return self._store
 
-    def _read(self, conn: sqlite3.Connection, digests: list[bytes]) -> dict[bytes, tuple[bytes, int]]:
-        out: dict[bytes, tuple[bytes, int]] = {}
+    def _guard(self, what: str, op: Any, fallback: Any) -> Any:
+        """op() on the store; a fault of the file (unreadable, disk full, another format) only costs the caching:
+        a failed read drops the store for this process, a failed write stops the writes (said once)."""
         try:
-            for s in range(0, len(digests), SQLITE_VARS):
-                part = digests[s : s + SQLITE_VARS]
-                sql = f"SELECT text, ids, cut FROM ids WHERE text IN ({','.join('?' * len(part))})"
-                out.update((t, (b, c)) for t, b, c in conn.execute(sql, part))  # BLOBs come back as bytes
-        except sqlite3.Error as exc:  # unreadable: tokenise instead (and stop using the file)
-            log.info("token-id cache %s unreadable (%s); tokenising", self.path, exc)
-            self.path, self._conn = None, None
-            return {}
-        return out
-
-    def _write(self, conn: sqlite3.Connection, rows: list[tuple[bytes, bytes, bool]]) -> None:
-        """Store (text digest, ids as the stored dtype's bytes, cut) rows."""
-        try:
-            conn.executemany("INSERT OR IGNORE INTO ids (text, ids, cut) VALUES (?, ?, ?)",
-                             [(d, x, int(c)) for d, x, c in rows])  # fmt: skip
-            conn.commit()
-        except (OSError, sqlite3.Error) as exc:  # full disk, read-only folder: the ids are only not kept
-            log.info("token ids not written to %s (%s)", self.path, exc)
+            return op()
+        except (OSError, ValueError) as exc:
+            if what == "read":
+                log.info("token-id cache %s unreadable (%s); tokenising", self.path, exc)
+                self.close()
+                self.path = None
+            else:
+                log.warning("token ids not written to %s (%s); this run goes on without storing them", self.path,
+                            "the disk is full" if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) else exc)
+            return fallback
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._store is not None:
+            try:
+                self._store.write_sorted()
+            except OSError as exc:
+                log.info("token-id index of %s not sorted on disk (%s)", self.path, exc)
+            self._store.close()
+            self._store = None
+
+
+def _distinct(positions: np.ndarray, digests: list[bytes]) -> np.ndarray:
+    """Indices into `positions` of the first occurrence of each digest."""
+    first: dict[bytes, int] = {}
+    for j, d in enumerate(digests):
+        first.setdefault(d, j)
+    return np.fromiter(first.values(), dtype=np.int64, count=len(first))
+
+
+def _in_order(parts: list[tuple[np.ndarray, TokenRows, np.ndarray]], n: int, dtype: np.dtype) -> ModelInputs:
+    """One ModelInputs of n texts from pieces that each cover some positions (their ids in position order)."""
+    if len(parts) == 1 and len(parts[0][0]) == n:
+        _, rows, cut = parts[0]
+        return ModelInputs(TokenRows(rows.flat.astype(dtype, copy=False), rows.offsets), np.asarray(cut, dtype=bool))
+    positions = np.concatenate([p for p, _, _ in parts])
+    rows = TokenRows.concat([TokenRows(r.flat.astype(dtype, copy=False), r.offsets) for _, r, _ in parts])
+    cut = np.concatenate([np.asarray(c, dtype=bool) for _, _, c in parts])
+    order = np.empty(n, dtype=np.int64)
+    order[positions] = np.arange(n)
+    return ModelInputs(rows.take(order), cut[order])
 
 
 def is_token_id_file(path: Path) -> bool:
-    """Read-only: whether `path` is a file `TokenIdCache` wrote (its name, and exactly its one table with the same
-    CREATE statement). Opened through SQLite's read-only mode, so a cache another process holds open (in WAL mode,
-    readers never wait for a writer) is read as it is and never changed; anything unreadable is not one."""
+    """Read-only: whether `path` is a file `TokenIdCache` wrote: its name and lenbench's header (the magic bytes,
+    read without changing the file); or a format-1 SQLite file, by its name and exactly its one table with the same
+    CREATE statement (opened through SQLite's read-only mode, so a file another process holds open is read as it is).
+    Anything unreadable is not one."""
+    if FILE_NAME.fullmatch(path.name):
+        return token_store.read_header(path) is not None
+    if not OLD_FILE_NAME.fullmatch(path.name):
+        return False
     from results_db.location import NotSQLiteFile, read_only_sqlite
 
-    if not FILE_NAME.fullmatch(path.name):
-        return False
     try:
         with read_only_sqlite(path) as conn:
             tables = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
@@ -178,9 +206,18 @@ def is_token_id_file(path: Path) -> bool:
     return [(name, " ".join(str(sql).split())) for name, sql in tables] == [("ids", IDS_TABLE_SQL)]
 
 
+def token_id_companions(path: Path) -> list[Path]:
+    """The files that belong with a token-id file (its index and sorted index; a format-1 file's -wal and -shm),
+    where they exist and carry lenbench's header (or, for SQLite's, sit beside their file)."""
+    if FILE_NAME.fullmatch(path.name):
+        near = [Path(f"{path}{token_store.INDEX_SUFFIX}"), Path(f"{path}{token_store.SORTED_SUFFIX}")]
+        return [p for p in near if p.is_file() and token_store.read_header(p) is not None]
+    return [p for p in (Path(f"{path}-wal"), Path(f"{path}-shm")) if p.is_file()]
+
+
 class TokenIdStore:
     """The evaluation token ids as a store (`bench.runtime.stores`): the files of tokens/ that `is_token_id_file`
-    proves are lenbench's, each with its -wal/-shm."""
+    proves are lenbench's, each with its companions (`token_id_companions`)."""
 
     title = "token-id file(s)"
 
@@ -189,7 +226,7 @@ class TokenIdStore:
         found = plain_files(root / FOLDER)
         for path in found:
             if is_token_id_file(path):
-                listing.ours.append(StoreFile(path, companions=companions(path)))
+                listing.ours.append(StoreFile(path, companions=tuple(token_id_companions(path))))
         theirs = {p for f in listing.ours for p in f.paths}
         listing.kept.extend(Kept(p, "not a token-id file lenbench wrote", bool(FILE_NAME.fullmatch(p.name)))
                             for p in found if p not in theirs)  # fmt: skip
