@@ -201,16 +201,10 @@ def estimate_wall(model: str, data: Path, run_dir: Path) -> tuple[float | None, 
     said = (proc.stdout + proc.stderr).strip()
     if proc.returncode != 0:
         return None, f"bench eval --estimate failed: {said.splitlines()[-1] if said else proc.returncode}"
-    try:
-        found = json.loads(said.splitlines()[-1])
-        return float(found["wall_s"]), "from --estimate's JSON line"
-    except (ValueError, KeyError, IndexError, TypeError):
-        pass
-    match = re.search(r"(?:time|wall)[^0-9]*([0-9][0-9,.]*)\s*(s|min|h)\b", said, re.IGNORECASE)
+    match = re.search(r"^total: ([0-9.]+) s\b.*$", said, re.MULTILINE)
     if not match:
-        return None, f"no wall time found in --estimate's output: {said[-300:]!r}"
-    value = float(match.group(1).replace(",", "")) * {"s": 1, "min": 60, "h": 3600}[match.group(2).lower()]
-    return value, f"parsed from: {match.group(0)!r}"
+        return None, f"no 'total: ... s' line in --estimate's output: {said[-300:]!r}"
+    return float(match.group(1)), match.group(0)
 
 
 # ------------------------------------------------------------------------------------------- the benchmark
