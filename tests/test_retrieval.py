@@ -207,8 +207,6 @@ def test_cqadupstack_is_the_mean_of_its_forums(monkeypatch):
 @pytest.mark.parametrize(
     "corrupt, message",
     [
-        (lambda f: (f / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\tnodoc\t1\n"),
-         "test.tsv:2: corpus-id 'nodoc' is not in corpus.jsonl"),
         (lambda f: (f / "corpus.jsonl").write_text(""), "corpus of 'scifact' is empty"),
         (lambda f: (f / "corpus.jsonl").write_text('{"_id": "d1", "text": "x"}\n{"_id": "d2", "text": \n'),
          "corpus.jsonl:2: not valid JSON"),
