@@ -179,9 +179,11 @@ def test_only_files_with_lenbench_s_header_are_token_id_files(reference_dir, tmp
     fake.write_bytes(b"\x00" * 200)
     assert not is_token_id_file(fake)
     other = TokenIdCache(_tokenizer(reference_dir), 16, tmp_path)
-    other.path = fake  # a file under lenbench's name that is not lenbench's: never read, never written
-    assert other.model_inputs(TEXTS).ids == model_inputs(TEXTS, other.tokenizer, 16).ids and not other.on_disk
-    assert fake.read_bytes() == b"\x00" * 200
+    other.path = fake  # a file under lenbench's name that is not lenbench's: never read; set aside whole, rebuilt
+    assert other.model_inputs(TEXTS).ids == model_inputs(TEXTS, other.tokenizer, 16).ids and other.on_disk
+    other.close()
+    assert [p.read_bytes() for p in (tmp_path / "corrupt").glob(f"{fake.name}.*")] == [b"\x00" * 200]
+    assert is_token_id_file(fake)
 
 
 def test_many_chunks_read_back_in_the_order_written_and_after_the_sorted_index_is_written(reference_dir, tmp_path,

@@ -8,8 +8,10 @@ splits of training corpora (`bench.data.sentence_cache`). `clear` deletes only f
 lenbench's (its names, its format read back; SQLite files with their -wal/-shm companions). Anything else, such as
 a results database or another program's file that a mistyped $LENBENCH_CACHE or --cache-dir points at, is listed as
 "kept" and never removed. A file that cannot be deleted (another program holds it open where the system forbids
-deleting open files, or it is not this user's to delete) is named and left; the rest is cleared. Corrupt cache
-files that lenbench set aside (corrupt/) are listed, for deletion by hand.
+deleting open files, or it is not this user's to delete) is named and left; the rest is cleared. `clear --damaged`
+also deletes the kept files that have a name lenbench gives its cache files (damaged, or another program's under
+lenbench's name) and the damaged cache files lenbench set aside (corrupt/); SQLite files go with their -wal/-shm, and
+a -wal/-shm whose database is gone goes with a plain `clear`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.runtime.stores import Kept, Listing, human_size, size_of
+from bench.runtime.stores import Kept, Listing, damaged, human_size, size_of
 from bench.runtime.terminal import safe
 
 if TYPE_CHECKING:
@@ -46,31 +48,39 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=("info", "clear"), help="info: location, files and size; clear: delete the cache files")
     p.add_argument("--cache-dir", default=None, help="cache folder (default: $LENBENCH_CACHE or ~/.cache/lenbench/embeddings)")
+    p.add_argument("--damaged", action="store_true",
+                   help="clear: also delete files under the names lenbench gives its cache files that it cannot prove "
+                        "it wrote (damaged, or another program's), and the damaged cache files it set aside")  # fmt: skip
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from bench.runtime.errors import ConfigError
     from bench.runtime.paths import cache_dir
 
     root = Path(args.cache_dir).expanduser() if args.cache_dir else cache_dir()
+    if root.exists() and not root.is_dir():
+        given = "--cache-dir" if args.cache_dir else "$LENBENCH_CACHE"
+        raise ConfigError(f"the cache folder {safe(str(root))} is a file, not a folder: point {given} at a folder")
     listings = [(store, store.files(root)) for store in stores()]
     if args.action == "info":
         print(f"embedding cache: {safe(str(root))}" + ("" if root.is_dir() else " (not created yet)"))
         for store, listing in listings:
             print("\n".join(store.describe(listing)))
     else:
-        _clear(root, listings)
+        _clear(root, listings, args.damaged)
     _print_kept(root, [listing for _, listing in listings])
     if args.action == "info":
         print("clear it with `bench cache clear`; move it with $LENBENCH_CACHE")
     return 0
 
 
-def _clear(root: Path, listings: list[tuple[Store, Listing]]) -> None:
+def _clear(root: Path, listings: list[tuple[Store, Listing]], with_damaged: bool) -> None:
     removed, freed, busy = 0, 0, []
     for store, listing in listings:
-        done = store.clear(listing)
-        removed, freed, busy = removed + done.removed, freed + done.freed, busy + done.busy
+        for part in (listing, damaged(listing)) if with_damaged else (listing,):
+            done = store.clear(part)
+            removed, freed, busy = removed + done.removed, freed + done.freed, busy + done.busy
     if root.is_dir() and not any(root.iterdir()):
         with contextlib.suppress(OSError):  # another process may have just written into it
             root.rmdir()
@@ -95,12 +105,17 @@ def kept_files(listings: list[Listing]) -> list[Kept]:
 
 
 def _print_kept(root: Path, listings: list[Listing]) -> None:
-    kept = kept_files(listings)
+    """The files left (after a clear: those still there), and the word that removes the damaged ones."""
+    kept = [k for k in kept_files(listings) if k.path.exists()]
     if kept:
-        print(f"kept {len(kept)} file(s) that are not lenbench's cache files (never removed):")
+        print(f"kept {len(kept)} file(s) that are not provably lenbench's cache files:")
         for k in kept:
-            print(f"  {safe(str(k.path.relative_to(root)))}  ({safe(k.why)})")
-    aside = [p for listing in listings for p in listing.aside]
+            word = "; under a name lenbench gives: damaged, or another program's" if k.named else ""
+            print(f"  {safe(str(k.path.relative_to(root)))}  ({safe(k.why)}{word})")
+        named = sum(k.named for k in kept)
+        if named:
+            print(f"`bench cache clear --damaged` deletes the {named} under lenbench's names; the others are never deleted")
+    aside = [p for listing in listings for p in listing.aside if p.exists()]
     if aside:
-        print(f"{len(aside)} corrupt cache file(s) set aside in {safe(str(aside[0].parent))} ({human_size(size_of(aside))}); "
-              "delete them by hand when no longer needed")  # fmt: skip
+        print(f"{len(aside)} damaged cache file(s) set aside in {safe(str(aside[0].parent))} ({human_size(size_of(aside))}); "
+              "`bench cache clear --damaged` deletes them")  # fmt: skip

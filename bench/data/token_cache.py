@@ -165,7 +165,7 @@ def _read(path: Path, strings: Sequence[str]) -> TokenTable | None:
     try:
         with np.load(path) as data:
             ids, offsets = data["ids"], data["offsets"]
-    except (OSError, ValueError, KeyError, EOFError):
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # damaged: tokenised again, written whole
         return None
     if len(offsets) != len(strings) + 1 or (len(offsets) and int(offsets[-1]) != len(ids)):
         return None

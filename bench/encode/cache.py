@@ -20,8 +20,8 @@ import errno
 import hashlib
 import logging
 import os
+import re
 import sqlite3
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +31,8 @@ import numpy as np
 
 from bench.runtime import stages
 from bench.runtime.paths import cache_dir
-from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, companions, describe_files, plain_files
+from bench.runtime.stores import SET_ASIDE, Cleared, Kept, Listing, StoreFile, clear_files, companions, describe_files
+from bench.runtime.stores import named_as, orphans, plain_files, set_aside
 
 # Bumped when the meaning of a key changes: a new file name, so old files (keyed by text) are never misread.
 KEY_VERSION = "ids-v1"
@@ -44,7 +45,7 @@ TABLES_SQL = {
     "alias": "CREATE TABLE alias (text BLOB PRIMARY KEY, key BLOB NOT NULL)",
     "meta": "CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT)",
 }
-SET_ASIDE = "corrupt"  # sub-folder where unreadable cache files are moved (kept for inspection, never read again)
+FILE_NAME = re.compile(r"[0-9a-f]{24}\.sqlite")  # the names `cache_file_name` gives
 
 log = logging.getLogger(__name__)
 
@@ -199,14 +200,7 @@ class EmbeddingCache:
         conn = getattr(self, "_conn", None)
         if conn is not None:
             conn.close()
-        folder = self.directory / SET_ASIDE
-        folder.mkdir(exist_ok=True)
-        stamp = time.strftime("%Y%m%dT%H%M%S")
-        target = folder / f"{self.path.name}.{stamp}-{os.getpid()}"
-        for suffix in ("", "-wal", "-shm"):
-            src = Path(f"{self.path}{suffix}")
-            if src.exists():
-                os.replace(src, Path(f"{target}{suffix}"))
+        target = set_aside(self.path, self.directory)
         log.warning("embedding cache file %s is corrupt (%s); moved it to %s and rebuilding it (those texts are encoded again)",
                     self.path, " ".join(str(exc).split()), target)  # fmt: skip
 
@@ -337,20 +331,23 @@ class EmbeddingCache:
 
 class EmbeddingStore:
     """The embedding cache as a store (`bench.runtime.stores`): the *.sqlite files of the cache folder that
-    `inspect_cache_file` proves are lenbench's, with their -wal/-shm; the corrupt ones it set aside."""
+    `inspect_cache_file` proves are lenbench's, with their -wal/-shm (and those left without their database); the
+    damaged cache files set aside in corrupt/ (the embedding cache's, and the token-id files')."""
 
     title = "encoder file(s)"
 
     def files(self, root: Path) -> Listing:
         listing = Listing(root)
-        for path in plain_files(root):
+        found = plain_files(root)
+        for path in found:
             if path.suffix != ".sqlite":
                 continue
             info = inspect_cache_file(path)
             if info.namespace is not None:
                 listing.ours.append(StoreFile(path, info.namespace, companions(path)))
             else:
-                listing.kept.append(Kept(path, info.why))
+                listing.kept.append(Kept(path, info.why, named_as(path, FILE_NAME)))
+        listing.ours.extend(StoreFile(p, "left by a cache file that is gone") for p in orphans(found, FILE_NAME))
         listing.aside.extend(plain_files(root / SET_ASIDE))
         return listing
 
@@ -358,7 +355,7 @@ class EmbeddingStore:
         return describe_files(self.title, listing)
 
     def clear(self, listing: Listing) -> Cleared:
-        return clear_files(listing)
+        return clear_files(listing, [listing.root / SET_ASIDE])
 
 
 STORE = EmbeddingStore()

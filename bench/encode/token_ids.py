@@ -52,7 +52,8 @@ from bench.encode.inputs import ModelInputs, TokenRows, model_inputs, truncating
 from bench.encode.token_store import TokenStore
 from bench.runtime import pools, stages
 from bench.runtime.paths import cache_dir
-from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, describe_files, plain_files
+from bench.runtime.stores import COMPANIONS, Cleared, Kept, Listing, StoreFile, clear_files, describe_files
+from bench.runtime.stores import named_as, orphans, plain_files, set_aside
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ PROCESS_TEXTS = 4_096  # cold texts from which a process pool tokenises (below i
 PROCESS_CHUNK = 1_024  # texts per process-pool task at most
 FILE_NAME = re.compile(r"ids-[0-9a-f]{24}\.tok")
 OLD_FILE_NAME = re.compile(r"ids-[0-9a-f]{24}\.sqlite")  # format 1 (SQLite): recognised for `bench cache clear` only
+TOK_COMPANIONS = (token_store.INDEX_SUFFIX, token_store.SORTED_SUFFIX)  # the files beside an ids-<hex>.tok
 IDS_TABLE_SQL = "CREATE TABLE ids (text BLOB PRIMARY KEY, ids BLOB NOT NULL, cut INTEGER NOT NULL)"
 
 
@@ -131,12 +133,20 @@ class TokenIdCache:
     def _opened(self) -> TokenStore | None:
         if self.path is None or self._store is not None:
             return self._store
-        try:
-            self._store = TokenStore(self.path, self._namespace, self._dtype, self.max_len)
-        except OSError as exc:
-            log.info("token ids not cached on disk (%s: %s)", self.path, exc)
-            self.path = None
-            return None
+        for attempt in (0, 1):
+            try:
+                self._store = TokenStore(self.path, self._namespace, self._dtype, self.max_len)
+                break
+            except OSError as exc:
+                if attempt == 0 and exc.errno == errno.EINVAL and not is_token_id_file(self.path):
+                    # not this namespace's header: damaged (random bytes, cut short) or another file under its name
+                    where = set_aside(self.path, self.path.parent.parent, TOK_COMPANIONS)
+                    log.warning("token-id cache %s is not usable (%s); moved it to %s and rebuilding it", self.path,
+                                exc.strerror or exc, where)  # fmt: skip
+                    continue
+                log.info("token ids not cached on disk (%s: %s)", self.path, exc)
+                self.path = None
+                return None
         ref = weakref.ref(self)  # the sorted index is written when the process ends (close() does it sooner)
         atexit.register(lambda: (cache := ref()) is not None and cache.close())
         return self._store
@@ -217,7 +227,9 @@ def token_id_companions(path: Path) -> list[Path]:
 
 class TokenIdStore:
     """The evaluation token ids as a store (`bench.runtime.stores`): the files of tokens/ that `is_token_id_file`
-    proves are lenbench's, each with its companions (`token_id_companions`)."""
+    proves are lenbench's, each with its companions (`token_id_companions`), and the companions left without their
+    file (a format-1 file's -wal/-shm; an -index or -sorted file with lenbench's header). A damaged file a run met
+    is set aside in corrupt/, which the embedding cache's store lists."""
 
     title = "token-id file(s)"
 
@@ -227,9 +239,11 @@ class TokenIdStore:
         for path in found:
             if is_token_id_file(path):
                 listing.ours.append(StoreFile(path, companions=tuple(token_id_companions(path))))
+        left = orphans(found, OLD_FILE_NAME) + [p for p in orphans(found, FILE_NAME, TOK_COMPANIONS)
+                                                 if token_store.read_header(p) is not None]  # fmt: skip
+        listing.ours.extend(StoreFile(p, "left by a token-id file that is gone") for p in left)
         theirs = {p for f in listing.ours for p in f.paths}
-        listing.kept.extend(Kept(p, "not a token-id file lenbench wrote", bool(FILE_NAME.fullmatch(p.name)))
-                            for p in found if p not in theirs)  # fmt: skip
+        listing.kept.extend(Kept(p, "not a token-id file lenbench wrote", _named(p)) for p in found if p not in theirs)
         return listing
 
     def describe(self, listing: Listing) -> list[str]:
@@ -237,6 +251,11 @@ class TokenIdStore:
 
     def clear(self, listing: Listing) -> Cleared:
         return clear_files(listing, [listing.root / FOLDER])
+
+
+def _named(path: Path) -> bool:
+    """Whether `path` has a name this cache gives (a token-id file's, or one of its companions')."""
+    return named_as(path, FILE_NAME, TOK_COMPANIONS) or named_as(path, OLD_FILE_NAME, COMPANIONS)
 
 
 STORE = TokenIdStore()

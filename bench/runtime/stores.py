@@ -8,20 +8,27 @@ that owns its layout, and offers it as a `Store`:
 
 `bench cache info|clear` (bench.commands.cache) loops over its list of stores and knows no file name: adding a
 cache is its module (with a store) and one line in that list. A store lists as its own only files it can prove it
-wrote (its naming, and its format read back); anything else where it keeps its files is `Kept`, never deleted.
-The shared parts (sizes, the info lines, deleting with companions) are the functions below, so a store's own code
-is what it knows: its names and its format.
+wrote (its naming, and its format read back); anything else where it keeps its files is `Kept`, never deleted by
+a plain `clear`. A kept file under a name the store gives (`Kept.named`: damaged, or another program's file under
+lenbench's name) and the corrupt files a cache set aside (`SET_ASIDE`) are deleted by `clear --damaged`.
+-wal/-shm files go with their database, and those whose database is gone (`orphans`) are the store's to delete.
+The shared parts (sizes, the info lines, deleting with companions, setting aside) are the functions below, so a
+store's own code is what it knows: its names and its format.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 COMPANIONS = ("-wal", "-shm")  # what SQLite keeps beside a database in WAL mode; they go with it
+SET_ASIDE = "corrupt"  # sub-folder of the cache folder where damaged cache files are moved (for inspection)
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,45 @@ def plain_files(folder: Path) -> list[Path]:
 def companions(path: Path) -> tuple[Path, ...]:
     """The -wal/-shm files beside an SQLite file that exist now."""
     return tuple(p for p in (Path(f"{path}{c}") for c in COMPANIONS) if p.is_file())
+
+
+def orphans(found: Iterable[Path], file_name: re.Pattern[str], suffixes: tuple[str, ...] = COMPANIONS) -> list[Path]:
+    """The companions among `found` (a file named as `file_name` says + one of `suffixes`: -wal/-shm by default)
+    whose file is not there any more (a clear while another process held it open): useless without it, and the
+    store's to delete."""
+    out = []
+    for p in found:
+        base = next((p.name[: -len(s)] for s in suffixes if p.name.endswith(s)), None)
+        if base is not None and file_name.fullmatch(base) and not (p.parent / base).exists():
+            out.append(p)
+    return out
+
+
+def named_as(path: Path, file_name: re.Pattern[str], suffixes: tuple[str, ...] = COMPANIONS) -> bool:
+    """Whether `path`, or the file it is a companion of (`suffixes`), has a name `file_name` gives."""
+    name = next((path.name[: -len(s)] for s in suffixes if path.name.endswith(s)), path.name)
+    return bool(file_name.fullmatch(name))
+
+
+def set_aside(path: Path, root: Path, suffixes: tuple[str, ...] = COMPANIONS) -> Path:
+    """Move a damaged cache file (with its -wal/-shm) into root/SET_ASIDE under a name stamped with the time and this
+    process (its companions, the files named `path` + each of `suffixes`, beside it), and return where it went: the
+    cache is rebuilt beside it, and nothing is deleted that a person may want to look at. A file another process
+    moved meanwhile is simply not there any more."""
+    folder = root / SET_ASIDE
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{path.name}.{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    for suffix in ("", *suffixes):
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(Path(f"{path}{suffix}"), Path(f"{target}{suffix}"))
+    return target
+
+
+def damaged(listing: Listing) -> Listing:
+    """What `clear --damaged` deletes of a store: its kept files under its names (companions are named alike, so
+    they go too) and the files it set aside."""
+    files = [StoreFile(k.path) for k in listing.kept if k.named]
+    return Listing(listing.root, files + [StoreFile(p) for p in listing.aside])
 
 
 def describe_files(title: str, listing: Listing) -> list[str]:
