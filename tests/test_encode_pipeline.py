@@ -130,3 +130,58 @@ def test_token_embeddings_drop_padding_on_both_backends(tiny_model_dir, tmp_path
     alone = [torch_enc.token_embeddings([t])[0] for t in texts]  # no padding at all
     for got, want in zip(vectors, alone):
         np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_overlapped_commits_give_the_same_vectors_and_cache(tiny_model_dir, tmp_path, monkeypatch):
+    """An accelerator's pipeline (`overlap_commits`) run on the CPU: chunk k is committed only after chunk k+1's
+    batches ran; the vectors, the cache and the counts are those of committing each chunk at once."""
+    from bench.encode import pipeline
+
+    texts = sentences(70, seed=7)
+    texts += texts[:6]  # repeats inside and across chunks
+    at_once = load(tiny_model_dir, tmp_path / "a")
+    at_once.first_chunk_size, at_once.chunk_size = 10, 25
+    reference = at_once.encode(texts)
+
+    events = []
+    commit, forward = pipeline.commit_chunk, Encoder._forward
+    monkeypatch.setattr(pipeline, "commit_chunk", lambda enc, run, *a: events.append(("commit", int(run.chunk.rows[0]))) or commit(enc, run, *a))
+    monkeypatch.setattr(Encoder, "_forward", lambda self, batch: events.append(("forward", None)) or forward(self, batch))
+    overlapped = load(tiny_model_dir, tmp_path / "b")
+    overlapped.first_chunk_size, overlapped.chunk_size = 10, 25  # chunks at rows 0, 10, 35, 60
+    overlapped.overlap_commits = True
+    out = overlapped.encode(texts)
+    np.testing.assert_allclose(out, reference, atol=1e-6)
+    assert overlapped.texts_encoded == at_once.texts_encoded
+    commits = [i for i, (kind, _) in enumerate(events) if kind == "commit"]
+    assert [events[i][1] for i in commits] == [0, 10, 35, 60]
+    # chunk 0 (10 texts, at most 4 a batch: 3 batches) is committed only after chunk 1's batches ran
+    assert sum(kind == "forward" for kind, _ in events[: commits[0]]) > 3
+    monkeypatch.undo()
+    again = load(tiny_model_dir, tmp_path / "b")  # everything committed: all cache hits
+    np.testing.assert_array_equal(again.encode(texts), out)
+    assert again.texts_encoded == 0
+
+
+def test_an_interrupted_overlapped_encode_commits_what_ran(tiny_model_dir, tmp_path, monkeypatch):
+    texts = sentences(60, seed=1)
+    distinct = len({tuple(ids) for ids in load(tiny_model_dir, tmp_path).tokenize(texts).ids})
+    first = load(tiny_model_dir, tmp_path)
+    first.chunk_size, first.overlap_commits = 16, True
+    calls = {"n": 0}
+    original = Encoder._forward
+
+    def dies_on_the_7th_batch(self, batch):
+        calls["n"] += 1
+        if calls["n"] == 7:  # in the second chunk: the first has run and waits to be committed
+            raise KeyboardInterrupt
+        return original(self, batch)
+
+    monkeypatch.setattr(Encoder, "_forward", dies_on_the_7th_batch)
+    with pytest.raises(KeyboardInterrupt):
+        first.encode(texts)
+    monkeypatch.setattr(Encoder, "_forward", original)
+    again = load(tiny_model_dir, tmp_path)
+    again.chunk_size = 16
+    again.encode(texts)
+    assert first.texts_encoded > 16 and first.texts_encoded + again.texts_encoded == distinct  # nothing twice

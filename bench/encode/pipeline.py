@@ -5,14 +5,19 @@
 The texts are walked in chunks (`bench.encode.chunks.chunk_bounds`). Per chunk: its texts are looked up in the
 embedding cache by text (`lookup_chunk`), the rest are tokenised (on a second thread, while the previous chunk runs
 through the model), looked up again by model input, and the distinct missing inputs are encoded in length-sorted
-batches (`finish_chunk`); each vector is written into the output matrix and the chunk is committed to the cache,
-also when an exception interrupts it. What runs a batch is the encoder's (`PipelineHost._forward`, its backend);
+batches (`run_chunk`); each vector is written into the output matrix and the chunk is committed to the cache
+(`commit_chunk`), also when an exception interrupts it. On an accelerator (`overlap_commits`) a chunk's vectors
+are copied to pinned host memory behind its batches (an event marks the copy done) and the chunk is committed only
+once the next chunk's batches are queued, so the device-to-host copy, the normalising and the cache write of one
+chunk overlap the next chunk's forward passes instead of leaving the GPU waiting; on the CPU each chunk is
+committed as soon as it has run, as before. What runs a batch is the encoder's (`PipelineHost._forward`, its backend);
 what this module owns is the order of the work and what is kept of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -39,6 +44,7 @@ class PipelineHost(Protocol):
     chunk_size: int
     first_chunk_size: int
     prefetch: bool  # tokenise the next chunk on a second thread
+    overlap_commits: bool  # commit a chunk once the next one's batches are queued (an accelerator)
     engine: "Backend"
     shapes: set[tuple[int, int]]
     forward_calls: int
@@ -66,7 +72,8 @@ def encode_chunks(enc: PipelineHost, texts: Sequence[str], out: np.ndarray | Non
                   cache: EmbeddingCache | None, normalize: bool) -> None:  # fmt: skip
     """Fill `out` (None: the cache only) with the texts' vectors, chunk by chunk: chunk k+1 is looked up in the cache
     here and tokenised on a second thread (the tokenizer releases the GIL and runs on its own threads) while chunk
-    k's batches run through the model."""
+    k's batches run through the model. With `enc.overlap_commits` (an accelerator) chunk k is committed only after
+    chunk k+1's batches are queued: its vectors come to the host while the device runs k+1."""
     from bench.runtime import progress
 
     n = len(texts)
@@ -78,7 +85,8 @@ def encode_chunks(enc: PipelineHost, texts: Sequence[str], out: np.ndarray | Non
         from concurrent.futures import ThreadPoolExecutor
 
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lenbench-tokenize")
-    pending: tuple[Chunk, Any] | None = None
+    pending: tuple[Chunk, Any] | None = None  # looked up, being tokenised
+    running: RunChunk | None = None  # its batches queued, its vectors on their way to the host, not committed
     try:
         for start, stop in bounds:
             chunk = lookup_chunk(enc, list(texts[start:stop]), out, start, cache, bar)
@@ -89,14 +97,31 @@ def encode_chunks(enc: PipelineHost, texts: Sequence[str], out: np.ndarray | Non
             if future is None and todo_texts:
                 future = Done(model_inputs(enc, todo_texts))
             if pending is not None:
-                finish_chunk(enc, pending[0], pending[1], cache, batch_size, normalize, bar)
+                running = step(enc, running, run_chunk(enc, *pending, cache, batch_size, normalize, bar), cache, normalize)
             pending = (chunk, future)
         if pending is not None:
-            finish_chunk(enc, pending[0], pending[1], cache, batch_size, normalize, bar)
+            running = step(enc, running, run_chunk(enc, *pending, cache, batch_size, normalize, bar), cache, normalize)
+        pending = None
     finally:
-        bar.close()
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        try:
+            if running is not None:  # what was encoded is committed, also when an exception interrupts
+                commit_chunk(enc, running, cache, normalize)
+        finally:
+            bar.close()
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+
+def step(enc: PipelineHost, running: "RunChunk | None", launched: "RunChunk | None", cache: EmbeddingCache | None,
+         normalize: bool) -> "RunChunk | None":  # fmt: skip
+    """Commit the chunk that was running (its successor's batches are queued by now); the new one runs on, or is
+    committed at once without `enc.overlap_commits` (the CPU: its vectors are already here)."""
+    if running is not None:
+        commit_chunk(enc, running, cache, normalize)
+    if launched is not None and not enc.overlap_commits:
+        commit_chunk(enc, launched, cache, normalize)
+        return None
+    return launched
 
 
 def model_inputs(enc: PipelineHost, texts: list[str]) -> tuple[TokenRows, list[bytes]]:
@@ -120,14 +145,29 @@ def lookup_chunk(enc: PipelineHost, texts: list[str], out: np.ndarray | None, st
     return Chunk(texts, out, rows, tkeys, np.flatnonzero(~hit))
 
 
-def finish_chunk(enc: PipelineHost, chunk: Chunk, tokenized: Any, cache: EmbeddingCache | None, batch_size: int,
-                 normalize: bool, bar: Any) -> None:  # fmt: skip
-    """Fill the rest of a chunk: cache hits by model input, then the distinct missing model inputs, encoded in
-    length-sorted batches; vectors stay where the model ran (the GPU) until the chunk is done, then are
-    normalised, written into the matrix and committed to the cache (also when an exception interrupts)."""
+@dataclass
+class RunChunk:
+    """A chunk whose batches have run (or are queued on the device): what committing it needs."""
+
+    chunk: Chunk
+    ids: TokenRows  # the model inputs of the chunk's texts to encode
+    keys: list[bytes]
+    hit2: np.ndarray  # cache hits by model input
+    first: dict[bytes, int]  # distinct model input -> its first text (index into the todo texts)
+    encoded: np.ndarray  # indices into the todo texts whose vectors `vectors` brings, in its order
+    vectors: Any  # .result(): the pooled vectors, float32 on the host (bench.encode.backends: host_copy)
+    complete: bool  # every distinct input ran (else an exception interrupted it: only what ran is committed)
+    bar: Any  # the progress bar (repeated inputs count when committed)
+
+
+def run_chunk(enc: PipelineHost, chunk: Chunk, tokenized: Any, cache: EmbeddingCache | None, batch_size: int,
+              normalize: bool, bar: Any) -> RunChunk | None:  # fmt: skip
+    """Cache hits by model input, then the distinct missing model inputs through the model in length-sorted batches;
+    their vectors stay where the model ran (the GPU), and one copy of them to the host is queued behind them. An
+    interrupted chunk commits what ran before the exception goes on."""
     todo, out, rows, tkeys = chunk.todo, chunk.out, chunk.rows, chunk.tkeys
     if not len(todo):
-        return
+        return None
     ids, keys = tokenized.result()
     if cache is not None:
         hit2 = cache.fill(keys, out, rows[todo])
@@ -143,27 +183,44 @@ def finish_chunk(enc: PipelineHost, chunk: Chunk, tokenized: Any, cache: Embeddi
     plan = plan_shapes(lengths, batch_size, enc.batch_tokens, enc.max_len) if enc.shape_bounded else \
         at_own_shapes(plan_batches(lengths, batch_size, enc.batch_tokens, enc.batch_cost), lengths)  # fmt: skip
     done: list[tuple[np.ndarray, Any]] = []  # (indices into distinct's inputs, pooled vectors as the model left them)
+
+    def ran(complete: bool) -> RunChunk:
+        encoded = np.concatenate([b for b, _ in done]) if done else np.zeros(0, dtype=np.int64)
+        vectors = enc.engine.host_copy([v for _, v in done]) if done else Done(None)
+        return RunChunk(chunk, ids, keys, hit2, first, encoded, vectors, complete, bar)
+
     try:
         for shaped in plan:
             batch = distinct[shaped.members]
             done.append((batch, embed_ids(enc, ids.take(batch), shaped)))
             enc.texts_encoded += len(batch)
             bar.update(len(batch))
-    finally:  # what was encoded is committed even when the chunk is interrupted
-        if done:
-            encoded = np.concatenate([b for b, _ in done])
-            vectors = host_vectors(enc, [v for _, v in done], normalize, ids.take(encoded))
-            out[rows[todo[encoded]]] = vectors
-            if cache is not None:
-                done_keys = [keys[j] for j in encoded]
-                finished = set(done_keys)
-                aliases = [(tkeys[i], keys[j]) for j, i in enumerate(todo) if not hit2[j] and keys[j] in finished]
-                cache.put(done_keys, vectors, aliases)
+    except BaseException:
+        commit_chunk(enc, ran(False), cache, normalize)
+        raise
+    return ran(True)
+
+
+def commit_chunk(enc: PipelineHost, run: RunChunk, cache: EmbeddingCache | None, normalize: bool) -> None:
+    """Write a run chunk's vectors into the matrix and the cache (waiting for their copy to the host), and copy the
+    vectors of repeated inputs."""
+    todo, out, rows, tkeys = run.chunk.todo, run.chunk.out, run.chunk.rows, run.chunk.tkeys
+    keys, hit2, first, encoded = run.keys, run.hit2, run.first, run.encoded
+    if len(encoded):
+        vectors = host_vectors(enc, run.vectors.result(), normalize, run.ids.take(encoded))
+        out[rows[todo[encoded]]] = vectors
+        if cache is not None:
+            done_keys = [keys[j] for j in encoded]
+            finished = set(done_keys)
+            aliases = [(tkeys[i], keys[j]) for j, i in enumerate(todo) if not hit2[j] and keys[j] in finished]
+            cache.put(done_keys, vectors, aliases)
+    if not run.complete:
+        return
     repeats = np.array([j for j in np.flatnonzero(~hit2) if first[keys[j]] != j], dtype=np.int64)
     if len(repeats):  # repeated inputs: copy the first one's vector
         sources = np.fromiter((first[keys[j]] for j in repeats), dtype=np.int64, count=len(repeats))
         out[rows[todo[repeats]]] = out[rows[todo[sources]]]
-        bar.update(len(repeats))
+        run.bar.update(len(repeats))
 
 
 def embed_ids(enc: PipelineHost, ids: TokenRows, shape: ShapedBatch | None = None) -> Any:
@@ -178,10 +235,9 @@ def embed_ids(enc: PipelineHost, ids: TokenRows, shape: ShapedBatch | None = Non
     return pooled[: len(ids)] if len(pooled) > len(ids) else pooled
 
 
-def host_vectors(enc: PipelineHost, parts: list[Any], normalize: bool, inputs: TokenRows) -> np.ndarray:
-    """One float32 matrix of a chunk's pooled batches (one device-to-host copy, by the backend; a text whose
-    vector is not finite at a reduced precision run again at fp32), L2-normalised as F.normalize does when asked."""
-    pooled = enc.engine.to_host(parts)
+def host_vectors(enc: PipelineHost, pooled: np.ndarray, normalize: bool, inputs: TokenRows) -> np.ndarray:
+    """A chunk's pooled vectors on the host (a text whose vector is not finite at a reduced precision run again at
+    fp32), L2-normalised as F.normalize does when asked."""
     if enc.precision != "fp32":
         enc.fp32_reruns += rerun_non_finite(pooled, inputs, enc.pad_id(), enc.engine)
     if normalize:

@@ -7,7 +7,8 @@ built (`bench.encode.backends.make_backend`); no encoder method asks which one i
 
 A batch is the padded numpy arrays `bench.encode.batching.pad_batch` makes: {"input_ids": int64 (rows, width),
 "attention_mask": int64 (rows, width)}. `pooled` may leave its vectors where the model ran (a tensor on the GPU):
-the encoder hands a chunk's worth of them to `to_host` at once, so an accelerator syncs once per chunk.
+the encoder hands a chunk's worth of them to `host_copy` at once, so an accelerator syncs once per chunk, and only
+when the chunk is committed (after the next chunk's batches are queued).
 """
 
 from __future__ import annotations
@@ -97,4 +98,9 @@ class Backend(Protocol):
 
     def to_host(self, parts: list[Any]) -> np.ndarray:
         """One float32 host matrix of a chunk's `pooled` outputs, in order (one device-to-host copy)."""
+        ...
+
+    def host_copy(self, parts: list[Any]) -> Any:
+        """`to_host` started, not waited for: an object whose `result()` is that matrix. On CUDA the copy is queued
+        behind the batches (into pinned memory, an event after it), so the caller can queue more work first."""
         ...

@@ -109,11 +109,25 @@ class TorchBackend:
             return model(**model_inputs(model, tensors, batch)).last_hidden_state.float().cpu().numpy()
 
     def to_host(self, parts: list[Any]) -> np.ndarray:
-        if parts and not isinstance(parts[0], np.ndarray):
-            import torch
+        return self.host_copy(parts).result()
 
-            return torch.cat(parts).float().cpu().numpy()
-        return np.concatenate(parts).astype(np.float32, copy=False)
+    def host_copy(self, parts: list[Any]) -> Any:
+        """The chunk's vectors on their way to the host: numpy parts (the CPU) at once; CUDA tensors by one
+        non-blocking copy into pinned memory queued behind the batches, with an event recorded after it."""
+        from bench.encode.chunks import Done
+
+        if not parts or isinstance(parts[0], np.ndarray):
+            return Done(np.concatenate(parts).astype(np.float32, copy=False))
+        import torch
+
+        pooled = torch.cat(parts).float()
+        if pooled.device.type != "cuda":
+            return Done(pooled.cpu().numpy())
+        host = torch.empty(pooled.shape, dtype=torch.float32, pin_memory=True)
+        host.copy_(pooled, non_blocking=True)
+        copied = torch.cuda.Event()
+        copied.record(torch.cuda.current_stream(pooled.device))
+        return PinnedCopy(host, copied)
 
     def _context(self) -> Any:
         """The attention policy, and autocast unless the weights themselves are at the precision."""
@@ -134,3 +148,14 @@ def model_inputs(model: Any, tensors: dict[str, Any], batch: Batch) -> dict[str,
     """The batch's tensors as the model takes them: the attention mask prepared from the host's copy
     (bench.encode.masks: transformers need not read the mask back from the device in every forward)."""
     return {**tensors, "attention_mask": model_mask(model, tensors["attention_mask"], batch["attention_mask"])}
+
+
+class PinnedCopy:
+    """A device-to-host copy in flight: `result()` waits for its event (not for the work queued after it)."""
+
+    def __init__(self, host: Any, event: Any):
+        self.host, self.event = host, event
+
+    def result(self) -> np.ndarray:
+        self.event.synchronize()
+        return self.host.numpy()
