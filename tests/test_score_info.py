@@ -34,6 +34,11 @@ def test_every_score_records_version_fingerprint_speed_device_and_memory(tiny_mo
         assert info["attention"] in ("eager", "sdpa")
         assert info["attention_kernels"] == "sdpa default" and info["attention_path"] == "padded"  # issue 36
         assert info["peak_memory_mb"] > 0 and info["peak_memory_kind"] == "process_rss"
+        # where the time went (bench.runtime.stages): this run tokenised and ran the model, wrote no cache
+        stages = info["seconds_by_stage"]
+        assert set(stages) == {"read", "tokenise", "forward", "cache reads", "cache writes", "search", "scoring"}
+        assert stages["tokenise"] > 0 and stages["forward"] > 0 and stages["cache writes"] == 0
+        assert 0 < info["texts_encoded"] <= info["texts_asked"]
     runtime = ResultsDB(db).runs().iloc[0]["runtime"]
     assert runtime["attention_kernels"] == "sdpa default" and runtime["precision"] == "fp32"
     # the attack's own keys are kept beside them
