@@ -92,11 +92,10 @@ def test_sweep_runs_every_point_once_and_resumes_a_killed_worker(workdir, tiny_m
             latest = Path(row.iloc[0]["output_dir"]) / "checkpoints" / "LATEST" if len(row) else None
             if latest is None or not latest.exists() or latest.read_text().strip() < "step-00000010":
                 continue
-            for child in children_of(proc.pid):
-                cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-                if target.encode() in cmdline:
-                    os.kill(child, signal.SIGKILL)  # the worker dies mid-training: no handler runs
-                    killed = child
+            holder = int(row.iloc[0]["pid"])  # the job slot's process running the point (bench.sweep.serve)
+            if holder in children_of(proc.pid):
+                os.kill(holder, signal.SIGKILL)  # the worker dies mid-training: no handler runs
+                killed = holder
         first_output = proc.communicate(timeout=300)[0].decode()
     finally:
         if proc.poll() is None:

@@ -1,7 +1,8 @@
 """Executors: where the points of a sweep run. Both run `worker.run_point` for each point.
 
-* `local`: a pool of `--jobs N` threads on this machine, each running one point's `bench run` child with
-  cores // N torch/OMP threads (N x threads <= cores). Ctrl-C interrupts every child once (each marks its row
+* `local`: a pool of `--jobs N` threads on this machine, each running its points' `bench run` in one long-lived
+  child (bench.sweep.serve: the interpreter start and imports paid once per slot, not per point; a failed point's
+  retry gets a fresh process) with cores // N torch/OMP threads (N x threads <= cores). Ctrl-C interrupts every child once (each marks its row
   failed and exits; the next `bench sweep` resumes them), waits for them, and reports.
 * `slurm`: one submitit job array (`AutoExecutor.map_array`), one array task per point, submitit's logs under
   the sweep's folder. `cluster="local"` / `"debug"` is submitit's own local/debug executor: the same code path
@@ -19,7 +20,15 @@ from pathlib import Path
 
 from bench.runtime.errors import ConfigError
 from bench.sweep.points import Point
-from bench.sweep.worker import ChildRegistry, PointResult, WorkerSettings, mark_killed, run_point, run_point_job
+from bench.sweep.worker import (
+    ChildRegistry,
+    PointResult,
+    SlotProcesses,
+    WorkerSettings,
+    mark_killed,
+    run_point,
+    run_point_job,
+)
 
 INTERRUPT_GRACE_S = 120  # how long Ctrl-C waits for children to record their state before killing them
 
@@ -47,9 +56,10 @@ def run_local(points: list[Point], settings: WorkerSettings, jobs: int, echo=pri
     settings = replace(settings, threads=settings.threads or threads)
     echo(f"running {len(points)} point(s), {jobs} at a time, {settings.threads} thread(s) each; logs in {settings.log_dir}")
     registry = ChildRegistry()
+    slots = SlotProcesses()
     results: list[PointResult] = []
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="sweep-point")
-    futures: dict[Future, Point] = {pool.submit(run_point, p, settings, registry): p for p in points}
+    futures: dict[Future, Point] = {pool.submit(run_point, p, settings, registry, slots): p for p in points}
     pending = set(futures)
     interrupted = False
     try:
@@ -84,6 +94,7 @@ def run_local(points: list[Point], settings: WorkerSettings, jobs: int, echo=pri
                     echo(f"marked run(s) {', '.join(map(str, marked))} interrupted; the same command resumes them")
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        slots.close_all()
     # Every point is in the summary: the ones stopped mid-way, and the ones never started.
     for fut in pending:
         point = futures[fut]

@@ -4,6 +4,11 @@ This is the one function every executor runs (a local thread, a submitit job on 
 debug executors), so a point behaves the same wherever it runs. `--resume` makes it idempotent: a finished run
 of the same config hash is reported, not redone (`bench sweep --rerun`: redone in a new row); an unfinished one
 continues from its last checkpoint. The child's output goes to the point's log file under the sweep's folder (appended, one header per attempt).
+
+The local executor hands each job slot a `SlotProcess` (`SlotProcesses`): one long-lived child
+(bench.sweep.serve) that runs the slot's points one after another, so the interpreter start and imports are paid
+once per slot. A point that fails, and every retry, gets a fresh process (nothing a failure left behind reaches the
+next point); so does a slot whose process died.
 """
 
 from __future__ import annotations
@@ -97,6 +102,72 @@ def mark_killed(db: str, pids: list[int], reason: str) -> list[int]:
         writer.engine.dispose()
 
 
+class SlotProcess:
+    """A `python -m bench.sweep.serve` child: sends it a point's `bench` arguments and log file, waits for its exit
+    code (None: the process ended without one, e.g. killed)."""
+
+    def __init__(self, env: dict[str, str], log_dir: str):
+        log = Path(log_dir) / "slot-processes.log"  # what a slot prints outside any point (an import error)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a") as errors:
+            self.child = subprocess.Popen([sys.executable, "-m", "bench.sweep.serve"], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=errors, env=env, text=True,
+                                          start_new_session=True)  # fmt: skip
+        self.env = env
+
+    def run(self, argv: list[str], log: Path) -> int | None:
+        import json
+
+        try:
+            assert self.child.stdin is not None and self.child.stdout is not None
+            self.child.stdin.write(json.dumps({"argv": argv, "log": str(log)}) + "\n")
+            self.child.stdin.flush()
+            answer = self.child.stdout.readline()
+        except (OSError, ValueError):
+            return None
+        return int(json.loads(answer)["rc"]) if answer.strip() else None
+
+    def close(self) -> None:
+        try:
+            if self.child.stdin is not None:
+                self.child.stdin.close()  # the end of its input: it exits
+            self.child.wait(timeout=30)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            self.child.kill()
+            self.child.wait()
+
+
+class SlotProcesses:
+    """One `SlotProcess` per thread of the local executor (a job slot), started on the slot's first point."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.local = threading.local()
+        self.all: list[SlotProcess] = []
+
+    def get(self, env: dict[str, str], log_dir: str) -> SlotProcess:
+        mine = getattr(self.local, "process", None)
+        if mine is None or mine.child.poll() is not None or mine.env != env:
+            self.drop()
+            mine = self.local.process = SlotProcess(env, log_dir)
+            with self.lock:
+                self.all.append(mine)
+        return mine
+
+    def drop(self) -> None:
+        """This slot's process ends (after a failed point: the next one starts clean)."""
+        mine = getattr(self.local, "process", None)
+        self.local.process = None
+        if mine is not None:
+            mine.close()
+
+    def close_all(self) -> None:
+        with self.lock:
+            processes, self.all = self.all, []
+        for process in processes:
+            process.close()
+
+
 def point_command(point: Point, settings: WorkerSettings) -> list[str]:
     # A database URL holding a password goes to the child in $LENBENCH_DB (run_point), not on its command line.
     db = ["--db", settings.db] if redact(settings.db) == settings.db else []
@@ -107,8 +178,10 @@ def point_command(point: Point, settings: WorkerSettings) -> list[str]:
     ]
 
 
-def run_point(point: Point, settings: WorkerSettings, registry: ChildRegistry | None = None) -> PointResult:
-    """Run the point until it finishes or has failed 1 + retries times."""
+def run_point(point: Point, settings: WorkerSettings, registry: ChildRegistry | None = None,
+              slots: SlotProcesses | None = None) -> PointResult:  # fmt: skip
+    """Run the point until it finishes or has failed 1 + retries times; with `slots`, its first attempt in this job
+    slot's long-lived process."""
     log = Path(settings.log_dir) / f"{point.slug}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, LENBENCH_DB=settings.db)
@@ -123,7 +196,7 @@ def run_point(point: Point, settings: WorkerSettings, registry: ChildRegistry | 
         return PointResult(point.key, "running elsewhere", 0, None, str(log), time.time() - t0,
                            f"held by another sweep (pid {held.get('pid')} on {held.get('host')}); not started again")
     try:
-        return _attempts(point, settings, registry, cmd, log, env, t0)
+        return _attempts(point, settings, registry, cmd, log, env, t0, slots)
     finally:
         if held is not None:
             _release(held, settings.db)
@@ -160,7 +233,7 @@ def _release(held: Any, db: str) -> None:
 
 
 def _attempts(point: Point, settings: WorkerSettings, registry: ChildRegistry | None, cmd: list[str], log: Path,
-              env: dict[str, str], t0: float) -> PointResult:  # fmt: skip
+              env: dict[str, str], t0: float, slots: SlotProcesses | None = None) -> PointResult:  # fmt: skip
     rc: int | None = None
     attempt = 0
     for attempt in range(1, settings.retries + 2):
@@ -179,23 +252,35 @@ def _attempts(point: Point, settings: WorkerSettings, registry: ChildRegistry | 
             stamp = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
             fh.write(f"\n=== {stamp} attempt {attempt}/{settings.retries + 1}: {' '.join(redact_args(cmd))}\n")
             fh.flush()
-            # A new session: Ctrl-C in the terminal reaches the sweep only, which interrupts each child exactly
-            # once (bench run then marks its row failed and exits; --resume continues it later).
-            child = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-            if registry is not None:
-                with registry.lock:
-                    registry.children.add(child)
-            try:
-                rc = child.wait()
-            finally:
-                if registry is not None:
-                    with registry.lock:
-                        registry.children.discard(child)
+        rc = _launch(cmd, log, env, registry, slots if attempt == 1 else None, settings.log_dir)
         if rc == 0:
             return PointResult(point.key, "finished", attempt, rc, str(log), time.time() - t0)
         if registry is not None and registry.stopping.is_set():
             return PointResult(point.key, "interrupted", attempt, rc, str(log), time.time() - t0, _last_line(log))
     return PointResult(point.key, "failed", attempt, rc, str(log), time.time() - t0, _last_line(log))
+
+
+def _launch(cmd: list[str], log: Path, env: dict[str, str], registry: ChildRegistry | None,
+            slots: SlotProcesses | None, log_dir: str) -> int | None:  # fmt: skip
+    """One attempt: in the slot's long-lived process when there is one, else in a process of its own. A new session
+    either way: Ctrl-C in the terminal reaches the sweep only, which interrupts each child exactly once (bench run
+    then marks its row interrupted and stops; --resume continues it later)."""
+    slot = slots.get(env, log_dir) if slots is not None else None
+    with open(log, "a") as fh:
+        child = slot.child if slot is not None else subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                                                                      start_new_session=True)  # fmt: skip
+    if registry is not None:
+        with registry.lock:
+            registry.children.add(child)
+    try:
+        rc = slot.run(cmd[3:], log) if slot is not None else child.wait()  # cmd[3:]: past `python -m bench.cli`
+    finally:
+        if registry is not None:
+            with registry.lock:
+                registry.children.discard(child)
+    if slot is not None and rc != 0:
+        slots.drop()  # a failed (or killed) point: whatever it left behind ends with its process
+    return rc
 
 
 def current_state(point: Point, db: str) -> str | None:
