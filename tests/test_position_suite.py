@@ -100,3 +100,30 @@ def test_the_packaged_minilm_curve_and_its_index_are_in_bench_results(tmp_path, 
     line = next(ln.split() for ln in summary[2:] if " depth " in f" {ln} ")
     psi = float(position_sensitivity([scores[f"depth-{d}"] for d in (0, 25, 50, 75, 100)]))
     assert float(line[header.index("PSI")]) == pytest.approx(psi, abs=0.01)
+
+
+@pytest.mark.parametrize("max_len", [4, 8, 24])
+def test_a_max_len_that_cannot_hold_a_needle_is_refused_not_scored(reference_dir, max_len):
+    """At max_len 4 every depth scored 0 and the PSI was 0 ("position does not matter"); at 8 the PSI was 100 from
+    truncation alone: a depth whose needle lies past what the model reads is refused, naming the max_len needed."""
+    from transformers import AutoTokenizer
+
+    from bench.evaluate.suites.base import SuiteError
+
+    model = FirstTokens(AutoTokenizer.from_pretrained(str(reference_dir)), k=1000, max_len=max_len)
+    with pytest.raises(SuiteError, match=rf"position:passkey: the model reads {max_len - 2} tokens \(max_len "
+                                         rf"{max_len}\) and the fact lies past them at .*depth-100 \(\d+ of 50 queries\)"
+                                         r".* at least \d+ \(--eval-max-len"):  # fmt: skip
+        PositionSuite(("passkey",)).evaluate(model, "passkey", EvalContext(seed=0))
+
+
+def test_bench_eval_at_a_short_max_len_is_one_line_and_stores_no_depth(tmp_path, capsys, reference_dir):
+    from bench.cli import main
+    from results_db import ResultsDB
+
+    db = tmp_path / "r.sqlite"
+    assert main(["eval", "--model", "minilm", "--suite", "position:passkey", "--limit", "5", "--backend", "torch",
+                 "--max-len", "8", "--db", str(db), "--no-progress"]) != 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "the model reads 6 tokens (max_len 8)" in err and "Traceback" not in err
+    assert ResultsDB(db).scores().empty

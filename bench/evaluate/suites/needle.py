@@ -129,6 +129,7 @@ class NeedleSet:
     names: list[str]
     depths: list[float]  # of each queried document's needle: filler sentences before it / all filler sentences
     tokens: list[int] = field(default_factory=list)  # length of each document in tokens
+    needle_ends: list[int] = field(default_factory=list)  # of each queried document: tokens up to its needle's end
 
     @property
     def query_ids(self) -> list[str]:
@@ -166,10 +167,12 @@ def fill(sentences: list[str], counts: list[int], budget: int) -> list[str]:
     return out
 
 
-def with_needle(haystack: list[str], needle: str, depth: float) -> tuple[str, float]:
-    """The needle inserted at the sentence boundary nearest `depth`; (text, the depth it got)."""
+def with_needle(haystack: list[str], needle: str, depth: float) -> tuple[str, float, str]:
+    """The needle inserted at the sentence boundary nearest `depth`; (text, the depth it got, the text up to the
+    needle's end: what a model must read to see the needle whole)."""
     at = round(depth * len(haystack))
-    return " ".join(haystack[:at] + [needle] + haystack[at:]), (at / len(haystack) if haystack else 0.0)
+    return (" ".join(haystack[:at] + [needle] + haystack[at:]), (at / len(haystack) if haystack else 0.0),
+            " ".join(haystack[:at] + [needle]))  # fmt: skip
 
 
 def build_passkey(length: int, n_docs: int, n_queries: int, rng: random.Random, lengths: LengthCounter,
@@ -178,7 +181,7 @@ def build_passkey(length: int, n_docs: int, n_queries: int, rng: random.Random, 
     filler_counts = count(list(FILLER))
     names = unique_names(rng, n_docs, " ".join(FILLER))
     keys = rng.sample(range(10_000, 100_000), n_docs)
-    docs, depths, queries = [], [], []
+    docs, depths, queries, ends = [], [], [], []
     for name, key in zip(names, keys):
         line = PASSKEY_LINE.format(name=name, key=key)
         start = rng.randrange(len(FILLER))
@@ -186,11 +189,12 @@ def build_passkey(length: int, n_docs: int, n_queries: int, rng: random.Random, 
         cycle_counts = [filler_counts[(start + i) % len(FILLER)] for i in range(length)]
         haystack = fill(cycle, cycle_counts, max(0, length - count([line])[0]))
         drawn = rng.random()  # drawn even when `at` fixes the depth: the same documents at every depth
-        text, depth = with_needle(haystack, line, drawn if at is None else at)
+        text, depth, upto = with_needle(haystack, line, drawn if at is None else at)
         docs.append(text)
         depths.append(depth)
+        ends.append(upto)
         queries.append(PASSKEY_QUERY.format(name=name))
-    return NeedleSet(length, docs, queries[:n_queries], names, depths[:n_queries], count(docs))
+    return NeedleSet(length, docs, queries[:n_queries], names, depths[:n_queries], count(docs), count(ends[:n_queries]))
 
 
 @lru_cache(maxsize=1)
@@ -220,7 +224,7 @@ def build_needle(length: int, n_docs: int, n_queries: int, rng: random.Random, l
     sentences = wiki_sentences()
     windows = [wiki_window(rng.randrange(len(sentences)), length, count) for _ in range(n_docs)]
     names = unique_names(rng, n_docs, " ".join(" ".join(w) for w, _ in windows))
-    docs, depths, queries = [], [], []
+    docs, depths, queries, ends = [], [], [], []
     for name, (window, window_counts) in zip(names, windows):
         fact, question = rng.choice(NEEDLE_FACTS)
         slots = {"name": name, "place": made_up_word(rng, 3).capitalize(), "pet": made_up_word(rng, 2).capitalize(),
@@ -230,11 +234,12 @@ def build_needle(length: int, n_docs: int, n_queries: int, rng: random.Random, l
         cut = lengths.cut(" ".join(window), budget)  # the last sentence may be cut
         haystack = split_sentences(cut)
         drawn = rng.random()
-        text, depth = with_needle(haystack, line, drawn if at is None else at)
+        text, depth, upto = with_needle(haystack, line, drawn if at is None else at)
         docs.append(text)
         depths.append(depth)
+        ends.append(upto)
         queries.append(question.format(**slots))
-    return NeedleSet(length, docs, queries[:n_queries], names, depths[:n_queries], count(docs))
+    return NeedleSet(length, docs, queries[:n_queries], names, depths[:n_queries], count(docs), count(ends[:n_queries]))
 
 
 BUILDERS = {"passkey": build_passkey, "needle": build_needle}

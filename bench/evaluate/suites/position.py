@@ -5,7 +5,9 @@ Retrieval, arXiv 2505.13950).
 For each dataset of the needle suite (passkey, needle) the same documents, names and facts are built once per depth
 d in (0, 0.25, 0.5, 0.75, 1): every needle at depth d (the sentence boundary nearest d; the depth it got is in each
 score's info). The context holds `LENGTH` tokens of the evaluated model, or its max_len - 2 when that is shorter, so
-every depth is inside what the model reads and a drop with depth is the model's own, not truncation's. Scored as
+every depth is inside what the model reads and a drop with depth is the model's own, not truncation's. A model
+whose max_len cannot hold a needle at some depth (the needle alone is longer than a max_len of 8) is refused, with
+the max_len it needs: such depths would score truncation, and a PSI over them would mean nothing. Scored as
 the needle suite (nDCG@1 x100 per query, 50 queries among 100 documents), variant `depth-0` ... `depth-100`.
 
 The position sensitivity index (PSI, Zeng et al.'s worst-case measure) summarises the curve: the relative drop from
@@ -43,9 +45,34 @@ def position_sensitivity(scores: Any) -> Any:
         return np.where(best > 0, 100.0 * (best - worst) / np.where(best > 0, best, 1.0), 0.0)
 
 
-def context_length(model: Any) -> int:
+def readable_tokens(model: Any) -> int | None:
+    """The tokens of a text the model reads (its max_len less the two special tokens); None when it reads any
+    length (BM25)."""
     max_len = getattr(model, "max_len", None)
-    return min(LENGTH, int(max_len) - 2) if isinstance(max_len, int) and max_len > 10 else LENGTH
+    return max(0, max_len - 2) if isinstance(max_len, int) and not isinstance(max_len, bool) else None
+
+
+def context_length(model: Any) -> int:
+    readable = readable_tokens(model)
+    return min(LENGTH, readable) if readable is not None and readable > 8 else LENGTH
+
+
+def check_read(dataset: str, model: Any, built: Sequence[Any]) -> None:
+    """Refuse a model that cannot read every needle at every depth: a depth whose needle lies past the model's
+    max_len scores truncation, not position (every depth 0 at a max_len of 4; PSI 100 from truncation alone at 8),
+    and a PSI over such depths says nothing about position."""
+    readable = readable_tokens(model)
+    if readable is None:
+        return
+    cut = {depth: sum(end > readable for end in data.needle_ends) for depth, data in zip(DEPTHS, built)}
+    cut = {depth: n for depth, n in cut.items() if n}
+    if cut:
+        needed = max(end for data in built for end in data.needle_ends) + 2
+        where = ", ".join(f"{depth_variant(d)} ({n} of {len(built[0].needle_ends)} queries)" for d, n in cut.items())
+        raise SuiteError(f"position:{dataset}: the model reads {readable} tokens (max_len {readable + 2}) and the fact "
+                         f"lies past them at {where}: those depths would score truncation, not position (nor would "
+                         f"their PSI); score the position suite at a max_len of at least {needed} "
+                         "(--eval-max-len for bench run, --max-len for bench eval)")  # fmt: skip
 
 
 @dataclass
@@ -67,9 +94,10 @@ class PositionSuite:
             ctx.files_read.add(str(wiki_offline_file()))
         counter = length_counter(model)
         length = context_length(model)
+        built = [build(dataset, length, ctx.seed, ctx.limit, counter, at=depth) for depth in DEPTHS]
+        check_read(dataset, model, built)  # before any depth is scored
         records = []
-        for depth in DEPTHS:
-            data = build(dataset, length, ctx.seed, ctx.limit, counter, at=depth)
+        for depth, data in zip(DEPTHS, built):
             values = ndcg_at_1(model, data, desc=f"{dataset} depth {depth:g}")
             info = {"depth": depth, "depths": [round(d, 4) for d in data.depths], "length": length,
                     "tokens_mean": float(np.mean(data.tokens)), "candidates": len(data.docs),
