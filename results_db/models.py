@@ -157,8 +157,8 @@ class CurvePoint(Base):
 class ClaimVerdict(Base):
     """Schema 6. One `bench claim FILE --scale S` verdict: the claim (its file's name), the scale, the overall verdict
     (holds / does not hold / incomplete) and one row per (comparator, dataset, variant) in `rows` (difference,
-    interval, p, Holm-adjusted p, seeds, verdict), with the runs it read. Each call adds a row; readers show the
-    newest per (claim, scale)."""
+    interval, p, Holm-adjusted p, seeds, verdict), with the runs it read. A call on other runs (or with another
+    verdict) adds a row, the same verdict on the same runs is stored once; readers show the newest per (claim, scale)."""
 
     __tablename__ = "claim_verdicts"
 

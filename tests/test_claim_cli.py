@@ -97,7 +97,8 @@ def test_claim_runs_missing_runs_once_then_reuses_them_and_stores_its_verdicts(w
     assert len(stored) == 1 and stored[0]["claim"] == "tiny" and stored[0]["scale"] == "cpu"
     assert {(r["comparator"], r["variant"]) for r in stored[0]["rows"]} == {
         ("vanilla", "clean"), ("no-elongation", "clean"), ("vanilla", "elong-2"), ("no-elongation", "elong-2")}
-    assert len(ResultsDB(db).claim_verdicts(latest=False)) == 2  # each call adds a row; the newest is shown
+    assert "the same verdict, on the same runs, is stored already" in second
+    assert len(ResultsDB(db).claim_verdicts(latest=False)) == 1  # the same runs, the same verdict: stored once
     assert main(["results", "--db", str(db)]) == 0
     shown = capsys.readouterr().out
     assert "claims" in shown and stored[0]["summary"] in shown

@@ -6,6 +6,7 @@ ran it) is reused and only the missing ones train. Then each comparison's runs a
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,39 +53,96 @@ def arms(spec: ClaimSpec, scale: str) -> list[Arm]:
         fixed = {**spec.scales[scale], "method": method.name, "hp": [f"{method.name}.{h}" for h in c.hp]}
         sweep = SweepSpec(name=sweep_name(spec, scale), path=spec.path, grid={"seed": seeds}, fixed=fixed,
                           variants=[Variant(c.name, {})])  # fmt: skip
-        out.append(Arm(c.name, c.role, tuple(expand(sweep)), method.trains))
+        out.append(Arm(c.name, c.role, tuple(expand(sweep, count=True)), method.trains))
     return out
 
 
-def run_missing(arms_: list[Arm], db_url: str, folder: Path, jobs: int, retries: int, echo=print) -> int:  # noqa: ANN001
-    """Run the points that are not done (`bench run --resume` each, as `bench sweep`); returns 0, 1 (a point
-    failed) or 130 (interrupted)."""
+WAIT_MINUTES = 60.0  # how long `bench claim` waits, by default, for its runs that another process is running
+POLL_SECONDS = 2.0  # how often it looks at them again
+
+
+def run_missing(arms_: list[Arm], db_url: str, folder: Path, jobs: int, retries: int, echo=print,  # noqa: ANN001
+                wait_minutes: float = WAIT_MINUTES, poll: float = POLL_SECONDS) -> int:  # fmt: skip
+    """Run the points that are not done (`bench run --resume` each, as `bench sweep`), and wait (at most
+    `wait_minutes`) for those another process is running (another `bench claim` of the file, a sweep): a verdict is
+    judged on all of a claim's seeds, never on the ones finished so far. A point another process was running and
+    left unfinished (it failed, or was killed) is run here. Returns 0, 1 (a point failed or is still running
+    elsewhere) or 130 (interrupted)."""
     from bench.sweep.executors import run_local
-    from bench.sweep.state import point_states
     from bench.sweep.worker import WorkerSettings
-    from results_db import ResultsDB
 
     points = [p for a in arms_ for p in a.points]
-    states = point_states(ResultsDB(db_url).runs(), points)
-    todo = [s.point for s in states if s.state not in ("done", "running")]
+    states = _states(db_url, points)
     done = sum(s.state == "done" for s in states)
-    echo(f"{len(points)} runs: {done} already in the database (reused), {len(todo)} to run")
-    if not todo:
-        return 0
+    running = sum(s.state == "running" for s in states)
+    echo(f"{len(points)} runs: {done} already in the database (reused), {len(points) - done - running} to run"
+         + (f", {running} being run by another process" if running else ""))  # fmt: skip
     settings = WorkerSettings(db=db_url, out=str((folder / "runs").resolve()), log_dir=str((folder / "logs").resolve()),
                               retries=retries)  # fmt: skip
-    results, interrupted = run_local(todo, settings, jobs, echo=echo)
-    if interrupted:
-        return 130
-    return 1 if any(r.status == "failed" for r in results) else 0
+    deadline = None  # set when the waiting starts: the runs trained here do not eat into it
+    failed: set[str] = set()  # points that failed here: not tried again while waiting for the others
+    say = echo
+    while True:
+        todo = [s.point for s in _states(db_url, points) if s.state != "done" and s.point.key not in failed]
+        if not todo:
+            return 1 if failed else 0
+        results, interrupted = run_local(todo, settings, jobs, echo=say)
+        if interrupted:
+            return 130
+        failed |= {r.key for r in results if r.status == "failed"}
+        elsewhere = [r for r in results if r.status == "running elsewhere"]
+        if not elsewhere:
+            return 1 if failed else 0
+        if deadline is None:
+            echo(f"{len(elsewhere)} run(s) of this claim are being run by another process ({elsewhere[0].key}: "
+                 f"{elsewhere[0].last_line}); waiting for them (at most {wait_minutes:g} min, --wait), then judging "
+                 "on all seeds")  # fmt: skip
+            deadline, say = time.monotonic() + 60.0 * wait_minutes, (lambda line: None)
+        elif time.monotonic() >= deadline:
+            echo(f"{len(elsewhere)} run(s) of this claim still being run by another process after {wait_minutes:g} "
+                 "min: the verdict waits for all its seeds (`bench claim FILE --status` shows each run)")  # fmt: skip
+            return 1
+        time.sleep(min(poll, max(0.0, deadline - time.monotonic()) + 0.01))
+
+
+def _states(db_url: str, points: list[Point]) -> list[Any]:
+    from bench.sweep.state import point_states
+    from results_db import ResultsDB
+
+    db = ResultsDB(db_url)
+    try:
+        return point_states(db.runs(), points)
+    finally:
+        db.engine.dispose()
 
 
 def run_ids(db: Any, arms_: list[Arm]) -> dict[str, list[int]]:
-    """Each arm's finished runs (one per seed), from the database."""
+    """Each arm's finished runs (one per seed), from the database; an arm some of whose seeds are not finished
+    has none: a comparison is judged on all of a claim's seeds or not at all."""
+    states = arm_states(db, arms_)
+    return {a.name: [s.run_id for s in states[a.name]] if all(s.state == "done" for s in states[a.name]) else []
+            for a in arms_}  # fmt: skip
+
+
+def arm_states(db: Any, arms_: list[Arm]) -> dict[str, list[Any]]:
+    """Each arm's points with their state (done | running | failed | missing) and why (bench.sweep.state)."""
     from bench.sweep.state import point_states
 
     runs = db.runs()
-    return {a.name: [s.run_id for s in point_states(runs, list(a.points)) if s.state == "done"] for a in arms_}
+    return {a.name: point_states(runs, list(a.points)) for a in arms_}
+
+
+def state_lines(states: dict[str, list[Any]], only_unfinished: bool = False) -> list[str]:
+    """One line per run of the claim: its arm, seed, state, run id and why (`bench claim --status`; the runs a
+    verdict still waits for, under an incomplete one)."""
+    lines = []
+    for name, got in states.items():
+        for s in got:
+            if only_unfinished and s.state == "done":
+                continue
+            run = f" run {s.run_id}" if s.run_id is not None else ""
+            lines.append(f"  {name} seed {s.point.seed}: {s.state}{run}" + (f" ({s.detail})" if s.detail else ""))
+    return lines
 
 
 def _score_ids(scores: Any, ids: list[int], dataset: str, variant: str) -> list[int]:
@@ -147,3 +205,28 @@ def judge(db: Any, spec: ClaimSpec, scale: str) -> tuple[list[Verdict], list[tup
 def missing_rows(missing: list[tuple]) -> list[dict]:
     return [{"comparator": name, "dataset": t.dataset, "variant": t.variant, "direction": t.direction,
              "verdict": MISSING} for name, t in missing]  # fmt: skip
+
+
+def store_verdict(db: Any, spec: ClaimSpec, scale: str, verdict: str, line: str, rows: list[dict],
+                  run_ids: list[int]) -> bool:  # fmt: skip
+    """Store a verdict judged on all of the claim's runs, unless the newest stored one of this claim and scale was
+    judged on the same runs and says the same (two `bench claim` of one file that end together store it once).
+    The look and the insert are one step under a lease in the database (`results_db.leases`). True when stored."""
+    import json
+
+    from results_db.leases import Lease, lease_name, release, take
+
+    key = lease_name("claim-verdict", spec.name, scale)
+    while not isinstance(held := take(db, key), Lease):  # another process stores this claim's verdict now: a moment
+        time.sleep(0.1)
+    try:
+        newest = next((v for v in db.claim_verdicts() if (v["claim"], v["scale"]) == (spec.name, scale)), None)
+        same = json.dumps(json.loads(json.dumps(rows, default=float)), sort_keys=True)
+        if (newest is not None and sorted(newest["run_ids"] or []) == run_ids and newest["verdict"] == verdict
+                and newest["summary"] == line and json.dumps(newest["rows"], sort_keys=True) == same):  # fmt: skip
+            return False
+        db.add_claim_verdict(claim=spec.name, scale=scale, statement=spec.statement, treatment=spec.treatment,
+                             verdict=verdict, summary=line, rows=rows, run_ids=run_ids)  # fmt: skip
+        return True
+    finally:
+        release(db, held)

@@ -28,9 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def claim(args: argparse.Namespace) -> int:
-    from bench.claim.report import summary, table, verdict_rows
     from bench.claim.check import load_checked
-    from bench.claim.run import judge, missing_rows, run_missing
+    from bench.claim.report import summary, table, verdict_rows
+    from bench.claim.run import arm_states, judge, missing_rows, run_missing, state_lines, store_verdict
     from results_db import ResultsDB
     from results_db.redact import redact
 
@@ -41,11 +41,14 @@ def claim(args: argparse.Namespace) -> int:
         print(f"needs: {spec.needs[args.scale]}")
     print(f"database {redact(db_arg)}; {len(arms_)} arms: " + ", ".join(f"{a.name} ({a.role}, {len(a.points)} run"
                                                                           f"{'s' if len(a.points) > 1 else ''})" for a in arms_))  # fmt: skip
+    if args.status:
+        print("\n".join(state_lines(arm_states(ResultsDB(db_url, create=False), arms_))))
+        return 0
     start = time.monotonic()
     code = 0
     if not args.no_run:
         folder = Path(args.folder or Path("runs") / "claims" / f"{spec.name}-{args.scale}")
-        code = run_missing(arms_, db_url, folder, args.jobs, args.retries)
+        code = run_missing(arms_, db_url, folder, args.jobs, args.retries, wait_minutes=args.wait)
         if code == 130:
             return code
     db = ResultsDB(db_url, create=not args.no_run)
@@ -59,9 +62,14 @@ def claim(args: argparse.Namespace) -> int:
     print(table(rows, spec.treatment))
     print()
     print(line)
-    if verdict != "incomplete" and not args.no_run:
-        db.add_claim_verdict(claim=spec.name, scale=args.scale, statement=spec.statement, treatment=spec.treatment,
-                             verdict=verdict, summary=line, rows=rows, run_ids=sorted(i for v in ids.values() for i in v))  # fmt: skip
+    if verdict == "incomplete":
+        waiting = state_lines(arm_states(db, arms_), only_unfinished=True)
+        if waiting:
+            print("runs not finished (the verdict is judged on all seeds; nothing stored):\n" + "\n".join(waiting))
+    elif not args.no_run:
+        stored = store_verdict(db, spec, args.scale, verdict, line, rows, sorted(i for v in ids.values() for i in v))
+        if not stored:
+            print("(the same verdict, on the same runs, is stored already)")
     if not args.no_run:
         print(f"({time.monotonic() - start:.0f} s)")
     return code or (0 if verdict != "incomplete" else 1)

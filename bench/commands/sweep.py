@@ -34,7 +34,7 @@ def sweep(args: argparse.Namespace) -> int:
 
     db_arg, db_url = launch_settings(args)
     spec = load_spec(args.file)
-    points = expand(spec)
+    points = expand(spec, count=not args.dry_run)  # a database is read: every hash known where its corpus is
     folder = Path(args.folder or Path("runs") / "sweeps" / spec.name)
     settings = WorkerSettings(db=db_url, out=str((folder / "runs").resolve()), log_dir=str((folder / "logs").resolve()),
                               retries=args.retries, rerun=args.rerun)

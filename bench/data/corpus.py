@@ -364,3 +364,22 @@ def known_corpus_digest(spec: str, data_dir: str | None = None) -> str | None:
     if not entry.get("sha256") or entry.get("checked") != _digest_check(path):
         return None
     return str(entry["sha256"])
+
+
+def counted_corpus(spec: str, data_dir: str | None = None, limit: int | None = None) -> tuple[int, str | None] | None:
+    """(texts, digest) that `load_corpus(spec, data_dir=..., limit=...)` gives, from the counts earlier loads noted
+    or, when none did on this machine (another machine's database, an empty LENBENCH_CACHE), by reading the corpus
+    now (a few seconds at most; the count is noted for the next time): a run's identity never depends on what a
+    local cache has seen. None when the corpus is not on this machine (then nothing can say its count)."""
+    texts = known_text_count(spec, data_dir, limit)
+    digest = None if spec == DEFAULT_CORPUS else known_corpus_digest(spec, data_dir)
+    if texts is not None and (digest is not None or spec == DEFAULT_CORPUS):
+        return texts, digest
+    if corpus_file(spec, data_dir) is None:
+        return None
+    try:
+        corpus = load_corpus(spec, data_dir=data_dir, limit=limit, fetch=False)
+    except (DataError, OSError):
+        return None
+    return len(corpus.texts), corpus.digest
+

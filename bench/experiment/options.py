@@ -225,6 +225,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("file", "sweep file (TOML), e.g. sweeps/smoke.toml", (SWEEP,), positional=True),
     Option("scale", "which of the file's scales to run (e.g. paper)", (CLAIM,), "cpu"),
     Option("no_run", "run nothing: the verdicts of the runs already in the database", (CLAIM,), False, FLAG),
+    Option("status", "run nothing: each run of the claim (arm, seed) done, running, failed or missing, and why",
+           (CLAIM,), False, FLAG),
+    Option("wait", "minutes to wait for runs of the claim that another process is running: the verdict is judged on "
+           "all seeds or not at all", (CLAIM,), 60.0, float, range=Range(0, 10**6, "60"), metavar="MINUTES"),
     Option("dry_run", "print each point's `bench run` command; run nothing, open no database", (SWEEP,), False, FLAG),
     Option("status", "done/running/failed/missing per point and the comparison of finished points", (SWEEP,), False, FLAG),
     Option("metric", "--status: only this metric in the comparison (e.g. ndcg_at_10)", (SWEEP,), None),

@@ -1,10 +1,11 @@
 """Expansion of a sweep spec into points: each point is exactly one `bench run` (a `RunSpec`) and its config hash.
 
-The hash is `RunSpec.configs`'s, the one the run will record. It needs the training corpus's text count, which a
-sweep never reads the corpus for: it takes the count an earlier load on this machine noted
-(`bench.data.corpus.known_text_count`), and for a corpus file its content digest (`known_corpus_digest`). A corpus no run here has loaded yet (or not on this machine: wiki1m
-offline) leaves the hash unknown: the point is still matched by its sweep name and key, and `bench run --resume`
-matches the hash itself when the point runs. Points are compared for duplicates with the count left as a stand-in
+The hash is `RunSpec.configs`'s, the one the run will record. It needs the training corpus's text count and, for a
+corpus file, its content digest: the ones an earlier load on this machine noted, else (`expand(count=True)`, what
+every reader of a database asks for) counted now (`bench.data.corpus.counted_corpus`), so a point's hash never
+depends on what a local cache has seen (a database copied from another machine reads the same here). A corpus that
+is not on this machine (wiki1m offline), or not counted yet in a dry run, leaves the hash unknown: the point is then
+matched by its sweep name and key, and `bench run --resume` matches the hash itself where the point runs. Points are compared for duplicates with the count left as a stand-in
 named by the corpus options, so that check needs no count.
 """
 
@@ -58,8 +59,10 @@ def _label(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-def expand(spec: SweepSpec, compute_hash: bool = True) -> list[Point]:
-    """Every point of the sweep, in grid order (variants outermost, then the grid's keys as the file lists them)."""
+def expand(spec: SweepSpec, compute_hash: bool = True, count: bool = False) -> list[Point]:
+    """Every point of the sweep, in grid order (variants outermost, then the grid's keys as the file lists them).
+    count: a training corpus no load on this machine has counted is counted now, so each point's hash is known
+    wherever its corpus is (what matching points with a database's rows needs; a dry run does without)."""
     axes = list(spec.grid)
     variants = spec.variants or [None]
     points: list[Point] = []
@@ -73,7 +76,7 @@ def expand(spec: SweepSpec, compute_hash: bool = True) -> list[Point]:
             labels.update({a: v for a, v in zip(axes, combo)})
             key = " ".join(f"{k}={_label(v)}" for k, v in labels.items()) or "all"
             run = _run_spec(options, spec, key)
-            chash, note, identity = _hash(run, spec, key) if compute_hash else (None, "not computed", "")
+            chash, note, identity = _hash(run, spec, key, count) if compute_hash else (None, "not computed", "")
             points.append(Point(
                 sweep=spec.name, key=key, labels={**options, **labels}, argv=tuple(option_argv(options)),
                 method=_method(run.method, spec, key), seed=run.seed, config_hash=chash, hash_note=note, options=options,
@@ -113,9 +116,10 @@ def _run_spec(options: dict[str, Any], spec: SweepSpec, key: str) -> RunSpec:
     return run
 
 
-def _hash(run: RunSpec, spec: SweepSpec, key: str) -> tuple[str | None, str, str]:
-    """(config hash or None, why it is unknown, the hash with a stand-in corpus count)."""
-    from bench.data.corpus import DEFAULT_CORPUS, known_corpus_digest, known_text_count
+def _hash(run: RunSpec, spec: SweepSpec, key: str, count: bool) -> tuple[str | None, str, str]:
+    """(config hash or None, why it is unknown, the hash with a stand-in corpus count). count: a corpus no load here
+    has counted is counted now (what reading a database needs); else only the noted counts are used (a dry run)."""
+    from bench.data.corpus import DEFAULT_CORPUS, counted_corpus, known_corpus_digest, known_text_count
     from bench.train.registry import get_method
 
     try:
@@ -127,6 +131,11 @@ def _hash(run: RunSpec, spec: SweepSpec, key: str) -> tuple[str | None, str, str
     identity = run.configs(stand_in).per_method[method][1]
     if not trains:
         return identity, "", identity
+    if count:
+        counted = counted_corpus(run.corpus, run.data_dir, run.corpus_limit)  # counted now if no load here has
+        if counted is None:
+            return None, f"corpus {run.corpus} is not on this machine: its hash is known where the point runs", identity
+        return run.configs(*counted).per_method[method][1], "", identity
     texts = known_text_count(run.corpus, run.data_dir, run.corpus_limit)
     digest = None if run.corpus == DEFAULT_CORPUS else known_corpus_digest(run.corpus, run.data_dir)
     if texts is None or (digest is None and run.corpus != DEFAULT_CORPUS):

@@ -51,7 +51,7 @@ def point_states(runs: pd.DataFrame, points: list[Point]) -> list[PointState]:
         if not point.config_hash and _corpus_here(point):  # a live row by label holds it; nothing else is its result
             live = rows[(rows["status"] == "running") & ~rows.apply(lambda r: is_stale(r.to_dict()), axis=1)]
             if not live.empty:
-                out.append(PointState(point, "running", int(live.iloc[-1]["id"])))
+                out.append(PointState(point, "running", int(live.iloc[-1]["id"]), _holder(live.iloc[-1])))
             else:
                 out.append(PointState(point, "missing", None, f"hash unknown here ({point.hash_note}); bench run "
                                       "reuses a finished run only if its full config hash matches"))  # fmt: skip
@@ -65,11 +65,16 @@ def point_states(runs: pd.DataFrame, points: list[Point]) -> list[PointState]:
             if is_stale(row.to_dict()):
                 out.append(PointState(point, "failed", int(row["id"]), "stale: its process is gone (killed?); the next run resumes it"))
             else:
-                out.append(PointState(point, "running", int(row["id"])))
+                out.append(PointState(point, "running", int(row["id"]), _holder(row)))
             continue
         error = str(row.get("error") or "").strip().splitlines()
         out.append(PointState(point, "failed", int(row["id"]), error[-1] if error else ""))
     return out
+
+
+def _holder(row: pd.Series) -> str:
+    """Which process runs a live row: 'pid 123 on host'."""
+    return f"pid {row.get('pid')} on {row.get('host')}" if row.get("pid") is not None else ""
 
 
 def _corpus_here(point: Point) -> bool:
