@@ -108,8 +108,8 @@ def test_curve_points_are_scored_with_the_final_scores_evaluation_settings():
     from bench.experiment.comparison import curve_hook
     from bench.experiment.run_spec import RunSpec
 
-    spec = RunSpec(method="simcse", suite=["sts:stsb@elong,pad"], elong="2", attack=["pad=start-2"], seed=3,
-                   pooling="cls", eval_max_len=96, eval_batch_size=8, limit=50)  # fmt: skip
+    spec = RunSpec.from_values(dict(method="simcse", suite=["sts:stsb@elong,pad"], elong="2", attack=["pad=start-2"],
+                                    seed=3, pooling="cls", eval_max_len=96, eval_batch_size=8, limit=50))  # fmt: skip
     settings = spec.eval_settings()
     hook = curve_hook(spec, {"every": 10, "suite": ["sts:stsb@elong,pad"], "limit": 20}, None, 1, "simcse", print)
     evaluator = hook.evaluate

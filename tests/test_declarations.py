@@ -266,4 +266,4 @@ def test_bench_eval_options_are_eval_options_fields_with_the_same_defaults():
     defaults = EvalOptions().option_values()
     assert parsed == {name: defaults[name] for name in parsed}
     assert set(parsed) == set(defaults) - {"model", "suite", "download"}
-    assert EvalOptions().encoder_options() == ENCODER_DEFAULTS
+    assert EvalOptions().encoder == ENCODER_DEFAULTS

@@ -56,14 +56,15 @@ def test_a_run_spec_carries_one_value_to_the_final_scores_and_the_curve_hook():
     from bench.experiment.comparison import curve_hook
     from bench.experiment.run_spec import RunSpec
 
-    spec = RunSpec(method="simcse", suite=["heldout"], precision="bf16", emb_dtype="fp16", eval_max_len=96,
-                   eval_batch_size=8, pooling="cls", no_cache=True, allow_pickle=True)  # fmt: skip
+    spec = RunSpec.from_values(dict(method="simcse", suite=["heldout"], precision="bf16", emb_dtype="fp16",
+                                    eval_max_len=96, eval_batch_size=8, pooling="cls", no_cache=True, allow_pickle=True))
     final = spec.eval_settings().encoder
     assert final == EncoderOptions(pooling="cls", max_len=96, batch_size=8, precision="bf16", emb_dtype="fp16",
                                    use_cache=False, allow_pickle=True)  # fmt: skip
     hook = curve_hook(spec, {"every": 10, "suite": ["heldout"], "limit": 20}, None, 1, "simcse", print)
     assert hook.evaluate.options == final
-    assert RunSpec().encoder_options() == replace(ENCODER_DEFAULTS, pooling="mean")  # bench run pools with mean
+    assert spec.encoder is final and spec.train.pooling == "cls" and spec.train.precision == "bf16"  # one value each
+    assert RunSpec().encoder == replace(ENCODER_DEFAULTS, pooling="mean")  # bench run pools with mean
 
 
 def test_an_unasked_batch_size_is_the_devices_and_hashes_as_the_old_default(monkeypatch):
@@ -78,13 +79,13 @@ def test_an_unasked_batch_size_is_the_devices_and_hashes_as_the_old_default(monk
     monkeypatch.setattr(device, "device_memory", lambda d: 80 << 30)
     assert device_batching("cuda", None, None, None) == (1024, 65536)
     assert device_batching("cuda", 32, 4096, None) == (32, 4096)  # asked values win
-    default = RunSpec(method="simcse", suite=["heldout"])
-    assert default.encoder_options().batch_size is None
-    budget = RunSpec(method="simcse", suite=["heldout"], eval_batch_tokens=4096)
-    assert budget.encoder_options().batch_tokens == 4096
-    hashes = {s.configs(100).comparison for s in (default, budget, RunSpec(method="simcse", suite=["heldout"], eval_batch_size=64))}
+    default = RunSpec.from_values(dict(method="simcse", suite=["heldout"]))
+    assert default.encoder.batch_size is None
+    budget = RunSpec.from_values(dict(method="simcse", suite=["heldout"], eval_batch_tokens=4096))
+    assert budget.encoder.batch_tokens == 4096
+    hashes = {s.configs(100).comparison for s in (default, budget, RunSpec.from_values(dict(method="simcse", suite=["heldout"], eval_batch_size=64)))}
     assert len(hashes) == 1
-    assert RunSpec(method="simcse", suite=["heldout"], eval_batch_size=32).configs(100).comparison not in hashes
+    assert RunSpec.from_values(dict(method="simcse", suite=["heldout"], eval_batch_size=32)).configs(100).comparison not in hashes
     # the line that redoes a row names an asked size (it is in the hash), never an unasked one
-    assert "--eval-batch-size 32" in RunSpec(method="simcse", suite=["heldout"], eval_batch_size=32).reproduce_command("simcse", True)
+    assert "--eval-batch-size 32" in RunSpec.from_values(dict(method="simcse", suite=["heldout"], eval_batch_size=32)).reproduce_command("simcse", True)
     assert "--eval-batch-size" not in default.reproduce_command("simcse", True)

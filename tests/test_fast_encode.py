@@ -142,7 +142,7 @@ def test_batch_tokens_is_an_encoder_option_from_the_command_line_to_the_plan(tin
     from bench.experiment.eval_spec import EvalOptions
 
     args = build_parser().parse_args(["eval", "--model", "minilm", "--suite", "sts:stsb", "--batch-tokens", "96"])
-    assert EvalOptions.from_args(args).encoder_options().batch_tokens == 96
+    assert EvalOptions.from_args(args).encoder.batch_tokens == 96
     enc = load(tiny_model_dir, tmp_path, use_cache=False, batch_tokens=96, batch_size=None)
     # None rows: the CPU's 64, times 12 for a model 12 times narrower than MiniLM (32 wide: bench.encode.batching)
     assert (enc.batch_size, enc.batch_tokens) == (768, 96)

@@ -74,16 +74,15 @@ def test_in_domain_run_is_recorded(tiny_model_dir, tmp_path, capsys):
 def test_scratch_preset_fills_what_was_not_given():
     """--preset scratch sets the documented job's options, leaves an option given on the command line alone, and
     does nothing without --preset."""
-    import argparse
-
-    from bench.experiment.presets import PRESETS, apply_preset
+    from bench.experiment.presets import apply_preset
     from bench.experiment.run_spec import RunSpec
 
-    args = argparse.Namespace(**{k: getattr(RunSpec(), k) for k in PRESETS["scratch"]}, preset="scratch")
-    args.lr = 0.5  # given by the user
-    set_here = apply_preset(args, RunSpec())
-    assert args.lr == 0.5 and "lr" not in set_here
-    assert args.backbone == "embedding-bag-32" and args.seeds == "0,1,2" and args.suite == ["heldout", "sts:stsb"]
-    assert RunSpec.from_args(args).settings.methods == ["crop", "simcse"]
-    plain = argparse.Namespace(backbone="minilm", preset=None)
-    assert apply_preset(plain, RunSpec()) == [] and plain.backbone == "minilm"
+    defaults = RunSpec().option_values()
+    values = {**defaults, "preset": "scratch", "lr": 0.5}  # lr given by the user
+    set_here = apply_preset(values, defaults)
+    assert values["lr"] == 0.5 and "lr" not in set_here
+    assert values["backbone"] == "embedding-bag-32" and values["seeds"] == "0,1,2" and values["suite"] == ["heldout", "sts:stsb"]
+    spec = RunSpec.from_values(values)
+    assert spec.settings.methods == ["crop", "simcse"] and spec.train.max_len == 64 and spec.train.lr == 0.5
+    plain = {**defaults, "backbone": "minilm"}
+    assert apply_preset(plain, defaults) == [] and plain["backbone"] == "minilm"

@@ -249,13 +249,13 @@ def test_a_bench_run_shorter_than_its_checkpoint_interval_writes_no_checkpoint(t
     real_save = checkpoint.CheckpointWriter.save
     monkeypatch.setattr(checkpoint.CheckpointWriter, "save",
                         lambda self, step, *a, **k: saves.append(step) or real_save(self, step, *a, **k))
-    config = RunSpec(method="simcse", budget="steps=3", batch_size=8, max_len=48).settings.train_cfg
+    config = RunSpec.from_values(dict(method="simcse", budget="steps=3", batch_size=8, max_len=48)).train
     assert config.checkpoint_at_end is False  # bench run's config, without --keep-checkpoints
     result = train(get_method("simcse").build(tokenizer=tok, max_len=48, seed=0), _model(tiny_model_dir), tok, wiki_texts, Budget(steps=3),
                    _cfg(checkpoint_at_end=False), tmp_path / "short")  # fmt: skip
     assert result.consumed.steps == 3 and saves == [] and latest_checkpoint(tmp_path / "short") is None
     assert (result.encoder_dir / "config.json").exists()
-    kept = RunSpec(method="simcse", budget="steps=3", keep_checkpoints=True).settings.train_cfg
+    kept = RunSpec.from_values(dict(method="simcse", budget="steps=3", keep_checkpoints=True)).train
     assert kept.checkpoint_at_end is True
     train(get_method("simcse").build(tokenizer=tok, max_len=48, seed=0), _model(tiny_model_dir), tok, wiki_texts, Budget(steps=3),
           _cfg(checkpoint_at_end=False, checkpoint_every=2), tmp_path / "scheduled")  # fmt: skip

@@ -23,7 +23,7 @@ from bench.evaluate.suites.base import CLEAN, EvalContext, Suite
 class CurveEvaluator:
     suites: list[tuple[Suite, bool]]
     ctx: EvalContext
-    options: EncoderOptions = ENCODER_DEFAULTS  # the final scores' (RunSpec.encoder_options)
+    options: EncoderOptions = ENCODER_DEFAULTS  # the final scores' (RunSpec.encoder)
     name: str = "encoder"
     db: Any = None  # results_db.ResultsDB on rank 0, None elsewhere
     run_id: int | None = None

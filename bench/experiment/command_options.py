@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from dataclasses import Field, field
+from dataclasses import Field, field, fields, replace
 from typing import Any
 
 from bench.experiment.option_types import FLAG, OptionValueError, positive_int  # noqa: F401 - re-exported
@@ -140,21 +140,57 @@ def declared_field(f: Field) -> Option:
 SUITE_OPTIONS = "suite_options"  # Option.field of an option the suites read (EvalSettings.options, EvalContext.options)
 
 
-def spec_kwargs(command: str, values: dict[str, Any]) -> dict[str, Any]:
-    """A spec's constructor keywords from option name -> typed value: each option in its declared field (its own
-    attribute, or, given, in `suite_options`)."""
+def spec_kwargs(cls: type, command: str, values: dict[str, Any]) -> dict[str, Any]:
+    """`cls`'s constructor keywords from option name -> typed value: each option in its declared field(s) (its own
+    attribute, a field of the spec's TrainConfig or EncoderOptions, the opposite of a flag, or, given, a setting
+    the suites read). A field the spec does not have is not this command's (bench eval trains nothing)."""
     known = options_of(command)
+    own = {f.name: f for f in fields(cls)}
     kwargs: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {}
     for name, value in values.items():
-        if known[name].field == SUITE_OPTIONS:
-            if value is not None:
-                kwargs.setdefault(SUITE_OPTIONS, {})[name] = value
-        else:
-            kwargs[name] = value
+        option = known[name]
+        for path in option.paths():
+            head, _, rest = path.lstrip("!").partition(".")
+            if head not in own:
+                continue
+            item = (not value) if path.startswith("!") else value
+            if head == SUITE_OPTIONS:
+                if value is not None:
+                    nested.setdefault(head, {})[name] = value
+            elif rest:
+                nested.setdefault(head, {})[rest] = item
+            else:
+                kwargs[head] = item
+    for head, changes in nested.items():
+        default = own[head].default_factory()  # a nested value: TrainConfig, EncoderOptions, a dict
+        kwargs[head] = {**default, **changes} if isinstance(default, dict) else replace(default, **changes)
     return kwargs
 
 
+def nested_default(command: str, head: str, cls: type) -> Any:
+    """The default of a spec's nested value (`train`, `encoder`): `cls` with the declared defaults of `bench
+    COMMAND`'s options that fill its fields (bench run's pooling is mean; the encoder's own default is the model's)."""
+    values = {}
+    for option in options_of(command).values():
+        for path in option.paths():
+            field_head, _, rest = path.lstrip("!").partition(".")
+            if field_head == head and rest:
+                values[rest] = (not option.default) if path.startswith("!") else option.default
+    return cls(**values)
+
+
 def spec_values(spec: Any, command: str) -> dict[str, Any]:
-    """Option name -> value of a spec built by `spec_kwargs` (an option it was not given: its default)."""
-    return {name: (getattr(spec, SUITE_OPTIONS).get(name, option.default) if option.field == SUITE_OPTIONS
-                   else getattr(spec, name)) for name, option in options_of(command).items()}  # fmt: skip
+    """Option name -> value of a spec built by `spec_kwargs` (read from the option's first field; an option it was
+    not given: its default)."""
+    out = {}
+    for name, option in options_of(command).items():
+        path = option.paths()[0]
+        if path == SUITE_OPTIONS:
+            out[name] = getattr(spec, SUITE_OPTIONS).get(name, option.default)
+            continue
+        value = spec
+        for part in path.lstrip("!").split("."):
+            value = getattr(value, part)
+        out[name] = (not value) if path.startswith("!") else value
+    return out

@@ -164,14 +164,14 @@ def start_comparison(spec: RunSpec, db: Any = None, say: Callable[..., None] | N
     main = distributed.is_main()
     if say is None:
         say = print if main else (lambda *a, **k: None)
-    runtime = runtime or {"device": resolve_device(spec.device)}
+    runtime = runtime or {"device": resolve_device(spec.encoder.device)}
     methods = {m: get_method(m) for m in spec.settings.rows}
     trained_methods = [m for m, method_spec in methods.items() if method_spec.trains]
     with distributed.main_first():  # a corpus that must be downloaded is fetched once, by rank 0
         corpus = (load_corpus(spec.corpus, data_dir=spec.data_dir, limit=spec.corpus_limit, fetch=spec.download)
                   if trained_methods else None)  # fmt: skip
     if corpus is not None:
-        corpus.check_batch(spec.batch_size)
+        corpus.check_batch(spec.train.batch_size)
     if main and db is None:
         from results_db import ResultsDB
 
@@ -203,9 +203,10 @@ def _announce(job: ComparisonJob) -> None:
         say(f"training corpus: {job.corpus.describe()}")
     world = distributed.env_world_size()
     if world > 1 and "per_rank_batch" in runtime:
-        say(f"{world} processes ({runtime.get('backend')}): global batch {spec.batch_size}, {runtime['per_rank_batch']} per process")
-    say(f"budget {settings.budget.label()}, max_len {spec.max_len}, batch {spec.batch_size}, lr {spec.lr}, "
-        f"seed {', '.join(map(str, settings.seeds))}; suites {'+'.join(settings.suite_args)} (eval max_len {spec.eval_max_len})")
+        say(f"{world} processes ({runtime.get('backend')}): global batch {spec.train.batch_size}, {runtime['per_rank_batch']} per process")
+    train = spec.train
+    say(f"budget {settings.budget.label()}, max_len {train.max_len}, batch {train.batch_size}, lr {train.lr}, "
+        f"seed {', '.join(map(str, settings.seeds))}; suites {'+'.join(settings.suite_args)} (eval max_len {spec.encoder.max_len})")
     for loc in job.located:
         say(f"evaluation data  {loc.describe()}")
 
@@ -265,7 +266,7 @@ def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_c
             hook.evaluate.tracker = trackers
         t_train = time.time()
         model_dir = _train_one(db, run_id, method, method_spec, spec, corpus, settings.budget,
-                               replace(settings.train_cfg, seed=seed), method_cfg, out_dir, hook, trackers,
+                               replace(spec.train, seed=seed), method_cfg, out_dir, hook, trackers,
                                job.runtime.get("per_rank_batch"), say)  # fmt: skip
         train_seconds = time.time() - t_train
         encoder = evaluation.load(model_dir)
@@ -560,22 +561,22 @@ def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg,
         if not is_generated_backbone(spec.backbone):
             return resolve_model(spec.backbone)
         with distributed.main_first():  # written once, by rank 0
-            return load_backbone(spec.backbone, cache_dir=Path(spec.out) / "backbones", allow_pickle=spec.allow_pickle)[2]
+            return load_backbone(spec.backbone, cache_dir=Path(spec.out) / "backbones", allow_pickle=spec.encoder.allow_pickle)[2]
     encoder_dir = Path(out_dir) / "encoder"
     done_marker = Path(out_dir) / "TRAINED"
     if distributed.broadcast_from_main(done_marker.exists() and (encoder_dir / "config.json").exists()):
         if distributed.is_main():
             say(f"[{method}] training already complete in {out_dir}")
             # a folder an older lenbench saved with the training max_len declares the scoring now
-            declare_scoring(encoder_dir, pooling=train_cfg.pooling, max_len=spec.eval_max_len)
+            declare_scoring(encoder_dir, pooling=train_cfg.pooling, max_len=spec.encoder.max_len)
         return str(encoder_dir)
     t0 = time.time()
     result = train_method(
         method_spec, backbone=spec.backbone, texts=corpus.texts, budget=budget, config=train_cfg, out_dir=out_dir,
         db=db, run_id=run_id, resume=spec.resume, method_config=method_cfg, backbone_cache_dir=Path(spec.out) / "backbones",
-        eval_hook=eval_hook, tracker=trackers, scoring_max_len=spec.eval_max_len,  # the folder declares its scoring once
+        eval_hook=eval_hook, tracker=trackers, scoring_max_len=spec.encoder.max_len,  # the folder declares its scoring once
         rank_batch=rank_batch,  # checked by the command before any process started
-        allow_pickle=spec.allow_pickle,
+        allow_pickle=spec.encoder.allow_pickle,
     )
     consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
     if result.resumed_from is not None:

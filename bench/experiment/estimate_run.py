@@ -102,13 +102,13 @@ def calibrate_training(spec: Any, method: str, texts: list[str], scratch: Path) 
     from bench.train.trainer import train_method
 
     settings = spec.settings
-    config = replace(settings.train_cfg, progress=False, checkpoint_at_end=False, checkpoint_minutes=0,
+    config = replace(spec.train, progress=False, checkpoint_at_end=False, checkpoint_minutes=0,
                      checkpoint_every=None, loader_workers=0)  # fmt: skip
     started = time.monotonic()
     result = train_method(method, backbone=spec.backbone, texts=texts, budget=Budget(steps=CALIBRATION_STEPS),
                           config=config, out_dir=scratch / method, method_overrides=settings.overrides.get(method, {}),
-                          backbone_cache_dir=scratch / "backbones", scoring_max_len=spec.eval_max_len,
-                          allow_pickle=spec.allow_pickle)  # fmt: skip
+                          backbone_cache_dir=scratch / "backbones", scoring_max_len=spec.encoder.max_len,
+                          allow_pickle=spec.encoder.allow_pickle)  # fmt: skip
     wall = time.monotonic() - started
     steps = max(result.consumed.steps, 1)
     return result.consumed.seconds / steps, max(0.0, wall - result.consumed.seconds), result.consumed.tokens / steps
@@ -127,14 +127,14 @@ def estimate_run(spec: Any, *, say: Callable[..., None] = lambda *a, **k: None) 
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="lenbench-estimate-run-") as tmp:
         scratch = Path(tmp)
-        backbone = load_backbone(spec.backbone, cache_dir=scratch / "backbones", allow_pickle=spec.allow_pickle)[2]
+        backbone = load_backbone(spec.backbone, cache_dir=scratch / "backbones", allow_pickle=spec.encoder.allow_pickle)[2]
         evaluation = estimate_evaluation(EvalSpec(str(backbone), settings.suite_args, spec.eval_settings()), say=say)
         texts = training_texts(spec, notes) if trained else []
         training = []
         for method in trained:
             say(f"estimate  calibrating training of {method} ...")
             step, fixed, tokens = calibrate_training(spec, method, texts, scratch)
-            training.append(TrainingEstimate(method, len(settings.seeds), _steps(settings, tokens), step, fixed,
+            training.append(TrainingEstimate(method, len(settings.seeds), _steps(settings, spec.train.batch_size, tokens), step, fixed,
                                              settings.budget.seconds))  # fmt: skip
     evaluated = len(trained) * len(settings.seeds) + (len(settings.rows) - len(trained))
     if spec.eval_every:
@@ -143,9 +143,9 @@ def estimate_run(spec: Any, *, say: Callable[..., None] = lambda *a, **k: None) 
     return RunEstimate(evaluation, training, evaluated, notes)
 
 
-def _steps(settings: Any, tokens_per_step: float) -> int | None:
+def _steps(settings: Any, batch_size: int, tokens_per_step: float) -> int | None:
     budget = settings.budget
-    steps = budget.planned_steps(settings.train_cfg.batch_size)
+    steps = budget.planned_steps(batch_size)
     if budget.tokens is not None and tokens_per_step > 0:
         by_tokens = int(-(-budget.tokens // tokens_per_step))
         steps = by_tokens if steps is None else min(steps, by_tokens)

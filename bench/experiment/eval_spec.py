@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.encode.options import EncoderOptions, hashed_batch_size
-from bench.experiment.command_options import spec_field, spec_kwargs, spec_values, typed_options
+from bench.experiment.command_options import nested_default, spec_field, spec_kwargs, spec_values, typed_options
 from bench.experiment.options import options_of
 from bench.experiment.settings import EvalSettings, attack_settings
 
@@ -24,20 +24,11 @@ def _opt(name: str) -> Any:
 
 @dataclass
 class EvalOptions:
-    """Every option of `bench eval`, with the declared defaults (the encoder's are `EncoderOptions`')."""
+    """Every option of `bench eval`, with the declared defaults: the evaluation's own, and how the model is loaded
+    and run (`encoder`, an EncoderOptions carried whole to the encoder)."""
 
     model: str = _opt("model")
     suite: list[str] = _opt("suite")
-    pooling: str | None = _opt("pooling")
-    max_len: int = _opt("max_len")
-    batch_size: int | None = _opt("batch_size")
-    batch_tokens: int | None = _opt("batch_tokens")
-    device: str | None = _opt("device")
-    no_cache: bool = _opt("no_cache")
-    backend: str = _opt("backend")
-    emb_dtype: str = _opt("emb_dtype")
-    precision: str = _opt("precision")
-    allow_pickle: bool = _opt("allow_pickle")
     elong: str = _opt("elong")
     attack: list[str] | None = _opt("attack")
     limit: int | None = _opt("limit")
@@ -50,29 +41,23 @@ class EvalOptions:
     no_progress: bool = _opt("no_progress")
     rerun: bool = _opt("rerun")  # score again in a new row even when this evaluation has a finished one
     estimate: bool = _opt("estimate")  # print what it will cost (bench.experiment.estimate); score nothing
+    encoder: EncoderOptions = field(default_factory=lambda: nested_default("eval", "encoder", EncoderOptions))
     suite_options: dict[str, Any] = field(default_factory=dict)  # options the suites read (needle_lengths), as given
 
     @classmethod
     def from_args(cls, args: Any) -> "EvalOptions":
         """From `bench eval`'s parsed arguments (an argparse Namespace)."""
-        return cls(**spec_kwargs("eval", {n: getattr(args, n) for n in options_of("eval") if hasattr(args, n)}))
+        return cls(**spec_kwargs(cls, "eval", {n: getattr(args, n) for n in options_of("eval") if hasattr(args, n)}))
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> "EvalOptions":
         """From option name -> Python value, typed and checked as `bench eval`'s parser would (a ValueError names
         the keyword; bench.experiment.command_options)."""
-        return cls(**spec_kwargs("eval", typed_options("eval", options)))
+        return cls(**spec_kwargs(cls, "eval", typed_options("eval", options)))
 
     def option_values(self) -> dict[str, Any]:
         """Option name -> value, every `bench eval` option (bench.experiment.command_options.spec_values)."""
         return spec_values(self, "eval")
-
-    def encoder_options(self) -> EncoderOptions:
-        """The encoder's options among these (bench.encode.options): how the model is loaded and run."""
-        return EncoderOptions(pooling=self.pooling, max_len=self.max_len, batch_size=self.batch_size,
-                              batch_tokens=self.batch_tokens, device=self.device,
-                              backend=self.backend, precision=self.precision, emb_dtype=self.emb_dtype,
-                              use_cache=not self.no_cache, allow_pickle=self.allow_pickle)  # fmt: skip
 
 
 @dataclass
@@ -100,7 +85,7 @@ class EvalSpec:
 
             parse_lengths(args.suite_options["needle_lengths"])  # a bad list: one clear error before anything is recorded
         settings = EvalSettings(
-            encoder=args.encoder_options(), elong=elong, limit=args.limit, seed=args.seed,
+            encoder=args.encoder, elong=elong, limit=args.limit, seed=args.seed,
             data_dir=args.data_dir, fetch=args.download, attack_params=attack_params,
             options={k: v for k, v in args.suite_options.items() if v},
         )

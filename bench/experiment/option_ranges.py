@@ -51,25 +51,24 @@ def check_args(args: Any, spell: Callable[[str], str] = option_name, command: st
     values = vars(args) if isinstance(args, argparse.Namespace) else args.option_values()
     check_numbers(values, spell, command or values.get("command"))
     for dest in OUTPUT_FOLDERS:  # folders a command creates: never a file, or under one
-        if isinstance(getattr(args, dest, None), str):
-            check_output_dir(getattr(args, dest), spell(dest))
-    device = getattr(args, "device", None)
-    if isinstance(device, str):
-        check_device(device, spell("device"))
-    check_model_names(args, spell)
+        if isinstance(values.get(dest), str):
+            check_output_dir(values[dest], spell(dest))
+    if isinstance(values.get("device"), str):
+        check_device(values["device"], spell("device"))
+    check_model_names(values, spell)
 
 
 MODEL_OPTIONS = ("backbone", "model")  # by argparse destination (bench run, bench eval)
 
 
-def check_model_names(args: Any, spell: Callable[[str], str] = option_name) -> None:
+def check_model_names(values: dict[str, Any], spell: Callable[[str], str] = option_name) -> None:
     """A hub id given offline: one line within seconds, before any row (bench.encode.loading.check_hub_model)."""
     from bench.encode.loading import check_hub_model, resolve_model
     from bench.encode.names import is_generated_backbone
     from bench.evaluate.models import LEXICAL_MODELS
 
     for dest in MODEL_OPTIONS:
-        name = getattr(args, dest, None)
+        name = values.get(dest)
         if not isinstance(name, str) or not name or name.lower() in LEXICAL_MODELS:
             continue
         try:

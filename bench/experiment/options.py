@@ -44,7 +44,9 @@ class Option:
     range: Range | None = None  # a number's allowed values (bench.experiment.option_types.Range)
     many: bool = False  # repeatable (--suite A --suite B); a list in Python
     joined: bool = False  # comma-separated (--seeds 0,1,2); a list in Python is joined
-    field: str = ""  # the spec field it fills: "" is the spec attribute of its name; "suite_options": read by suites
+    # the spec field(s) it fills: "" is the spec attribute of its name; "train.x" / "encoder.x" a field of the spec's
+    # TrainConfig / EncoderOptions; "!path" the opposite of a flag; "suite_options" a setting the suites read
+    field: str | tuple[str, ...] = ""
     identity: bool = False  # part of the config hash: changing it gives another result
     redo: str = ""  # in the line that redoes a `bench run` row: ALWAYS, CHANGED (when not at its default) or never
     trained: bool = False  # a training setting: in that line only for a trained row
@@ -54,6 +56,11 @@ class Option:
     hidden: bool = False  # set by another command (`bench sweep` on its points), not shown in --help
     group: str | None = None  # the --help section (bench sweep's "slurm")
     env_default: Callable[[], Any] | None = None  # a default read from the environment when the parser is built
+
+    def paths(self) -> tuple[str, ...]:
+        """The spec fields this option fills (the first is the one it is read back from)."""
+        paths = self.field if isinstance(self.field, tuple) else (self.field,)
+        return tuple(path or self.name for path in paths)
 
     @property
     def flag(self) -> str:
@@ -90,6 +97,8 @@ BATCH = Range(1, 65_536, "64")
 COUNT = Range(1, INT64_MAX, "300")  # a number of items or texts
 JOBS = Range(1, 4096, "2")
 RETRIES = Range(0, 100, "1")
+SEED = Range(0, SEED_MAX, "0")
+TOKENS = Range(1, INT64_MAX, "16384")
 
 OPTIONS: tuple[Option, ...] = (
     # ----------------------------------------------------------------------------- what is compared (bench run)
@@ -111,13 +120,13 @@ OPTIONS: tuple[Option, ...] = (
            "corpus.jsonl[.gz]/folder", (RUN,), "wiki-offline", identity=True, redo=ALWAYS, trained=True),
     # ----------------------------------------------------------------------------- training (bench run)
     Option("max_len", "training max tokens per text (paper 256)", (RUN,), T.max_len, int, range=MAX_LEN,
-           identity=True, redo=ALWAYS, trained=True),
+           field="train.max_len", identity=True, redo=ALWAYS, trained=True),
     Option("batch_size", "training batch size (paper 64)", (RUN,), T.batch_size, int, range=BATCH,
-           identity=True, redo=ALWAYS, trained=True),
+           field="train.batch_size", identity=True, redo=ALWAYS, trained=True),
     Option("lr", "AdamW learning rate", (RUN,), T.lr, float, range=Range(0, 1, "3e-5", low_open=True),
-           identity=True, redo=ALWAYS, trained=True),
+           field="train.lr", identity=True, redo=ALWAYS, trained=True),
     Option("warmup_steps", "steps of linear learning-rate warm-up from 0 before the linear decay to 0", (RUN,),
-           T.warmup_steps, int, range=Range(0, INT64_MAX, "100"), identity=True, redo=ALWAYS, trained=True),
+           T.warmup_steps, int, range=Range(0, INT64_MAX, "100"), field="train.warmup_steps", identity=True, redo=ALWAYS, trained=True),
     Option("corpus_limit", "train on the first N corpus texts only", (RUN,), None, int, range=Range(1, INT64_MAX, "10000"),
            identity=True, redo=CHANGED, trained=True),
     Option("hp", "method hyper-parameter, e.g. laser3-self.m_mode=twice", (RUN,), [], many=True,
@@ -127,29 +136,35 @@ OPTIONS: tuple[Option, ...] = (
            "with intervals over seeds and items from 3 seeds on. Evaluation (attacks, kNN split) keeps --seed, so every "
            "run is scored on the same items", (RUN,), None, joined=True, metavar="S,S,...", identity=True, redo=CHANGED,
            trained=True),
-    Option("seed", "seed of random elongation, kNN splits and diagnostics; in bench run also the training seed "
-           "without --seeds", (RUN, EVAL), 0, int, range=Range(0, SEED_MAX, "0"), identity=True, redo=ALWAYS),
+    Option("seed", "seed of random elongation, kNN splits and diagnostics, and the training seed "
+           "without --seeds", (RUN,), T.seed, int, range=SEED, field=("seed", "train.seed"), identity=True,
+           redo=ALWAYS),
+    Option("seed", "seed of random elongation, kNN splits and diagnostics", (EVAL,), 0, int, range=SEED,
+           identity=True),
     # ----------------------------------------------------------------------------- evaluation
-    Option("pooling", "pooling of every evaluated encoder, the same for all methods (methods train with it too)", (RUN,), T.pooling, choices=POOLINGS, identity=True, redo=ALWAYS),
-    Option("pooling", "default: the model folder's, else mean", (EVAL,), E.pooling, choices=POOLINGS, identity=True),
+    Option("pooling", "pooling of every evaluated encoder, the same for all methods (methods train with it too)", (RUN,), T.pooling, choices=POOLINGS, field=("train.pooling", "encoder.pooling"),
+           identity=True, redo=ALWAYS),
+    Option("pooling", "default: the model folder's, else mean", (EVAL,), E.pooling, choices=POOLINGS,
+           field="encoder.pooling", identity=True),
     Option("eval_max_len", "evaluation max tokens (elongated texts fit)", (RUN,), E.max_len, int,
-           range=MAX_LEN, identity=True, redo=ALWAYS),
+           range=MAX_LEN, field="encoder.max_len", identity=True, redo=ALWAYS),
     Option("max_len", "max tokens per text, special tokens included", (EVAL,), E.max_len, int,
-           range=MAX_LEN, identity=True),
+           range=MAX_LEN, field="encoder.max_len", identity=True),
     Option("elong", "elongation variants of @elong suites (2,4,8,rand is the full set, about twice the evaluation "
            "time)", (RUN, EVAL), DEFAULT_ELONG, joined=True, identity=True, redo=ALWAYS),
     Option("no_baseline", "do not evaluate the untrained backbone", (RUN,), False, FLAG, redo=ALWAYS),
     Option("eval_batch_size", f"texts per encoding batch when scoring; default: the device's ({CPU_ROWS} on the CPU, up "
            f"to {ACCELERATOR_ROWS:,} within --eval-batch-tokens on a GPU)", (RUN,), E.batch_size, int, range=BATCH,
-           identity=True, redo=CHANGED),
+           field="encoder.batch_size", identity=True, redo=CHANGED),
     Option("batch_size", f"texts per encoding batch; default: the device's ({CPU_ROWS} on the CPU, up to "
-           f"{ACCELERATOR_ROWS:,} within --batch-tokens on a GPU)", (EVAL,), E.batch_size, int, range=BATCH, identity=True),
+           f"{ACCELERATOR_ROWS:,} within --batch-tokens on a GPU)", (EVAL,), E.batch_size, int, range=BATCH,
+           field="encoder.batch_size", identity=True),
     Option("eval_batch_tokens", "token slots (texts x longest) per encoding batch when scoring; default: the device's "
            "(as bench eval's --batch-tokens); how texts are batched, never what they score: outside the config hash",
-           (RUN,), E.batch_tokens, int, range=Range(1, INT64_MAX, "16384")),
+           (RUN,), E.batch_tokens, int, range=TOKENS, field="encoder.batch_tokens"),
     Option("batch_tokens", "token slots (texts x longest) per encoding batch; default: the device's (on the CPU 2048 "
            "torch / 256 onnx; on a GPU 16,384-65,536 by its memory, over length-sorted texts; --batch-size still caps the "
-           "texts)", (EVAL,), E.batch_tokens, int, range=Range(1, INT64_MAX, "16384")),
+           "texts)", (EVAL,), E.batch_tokens, int, range=TOKENS, field="encoder.batch_tokens"),
     Option("attack", "variants of an attack family for SUITE@FAMILY suites, repeatable: e.g. --attack pad=start-2,end-2 "
            "(default each family's set: pad = start, middle, end x m 2, 4; shuffle = one variant); --attack elong=2,rand "
            "is --elong 2,rand", (RUN, EVAL), None, many=True, metavar="FAMILY=PARAM[,PARAM]", identity=True, redo=CHANGED),
@@ -158,21 +173,26 @@ OPTIONS: tuple[Option, ...] = (
     Option("limit", "only the first N items of each dataset (quick checks; flagged as DATASET[N] in every table and "
            "recorded in each score's info)", (RUN, EVAL), None, positive_int, range=COUNT, identity=True, redo=CHANGED),
     Option("emb_dtype", "embedding matrix precision; fp16 halves the memory of large corpora",
-           (RUN, EVAL), E.emb_dtype, choices=EMB_DTYPES, identity=True, redo=CHANGED),
+           (RUN, EVAL), E.emb_dtype, choices=EMB_DTYPES, field="encoder.emb_dtype", identity=True, redo=CHANGED),
     Option("precision", "model precision: fp32, bf16 or fp16 (evaluation casts the weights; training runs bf16 autocast "
            "and refuses fp16), or auto = the fastest that keeps the fp32 scores: bf16 on CUDA, fp32 on the CPU "
            "(bench.runtime.device); recorded in the run and in the embedding cache key",
-           (RUN, EVAL), E.precision, choices=PRECISIONS, identity=True, redo=CHANGED),
+           (RUN, EVAL), E.precision, choices=PRECISIONS, field=("encoder.precision", "train.precision"), identity=True,
+           redo=CHANGED),
     Option("data_dir", "folder with sts/, beir/, knn/ (default $LENBENCH_DATA, ./data, ../shared/data)", (RUN, EVAL),
            None, redo=CHANGED),
     Option("backend", "inference backend: onnx (ONNX Runtime, CPU; exported once per model), torch, or flash "
            "(flash-attn's varlen attention on unpadded tokens; CUDA, bf16/fp16); auto = flash on CUDA when flash-attn is "
-           "installed, onnx on CPU when onnxruntime is, else torch; bench run's training is always torch", (RUN, EVAL), E.backend, choices=BACKENDS),
-    Option("device", "cpu, cuda, cuda:1 ... (default: cuda if available)", (RUN, EVAL), E.device),
-    Option("no_cache", "do not read or write the embedding cache", (RUN, EVAL), not E.use_cache, FLAG),
+           "installed, onnx on CPU when onnxruntime is, else torch; bench run's training is always torch", (RUN, EVAL), E.backend, choices=BACKENDS,
+           field="encoder.backend"),
+    Option("device", "cpu, cuda, cuda:1 ... (default: cuda if available)", (RUN, EVAL), E.device,
+           field=("encoder.device", "train.device")),
+    Option("no_cache", "do not read or write the embedding cache", (RUN, EVAL), not E.use_cache, FLAG,
+           field="!encoder.use_cache"),
     Option("allow_pickle", "also load models whose only weights are pickle files (pytorch_model.bin), with torch's "
            "weights_only loader; by default only safetensors are loaded (a pickle can run code); default on when "
-           "LENBENCH_ALLOW_PICKLE=1", (RUN, EVAL), E.allow_pickle, FLAG, env_default=_allow_pickle_default),
+           "LENBENCH_ALLOW_PICKLE=1", (RUN, EVAL), E.allow_pickle, FLAG, field="encoder.allow_pickle",
+           env_default=_allow_pickle_default),
     Option("reference", "the row every method is compared with (difference and 95%% CI; default: the untrained "
            "backbone)", (RUN,), None, metavar="METHOD"),
     # ----------------------------------------------------------------------------- learning curves (bench run)
@@ -185,13 +205,15 @@ OPTIONS: tuple[Option, ...] = (
            metavar="N"),
     # ----------------------------------------------------------------------------- how a run runs (bench run)
     Option("checkpoint_every", "steps between checkpoints (default: none by steps; every --checkpoint-minutes and at the "
-           "stop)", (RUN,), T.checkpoint_every, int, range=Range(1, INT64_MAX, "500")),
-    Option("checkpoint_minutes", "minutes of training between checkpoints at most: a kill loses no more than this", (RUN,), T.checkpoint_minutes, float, range=Range(0, 10**6, "10", low_open=True)),
+           "stop)", (RUN,), T.checkpoint_every, int, range=Range(1, INT64_MAX, "500"), field="train.checkpoint_every"),
+    Option("checkpoint_minutes", "minutes of training between checkpoints at most: a kill loses no more than this", (RUN,),
+           T.checkpoint_minutes, float, range=Range(0, 10**6, "10", low_open=True), field="train.checkpoint_minutes"),
     Option("loader_workers", "processes that build training batches while the step before runs (default: the cores "
            "left beside the training processes; 0: built on the training thread). Results are identical for every N, so "
-           "it is not part of a run's config", (RUN,), T.loader_workers, int, range=Range(0, 4096, "4"), metavar="N"),
+           "it is not part of a run's config", (RUN,), T.loader_workers, int, range=Range(0, 4096, "4"), metavar="N",
+           field="train.loader_workers"),
     Option("keep_checkpoints", "keep the training checkpoints after a successful run (default: deleted; the encoder "
-           "stays)", (RUN,), False, FLAG),
+           "stays)", (RUN,), False, FLAG, field=("keep_checkpoints", "train.checkpoint_at_end")),
     Option("estimate", "run nothing heavy and record nothing: print the time (GPU-hours on a GPU), memory, cache disk "
            "and downloads of the whole run, methods x seeds, from a calibration of a few seconds per method", (RUN,), False,
            FLAG),
@@ -214,7 +236,8 @@ OPTIONS: tuple[Option, ...] = (
     # set by `bench sweep` on each point it runs; recorded in Run.sweep / Run.sweep_point, outside the config hash
     Option("sweep", "the sweep this run is a point of", (RUN,), "", hidden=True),
     Option("sweep_point", "the point's key in its sweep", (RUN,), "", hidden=True),
-    Option("no_progress", "no progress bars or progress lines: results and errors only", COMMANDS, False, FLAG),
+    Option("no_progress", "no progress bars or progress lines: results and errors only", COMMANDS, False, FLAG,
+           field=("no_progress", "!train.progress")),
     Option("nproc", "run on N local processes: re-launches this command under torchrun (torch.distributed.run); for "
            "several nodes call `torchrun ... -m bench` yourself (README: Scaling out)", (RUN, EVAL), None, int,
            range=Range(1, 4096, "2"), metavar="N"),

@@ -38,15 +38,15 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def apply_preset(args: Any, defaults: Any) -> list[str]:
-    """Fill `args` (a parsed Namespace) with the preset's values where an option is at its default (`defaults`, a
-    RunSpec); returns the options it set."""
-    name = getattr(args, "preset", None)
+def apply_preset(values: dict[str, Any], defaults: dict[str, Any]) -> list[str]:
+    """Fill `values` (option name -> value, RunSpec.option_values) with the preset's values where an option is at
+    its default (`defaults`, the same for RunSpec()); returns the options it set."""
+    name = values.get("preset")
     if not name:
         return []
     set_here = []
     for key, value in PRESETS[name].items():
-        if getattr(args, key, None) == getattr(defaults, key):
-            setattr(args, key, value)
+        if values.get(key) == defaults[key]:
+            values[key] = value
             set_here.append(key)
     return set_here

@@ -31,7 +31,8 @@ class PreparedRun:
         """'preset scratch: --method crop,simcse, ...' when a preset filled options in, else None."""
         if not self.preset_options:
             return None
-        shown = ((k, getattr(self.spec, k)) for k in self.preset_options)
+        values = self.spec.option_values()
+        shown = ((k, values[k]) for k in self.preset_options)
         return f"preset {self.spec.preset}: " + ", ".join(
             f"--{k.replace('_', '-')} {'+'.join(v) if isinstance(v, list) else v}" for k, v in shown)
 
@@ -40,8 +41,9 @@ def with_preset(spec: RunSpec) -> tuple[RunSpec, list[str]]:
     """A copy of `spec` with its preset's values where an option is at its default, and the options it set."""
     from bench.experiment.presets import apply_preset
 
-    filled = replace(spec)
-    return filled, apply_preset(filled, RunSpec())
+    values = spec.option_values()
+    set_here = apply_preset(values, RunSpec().option_values())
+    return (spec.from_values(values) if set_here else spec), set_here
 
 
 def prepare_run(spec: RunSpec, world: int | None = None) -> PreparedRun:
@@ -53,7 +55,7 @@ def prepare_run(spec: RunSpec, world: int | None = None) -> PreparedRun:
 
     spec, preset_options = with_preset(spec)
     checked = check_spec(spec)
-    rank_batch = per_rank_batch(spec.batch_size, world or distributed.env_world_size())
+    rank_batch = per_rank_batch(spec.train.batch_size, world or distributed.env_world_size())
     return PreparedRun(spec, preset_options, checked, rank_batch)
 
 
@@ -62,7 +64,7 @@ def run_record(prepared: PreparedRun) -> dict[str, Any]:
     as they run here (`EncoderOptions.resolved`: `auto` resolved once; bench.runtime.device.runtime_fields)."""
     from bench.runtime.device import runtime_fields
 
-    options = prepared.spec.encoder_options().resolved()
+    options = prepared.spec.encoder.resolved()
     return {**distributed.describe(per_rank_batch=prepared.per_rank_batch),
             **runtime_fields(options.device, options.precision)}  # fmt: skip
 
@@ -74,7 +76,7 @@ def run_prepared(prepared: PreparedRun, db: Any = None, *, say: Callable[..., No
     from bench.experiment.comparison import run_comparison
 
     if device is not None:
-        prepared = replace(prepared, spec=replace(prepared.spec, device=device))
+        prepared = replace(prepared, spec=prepared.spec.with_options(device=device))
     line = prepared.preset_line()
     if line:
         say(line)

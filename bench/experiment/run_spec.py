@@ -3,8 +3,7 @@
 from parsed arguments (`RunSpec.from_args`) or from a sweep point's options (`RunSpec.from_options`, validated and
 typed as the parser would) and goes back to a command line (`option_argv`) without re-parsing anything.
 
-From a spec: the parsed settings (`settings`: methods, hyper-parameter overrides, suites, budget, training config,
-rows, seeds), every row's config and config hash (`configs`), the command that redoes one row
+From a spec: the parsed settings (`settings`: methods, hyper-parameter overrides, suites, budget, rows, seeds), every row's config and config hash (`configs`), the command that redoes one row
 (`reproduce_command`) and the evaluation settings (`eval_settings`). What goes into a config, and so into its hash,
 is what defines a result, the version of the training code included (`train_recipe`, `method_version`); --out, --db,
 --resume, --rerun, --sweep, device and progress never do. A config records the
@@ -25,11 +24,12 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any, Callable
 
-from bench.encode.options import BACKENDS, EMB_DTYPES, ENCODER_DEFAULTS, POOLINGS, EncoderOptions, hashed_batch_size
+from bench.encode.options import EncoderOptions, hashed_batch_size
 from bench.evaluate.attacks.elong import DEFAULT_ELONG  # noqa: F401  (re-exported: run.py and the API read it here)
 from bench.experiment.command_options import (  # noqa: F401 - OptionValueError, positive_int: re-exported
     OptionValueError,
     argv_of,
+    nested_default,
     option_argv as _option_argv,
     positive_int,
     spec_field,
@@ -39,8 +39,8 @@ from bench.experiment.command_options import (  # noqa: F401 - OptionValueError,
 )
 from bench.experiment.options import ALWAYS, declared, options_of
 from bench.experiment.settings import EvalSettings, attack_settings
-from bench.runtime.device import PRECISIONS
 from bench.runtime.errors import ConfigError
+from bench.train.config import TrainConfig
 
 DEFAULT_METHODS = declared("run", "method").default
 DEFAULT_BUDGET = declared("run", "budget").default
@@ -54,7 +54,9 @@ def _opt(name: str) -> Any:
 
 @dataclass
 class RunSpec:
-    """Every option of `bench run` (see the module docstring); defaults, types and help are the declarations'."""
+    """Every option of `bench run` (see the module docstring): the comparison's own options, the training settings
+    every method shares (`train`, a TrainConfig) and how every row's encoder is loaded and scored (`encoder`, an
+    EncoderOptions), each a value carried whole; defaults, types and help are the declarations'."""
 
     method: str = _opt("method")
     suite: list[str] | None = _opt("suite")
@@ -62,67 +64,63 @@ class RunSpec:
     backbone: str = _opt("backbone")
     corpus: str = _opt("corpus")
     corpus_limit: int | None = _opt("corpus_limit")
-    max_len: int = _opt("max_len")
-    batch_size: int = _opt("batch_size")
-    lr: float = _opt("lr")
-    warmup_steps: int = _opt("warmup_steps")
-    seed: int = _opt("seed")
+    seed: int = _opt("seed")  # the evaluation seed (attacks, kNN splits), and the training seed without --seeds
     seeds: str | None = _opt("seeds")
     reference: str | None = _opt("reference")
     hp: list[str] = _opt("hp")
-    checkpoint_every: int | None = _opt("checkpoint_every")
-    checkpoint_minutes: float = _opt("checkpoint_minutes")
     keep_checkpoints: bool = _opt("keep_checkpoints")
     estimate: bool = _opt("estimate")  # print what it will cost (bench.experiment.estimate); train and score nothing
     resume: bool = _opt("resume")
-    rerun: bool = _opt("rerun")
+    rerun: bool = _opt("rerun")  # train and score again even when a finished run has this hash: outside the hash
     no_baseline: bool = _opt("no_baseline")
     out: str = _opt("out")
-    pooling: str = _opt("pooling")
-    eval_max_len: int = _opt("eval_max_len")
-    eval_batch_size: int | None = _opt("eval_batch_size")
-    eval_batch_tokens: int | None = _opt("eval_batch_tokens")
     elong: str = _opt("elong")
-    attack: list[str] | None = _opt("attack")
+    attack: list[str] | None = _opt("attack")  # FAMILY=PARAM[,PARAM]: variants of the other attack families
     limit: int | None = _opt("limit")
-    device: str | None = _opt("device")
-    no_cache: bool = _opt("no_cache")
-    allow_pickle: bool = _opt("allow_pickle")
-    backend: str = _opt("backend")
-    emb_dtype: str = _opt("emb_dtype")
-    precision: str = _opt("precision")
     no_progress: bool = _opt("no_progress")
-    report_to: str = _opt("report_to")
-    preset: str | None = _opt("preset")
+    report_to: str = _opt("report_to")  # experiment trackers (bench.runtime.trackers): a view, outside the config hash
+    preset: str | None = _opt("preset")  # bench.experiment.presets: options filled in by name
+    # Learning curves (bench.evaluate.curve): recorded in trained rows' configs outside the hash (training unchanged).
     eval_every: int | None = _opt("eval_every")
     curve_suite: list[str] | None = _opt("curve_suite")
     curve_limit: int | None = _opt("curve_limit")
-    sweep: str = _opt("sweep")
+    sweep: str = _opt("sweep")  # set by `bench sweep` on each point it runs: Run.sweep / Run.sweep_point, outside the hash
     sweep_point: str = _opt("sweep_point")
     nproc: int | None = _opt("nproc")
-    loader_workers: int | None = _opt("loader_workers")
     data_dir: str | None = _opt("data_dir")
     download: bool = _opt("download")
     db: str | None = _opt("db")
     db_init_foreign: bool = _opt("db_init_foreign")
+    train: TrainConfig = field(default_factory=lambda: nested_default("run", "train", TrainConfig))
+    encoder: EncoderOptions = field(default_factory=lambda: nested_default("run", "encoder", EncoderOptions))
     suite_options: dict[str, Any] = field(default_factory=dict)  # options the suites read (needle_lengths), as given
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_args(cls, args: Any) -> "RunSpec":
         """From `bench run`'s parsed arguments (an argparse Namespace)."""
-        return cls(**spec_kwargs("run", {n: getattr(args, n) for n in options_of("run") if hasattr(args, n)}))
+        return cls.from_values({n: getattr(args, n) for n in options_of("run") if hasattr(args, n)})
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> "RunSpec":
         """From option name -> value (a sweep point's TOML values, the Python API's keywords), converted and checked
         as `bench run`'s parser would (bench.experiment.command_options: a list for --seeds or --method is joined, a
         repeatable option takes any list); a bad value is a ValueError naming the keyword ("limit=0: ...")."""
-        return cls(**spec_kwargs("run", typed_options("run", options)))
+        return cls.from_values(typed_options("run", options))
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> "RunSpec":
+        """From option name -> typed value, each in its declared field (bench.experiment.command_options)."""
+        return cls(**spec_kwargs(cls, "run", values))
 
     def option_values(self) -> dict[str, Any]:
         """Option name -> value, every `bench run` option (bench.experiment.command_options.spec_values)."""
         return spec_values(self, "run")
+
+    def with_options(self, **changes: Any) -> "RunSpec":
+        """A copy with these options (name -> typed value) changed, each in its declared field(s): `device` reaches
+        the training and the evaluation settings alike."""
+        return self.from_values({**self.option_values(), **changes})
 
     # ---------------------------------------------------------------------- settings
     @cached_property
@@ -130,40 +128,26 @@ class RunSpec:
         """The parsed options that define a comparison (what `configs` hashes). Unknown methods, bad --hp, budget or
         --seeds are ConfigErrors; without --suite, STS-B must be on this machine (`default_suites`)."""
         from bench.evaluate.suites.registry import split_suite_args
-        from bench.train import Budget, TrainConfig
-
+        from bench.train import Budget
         from bench.train.backbone import check_backbone_lengths, check_backbone_methods
 
         budget = Budget.parse(self.budget)
         methods = parse_methods(self.method)
-        check_warmup(self.warmup_steps, budget, self.batch_size)
+        check_warmup(self.train.warmup_steps, budget, self.train.batch_size)
         check_backbone_methods(self.backbone, methods)
-        check_backbone_lengths(self.backbone, {"--max-len": self.max_len, "--eval-max-len": self.eval_max_len})
+        check_backbone_lengths(self.backbone, {"--max-len": self.train.max_len, "--eval-max-len": self.encoder.max_len})
         overrides = parse_overrides(self.hp, methods)
         suite_args = split_suite_args(self.suite) if self.suite else default_suites(self.data_dir)
         elong, attack_params = attack_settings(self.elong, self.attack, suite_args)
-        train_cfg = TrainConfig(
-            max_len=self.max_len, batch_size=self.batch_size, lr=self.lr, warmup_steps=self.warmup_steps,
-            seed=self.seed, checkpoint_every=self.checkpoint_every, checkpoint_minutes=self.checkpoint_minutes,
-            device=self.device, progress=not self.no_progress, pooling=self.pooling, precision=self.precision,
-            loader_workers=self.loader_workers, checkpoint_at_end=self.keep_checkpoints,
-        )
         rows = ([] if self.no_baseline or "vanilla" in methods else ["vanilla"]) + methods
-        return RunSettings(methods, overrides, suite_args, budget, elong, train_cfg, rows, parse_seeds(self.seeds, self.seed),
+        return RunSettings(methods, overrides, suite_args, budget, elong, rows, parse_seeds(self.seeds, self.seed),
                            attack_params)
 
-    def encoder_options(self) -> EncoderOptions:
-        """How every row's encoder is loaded and run when it is scored (bench.encode.options), the same for all
-        methods; the learning curves run at these options too (with the torch backend, and no cache)."""
-        return EncoderOptions(pooling=self.pooling, max_len=self.eval_max_len, batch_size=self.eval_batch_size,
-                              batch_tokens=self.eval_batch_tokens,
-                              device=self.device, backend=self.backend, precision=self.precision,
-                              emb_dtype=self.emb_dtype, use_cache=not self.no_cache, allow_pickle=self.allow_pickle)
-
     def eval_settings(self) -> EvalSettings:
-        """How every row's encoder is loaded and scored (the same for all methods, SPEC §1)."""
+        """How every row's encoder is loaded and scored (the same for all methods, SPEC §1); the learning curves run
+        at these options too (with the torch backend, and no cache)."""
         return EvalSettings(
-            encoder=self.encoder_options(), elong=self.settings.elong, limit=self.limit, seed=self.seed,
+            encoder=self.encoder, elong=self.settings.elong, limit=self.limit, seed=self.seed,
             data_dir=self.data_dir, fetch=self.download, attack_params=self.settings.attack_params,
             options=dict(self.suite_options),
         )
@@ -196,19 +180,20 @@ class RunSpec:
         settings = self.settings
         shared = {
             "backbone": self.backbone,
-            "train": settings.train_cfg.shared(),
+            "train": self.train.shared(),
             "budget": settings.budget.asked(),
             "corpus": self.corpus,
             "corpus_limit": self.corpus_limit,
             "corpus_texts": corpus_texts,
             **({"corpus_sha256": corpus_digest} if corpus_digest else {}),
             "suite": settings.suite_args,
-            "eval": {"max_len": self.eval_max_len, "pooling": self.pooling, "batch_size": hashed_batch_size(self.eval_batch_size),
+            "eval": {"max_len": self.encoder.max_len, "pooling": self.encoder.pooling,
+                     "batch_size": hashed_batch_size(self.encoder.batch_size),
                      "elong": settings.elong, "limit": self.limit,
                      **({"attacks": settings.attack_params} if settings.attack_params else {}),
                      **self.suite_options,  # only when given: older configs hash as they did
-                     **({"precision": self.precision} if self.precision != "auto" else {})},  # auto: hashes as before
-            **({"emb_dtype": self.emb_dtype} if self.emb_dtype != "fp32" else {}),
+                     **({"precision": self.encoder.precision} if self.encoder.precision != "auto" else {})},  # auto: hashes as before
+            **({"emb_dtype": self.encoder.emb_dtype} if self.encoder.emb_dtype != "fp32" else {}),
             **({"train_recipe": recipe} if recipe != 1 else {}),  # 1: before it was recorded
         }
         seeds = settings.seeds
@@ -220,7 +205,7 @@ class RunSpec:
             spec = get_method(method)
             method_cfg = spec.config_from(settings.overrides.get(method, {}))
             for seed in seeds if spec.trains else seeds[:1]:
-                train = replace(settings.train_cfg, seed=seed).shared()
+                train = replace(self.train, seed=seed).shared()
                 config = {**shared, "train": train, "method": method, "method_config": asdict(method_cfg),
                           "comparison": comparison}  # fmt: skip
                 if recipe != 1:
@@ -284,7 +269,6 @@ class RunSettings:
     suite_args: list[str]
     budget: Any  # bench.train.Budget
     elong: list
-    train_cfg: Any  # bench.train.TrainConfig
     rows: list[str] = field(default_factory=list)  # methods with the untrained backbone first unless --no-baseline
     seeds: list[int] = field(default_factory=lambda: [0])  # training seeds (--seeds; [--seed] without it)
     attack_params: dict[str, list[str]] = field(default_factory=dict)  # --attack FAMILY=PARAMS (not elong)

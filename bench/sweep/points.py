@@ -39,7 +39,8 @@ class Point:
     @property
     def run_args(self) -> dict[str, Any]:
         """The run's budget, batch size, backbone... (what the cost estimate reads)."""
-        return {k: getattr(self.spec, k) for k in RUN_ARGS}
+        values = self.spec.option_values()
+        return {k: values[k] for k in RUN_ARGS}
 
     @property
     def command(self) -> str:
