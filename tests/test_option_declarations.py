@@ -89,17 +89,35 @@ def test_api_errors_name_the_keyword_never_a_flag(tmp_path):
     assert "--limit" not in str(exc.value)
 
 
-def test_every_declared_option_is_a_spec_field_or_a_suite_option():
+def test_every_declared_option_fills_a_field_of_its_spec_and_the_settings_are_nested_whole():
+    """Each option's field exists on its command's spec (its own attribute, a field of the TrainConfig or the
+    EncoderOptions it holds, or a suite option), every own field is an option, and a value set through the option
+    reads back the same; no flat copy of the encoder's or the trainer's settings, no rebuild method."""
     from dataclasses import fields
 
+    from bench.encode.options import EncoderOptions
     from bench.experiment.eval_spec import EvalOptions
     from bench.experiment.options import options_of
     from bench.experiment.run_spec import RunSpec
+    from bench.train.config import TrainConfig
 
+    nested = {"train": TrainConfig, "encoder": EncoderOptions}
     for command, spec in (("run", RunSpec), ("eval", EvalOptions)):
-        own = {f.name for f in fields(spec)} - {"suite_options"}
-        declared = {n for n, o in options_of(command).items() if o.field != "suite_options"}
-        assert own == declared, command
+        own = {f.name for f in fields(spec)}
+        for name, option in options_of(command).items():
+            head, _, rest = option.paths()[0].lstrip("!").partition(".")
+            assert head in own, (command, name)
+            if rest:
+                assert rest in {f.name for f in fields(nested[head])}, (command, name)
+        declared = {o.paths()[0].lstrip("!").partition(".")[0] for o in options_of(command).values()}
+        assert own - declared <= {"train", "encoder", "suite_options"} and "encoder" in own
+        assert not hasattr(spec, "encoder_options") and not any(n.startswith("eval_") and n != "eval_every" for n in own)
+    spec = RunSpec.from_options({"max_len": 32, "eval_max_len": 96, "precision": "bf16", "no_cache": True, "device": "cpu"})
+    assert (spec.train.max_len, spec.encoder.max_len, spec.train.precision, spec.encoder.precision) == (32, 96, "bf16", "bf16")
+    assert spec.encoder.use_cache is False and spec.train.device == spec.encoder.device == "cpu"
+    values = spec.option_values()
+    assert (values["max_len"], values["eval_max_len"], values["no_cache"]) == (32, 96, True)
+    assert RunSpec.from_values(values) == spec
 
 
 # ------------------------------------------------------------------------------ written once (ast)
