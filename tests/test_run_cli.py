@@ -277,7 +277,8 @@ def test_every_bench_run_option_is_a_run_spec_field_with_the_same_default():
                "limit": 7, "no_cache": True, "keep_checkpoints": False, "pooling": "cls", "corpus_limit": 50}
     from_parser = RunSpec.from_args(parser.parse_args(["run", *option_argv(options)]))
     assert RunSpec.from_options(options) == from_parser
-    assert from_parser.lr == 1e-4 and from_parser.limit == 7 and from_parser.no_cache and from_parser.suite == ["sts:stsb", "heldout"]
+    assert from_parser.train.lr == 1e-4 and from_parser.limit == 7 and not from_parser.encoder.use_cache
+    assert from_parser.suite == ["sts:stsb", "heldout"]
     for bad, message in (({"limit": 0}, "limit=0: 0 is not positive"), ({"pooling": "max"}, "pooling='max': invalid choice"),
                          ({"max_len": "long"}, "max_len='long': not a valid int"), ({"learning_rate": 1}, "not a `bench run` option")):
         with pytest.raises(ValueError, match=message):
