@@ -224,13 +224,26 @@ def fit(cal: Calibrator, suite: Any, dataset: str, sub: Any, group: list[Member]
     return slope, max(0.0, pilot[0] - slope * pilot[1]), cur
 
 
+def limited(member: Member, limit: int | None) -> Member:
+    """The part of a dataset `--limit N` scores: N pairs or texts; N judged queries of a BEIR set, with their
+    judged documents and LIMIT_DISTRACTORS_PER_QUERY others each (bench.evaluate.suites.retrieval.limit_slice)."""
+    if not limit:
+        return member
+    if member.info.kind != "beir":
+        return replace(member, items=min(member.items, limit))
+    from bench.evaluate.suites.retrieval import LIMIT_DISTRACTORS_PER_QUERY
+
+    queries = min(member.queries, limit)
+    return replace(member, items=min(member.items, queries * (1 + LIMIT_DISTRACTORS_PER_QUERY)), queries=queries)
+
+
 def estimate_dataset(cal: Calibrator, suite: Any, families: tuple[str, ...], dataset: str,
                      emb_bytes: int) -> DatasetEstimate:  # fmt: skip
     """One dataset of one suite: its size, and the costs scaled from two timed samples."""
     from bench.evaluate.runner import suite_variants
 
     kind = getattr(suite, "data_kind", None)
-    group = find_members(dataset, kind, cal.ctx)
+    group = [limited(m, cal.ctx.limit) for m in find_members(dataset, kind, cal.ctx)]
     unit = {"beir": "documents", "sts": "pairs"}.get(kind, "texts")
     est = DatasetEstimate(suite.name, dataset, sum(m.items for m in group), sum(m.queries for m in group), unit)
     est.download = [(m.info.name, m.info.source, m.figures.download_bytes if m.figures else 0)
