@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from bench.encode.batching import pad_batch
+from bench.encode.masks import model_mask
 from bench.encode.pooling import POOLINGS, pool
 from bench.train.method import BaseAdapter
 from methods.losses import info_nce
@@ -73,9 +74,14 @@ def pad_rows(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Te
 
 
 def embed(model: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor, pooling: str) -> torch.Tensor:
+    """Pooled vectors of a padded batch. The batch is copied to the model's device without waiting (the loader
+    pins it on CUDA), and the model gets the attention mask prepared from the host's copy (bench.encode.masks), so
+    a training step does not wait for the GPU to say whether the batch is padded."""
     device = next(model.parameters()).device
-    ids, mask = ids.to(device), mask.to(device)
-    return pool(model(input_ids=ids, attention_mask=mask).last_hidden_state, mask, pooling)
+    host_mask = mask.numpy() if mask.device.type == "cpu" else None
+    ids, mask = ids.to(device, non_blocking=True), mask.to(device, non_blocking=True)
+    given = mask if host_mask is None else model_mask(model, mask, host_mask)
+    return pool(model(input_ids=ids, attention_mask=given).last_hidden_state, mask, pooling)
 
 
 class PairContrastiveAdapter(BaseAdapter):

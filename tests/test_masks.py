@@ -66,3 +66,35 @@ def test_models_that_do_not_build_their_masks_this_way_keep_the_2d_mask():
 
     mask = torch.ones((1, 3), dtype=torch.int64)
     assert masks.model_mask(Plain(), mask, mask.numpy()) is mask
+
+
+@pytest.mark.parametrize("method", ["laser3-self", "simcse"])
+def test_a_training_step_is_the_same_with_the_prepared_mask(tiny_model_dir, monkeypatch, method):
+    """methods.pairs.embed (laser3-self, crop, simcse...) hands the model the prepared mask: the loss and every
+    gradient of a step on a padded batch are the same to the bit as with the 2D mask."""
+    import random
+
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from bench.train.registry import get_method
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    adapter = get_method(method).build(tokenizer=tokenizer, max_len=32, seed=0)
+    texts = ["The cat sat on the mat. It was warm there.", "A dog ran in the park. Then it slept.",
+             "Rain fell all day. The roads were wet and long.", "Short one. Two."]  # fmt: skip
+    batch = adapter.make_batch(texts, random.Random(0))
+    assert batch is not None and any(not bool(v.all()) for k, v in batch.items() if k.endswith("attention_mask"))
+
+    def step():  # noqa: ANN202
+        torch.manual_seed(0)
+        model = AutoModel.from_pretrained(str(tiny_model_dir)).train()
+        loss, _ = adapter.loss(model, batch)
+        loss.backward()
+        return loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    prepared_loss, prepared_grads = step()
+    monkeypatch.setattr(masks, "mask_builder", lambda model: None)
+    plain_loss, plain_grads = step()
+    assert torch.equal(prepared_loss, plain_loss)
+    assert len(prepared_grads) == len(plain_grads) and all(torch.equal(a, b) for a, b in zip(prepared_grads, plain_grads))
