@@ -104,20 +104,59 @@ def resolve_reference(reference: str | None, labels: list[str]) -> tuple[str | N
                          f"({'; '.join(variants)}); comparing against {variants[0]!r} (name one exactly to pick another)")
 
 
+SEED_FREE = ("method", "method_config", "method_version", "comparison")  # what differs between the methods and seeds
+
+
+def seeds_key(row: dict) -> str | None:
+    """What a trained run shares with the other seeds of its comparison: its config less the method and the seed
+    (`bench run --seed`, the training seed). Runs of one sweep or claim differ only in --seed from one point to
+    the next, so each has a comparison of its own; this key pools them. None for an untrained or evaluated row
+    (it joins by its comparison)."""
+    config = _config(row)
+    train = config.get("train")
+    if not isinstance(train, dict):
+        return None
+    shared = {k: v for k, v in config.items() if k not in SEED_FREE}
+    shared["train"] = {k: v for k, v in train.items() if k != "seed"}
+    return json.dumps(shared, sort_keys=True, default=str)
+
+
 def comparison_groups(runs: pd.DataFrame) -> list[list[dict]]:
-    """Runs grouped by the comparison they belong to, in the order each first appears (a run outside any: a
-    group of its own)."""
-    groups: dict[str, list[dict]] = {}
+    """The runs of each comparison, in the order each first appears: every view's one definition (`bench results`,
+    `bench run`'s table, the API; a claim's runs are its points). Runs join when they name the same comparison
+    (the hash of their shared settings), or are trained with the same settings but the seed (a sweep's or a
+    claim's seeds, each `bench run --seed N`, and the untrained reference that ran with one of them). A run outside
+    any comparison is a group of its own."""
     if runs.empty:
         return []
-    for row in runs.sort_values("id").to_dict("records"):
-        groups.setdefault(comparison_of(row), []).append(row)
-    return list(groups.values())
+    rows = runs.sort_values("id").to_dict("records")
+    parent = list(range(len(rows)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first: dict[tuple[str, str], int] = {}
+    for i, row in enumerate(rows):
+        for key in (("comparison", comparison_of(row)), ("seeds", seeds_key(row))):
+            if key[1] is None:
+                continue
+            j = first.setdefault(key, i)
+            parent[root(i)] = root(j)
+    groups: dict[int, list[dict]] = {}
+    for i, row in enumerate(rows):
+        groups.setdefault(root(i), []).append(row)
+    return sorted(groups.values(), key=lambda g: int(g[0]["id"]))
 
 
 def comparison_runs(runs: pd.DataFrame, comparison: str) -> dict[str, list[int]]:
-    """Method label -> the finished run ids of one comparison, pooled over every command that made them."""
+    """Method label -> the finished run ids of the comparison a run with this comparison hash belongs to, pooled
+    over every command that made them and over their seeds (`comparison_groups`)."""
     if runs.empty:
         return {}
-    rows: list[dict[str, Any]] = [r for r in runs.to_dict("records") if comparison_of(r) == comparison]
-    return by_method(rows, finished_only=True)
+    for group in comparison_groups(runs):
+        if any(comparison_of(r) == comparison for r in group):
+            return by_method(group, finished_only=True)
+    return {}
