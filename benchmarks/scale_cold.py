@@ -16,6 +16,8 @@ fly, so lenbench's own pipeline is what is timed) and, with --minilm, for all-Mi
     docs_per_s                     N / wall_s
     tokenizer_docs_per_s           the fast tokenizer alone (encode_batch_fast, truncation at max_len, its own
                                    threads) over the same document texts, in this process, in this run
+    token_ids_read_docs_per_s      a second model with the same tokenizer reading the run's token ids back from the
+                                   store, in chunks of 16,384 (what feeds a GPU instead of the tokenizer)
     seconds_by_stage               the child's own account (the score's info `seconds_by_stage`): read, tokenise,
                                    forward, cache writes, search, scoring (thread-seconds: tokenising overlaps
                                    the forward on its own thread)
@@ -128,6 +130,28 @@ def tokenizer_rate(root: Path, limit: int = TOKENIZER_SAMPLE) -> tuple[float, in
     return len(texts) / (time.perf_counter() - t0), len(texts)
 
 
+def token_id_read_rate(root: Path, cache: Path, model: str, chunk: int = 16_384) -> tuple[float, int]:
+    """(documents per second, documents) at which a second model with the same tokenizer reads the corpus's token
+    ids back from the store the cold run wrote (digests, lookup, the ids as one flat array per chunk: what it does
+    instead of tokenising), in accelerator-sized chunks; the texts are read from the file beforehand (not timed)."""
+    from bench.data.readers import document_text
+    from bench.encode.backbones import reference_tokenizer_dir
+    from bench.encode.loading import load_tokenizer
+    from bench.encode.token_ids import TokenIdCache
+
+    with open(root / "beir" / DATASET / "corpus.jsonl", encoding="utf-8") as fh:
+        texts = [document_text(json.loads(line)) for line in fh]
+    source = str(reference_tokenizer_dir()) if model == "minilm" else model  # the model's own tokenizer files
+    store = TokenIdCache(load_tokenizer(source, source), MAX_LEN, cache)
+    t0 = time.perf_counter()
+    for s in range(0, len(texts), chunk):
+        store.model_inputs(texts[s : s + chunk])
+    seconds = time.perf_counter() - t0
+    if store.tokenized:
+        raise SystemExit(f"the token-id store of {cache} lacked {store.tokenized:,} of the corpus's texts")
+    return len(texts) / seconds, len(texts)
+
+
 def child_env(cache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("TOKENIZERS_PARALLELISM", "LENBENCH_DB")}
     env.update(LENBENCH_CACHE=str(cache), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
@@ -224,6 +248,7 @@ def measure_model(label: str, model: str, roots: dict[int, Path], work: Path, re
     big = runs[n]
     slope = (big["peak_rss_bytes"] - runs[n_small]["peak_rss_bytes"]) / (n - n_small)
     tok_rate, tok_docs = tokenizer_rate(roots[n])
+    ids_rate, _ = token_id_read_rate(roots[n], work / "runs" / f"{label}-{n}" / "cache", model)
     stages = big["info"].get("seconds_by_stage")
     out: dict[str, Any] = {
         "model": label, "docs": n, "wall_s": big["wall_s"], "peak_rss_bytes": big["peak_rss_bytes"],
@@ -231,6 +256,7 @@ def measure_model(label: str, model: str, roots: dict[int, Path], work: Path, re
         "bytes_per_doc_beyond_embeddings": round(slope - emb_bytes, 1), "docs_per_s": round(n / big["wall_s"], 1),
         "tokenizer_docs_per_s": round(tok_rate, 1), "tokenizer_sample_docs": tok_docs,
         "docs_per_s_over_tokenizer": round(n / big["wall_s"] / tok_rate, 3),
+        "token_ids_read_docs_per_s": round(ids_rate, 1),
         "seconds_by_stage": stages, "cache_bytes_on_disk": big["cache_bytes_on_disk"],
         "ndcg_at_10": big["ndcg_at_10"], "texts_per_s_info": big["info"].get("texts_per_s"),
     }  # fmt: skip
