@@ -67,7 +67,7 @@ def group_runs(runs: pd.DataFrame) -> pd.DataFrame:
     limit = pd.to_numeric(limit, errors="coerce").fillna(0).to_numpy()
     out["subset"] = [f"limit {int(x)}" if x > 0 else "" for x in limit]
     stored = out.to_dict("records")  # each declared column (leaderboard.columns) read from what the run stored
-    for column in columns.COLUMNS:
+    for column in columns.stored():
         out[column.name] = [column.value(run) for run in stored]
     out["budget"] = out["budget_label"].replace("", NONE_LABEL)
     out["corpus"] = out["train_corpus"].replace("", NONE_LABEL)

@@ -66,7 +66,7 @@ def format_cell(value: object, digits: int = 2) -> str:
 
 
 def info_columns() -> list[str]:
-    return [*GROUP_KEYS, "type", "seeds", *columns.names(), "subset", "n", "run ids", "latest run"]
+    return [*GROUP_KEYS, "type", "seeds", *columns.names(stored_only=True), "subset", "n", "run ids", "latest run"]
 
 
 
@@ -312,7 +312,7 @@ def build_leaderboard(scores: pd.DataFrame, runs: pd.DataFrame, include_parts: b
     info.insert(len(GROUP_KEYS), "type", runs.groupby(codes)["type"].first().reindex(range(n_groups)).to_numpy()
                 if "type" in runs else "")  # fmt: skip
     by_id = runs.assign(_g=codes).sort_values("id")
-    for column in columns.names():
+    for column in columns.names(stored_only=True):
         info[column] = by_id.groupby("_g")[column].last().reindex(range(n_groups)).to_numpy() if column in runs else np.nan
     if "scoring" in runs:  # the version of the suite's scoring its scores came from (`grouping.split_scoring_versions`)
         info["scoring"] = runs.groupby(codes)["scoring"].first().reindex(range(n_groups)).fillna("").to_numpy()

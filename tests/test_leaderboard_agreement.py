@@ -83,8 +83,8 @@ def test_rank_compare_and_bench_results_agree_on_every_pair(main_job, capsys):
         assert [holm[k][0] for k in family] == expected.tolist()
     checked = 0
     for variant in VARIANTS:
-        table = main_view.main_table(state.location, state.version, "sts", "spearman", variant, grouping.RunFilters(),
-                                     False, "vanilla")  # fmt: skip
+        table = main_view.main_table(main_view.BoardQuery(state.location, state.version, "sts", "spearman", variant,
+                                                          grouping.RunFilters(), False, "vanilla"))  # fmt: skip
         method_of = dict(zip(table.board.groups.tolist(), table.board.info["method"]))
         rank_better = {(method_of[h], method_of[g]) for h, g in table.better["stsb"]}
         pairs = list(itertools.combinations(METHODS, 2))
@@ -166,7 +166,9 @@ def test_downloads_and_csv_info_are_json(main_job, monkeypatch, capsys):
     from leaderboard.views import main as main_view
 
     state = queries.db_state(str(main_job))
-    csv, text = main_view.downloads(state.location, state.version, "sts", "spearman", "clean", grouping.RunFilters(), False, "vanilla")
+    query = main_view.BoardQuery(state.location, state.version, "sts", "spearman", "clean", grouping.RunFilters(), False,
+                                 "vanilla")  # fmt: skip
+    csv, text = main_view.downloads(query)
     rows = {r["method"]: r for r in json.loads(text)}
     table = pd.read_csv(io.StringIO(csv.decode("utf-8"))).set_index("method")
     assert set(rows) == set(METHODS) == set(table.index)

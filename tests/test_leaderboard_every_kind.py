@@ -271,6 +271,21 @@ def test_a_main_board_column_from_a_stored_field_is_one_entry_of_the_column_spec
     assert order.index("corpus") < order.index("width") < order.index("clean") < order.index("positions")
 
 
+def test_every_column_of_the_main_table_is_in_the_column_spec_or_a_score(every_kind, monkeypatch):
+    """The main table's columns are the spec's (leaderboard.columns.COLUMNS, in its order within the settings, rank
+    and size sections) and the suite's scores: a variant, a dataset, the difference from the reference."""
+    from leaderboard import columns
+
+    scores = ResultsDB(every_kind, create=False).scores()
+    scored = set(scores["variant"]) | set(scores["dataset"])
+    at = open_on(every_kind, monkeypatch)
+    shown = list(at.dataframe[_main_tables(at)[0]].value.columns)
+    declared = [c for c in shown if c in columns.names()]
+    assert declared == [c for c in columns.names() if c in shown]  # the spec's order
+    assert {"method", "backbone", "rank", "seeds", "run ids"} <= set(declared)
+    assert [c for c in shown if c not in declared and c not in scored and not c.startswith("Δ vs ")] == []
+
+
 # ------------------------------------------------------------------------------- one name for a `bench eval` row
 def test_a_bench_eval_row_has_one_name_everywhere(every_kind, monkeypatch, capsys):
     """Run 1 (`bench eval --model minilm`) is 'minilm' in every listing, as on the main board, never 'vanilla'."""

@@ -74,8 +74,8 @@ def test_delta_column_prints_bench_results_seed_intervals(seeds_db, capsys, refe
     assert set(cli) == {m for m, *_ in METHODS} - {reference}
     assert "seeds+items (3 seeds)" in cli["laser3-self"][3] and "seed variance not estimated" in cli["esimcse"][3]
     state = queries.db_state(str(seeds_db))
-    table = main_view.main_table(state.location, state.version, "sts", "spearman", "clean", grouping.RunFilters(), False,
-                                 reference)  # fmt: skip
+    table = main_view.main_table(main_view.BoardQuery(state.location, state.version, "sts", "spearman", "clean",
+                                                      grouping.RunFilters(), False, reference))  # fmt: skip
     delta = dict(zip(table.board.info["method"], table.delta))
     seeds = dict(zip(table.board.info["method"], table.board.count["stsb"]))
     assert seeds == {m: s for m, s, *_ in METHODS}  # every seed pooled in one row

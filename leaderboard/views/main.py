@@ -34,6 +34,22 @@ MAX_VARIANT_COLUMNS = 4  # attacked variants shown one by one; more: one mean co
 DEFAULT_REFERENCE = "vanilla"
 
 
+@dataclass(frozen=True)
+class BoardQuery:
+    """What one main board shows: the database (its location and version), the suite, metric and variant ranked on,
+    the sidebar's run filters, whether parts of averaged datasets get columns, and the reference row (None: none).
+    One value, so every cached step of the view is keyed by the same thing."""
+
+    location: str
+    version: tuple[int, ...]
+    suite: str
+    metric: str
+    variant: str
+    filters: grouping.RunFilters = field(default_factory=grouping.RunFilters)
+    include_parts: bool = False
+    reference: str | None = None
+
+
 @dataclass
 class MainTable:
     """What the main view shows for one choice of suite, metric, variant, filters and reference."""
@@ -56,8 +72,9 @@ def _headline(board: main_board.Leaderboard) -> str:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def main_table(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
-               filters: grouping.RunFilters, include_parts: bool, reference: str | None) -> MainTable:  # fmt: skip
+def main_table(query: BoardQuery) -> MainTable:
+    location, version, suite, metric, variant = query.location, query.version, query.suite, query.metric, query.variant
+    filters, include_parts, reference = query.filters, query.include_parts, query.reference
     limits = cache.score_limits(location, version, suite)
     runs = _board_runs(location, version, suite, filters, limits)
     catalog = cache.score_catalog(location, version)
@@ -133,12 +150,12 @@ def _board_runs(location: str, version: tuple[int, ...], suite: str, filters: gr
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def aggregate_view(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
-                   filters: grouping.RunFilters, include_parts: bool, reference: str | None,
-                   ) -> tuple[pd.DataFrame, dict | None]:  # fmt: skip
+def aggregate_view(query: BoardQuery) -> tuple[pd.DataFrame, dict | None]:
     """The full-set rows' aggregate over datasets (leaderboard.aggregates: mean, IQM, stratified-bootstrap CIs,
     probability of improvement over the reference) and the performance-profile chart's spec."""
-    table = main_table(location, version, suite, metric, variant, filters, include_parts, reference)
+    location, version, suite, metric, variant = query.location, query.version, query.suite, query.metric, query.variant
+    filters, reference = query.filters, query.reference
+    table = main_table(query)
     full = [part for label, part in table.board.partitions() if not label]  # every full-set row
     if not full or len(full[0].datasets) < 2:
         return pd.DataFrame(), None
@@ -175,10 +192,10 @@ def aggregate_view(location: str, version: tuple[int, ...], suite: str, metric: 
     return agg, spec
 
 
-def _aggregates(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
-                filters: grouping.RunFilters, include_parts: bool, reference: str | None) -> None:  # fmt: skip
+def _aggregates(query: BoardQuery) -> None:
     """The aggregate table and the performance profile, for a board of 2 or more datasets."""
-    agg, spec = aggregate_view(location, version, suite, metric, variant, filters, include_parts, reference)
+    metric, variant, reference = query.metric, query.variant, query.reference
+    agg, spec = aggregate_view(query)
     if agg.empty:
         return
     st.markdown(f"**Aggregate over {int(agg['datasets'].iloc[0])} datasets ({literal(metric)}, {literal(variant)})**")
@@ -245,11 +262,11 @@ def _score_cis(board: main_board.Leaderboard, reps: dict[str, dict[int, int]], i
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def downloads(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
-              filters: grouping.RunFilters, include_parts: bool, reference: str | None) -> tuple[bytes, bytes]:  # fmt: skip
+def downloads(query: BoardQuery) -> tuple[bytes, bytes]:
     """The whole table (every row, mean / CI / std / seeds columns, ranks, difference) as CSV and as JSON."""
-    table = main_table(location, version, suite, metric, variant, filters, include_parts, reference)
+    table = main_table(query)
     frame = table.board.csv_frame()
+    frame = frame.drop(columns=[c.name for c in columns.COLUMNS if "download" not in c.views], errors="ignore")
     frame.insert(list(frame.columns).index("corpus") + 1, f"difference vs {table.reference}", table.delta)
     for v, values in table.variant_mean.items():
         frame[f"{table.headline} · {v}"] = values
@@ -264,7 +281,7 @@ def _display(table: MainTable, part: main_board.Leaderboard, variant: str, rows:
     cells = part.cells
     info = part.info
     full: dict[str, list[str]] = {}
-    for column in ("method", "backbone", "budget", "corpus"):
+    for column in columns.labels():
         values = info[column].astype(str)
         short = grouping.shorten_distinct(values, LABEL_WIDTH)  # two rows never read alike
         changed = sorted(set(values[values != short]))
@@ -292,11 +309,11 @@ def _display(table: MainTable, part: main_board.Leaderboard, variant: str, rows:
     if delta_column:
         cells[delta_column] = [table.delta[i] for i in rows_of]
     datasets = [] if len(part.datasets) == 1 else [c for c in part.score_columns if c != table.headline]
-    settings = [c for c in ("method", "backbone", "budget", "corpus", *columns.names("settings")) if c in cells]
-    front = settings + [c for c in ("rank", "rank 95% CI") if c in cells] + variant_columns
+    settings = [c for c in columns.names("settings") if c in cells]
+    front = settings + [c for c in columns.names("rank") if c in cells] + variant_columns
     front += [delta_column] if delta_column else []
     front += [c for c in datasets if c not in front]
-    rest = [c for c in ("seeds", "n", *columns.names("size"), "type", "subset", "run ids") if c in cells]
+    rest = [c for c in columns.names("size") if c in cells]
     shown = cells[front + rest]
     # Columns with nothing in this table (a subset scored clean only, sizes never recorded) say nothing: left out.
     empty = [c for c in shown.columns if c not in settings and shown[c].isna().all()]
@@ -343,8 +360,9 @@ def show(state: DBState) -> None:
     has_parts = bool(grouping.part_datasets(list(cache.suite_datasets(state.location, state.version, suite, metric, variant))))
     include_parts = has_parts and st.sidebar.checkbox("Show the parts of averaged datasets (cqadupstack forums)", key="main_parts")
 
+    query = BoardQuery(state.location, state.version, suite, metric, variant, filters, include_parts, reference)
     with st.spinner("Ranking (paired bootstrap)…"):
-        table = main_table(state.location, state.version, suite, metric, variant, filters, include_parts, reference)
+        table = main_table(query)
     board = table.board
     hidden = hidden_runs(state.location, state.version, suite, metric, variant, filters)
     if board.empty:
@@ -367,13 +385,13 @@ def show(state: DBState) -> None:
             st.subheader(table_title(label, backbone, part))
         shown, score_columns, full = _display(table, part, variant, rows)
         best = best_cells(shown, score_columns, part) if highlight and len(part) > 1 else None
-        help_text = {c: "shortened; full names: " + "; ".join(literal(t) for t in values) for c, values in full.items()}
-        help_text.update(columns.help_texts())
+        help_text = columns.help_texts()
+        help_text.update({c: "shortened; full names: " + "; ".join(literal(t) for t in values) for c, values in full.items()})
         for v in table.variants:
             help_text.setdefault(v, f"{literal(headline)} on the {literal(v)} texts: mean over seeds (± 95% CI half-width, n=seeds)")
         event = show_table(shown, score_columns, highlight=highlight,
                            key=f"main_table_{label or 'full'}_{abs(hash(backbone)) % 10**8}_{number}_{_nonce()}",
-                           formats={**columns.formats(), "rank": "%.2f", "seeds": "%d"},
+                           formats=columns.formats(),
                            pinned="method", best=best, help_text=help_text, selectable=True)  # fmt: skip
         selected = _selected_row(event)
         if selected is not None and selected < len(part):
@@ -381,15 +399,14 @@ def show(state: DBState) -> None:
         if rows < len(part):
             st.caption(f"The first {rows} of {len(part)} rows (best first); pick more in the sidebar.")
     _notes(table, highlight, variant)
-    csv, json_bytes = downloads(state.location, state.version, suite, metric, variant, filters, include_parts, reference)
+    csv, json_bytes = downloads(query)
     left, right = st.columns(2)
     with left:
         csv_button(csv, f"leaderboard-{suite}-{metric}-{variant}", key="main_csv")
     with right:
         json_button(json_bytes, f"leaderboard-{suite}-{metric}-{variant}", key="main_json")
-    _charts(chart_specs(state.location, state.version, suite, metric, variant, filters, include_parts, reference),
-            metric, table.headline)
-    _aggregates(state.location, state.version, suite, metric, variant, filters, include_parts, reference)
+    _charts(chart_specs(query), metric, table.headline)
+    _aggregates(query)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -525,11 +542,11 @@ def _statistics(table: MainTable, highlight: bool, variant: str) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def chart_specs(location: str, version: tuple[int, ...], suite: str, metric: str, variant: str,
-                filters: grouping.RunFilters, include_parts: bool, reference: str | None) -> tuple[dict | None, dict | None]:  # fmt: skip
+def chart_specs(query: BoardQuery) -> tuple[dict | None, dict | None]:
     """The two charts' Vega-Lite specs, built once per choice (Altair's build and validation cost more than the
     table itself on every rerun)."""
-    table = main_table(location, version, suite, metric, variant, filters, include_parts, reference)
+    metric = query.metric
+    table = main_table(query)
     tables = table.board.tables()
     if not tables:
         return None, None

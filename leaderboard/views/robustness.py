@@ -85,7 +85,7 @@ def with_reference_differences(location: str, version: tuple[int, ...], suite: s
     out = table.copy()
     keys = [*grouping.GROUP_KEYS, "subset"]
     for variant in variants:
-        board = main_view.main_table(location, version, suite, metric, variant, filters, False, REFERENCE)
+        board = main_view.main_table(main_view.BoardQuery(location, version, suite, metric, variant, filters, False, REFERENCE))
         if board.board.empty or not any(board.delta):
             continue
         info = board.board.info
