@@ -62,3 +62,17 @@ def test_a_single_seed_of_a_trained_method_gets_no_star(tmp_path, capsys):
              and "[" in ln]  # fmt: skip
     assert len(diffs) == 2 and not any("*" in ln for ln in diffs), out  # a +6 on one seed: no star
     assert "none where a side's seed variance is not estimated" in out
+
+
+def test_the_leaderboard_pools_the_same_runs_as_seeds(tmp_path):
+    """The board groups by method and settings, bench results by comparison_groups: for a claim's runs they agree."""
+    from bench.report.pooling import by_method
+    from leaderboard import grouping, main_board, queries
+
+    db = claim_db(tmp_path / "r.sqlite")
+    (group,) = comparison_groups(db.runs())
+    pooled = {label: len(ids) for label, ids in by_method(group, finished_only=True).items()}
+    board = main_board.build_leaderboard(queries.suite_scores(db, "sts", ["spearman"], ["clean"]),
+                                         grouping.group_runs(queries.run_list(db))).numeric()  # fmt: skip
+    assert dict(zip(board["method"], board["seeds"].astype(int))) == pooled == {"vanilla": 1, "laser3-self": 3,
+                                                                                 "delete-words": 3}  # fmt: skip
