@@ -149,3 +149,59 @@ def test_an_adapter_that_cannot_be_copied_to_loader_workers_builds_its_batches_i
         loader.close()
     assert [(d.number, b) for d, b in got] == [(d.number, b) for d, b in inline] and loader.workers == 0
     assert any("loader workers off: the adapter of 'local' cannot be copied" in r.getMessage() for r in caplog.records)
+
+
+class StuckInWorkers:
+    """An adapter whose make_batch never returns in a worker process from draw `from_draw` on (a deadlocked
+    tokenizer, as far as the trainer can tell); in the process that built it, it works."""
+
+    name = "stuck-in-workers"
+
+    def __init__(self, from_draw: int):
+        self.home, self.from_draw, self.draws = os.getpid(), from_draw, 0
+
+    def make_batch(self, texts, rng):
+        import time
+
+        self.draws += 1
+        if os.getpid() != self.home and self.draws > self.from_draw:
+            time.sleep(3600)
+        return {"texts": list(texts), "r": rng.random()}
+
+
+def test_loader_workers_that_deliver_nothing_are_ended_and_the_same_batches_come_from_the_training_thread(monkeypatch, caplog):
+    import logging
+
+    from bench.train.loader import BatchLoader
+
+    texts = [f"text {i}" for i in range(10)]
+    inline = BatchLoader(StuckInWorkers(0), texts, batch_size=3, seed=2, workers=0).batches()
+    expected = [(d.number, b) for d, b in (next(inline) for _ in range(6))]
+    monkeypatch.setenv("LENBENCH_POOL_STALL_SECONDS", "3")
+    loader = BatchLoader(StuckInWorkers(2), texts, batch_size=3, seed=2, workers=1, prefetch=1)
+    with caplog.at_level(logging.WARNING, logger="bench.train.loader"):
+        got = [(d.number, b) for d, b in (next(loader.batches()) for _ in range(6))]
+    loader.close()
+    assert got == expected and loader.workers == 0
+    assert any("loader workers delivered no batch in 3 s" in r.getMessage() for r in caplog.records)
+
+
+def test_a_stop_requested_while_the_loader_waits_for_a_stuck_worker_ends_its_stream_at_once():
+    import signal
+    import time
+
+    from bench.runtime import signals
+    from bench.train.loader import BatchLoader
+
+    loader = BatchLoader(StuckInWorkers(0), [f"text {i}" for i in range(10)], batch_size=3, seed=2, workers=1)
+    with signals.graceful_stop():
+        signals.defer_stops(True)  # as in the training loop: the signal is recorded, not raised
+        try:
+            batches = loader.batches()
+            os.kill(os.getpid(), signal.SIGTERM)
+            start = time.monotonic()
+            assert next(batches, None) is None  # no batch: the trainer checkpoints its last step and stops
+            assert time.monotonic() - start < 10
+        finally:
+            signals.defer_stops(False)
+            loader.close()

@@ -46,11 +46,10 @@ MODE_ENV = "LENBENCH_POOLS"
 STALL_ENV = "LENBENCH_POOL_STALL_SECONDS"
 STALL_SECONDS = 120.0
 MODES = ("auto", "on", "off")
-# Imported once by the forkserver, so each worker (a fork of it) starts with them loaded (a worker unpickles a
-# transformers tokenizer: seconds of imports each otherwise). None of them starts a thread when imported; a name
-# missing from this transformers version is skipped.
-PRELOAD = ("numpy", "tokenizers", "transformers", "transformers.tokenization_utils_tokenizers",
-           "transformers.tokenization_utils_fast", "bench.runtime.pools")
+# Imported once by the forkserver, so each worker (a fork of it) starts with them loaded. Light on purpose: the
+# parent waits for the forkserver to start (a stop meanwhile waits with it), whereas a worker's own imports (a
+# transformers tokenizer it unpickles) run in the worker, which a stop kills. None of them starts a thread.
+PRELOAD = ("numpy", "tokenizers", "bench.runtime.pools")
 
 
 def mode() -> str:

@@ -79,6 +79,11 @@ def graceful_stop() -> Iterator[None]:
     _state.requested = 0
     try:
         yield
+    except KeyboardInterrupt:
+        from bench.runtime import pools
+
+        pools.end_all()  # a stopped job leaves no worker process behind, and never waits for one
+        raise
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

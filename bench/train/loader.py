@@ -33,11 +33,13 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from bench.runtime import pools
+from bench.runtime import pools, signals
 from bench.runtime.errors import TrainingError
 from bench.train.method import AdapterHooks
 
 log = logging.getLogger(__name__)
+
+POLL_SECONDS = 1.0  # how long one wait for a worker's batch lasts before a stop request or a stall is looked at
 
 
 def default_workers(world: int = 1) -> int:
@@ -127,6 +129,11 @@ class _Draws(Sampler):
         while True:
             yield self.next_draw()
 
+    def restore(self, position: Position) -> None:
+        """Continue from `position` (the draws after it come next)."""
+        self.stream.restore({"epoch": position.epoch, "index": position.index})
+        self.draw = position.draw
+
     def next_draw(self) -> Draw:
         picked: list[int] = []
         tried = 0
@@ -206,7 +213,8 @@ class BatchLoader:
             raise ValueError(f"loader workers must be >= 0, got {workers}")
         self.workers = workers
         hooks = AdapterHooks.of(adapter)
-        self.sampler = _Draws(texts, batch_size, seed, start or Position(0, 0, 0), hooks.accepts, hooks.label)
+        self.start = start or Position(0, 0, 0)
+        self.sampler = _Draws(texts, batch_size, seed, self.start, hooks.accepts, hooks.label)
         self.builder = _Builder(adapter, texts, seed)
         self._iter: Iterator[tuple[Draw, dict[str, Any] | None]] | None = None
         self._loader: DataLoader | None = None
@@ -214,6 +222,7 @@ class BatchLoader:
             self._loader = DataLoader(
                 self.builder, batch_size=None, sampler=self.sampler, collate_fn=_identity, num_workers=workers,
                 prefetch_factor=max(1, prefetch), pin_memory=pin_memory, worker_init_fn=_worker_init,
+                timeout=POLL_SECONDS,  # each wait for a batch: one second, then _from_workers decides
                 multiprocessing_context=pools.start_context(),  # never fork: the tokenizer's threads have run
                 generator=torch.Generator().manual_seed(seed),  # its workers' seeds: never a draw from the global
             )  # generator, which is the training thread's (dropout) and checkpointed
@@ -221,7 +230,7 @@ class BatchLoader:
     def __iter__(self) -> Iterator[tuple[Draw, dict[str, Any] | None]]:
         if self._loader is not None:
             try:
-                return iter(self._loader)
+                return self._from_workers(iter(self._loader))
             except (pickle.PicklingError, AttributeError, TypeError) as exc:  # what pickling an object refuses with
                 # A plug-in adapter holding a lambda or a local class: the same batches, built here.
                 log.warning("loader workers off: the adapter of %r cannot be copied to a worker process (%s: %s); "
@@ -229,6 +238,37 @@ class BatchLoader:
                             type(exc).__name__, exc)  # fmt: skip
                 self._loader, self.workers = None, 0
         return (self.builder[draw] for draw in self.sampler)
+
+    def _from_workers(self, it: Any) -> Iterator[tuple[Draw, dict[str, Any] | None]]:
+        """The workers' items, waited for a second at a time: a stop requested meanwhile ends the stream (the trainer
+        then checkpoints the last step it took), and workers that deliver nothing for `pools.stall_seconds()` are
+        ended and the stream goes on here, from the draw after the last one delivered (the same batches)."""
+        stall = pools.stall_seconds()
+        last: Position | None = None
+        waited = 0.0
+        while True:
+            try:
+                draw, batch = next(it)
+            except RuntimeError as exc:
+                if "timed out" not in str(exc):
+                    raise
+                if signals.stop_requested():
+                    return
+                waited += POLL_SECONDS
+                if waited < stall:
+                    continue
+                log.warning("loader workers delivered no batch in %g s (stuck); they are ended and batches are built "
+                            "on the training thread from here (the same batches)", stall)  # fmt: skip
+                shutdown = getattr(it, "_shutdown_workers", None)
+                if shutdown is not None:
+                    shutdown()
+                self.sampler.restore(last or self.start)
+                self.workers = 0
+                yield from (self.builder[d] for d in self.sampler)
+                return
+            waited = 0.0
+            last = draw.after
+            yield draw, batch
 
     def close(self) -> None:
         """Stop the workers (an endless loader's workers otherwise live until the loader is collected)."""

@@ -360,7 +360,11 @@ class TrainingRecipe:
         try:
             while not (stopped_by := self._stop_reason()):
                 step_start = time.monotonic()
-                draw, batch = next(batches)
+                item = next(batches, None)
+                if item is None:  # the loader stopped waiting for its workers: a stop was requested meanwhile
+                    stopped_by = "interrupted"
+                    break
+                draw, batch = item
                 self.position = draw.after  # consumed, whether or not it gives a batch
                 if batch is not None and self.world > 1 and _batch_examples(batch, self.config.batch_size) < self.world:
                     batch = None  # fewer usable examples than processes (every rank sees the same batch: all skip it)
