@@ -140,12 +140,85 @@ def _to_6(conn: Connection) -> None:
     Base.metadata.tables["claim_verdicts"].create(conn, checkfirst=True)  # its index comes with it
 
 
+# Schema 7: a config hash is taken over resolved settings (bench.experiment.identity): the training's precision as
+# it ran (was "auto"), the evaluation's when it is not fp32 (was left out for "auto", kept for an asked "fp32"). The
+# shared settings of a comparison, frozen as of this step.
+SHARED_KEYS_7 = (*SHARED_KEYS, "corpus_sha256", "train_recipe")
+
+
+def _ran_at(runtime: object) -> tuple[str, str]:
+    """(evaluation precision, training precision) a row's runtime recorded; fp32 for a row that recorded none
+    (before lenbench had reduced precisions)."""
+    runtime = runtime if isinstance(runtime, dict) else {}
+    scoring = runtime.get("precision") or "fp32"
+    return scoring, runtime.get("train_precision") or scoring
+
+
+def _resolved(config: dict, runtime: object) -> dict:
+    """A row's config with its precisions as they ran (see SHARED_KEYS_7)."""
+    scoring, training = _ran_at(runtime)
+    config = dict(config)
+    if isinstance(config.get("train"), dict) and config["train"].get("precision") == "auto":
+        config["train"] = {**config["train"], "precision": training}
+    if isinstance(config.get("eval"), dict):  # a `bench run` row
+        evaluation = dict(config["eval"])
+        if "precision" not in evaluation and scoring != "fp32":
+            evaluation["precision"] = scoring
+        if evaluation.get("precision") == "fp32":
+            evaluation.pop("precision")
+        config["eval"] = evaluation
+    elif "model_fingerprint" in config and "precision" not in config and scoring != "fp32":  # a `bench eval` row
+        config["precision"] = scoring
+    return config
+
+
+def _comparison_7(config: dict, seed: int | None) -> str:
+    """The comparison key of a trained row's config (bench.experiment.run_spec.comparison_key, as of schema 7): its
+    shared settings, with the command's --seed as the training seed."""
+    shared = {k: config[k] for k in SHARED_KEYS_7 if k in config}
+    shared["train"] = {**config["train"], "seed": config["train"].get("seed") if seed is None else seed}
+    return _hash({"shared": shared})
+
+
+def _to_7(conn: Connection) -> None:
+    """Every row's config gets the precisions it ran at (its runtime says them), its comparison the key of the
+    re-keyed shared settings, and a row whose config hash was the hash of its config the hash of the new one, the
+    hash today's `bench run` and `bench eval` compute for the same command on the same kind of device: rows written
+    before are found and reused. A comparison with no trained row keeps its key. No row or score is removed."""
+    runs = Base.metadata.tables["runs"]
+    rows = conn.execute(select(Run.id, Run.config, Run.config_hash, Run.command, Run.runtime)).all()
+    new_configs = {row.id: _resolved(row.config, row.runtime) for row in rows if isinstance(row.config, dict)}
+    keys: dict[str, str] = {}  # old comparison -> new
+    for row in rows:
+        config = new_configs.get(row.id)
+        old = config.get("comparison") if config else None
+        if not isinstance(old, str) or old in keys or not isinstance(config.get("train"), dict):
+            continue
+        seed = _command_seed(row.command)
+        if _comparison_7(row.config, seed) == old:  # a key of this formula (any other stays as it is)
+            keys[old] = _comparison_7(config, seed)
+    for row in rows:
+        if row.id not in new_configs:
+            continue
+        config = new_configs[row.id]
+        if isinstance(config.get("comparison"), str):
+            config["comparison"] = keys.get(config["comparison"], config["comparison"])
+        if config == row.config:
+            continue
+        hashed = {k: v for k, v in row.config.items() if k not in OUTSIDE_HASH}
+        new_hash = row.config_hash
+        if row.config_hash == _hash(hashed):
+            new_hash = _hash({k: v for k, v in config.items() if k not in OUTSIDE_HASH})
+        conn.execute(runs.update().where(runs.c.id == row.id).values(config=config, config_hash=new_hash))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "runs: host, pid, heartbeat_at, runtime, model_info, sweep, sweep_point; scores: info", _to_2),
     Migration(3, "curve_points: scores of encoders evaluated during training (bench run --eval-every)", _to_3),
     Migration(4, "runs: database passwords removed from stored commands and errors", _to_4),
     Migration(5, "comparisons keyed by their shared settings: runs of several commands pool into one", _to_5),
     Migration(6, "claim_verdicts: the verdicts of `bench claim` (a claim file's comparisons at one scale)", _to_6),
+    Migration(7, "config hashes over resolved settings: each row's precisions as its runtime recorded them", _to_7),
 )
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration step"
 

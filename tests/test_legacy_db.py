@@ -51,7 +51,9 @@ def test_bench_results_prints_the_tables_it_printed_when_written(tmp_path):
 # serves every command): a stored row keeps the list its config recorded, and with it its config hash.
 LEGACY_EVAL_ELONG = "2,4,8,rand"
 
-NEW_COMPARISON = "700e6fa711678759"  # the legacy bench run's shared settings, keyed as today's RunSpec.configs keys them
+# the legacy bench run's shared settings, keyed as today's RunSpec.configs keys them: since schema 7 with the training
+# precision it ran at (fp32 on the CPU, its runtime says; the row recorded "auto")
+NEW_COMPARISON = "e1fa78e51f3140ed"
 
 
 def test_migration_regroups_comparisons_by_settings_and_keeps_every_row_and_score(tmp_path):
@@ -79,7 +81,8 @@ def test_migration_regroups_comparisons_by_settings_and_keeps_every_row_and_scor
     for before, after in zip(runs_before, runs_after):
         old, new = json.loads(before[4]), json.loads(after[4])
         if "comparison" in old:
-            assert new == {**old, "comparison": NEW_COMPARISON}
+            resolved = {"train": {**old["train"], "precision": "fp32"}} if "precision" in old.get("train", {}) else {}
+            assert new == {**old, **resolved, "comparison": NEW_COMPARISON}
         else:
             assert new == old
 

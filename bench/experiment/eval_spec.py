@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.encode.options import EncoderOptions, hashed_batch_size
+from bench.encode.options import EncoderOptions
+from bench.experiment.identity import scoring_identity
 from bench.experiment.command_options import nested_default, spec_field, spec_kwargs, spec_values, typed_options
 from bench.experiment.options import options_of
 from bench.experiment.settings import EvalSettings, attack_settings
@@ -109,21 +110,14 @@ class EvalSpec:
         config = {
             "model": self.model,
             "suite": self.suite_args,
-            "pooling": describe.get("pooling"),
-            "max_len": s.encoder.max_len,
-            "batch_size": hashed_batch_size(s.encoder.batch_size),
-            "elong": s.elong,
-            **({"attacks": s.attack_params} if s.attack_params else {}),  # only when asked: older configs hash as they did
-            **{k: v for k, v in s.options.items() if v},  # the suites' options, only when given (needle_lengths)
-            "limit": s.limit,
+            # the pooling and precision the model ran at (auto resolved by the encoder; BM25 has none: fp32)
+            **scoring_identity(s, describe.get("pooling"), describe.get("precision", "fp32")),
             "seed": s.seed,
             "model_fingerprint": describe.get("fingerprint"),
             **({"bm25": describe["bm25"]} if "bm25" in describe else {}),  # BM25's settings (stemmer, k1, b...)
         }
         if s.encoder.emb_dtype != "fp32":  # fp16 matrices can move scores in the last digits: part of what was run
             config["emb_dtype"] = s.encoder.emb_dtype
-        if describe.get("precision", "fp32") != "fp32":  # the precision the model ran at (auto resolved); fp32 as before
-            config["precision"] = describe["precision"]
         return config
 
     def config_hash(self, describe: dict[str, Any]) -> str:

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any, Callable
 
-from bench.encode.options import EncoderOptions, hashed_batch_size
+from bench.encode.options import EncoderOptions
 from bench.evaluate.attacks.elong import DEFAULT_ELONG  # noqa: F401  (re-exported: run.py and the API read it here)
 from bench.experiment.command_options import (  # noqa: F401 - OptionValueError, positive_int: re-exported
     OptionValueError,
@@ -37,6 +37,7 @@ from bench.experiment.command_options import (  # noqa: F401 - OptionValueError,
     spec_values,
     typed_options,
 )
+from bench.experiment.identity import resolved_precisions, scoring_identity, training_identity
 from bench.experiment.options import ALWAYS, declared, options_of
 from bench.experiment.settings import EvalSettings, attack_settings
 from bench.runtime.errors import ConfigError
@@ -178,21 +179,17 @@ class RunSpec:
         recipe = TRAIN_RECIPE_VERSION if train_recipe is None else train_recipe
 
         settings = self.settings
+        scoring, training = resolved_precisions(self.encoder)  # `auto` as it runs: a CPU run and a GPU run differ
         shared = {
             "backbone": self.backbone,
-            "train": self.train.shared(),
+            "train": training_identity(self.train, training),
             "budget": settings.budget.asked(),
             "corpus": self.corpus,
             "corpus_limit": self.corpus_limit,
             "corpus_texts": corpus_texts,
             **({"corpus_sha256": corpus_digest} if corpus_digest else {}),
             "suite": settings.suite_args,
-            "eval": {"max_len": self.encoder.max_len, "pooling": self.encoder.pooling,
-                     "batch_size": hashed_batch_size(self.encoder.batch_size),
-                     "elong": settings.elong, "limit": self.limit,
-                     **({"attacks": settings.attack_params} if settings.attack_params else {}),
-                     **self.suite_options,  # only when given: older configs hash as they did
-                     **({"precision": self.encoder.precision} if self.encoder.precision != "auto" else {})},  # auto: hashes as before
+            "eval": scoring_identity(self.eval_settings(), self.encoder.pooling, scoring),
             **({"emb_dtype": self.encoder.emb_dtype} if self.encoder.emb_dtype != "fp32" else {}),
             **({"train_recipe": recipe} if recipe != 1 else {}),  # 1: before it was recorded
         }
@@ -205,7 +202,7 @@ class RunSpec:
             spec = get_method(method)
             method_cfg = spec.config_from(settings.overrides.get(method, {}))
             for seed in seeds if spec.trains else seeds[:1]:
-                train = replace(self.train, seed=seed).shared()
+                train = training_identity(replace(self.train, seed=seed), training)
                 config = {**shared, "train": train, "method": method, "method_config": asdict(method_cfg),
                           "comparison": comparison}  # fmt: skip
                 if recipe != 1:
