@@ -175,8 +175,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("emb_dtype", "embedding matrix precision; fp16 halves the memory of large corpora",
            (RUN, EVAL), E.emb_dtype, choices=EMB_DTYPES, field="encoder.emb_dtype", identity=True, redo=CHANGED),
     Option("precision", "model precision: fp32, bf16 or fp16 (evaluation casts the weights; training runs bf16 autocast "
-           "and refuses fp16), or auto = the fastest that keeps the fp32 scores: bf16 on CUDA, fp32 on the CPU "
-           "(bench.runtime.device); recorded in the run and in the embedding cache key",
+           "and refuses fp16), or auto = the fastest that keeps the fp32 scores: on CUDA fp16 weights to score and bf16 "
+           "autocast to train, fp32 on the CPU (bench.runtime.device); in the config hash as it runs, and in the "
+           "embedding cache key",
            (RUN, EVAL), E.precision, choices=PRECISIONS, field=("encoder.precision", "train.precision"), identity=True,
            redo=CHANGED),
     Option("data_dir", "folder with sts/, beir/, knn/ (default $LENBENCH_DATA, ./data, ../shared/data)", (RUN, EVAL),
