@@ -128,3 +128,40 @@ def test_rankings_agree_with_faiss_flat_index():
     torch_scores, torch_idx = search_torch(q / 8, d / 8, k, "cpu", query_block=7, doc_block=100)  # exact in float16
     np.testing.assert_array_equal(torch_idx, idx)
     np.testing.assert_array_equal(torch_scores * 64, scores)
+
+
+@pytest.mark.parametrize("world", [1, 3, 4])
+def test_a_corpus_sharded_over_ranks_ranks_as_one_process(monkeypatch, world):
+    """bench.evaluate.sharded_search with `world` ranks simulated in turn: each rank encodes only its contiguous share
+    (read through a Window, never the whole corpus), and the merged top k equal one process's, ties included."""
+    from bench.evaluate import sharded_search as sharded
+    from bench.runtime import distributed
+
+    q, d = tied_embeddings(7, 50, seed=6)
+    docs = [f"d{i}" for i in range(len(d))]
+
+    class Inner:
+        device_name = "cpu"
+
+        def __init__(self):
+            self.asked = []
+
+        def encode(self, texts, desc=""):  # noqa: ANN001, ANN202
+            self.asked.append(len(texts))
+            rows = [int(t[1:]) for t in texts[0 : len(texts)]]
+            return d[rows]
+
+    class Model:
+        inner = Inner()
+
+    parts = []
+    for r in range(world):
+        monkeypatch.setattr(distributed, "shard_bounds", lambda n, r=r: (n * r // world, n * (r + 1) // world))
+        monkeypatch.setattr(distributed, "all_gather_object", lambda obj: parts.append(obj) or [obj])
+        sharded.sharded_search(Model(), q, docs, 12, "test")
+    assert Model.inner.asked == [len(docs) * (r + 1) // world - len(docs) * r // world for r in range(world)]
+    monkeypatch.setattr(distributed, "all_gather_object", lambda obj: list(parts))
+    scores, idx = sharded.sharded_search(Model(), q, docs, 12, "test")
+    want_s, want_i = full_ranking(q, d, 12)
+    np.testing.assert_array_equal(idx, want_i)
+    np.testing.assert_array_equal(scores, want_s)

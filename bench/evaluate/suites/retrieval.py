@@ -41,6 +41,7 @@ from bench.data.readers import RetrievalData
 from bench.evaluate.attacks import Distractors
 from bench.evaluate.corpus_progress import CorpusProgress
 from bench.evaluate.search import exact_search
+from bench.evaluate.sharded_search import corpus_sharded, sharded_search
 from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop
 from bench.runtime import stages
@@ -145,10 +146,13 @@ def search_run(model: Any, queries: list[str], docs: Sequence[str], query_ids: l
     else:
         if q_emb is None:
             q_emb = model.encode(queries, desc=f"{desc} queries")
-        d_emb = model.encode(docs, desc=f"{desc} corpus")
-        device = getattr(model, "device_name", "cpu")
-        with stages.timed("search"):
-            scores, indices = exact_search(q_emb, d_emb, k, device=device)
+        if corpus_sharded(model):  # under torchrun: each rank encodes and searches its share of the corpus
+            scores, indices = sharded_search(model, q_emb, docs, k, desc)
+        else:
+            d_emb = model.encode(docs, desc=f"{desc} corpus")
+            device = getattr(model, "device_name", "cpu")
+            with stages.timed("search"):
+                scores, indices = exact_search(q_emb, d_emb, k, device=device)
     return to_run(query_ids, doc_ids, scores, indices, ignore_identical_ids, TOP_K)
 
 
