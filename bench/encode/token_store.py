@@ -24,7 +24,6 @@ undone: the files are cut back to where the chunk began, and the store stops wri
 from __future__ import annotations
 
 import errno
-import fcntl
 import hashlib
 import logging
 import os
@@ -32,6 +31,11 @@ import struct
 from pathlib import Path
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks here; one process at a time writes a store
+    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -84,17 +88,17 @@ class TokenStore:
 
     # ------------------------------------------------------------------------------------------ files
     def _open(self, path: Path, kind: bytes) -> int:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            lock(fd)
             try:
-                head = os.pread(fd, HEADER, 0)
+                head = read_at(fd, HEADER, 0)
                 if not head:
-                    os.pwrite(fd, self._heads[kind], 0)
+                    write_all(fd, self._heads[kind], 0)
                 elif head != self._heads[kind]:
                     raise OSError(errno.EINVAL, f"{path} is not this namespace's token-id file (header differs)")
             finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                unlock(fd)
         except OSError:
             os.close(fd)
             raise
@@ -181,7 +185,7 @@ class TokenStore:
         if not self.writable or not digests:
             return
         data = np.ascontiguousarray(flat, dtype=self.dtype).tobytes()
-        fcntl.flock(self._index, fcntl.LOCK_EX)
+        lock(self._index)
         try:
             index_size = os.fstat(self._index).st_size
             index_end = HEADER + (index_size - HEADER) // RECORD.itemsize * RECORD.itemsize  # a torn record dropped
@@ -201,7 +205,7 @@ class TokenStore:
                 self.writable = False
                 raise
         finally:
-            fcntl.flock(self._index, fcntl.LOCK_UN)
+            unlock(self._index)
         self.added += len(digests)
 
     def write_sorted(self) -> None:
@@ -237,8 +241,30 @@ def prefixes(keys: np.ndarray) -> np.ndarray:
     return np.frombuffer(np.ascontiguousarray(keys).tobytes(), dtype="<u8")[::2].copy()
 
 
+def lock(fd: int) -> None:
+    """An exclusive advisory lock on the file (processes sharing the folder append whole chunks in turn)."""
+    if fcntl is not None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def unlock(fd: int) -> None:
+    if fcntl is not None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def read_at(fd: int, size: int, offset: int) -> bytes:
+    if hasattr(os, "pread"):
+        return os.pread(fd, size, offset)
+    os.lseek(fd, offset, os.SEEK_SET)  # Windows: no pread (the caller holds the lock)
+    return os.read(fd, size)
+
+
 def write_all(fd: int, data: bytes, offset: int) -> None:
     view = memoryview(data)
     while view:
-        n = os.pwrite(fd, view, offset)
+        if hasattr(os, "pwrite"):
+            n = os.pwrite(fd, view, offset)
+        else:  # Windows: no pwrite (the caller holds the lock)
+            os.lseek(fd, offset, os.SEEK_SET)
+            n = os.write(fd, view)
         view, offset = view[n:], offset + n
