@@ -36,9 +36,9 @@ from bench.experiment.estimate_data import Member, filler_words, measure_member,
 CALIBRATION_SECONDS = 2.5  # the larger sample of each dataset is sized to take about this long
 PILOT_ITEMS = 16  # the first sample
 MAX_SAMPLE_ITEMS = 20_000
-# Memory the cold path holds per document beyond its embedding row; benchmarks/scale.py --cold measures it
-# (bytes_per_doc_beyond_embeddings): 6.8 KB before the corpus streamed (issue 41), the bound is 1,000.
-COLD_BYTES_PER_DOC = 6_800
+# Memory the cold path holds per document beyond its embedding row (its id, its corpus offsets, the run's share):
+# benchmarks/scale.py --cold measures it (bytes_per_doc_beyond_embeddings; 839 at 100,000 documents, README).
+COLD_BYTES_PER_DOC = 840
 BM25_BYTES_PER_DOC = 756  # benchmarks/scale.py's BM25 slope (lazy corpus, chunked index)
 JOB_MODULES = ("bench.cli", "bench.experiment.evaluation", "bench.evaluate.runner", "results_db", "numpy")
 
