@@ -114,3 +114,47 @@ def test_run_runtime_is_written_by_one_results_db_function():
     (writer,) = [node.name for node in ast.walk(ast.parse(store.read_text()))
                  if isinstance(node, ast.FunctionDef) and node.lineno <= line <= node.end_lineno]  # fmt: skip
     assert writer == "merge_runtime"
+
+
+MAX_PARAMETERS = 8
+# Functions that still take more than MAX_PARAMETERS (issue 42, item 4: jobs that carry their state, ComparisonJob
+# methods and a TrainJob value, are to replace them). The list may only shrink, and no count may grow.
+TOO_MANY_PARAMETERS = {
+    "bench/train/trainer.py:train_method": 17, "bench/train/trainer.py:train": 15,
+    "bench/experiment/comparison.py:_train_one": 14, "bench/experiment/comparison.py:_find_or_create_leased": 12,
+    "leaderboard/significance.py:reference_differences": 11, "bench/train/trainer.py:__init__": 11,
+    "bench/experiment/comparison.py:_find_or_create_run": 11, "bench/encode/encoder.py:__init__": 11,
+    "leaderboard/views/common.py:show_table": 10, "bench/train/loss_reader.py:__init__": 10,
+    "leaderboard/aggregates.py:aggregate_table": 9, "bench/runtime/pools.py:parallel_map": 9,
+    "bench/experiment/comparison.py:_create_run": 9,
+    "bench/evaluate/attacks/lazy.py:__init__": 9,
+}
+
+
+def parameter_counts(source: str) -> dict[str, int]:
+    """name -> parameters of every function or method in `source` taking more than MAX_PARAMETERS (self and cls
+    not counted; *args and **kwargs not counted)."""
+    out = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+            count = len(names) - (names[:1] in (["self"], ["cls"]))
+            if count > MAX_PARAMETERS:
+                out[node.name] = max(count, out.get(node.name, 0))
+    return out
+
+
+def test_the_parameter_check_counts_what_a_caller_passes():
+    source = "def f(a, b, c, d, e, f, g, h, *, i=1): pass\nclass C:\n    def m(self, a, b, c, d, e, f, g, h): pass\n"
+    assert parameter_counts(source) == {"f": 9}
+
+
+def test_no_new_function_takes_more_than_8_parameters():
+    found = {}
+    for top in PACKAGES:
+        for path in sorted((REPO / top).rglob("*.py")):
+            for name, count in parameter_counts(path.read_text()).items():
+                found[f"{path.relative_to(REPO)}:{name}"] = count
+    grown = {k: v for k, v in found.items() if v > TOO_MANY_PARAMETERS.get(k, MAX_PARAMETERS)}
+    assert grown == {}, f"more than {MAX_PARAMETERS} parameters (pass a value that carries them): {grown}"

@@ -105,6 +105,18 @@ class ComparisonJob:
     evaluation: Any  # the spec's EvalSettings: how every row's encoder is loaded and scored
     methods: dict[str, Any]  # name -> its MethodSpec (bench.train.registry), looked up once for the whole job
 
+    def write_artifacts(self, run_id: int, method: str, method_spec: Any, model_dir: Path, out_dir: Path,
+                        at: Any) -> None:  # fmt: skip
+        """What a finished row promises, written before it is marked finished: a trained run's model card (and its
+        checkpoints removed unless --keep-checkpoints), then results.json (config, provenance, every score:
+        bench.report.results_file)."""
+        from bench.report.results_file import write_results
+
+        if method_spec.trains:
+            _finish_trained(self.db, run_id, method, method_spec.paper, model_dir, out_dir,
+                            keep_checkpoints=self.spec.keep_checkpoints, say=self.say)  # fmt: skip
+        self.say(f"[{method}] results {write_results(self.db, run_id, out_dir, finished_at=at)}")
+
 
 def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | None = None,
                    runtime: dict[str, Any] | None = None, checked: tuple[Any, list[Any], str | None] | None = None,
@@ -255,8 +267,7 @@ def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_c
     # a resumed row's files as its earlier attempt read them: a dataset whose file changed since is scored again
     earlier = (db.get_run(run_id).get("data_fingerprint") or {}) if db is not None else {}
     model_dir = None  # the row is finished only once its files are written (Recording: `artifacts`)
-    artifacts = lambda at: _write_artifacts(db, run_id, method, method_spec, Path(model_dir), Path(out_dir), at,  # noqa: E731
-                                             spec.keep_checkpoints, say)  # fmt: skip
+    artifacts = lambda at: job.write_artifacts(run_id, method, method_spec, Path(model_dir), Path(out_dir), at)  # noqa: E731
     main = distributed.is_main()
     with Recording(db, run_id, files=lambda: [*ctx.files_read, *corpus_files], earlier_fingerprint=earlier, lease=held,
                    artifacts=artifacts), \
@@ -603,18 +614,6 @@ def stop_reason(stopped_by: str) -> str:
     if stopped_by == "interrupted":
         return "interrupted"
     return f"the {stopped_by} budget was reached" if stopped_by else "done"
-
-
-def _write_artifacts(db: Any, run_id: int, method: str, method_spec: Any, model_dir: Path, out_dir: Path, at: Any,
-                     keep_checkpoints: bool, say: Callable[..., None]) -> None:  # fmt: skip
-    """What a finished row promises, written before it is marked finished: a trained run's model card (and its
-    checkpoints removed), then results.json (config, provenance, every score: bench.report.results_file)."""
-    from bench.report.results_file import write_results
-
-    if method_spec.trains:
-        _finish_trained(db, run_id, method, method_spec.paper, model_dir, out_dir, keep_checkpoints=keep_checkpoints,
-                        say=say)  # fmt: skip
-    say(f"[{method}] results {write_results(db, run_id, out_dir, finished_at=at)}")
 
 
 def _finish_trained(db: Any, run_id: int, method: str, paper: str, encoder_dir: Path, out_dir: Path,
