@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pandas and the ORM models load when a row is checked: the h
 
 HEARTBEAT_SECONDS = 30.0
 STALE_AFTER = dt.timedelta(minutes=5)  # ten missed heartbeats
+STALLED_AFTER = dt.timedelta(minutes=10)  # alive, but no progress (runtime["progress_at"]) for this long
 
 
 def pid_alive(pid: int) -> bool:
@@ -53,14 +54,44 @@ def is_stale(row: dict, now: dt.datetime | None = None, host: str | None = None)
     return now - pd.Timestamp(last).to_pydatetime() > STALE_AFTER
 
 
+def is_stalled(row: dict, now: dt.datetime) -> bool:
+    """A "running" row whose process is alive (not stale) but recorded no progress for STALLED_AFTER: a hung job."""
+    if row.get("status") != "running":
+        return False
+    runtime = row.get("runtime")
+    at = runtime.get("progress_at") if isinstance(runtime, dict) else None
+    if not at:
+        return False
+    try:
+        last = dt.datetime.fromisoformat(str(at))
+    except ValueError:
+        return False
+    return now - last > STALLED_AFTER
+
+
+def live_status(row: dict, now: dt.datetime | None = None, host: str | None = None) -> str:
+    """The row's status as a reader should see it: "stale" (its process is gone), "stalled" (alive, no progress for
+    STALLED_AFTER), else the stored status."""
+    from results_db.models import utcnow
+
+    now = now or utcnow()
+    if is_stale(row, now, host):
+        return "stale"
+    return "stalled" if is_stalled(row, now) else str(row.get("status"))
+
+
 def with_liveness(runs: pd.DataFrame) -> pd.DataFrame:
-    """`runs` with status "stale" where a "running" row's process is gone."""
+    """`runs` with status "stale" where a "running" row's process is gone, "stalled" where it is alive but has made
+    no progress for STALLED_AFTER."""
     from results_db.models import utcnow
 
     if runs.empty or "status" not in runs:
         return runs
     out = runs.copy()
     now, host = utcnow(), socket.gethostname()
-    stale = [is_stale(row, now, host) for row in out.to_dict("records")]
+    rows = out.to_dict("records")
+    stale = [is_stale(row, now, host) for row in rows]
+    stalled = [not gone and is_stalled(row, now) for row, gone in zip(rows, stale)]
     out.loc[stale, "status"] = "stale"
+    out.loc[stalled, "status"] = "stalled"
     return out

@@ -205,3 +205,35 @@ def test_a_stop_requested_while_the_loader_waits_for_a_stuck_worker_ends_its_str
         finally:
             signals.defer_stops(False)
             loader.close()
+
+
+def test_a_run_alive_without_progress_for_ten_minutes_shows_as_stalled_apart_from_running(tmp_path, capsys):
+    """The heartbeat records the last progress (runtime progress_at); `bench results` shows a live run that has
+    made none for STALLED_AFTER as "stalled", a live run with recent progress as "running"."""
+    import csv
+    import datetime as dt
+    import io
+
+    from bench.cli import main
+    from bench.runtime import heartbeat
+    from results_db import ResultsDB
+    from results_db.liveness import STALLED_AFTER
+    from results_db.models import utcnow
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    moving = db.create_run(model="m", method="simcse", status="running")  # this process: alive
+    stuck = db.create_run(model="m", method="crop", status="running")
+    with heartbeat.Heartbeat(db, moving, every=0.05):
+        import time
+
+        deadline = time.monotonic() + 30
+        while "progress_at" not in (db.get_run(moving)["runtime"] or {}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert dt.datetime.fromisoformat(db.get_run(moving)["runtime"]["progress_at"]) > utcnow() - dt.timedelta(minutes=1)
+    db.merge_runtime(stuck, {"progress_at": (utcnow() - STALLED_AFTER - dt.timedelta(minutes=1)).isoformat()})
+    assert main(["results", "--db", str(tmp_path / "r.sqlite"), "--runs-only", "--format", "csv"]) == 0
+    rows = {int(r["id"]): r["status"] for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    assert rows == {moving: "running", stuck: "stalled"}
+    from results_db.liveness import live_status  # what the leaderboard's run page shows
+
+    assert [live_status(db.get_run(r)) for r in (moving, stuck)] == ["running", "stalled"]

@@ -40,6 +40,8 @@ from multiprocessing import context as mp_context
 from multiprocessing import spawn as mp_spawn
 from typing import Any
 
+from bench.runtime.heartbeat import progressed
+
 log = logging.getLogger(__name__)
 
 MODE_ENV = "LENBENCH_POOLS"
@@ -224,6 +226,7 @@ class WorkerPool:
             finished, pending = wait(pending, timeout=limit, return_when=FIRST_COMPLETED)
             if not finished:
                 return f"no chunk finished in {limit:g} s (workers stuck); its workers are ended"
+            progressed()  # a stalled run is told apart from a slow one by this (bench.runtime.heartbeat)
             for future in finished:
                 i = futures[future]
                 results[i] = future.result()  # a worker's exception is the caller's (as Executor.map)

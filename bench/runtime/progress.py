@@ -23,6 +23,8 @@ import sys
 import time
 from typing import Any
 
+from bench.runtime.heartbeat import progressed
+
 MODES = ("bar", "lines", "off")
 ENV = "LENBENCH_PROGRESS"
 LINE_SECONDS = 30.0  # a running stage reports at most this often in a log
@@ -101,7 +103,15 @@ def bar(total: int | None = None, desc: str = "", unit: str = "it", disable: boo
         return LineProgress(total, desc, unit, initial)
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, initial=initial, **tqdm_kwargs)
+    shown = tqdm(total=total, desc=desc, unit=unit, initial=initial, **tqdm_kwargs)
+    update = shown.update
+
+    def update_and_record(n: float = 1) -> Any:
+        progressed()
+        return update(n)
+
+    shown.update = update_and_record  # every bar's movement is the run's progress (bench.runtime.heartbeat)
+    return shown
 
 
 class LineProgress:
@@ -124,6 +134,7 @@ class LineProgress:
 
     def update(self, n: int = 1) -> None:
         self.n += n
+        progressed()
         if self._silent:
             return
         now = self._clock()

@@ -14,6 +14,7 @@ from bench.report.pooling import row_label
 from leaderboard import cache, grouping
 from leaderboard.queries import DBState
 from leaderboard.text import literal
+from results_db.liveness import live_status
 from leaderboard.views import curves
 from leaderboard.views.common import csv_button, show_table
 
@@ -85,8 +86,9 @@ def show(state: DBState) -> None:
     # Everything below that came from the database is shown literally (leaderboard.text).
     label = row_label(run)  # a `bench eval` row by the model it scored, as the main board names it
     st.subheader(f"run {run_id} · {literal(label or grouping.NONE_LABEL)} · {literal(run['backbone'] or run['model'])}", anchor=False)
-    status = run["status"]
-    (st.error if status == "failed" else st.info if status == "running" else st.success)(f"status: {literal(status)}")
+    status = live_status(dict(run))  # "stale" (process gone) or "stalled" (no progress for minutes) apart from running
+    show_status = st.error if status == "failed" else st.warning if status in ("stale", "stalled") else st.info if status == "running" else st.success
+    show_status(f"status: {literal(status)}")
     if run.get("error"):
         st.code(run["error"], language=None, wrap_lines=True)
     summary = pd.DataFrame(
