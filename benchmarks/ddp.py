@@ -11,6 +11,13 @@ are free and communication is cheap) and the mean training loss of each run (clo
 batches and updates, but the dropout masks of the N processes are drawn differently; tests/test_distributed_train.py
 checks exact equality with dropout off).
 
+Scale case (issue 41): `--scale [--scale-docs 40000] [--ranks 1,2,4]` runs the whole cold `bench eval --suite
+beir:synthetic` (a random tiny BERT on MiniLM's tokenizer, gloo on CPU, one thread a rank; the corpus of
+benchmarks/gpu_scale.py from the STS-B and SciFact files of ../shared/data) at each number of ranks and prints the
+largest single process's peak resident memory (a rank's), sampled every 0.5 s, with the wall time and nDCG@10 (the
+same at every number of ranks): each rank encodes and searches its own share of the corpus
+(bench.evaluate.sharded_search), so a rank's memory stays flat, or falls, as ranks are added.
+
 On CPU the gain is bounded by the cores: on a 2-core machine 2 processes x 1 thread against 1 process x 2 threads
 mostly measures how well torch's intra-op threading uses the second core. On GPUs the launcher is torchrun
 (README: Scaling out) and each rank has its own device (nccl).
@@ -77,8 +84,49 @@ def _worker(rank: int, world: int, port: int, args: argparse.Namespace, model_di
         distributed.shutdown()
 
 
+def scale_case(args: argparse.Namespace) -> int:
+    """Per-rank peak memory of the whole cold bench eval as ranks grow (see the module docstring)."""
+    import subprocess
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import gpu_scale
+
+    from bench.encode.backbones import make_random_bert
+
+    data_dir = args.data_dir  # None: the usual search (./data, ../shared/data, $LENBENCH_DATA)
+    with tempfile.TemporaryDirectory(prefix="lenbench-ddp-scale-") as tmp:
+        root = gpu_scale.write_scale_corpus(Path(tmp) / "data", args.scale_docs, 200, data_dir)
+        model = str(make_random_bert(Path(tmp) / "tiny", size="tiny", seed=0))
+        print(f"{args.scale_docs:,} documents, 200 queries; a random tiny BERT; gloo on CPU, 1 thread a rank")
+        for ranks in [int(r) for r in args.ranks.split(",")]:
+            run = Path(tmp) / f"ranks-{ranks}"
+            env = {**os.environ, "OMP_NUM_THREADS": "1", "LENBENCH_CACHE": str(run / "cache"),
+                   "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}  # fmt: skip
+            cmd = [sys.executable, "-m", "bench", "eval", "--model", model, "--suite", "beir:synthetic", "--data-dir",
+                   str(root), "--db", str(run / "runs.sqlite"), "--no-progress", "--max-len", "64",
+                   *(["--nproc", str(ranks)] if ranks > 1 else [])]  # fmt: skip
+            run.mkdir(parents=True)
+            t0 = time.time()
+            with open(run / "log.txt", "w") as log:
+                proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+                with gpu_scale.TreeMemory(proc.pid) as tree:
+                    code = proc.wait()
+            wall = time.time() - t0
+            if code != 0:
+                print(f"{ranks} rank(s): bench eval failed ({code}):\n{(run / 'log.txt').read_text()[-2000:]}")
+                return 1
+            score = gpu_scale.read_score(run / "runs.sqlite").get("ndcg_at_10")
+            print(f"{ranks} rank(s): peak RSS of a rank {tree.largest / 2**20:7.0f} MiB, all processes "
+                  f"{tree.peak / 2**20:7.0f} MiB, wall {wall:6.1f} s, nDCG@10 {score}", flush=True)  # fmt: skip
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scale", action="store_true", help="the scale case: per-rank memory of bench eval as ranks grow")
+    p.add_argument("--scale-docs", type=int, default=40_000, help="--scale: documents of the synthetic corpus")
+    p.add_argument("--ranks", default="1,2,4", help="--scale: numbers of ranks (default 1,2,4)")
+    p.add_argument("--data-dir", default=None, help="--scale: folder with sts/ and beir/scifact (default: the usual search)")
     p.add_argument("--nproc", type=int, default=2)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=32, help="global batch (default 32)")
@@ -88,6 +136,8 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=None, help="torch threads in all (default: --nproc)")
     args = p.parse_args()
     args.threads = args.threads or args.nproc
+    if args.scale:
+        return scale_case(args)
 
     import torch
     import torch.multiprocessing as mp

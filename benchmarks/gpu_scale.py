@@ -177,6 +177,7 @@ class TreeMemory:
 
     def __init__(self, pid: int, period: float = 0.5):
         self.pid, self.period, self.peak = pid, period, 0
+        self.largest = 0  # the largest single process seen (a rank, under torchrun)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
@@ -190,7 +191,9 @@ class TreeMemory:
 
     def _poll(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, sum(rss_bytes(p) for p in descendants(self.pid)))
+            each = [rss_bytes(p) for p in descendants(self.pid)]
+            self.peak = max(self.peak, sum(each))
+            self.largest = max(self.largest, max(each, default=0))
             self._stop.wait(self.period)
 
 
