@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "results",
         help="list runs and scores from the results database",
         description="List runs and scores. Never creates a database; a database from an older lenbench is upgraded "
-        "in place. A run whose process died without marking it (SIGKILL, lost node) shows as 'stale'.",
+        "in place. A run whose process died without marking it (SIGKILL, lost node) shows as 'stale'; one alive but without progress for 10 minutes as 'stalled'.",
     )
     add_db(p)
     p.add_argument("--run", type=int, action="append", help="only these run ids (repeatable)")
