@@ -237,3 +237,28 @@ def test_a_run_alive_without_progress_for_ten_minutes_shows_as_stalled_apart_fro
     from results_db.liveness import live_status  # what the leaderboard's run page shows
 
     assert [live_status(db.get_run(r)) for r in (moving, stuck)] == ["running", "stalled"]
+
+
+def test_the_encoders_token_id_pool_after_the_tokenizers_threads_finishes(tiny_model_dir, tmp_path):
+    """`bench eval`'s sequence: the tokenizer's threads run (a first batch), then the encoder's token-id pool
+    tokenises the rest (forced on: on 2 cores it would not start), in one process, within a bound; the pool's ids
+    equal the in-process ones."""
+    code = (
+        "from transformers import AutoTokenizer\n"
+        "from bench.encode.inputs import model_inputs\n"
+        "from bench.encode.token_ids import tokenize_parallel\n"
+        f"tok = AutoTokenizer.from_pretrained({str(tiny_model_dir)!r})\n"
+        "texts = [f'text {i} ' + 'word ' * (i % 11) for i in range(600)]\n"
+        "expected = model_inputs(texts, tok, 16)\n"  # the threads run here
+        "got = tokenize_parallel(texts, tok, 16, workers=2)\n"
+        "assert got.ids.flat.tolist() == expected.ids.flat.tolist()\n"
+        "print('pool ok')\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=child_env(), cwd=tmp_path, start_new_session=True)  # fmt: skip
+    try:
+        out = proc.communicate(timeout=120)[0].decode()
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        pytest.fail(f"the encoder's token-id pool hung: {proc.communicate()[0].decode()[-2000:]}")
+    assert proc.returncode == 0 and "pool ok" in out and "finishing" not in out, out[-2000:]
