@@ -93,7 +93,7 @@ def test_two_identical_bench_runs_train_one_row_and_both_report_it(tmp_path, tin
     data = _setup(tmp_path)
     procs = _two(f"""
 import bench.experiment.comparison as comparison
-at_barrier(comparison, "_find_or_create_run")
+at_barrier(comparison.ComparisonJob, "_find_or_create_run")
 from bench.cli import main
 sys.exit(main({_run_argv(tiny_model_dir, data)!r}))
 """, tmp_path)
@@ -106,7 +106,7 @@ def test_two_identical_lenbench_run_calls_train_one_row(tmp_path, tiny_model_dir
     data = _setup(tmp_path)
     procs = _two(f"""
 import bench.experiment.comparison as comparison
-at_barrier(comparison, "_find_or_create_run")
+at_barrier(comparison.ComparisonJob, "_find_or_create_run")
 import lenbench
 result = lenbench.run("simcse", "sts:stsb", "steps=4", db="conc.sqlite", backbone={str(tiny_model_dir)!r},
                       corpus="corpus.txt", batch_size=8, max_len=32, eval_max_len=32, data_dir={str(data)!r},

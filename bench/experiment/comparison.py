@@ -117,6 +117,152 @@ class ComparisonJob:
                             keep_checkpoints=self.spec.keep_checkpoints, say=self.say)  # fmt: skip
         self.say(f"[{method}] results {write_results(self.db, run_id, out_dir, finished_at=at)}")
 
+    def _find_or_create_run(self, method: str, trains: bool, chash: str, config: dict, seed: int,
+                            ) -> tuple[int, Path, str, Any]:  # fmt: skip
+        """(run id, folder, status, lease) of the row for this config hash, found or made while this process holds the
+        run's lease (bench.experiment.run_lease: a process asking for a run another one is making waits for it, then
+        reuses it). A finished one reused ("finished"); with --resume an unfinished one whose process is gone, taken over
+        ("running"); one another live process holds, left alone ("live"); else a new row ("running"). The lease is
+        returned with a "running" row (released when its work ends) and let go otherwise."""
+        from bench.experiment.run_lease import lease_run, release_run
+
+        db, say, multi_seed = self.db, self.say, len(self.spec.settings.seeds) > 1
+        who = f"[{method}]" + (f" seed {seed}:" if trains and multi_seed else "")
+        held = lease_run(db, "train" if trains else "eval", chash, method, say, who)
+        try:
+            run_id, out_dir, status = self._find_or_create_leased(method, trains, chash, config, seed, who)
+        except BaseException:
+            release_run(db, held)
+            raise
+        if status != "running":
+            release_run(db, held)
+            held = None
+        return run_id, out_dir, status, held
+
+    def _find_or_create_leased(self, method: str, trains: bool, chash: str, config: dict, seed: int, who: str,
+                               ) -> tuple[int, Path, str]:  # fmt: skip
+        from bench.experiment.artifacts import reusable
+        from bench.runtime.trackers import parse_report_to
+        from results_db.liveness import with_liveness
+
+        db, spec, out_root, say = self.db, self.spec, self.out_root, self.say
+        multi_seed = len(spec.settings.seeds) > 1
+        runs = with_liveness(db.runs())
+        same = runs[(runs["config_hash"] == chash) & (runs["method"] == method)].sort_values("id") if not runs.empty else runs
+        done = same[same["status"] == "finished"] if not same.empty else same
+        rerun_of = int(done.iloc[-1]["id"]) if not done.empty and getattr(spec, "rerun", False) else None
+        if not done.empty and rerun_of is None:
+            row = done.iloc[-1].to_dict()
+            reusable(db, row, who, say)  # its files are there (results.json written again if not), or one line refuses it
+            say(f"{who} run {int(row['id'])} already finished with these settings; reusing it (nothing trained)")
+            trackers = parse_report_to(getattr(spec, "report_to", None))
+            if trackers:
+                say(f"{who} --report-to {','.join(trackers)}: nothing is logged for a reused run (its training is not run "
+                    "again; --rerun trains and logs a new one)")  # fmt: skip
+            return int(row["id"]), Path(row["output_dir"] or out_root), "finished"
+        if spec.resume:
+            row = resume_row(db, "train" if trains else "eval", chash)
+            if row is not None:
+                say(f"{who} resuming run {int(row['id'])} ({row['status']}) in {row['output_dir']}")
+                return int(row["id"]), Path(row["output_dir"]), "running"
+            live = same[same["status"] == "running"] if not same.empty else same
+            if not live.empty:
+                row = live.iloc[-1]
+                say(f"{who} run {int(row['id'])} with these settings is running in another process (pid {row['pid']} on "
+                    f"{row['host']}); --resume never takes over a live run, so it is left to finish")  # fmt: skip
+                return int(row["id"]), Path(row["output_dir"] or out_root), "live"
+            say(f"{who} --resume: no earlier unfinished run of these settings; starting one")
+        elif not same.empty and rerun_of is None:
+            left = same[same["status"].isin(RESUMABLE)]
+            if not left.empty:
+                row = left.iloc[-1]
+                say(f"{who} run {int(row['id'])} with these settings ended {row['status']} before it finished; starting a "
+                    f"new row beside it (the same command with --resume continues run {int(row['id'])} instead)")  # fmt: skip
+        if rerun_of is not None:  # an unfinished re-run (its process gone) was resumed above instead
+            say(f"{who} --rerun: run {rerun_of} already finished with these settings; "
+                f"{'training and scoring' if trains else 'scoring'} again in a new row (the old one is kept)")
+        out_dir = new_run_folder(out_root, method, seed, multi_seed and trains)
+        return self._create_run(method, trains, chash, config, out_dir, seed), out_dir, "running"
+
+    def _create_run(self, method: str, trains: bool, chash: str, config: dict, out_dir: Path, seed: int) -> int:
+        from bench.runtime.provenance import code_version, package_versions
+
+        db, spec, corpus = self.db, self.spec, self.corpus
+        budget = spec.settings.budget
+        out_dir = Path(out_dir).resolve()  # the row's folder must read the same from any working folder
+        return db.create_run(
+            kind="train" if trains else "eval",
+            model=str(out_dir / "encoder") if trains else spec.backbone,
+            method=method,
+            backbone=spec.backbone,
+            suite="+".join(spec.settings.suite_args),
+            train_corpus=corpus.describe() if (trains and corpus) else "",
+            budget_label=budget.label() if trains else "",
+            budget_asked=budget.asked() if trains else {},
+            config=config,
+            config_hash=chash,
+            seed=seed,
+            code_version=code_version(),
+            package_versions=package_versions(),
+            command=spec.reproduce_command(method, trains, train_seed=seed, invoked=command_line()),
+            output_dir=str(out_dir),
+            status="running",
+            sweep=spec.sweep,
+            sweep_point=spec.sweep_point,
+        )
+
+    def _train_one(self, run_id: int, method: str, method_spec: Any, train_cfg: Any, method_cfg: Any, out_dir: Path,
+                   eval_hook: Any = None, trackers: Any = None) -> str:  # fmt: skip
+        """Train (or resume) one method; the trainer saves its weights. Returns the folder to evaluate. Messages go to
+        `say` (rank 0's; the others say nothing)."""
+        from bench.encode.names import is_generated_backbone
+        from bench.encode.st_config import declare_scoring
+        from bench.report.tables import loss_warning
+        from bench.train.backbone import load_backbone
+        from bench.train.trainer import train_method
+
+        db, spec, corpus, say = self.db, self.spec, self.corpus, self.say
+        budget, rank_batch = spec.settings.budget, self.runtime.get("per_rank_batch")
+        if not method_spec.trains:  # the backbone itself (a random BERT is written once under --out/backbones)
+            from bench.encode.loading import resolve_model
+
+            if not is_generated_backbone(spec.backbone):
+                return resolve_model(spec.backbone)
+            with distributed.main_first():  # written once, by rank 0
+                return load_backbone(spec.backbone, cache_dir=Path(spec.out) / "backbones", allow_pickle=spec.encoder.allow_pickle)[2]
+        encoder_dir = Path(out_dir) / "encoder"
+        done_marker = Path(out_dir) / "TRAINED"
+        if distributed.broadcast_from_main(done_marker.exists() and (encoder_dir / "config.json").exists()):
+            if distributed.is_main():
+                say(f"[{method}] training already complete in {out_dir}")
+                # a folder an older lenbench saved with the training max_len declares the scoring now
+                declare_scoring(encoder_dir, pooling=train_cfg.pooling, max_len=spec.encoder.max_len)
+            return str(encoder_dir)
+        t0 = time.time()
+        result = train_method(
+            method_spec, backbone=spec.backbone, texts=corpus.texts, budget=budget, config=train_cfg, out_dir=out_dir,
+            db=db, run_id=run_id, resume=spec.resume, method_config=method_cfg, backbone_cache_dir=Path(spec.out) / "backbones",
+            eval_hook=eval_hook, tracker=trackers, scoring_max_len=spec.encoder.max_len,  # the folder declares its scoring once
+            rank_batch=rank_batch,  # checked by the command before any process started
+            allow_pickle=spec.encoder.allow_pickle,
+        )
+        consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
+        if result.resumed_from is not None:
+            consumed["resumed_from_step"] = result.resumed_from
+        if not distributed.is_main():
+            return str(result.encoder_dir)
+        db.update_run(run_id, budget_consumed=consumed, model=str(result.encoder_dir))
+        from bench.runtime.writes import atomic_file
+
+        with atomic_file(done_marker, "the TRAINED marker", kept="training checkpoints are kept (--resume continues)") as tmp:
+            tmp.write_text(json.dumps(consumed))
+        say(f"[{method}] trained {result.consumed.steps} steps in {time.time() - t0:.0f}s ({stop_reason(result.stopped_by)}); "
+              f"final loss {result.final_loss:.3e}; encoder {result.encoder_dir}")
+        warning = loss_warning(method, result.losses)
+        if warning:
+            say(warning)
+        return str(result.encoder_dir)
+
 
 def run_comparison(spec: RunSpec, db: Any = None, *, say: Callable[..., None] | None = None,
                    runtime: dict[str, Any] | None = None, checked: tuple[Any, list[Any], str | None] | None = None,
@@ -225,16 +371,15 @@ def _announce(job: ComparisonJob) -> None:
 
 def _lease_row(job: ComparisonJob, method: str, method_spec: Any, seed: int) -> tuple[int, Path, str, Any]:
     """(run id, folder, status, lease) of one (method, seed) on every rank: rank 0 leases the run and finds or
-    creates its row (see `_find_or_create_run`; the lease, rank 0's alone, is held while a "running" row's work
-    runs) and records this process's runtime on a row it will run."""
+    creates its row (see `ComparisonJob._find_or_create_run`; the lease, rank 0's alone, is held while a "running"
+    row's work runs) and records this process's runtime on a row it will run."""
     from bench.experiment.run_lease import release_run
     from bench.runtime.provenance import module_source
 
     trains, found, held = method_spec.trains, None, None
     if distributed.is_main():
         config, chash = job.configs.per_run[(method, seed)]
-        *found, held = _find_or_create_run(job.db, job.spec, method, trains, chash, config, job.corpus, job.out_root,
-                                           seed=seed, multi_seed=len(job.spec.settings.seeds) > 1, say=job.say)  # fmt: skip
+        *found, held = job._find_or_create_run(method, trains, chash, config, seed)
         if found[2] == "running":
             try:
                 runtime = job.runtime if trains else {k: v for k, v in job.runtime.items() if k != "per_rank_batch"}
@@ -276,9 +421,8 @@ def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_c
         if hook is not None:
             hook.evaluate.tracker = trackers
         t_train = time.time()
-        model_dir = _train_one(db, run_id, method, method_spec, spec, corpus, settings.budget,
-                               replace(spec.train, seed=seed), method_cfg, out_dir, hook, trackers,
-                               job.runtime.get("per_rank_batch"), say)  # fmt: skip
+        model_dir = job._train_one(run_id, method, method_spec, replace(spec.train, seed=seed), method_cfg, out_dir,
+                                   hook, trackers)  # fmt: skip
         train_seconds = time.time() - t_train
         encoder = evaluation.load(model_dir)
         if db is not None:
@@ -413,75 +557,6 @@ def elapsed_eta(method: str, done: int, total: int, elapsed: float, loop_elapsed
     return f"[{method}] {done}/{total} runs done, {duration(elapsed)} elapsed{rest}"
 
 
-def _find_or_create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus: Any,
-                        out_root: Path, seed: int, multi_seed: bool, say: Callable[..., None] = print,
-                        ) -> tuple[int, Path, str, Any]:  # fmt: skip
-    """(run id, folder, status, lease) of the row for this config hash, found or made while this process holds the
-    run's lease (bench.experiment.run_lease: a process asking for a run another one is making waits for it, then
-    reuses it). A finished one reused ("finished"); with --resume an unfinished one whose process is gone, taken over
-    ("running"); one another live process holds, left alone ("live"); else a new row ("running"). The lease is
-    returned with a "running" row (released when its work ends) and let go otherwise."""
-    from bench.experiment.run_lease import lease_run, release_run
-
-    who = f"[{method}]" + (f" seed {seed}:" if trains and multi_seed else "")
-    held = lease_run(db, "train" if trains else "eval", chash, method, say, who)
-    try:
-        run_id, out_dir, status = _find_or_create_leased(db, spec, method, trains, chash, config, corpus, out_root,
-                                                         seed, multi_seed, who, say)  # fmt: skip
-    except BaseException:
-        release_run(db, held)
-        raise
-    if status != "running":
-        release_run(db, held)
-        held = None
-    return run_id, out_dir, status, held
-
-
-def _find_or_create_leased(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus: Any,
-                           out_root: Path, seed: int, multi_seed: bool, who: str, say: Callable[..., None],
-                           ) -> tuple[int, Path, str]:  # fmt: skip
-    from bench.experiment.artifacts import reusable
-    from bench.runtime.trackers import parse_report_to
-    from results_db.liveness import with_liveness
-
-    runs = with_liveness(db.runs())
-    same = runs[(runs["config_hash"] == chash) & (runs["method"] == method)].sort_values("id") if not runs.empty else runs
-    done = same[same["status"] == "finished"] if not same.empty else same
-    rerun_of = int(done.iloc[-1]["id"]) if not done.empty and getattr(spec, "rerun", False) else None
-    if not done.empty and rerun_of is None:
-        row = done.iloc[-1].to_dict()
-        reusable(db, row, who, say)  # its files are there (results.json written again if not), or one line refuses it
-        say(f"{who} run {int(row['id'])} already finished with these settings; reusing it (nothing trained)")
-        trackers = parse_report_to(getattr(spec, "report_to", None))
-        if trackers:
-            say(f"{who} --report-to {','.join(trackers)}: nothing is logged for a reused run (its training is not run "
-                "again; --rerun trains and logs a new one)")  # fmt: skip
-        return int(row["id"]), Path(row["output_dir"] or out_root), "finished"
-    if spec.resume:
-        row = resume_row(db, "train" if trains else "eval", chash)
-        if row is not None:
-            say(f"{who} resuming run {int(row['id'])} ({row['status']}) in {row['output_dir']}")
-            return int(row["id"]), Path(row["output_dir"]), "running"
-        live = same[same["status"] == "running"] if not same.empty else same
-        if not live.empty:
-            row = live.iloc[-1]
-            say(f"{who} run {int(row['id'])} with these settings is running in another process (pid {row['pid']} on "
-                f"{row['host']}); --resume never takes over a live run, so it is left to finish")  # fmt: skip
-            return int(row["id"]), Path(row["output_dir"] or out_root), "live"
-        say(f"{who} --resume: no earlier unfinished run of these settings; starting one")
-    elif not same.empty and rerun_of is None:
-        left = same[same["status"].isin(RESUMABLE)]
-        if not left.empty:
-            row = left.iloc[-1]
-            say(f"{who} run {int(row['id'])} with these settings ended {row['status']} before it finished; starting a "
-                f"new row beside it (the same command with --resume continues run {int(row['id'])} instead)")  # fmt: skip
-    if rerun_of is not None:  # an unfinished re-run (its process gone) was resumed above instead
-        say(f"{who} --rerun: run {rerun_of} already finished with these settings; "
-            f"{'training and scoring' if trains else 'scoring'} again in a new row (the old one is kept)")
-    out_dir = new_run_folder(out_root, method, seed, multi_seed and trains)
-    return _create_run(db, spec, method, trains, chash, config, corpus, out_dir, seed), out_dir, "running"
-
-
 def run_folder(out_root: Path, method: str, seed: int, per_seed: bool) -> Path:
     """The folder of one method's run under --out: METHOD or METHOD-seedN, one path component (registered names are
     slugs; `child_folder` refuses anything that would leave out_root)."""
@@ -501,34 +576,6 @@ def new_run_folder(out_root: Path, method: str, seed: int, per_seed: bool) -> Pa
         except FileExistsError:
             folder = child_folder(out_root, f"{run_folder(out_root, method, seed, per_seed).name}-{n}")
             n += 1
-
-
-def _create_run(db: Any, spec: RunSpec, method: str, trains: bool, chash: str, config: dict, corpus: Any,
-                out_dir: Path, seed: int) -> int:  # fmt: skip
-    from bench.runtime.provenance import code_version, package_versions
-
-    budget = spec.settings.budget
-    out_dir = Path(out_dir).resolve()  # the row's folder must read the same from any working folder
-    return db.create_run(
-        kind="train" if trains else "eval",
-        model=str(out_dir / "encoder") if trains else spec.backbone,
-        method=method,
-        backbone=spec.backbone,
-        suite="+".join(spec.settings.suite_args),
-        train_corpus=corpus.describe() if (trains and corpus) else "",
-        budget_label=budget.label() if trains else "",
-        budget_asked=budget.asked() if trains else {},
-        config=config,
-        config_hash=chash,
-        seed=seed,
-        code_version=code_version(),
-        package_versions=package_versions(),
-        command=spec.reproduce_command(method, trains, train_seed=seed, invoked=command_line()),
-        output_dir=str(out_dir),
-        status="running",
-        sweep=spec.sweep,
-        sweep_point=spec.sweep_point,
-    )
 
 
 def open_trackers(spec: RunSpec, run_id: int, method: str, seed: int, multi_seed: bool, config: dict, out_dir: Path) -> Any:
@@ -554,57 +601,6 @@ class close_trackers:  # noqa: N801 - a context manager used like a function
     def __exit__(self, *exc: Any) -> None:
         if self.trackers is not None:
             self.trackers.finish()
-
-
-def _train_one(db, run_id, method, method_spec, spec, corpus, budget, train_cfg, method_cfg, out_dir, eval_hook=None,  # noqa: ANN001, ANN202
-               trackers=None, rank_batch=None, say=print):  # noqa: ANN001
-    """Train (or resume) one method; the trainer saves its weights. Returns the folder to evaluate. Messages go to
-    `say` (rank 0's; the others say nothing)."""
-    from bench.encode.names import is_generated_backbone
-    from bench.encode.st_config import declare_scoring
-    from bench.report.tables import loss_warning
-    from bench.train.backbone import load_backbone
-    from bench.train.trainer import train_method
-
-    if not method_spec.trains:  # the backbone itself (a random BERT is written once under --out/backbones)
-        from bench.encode.loading import resolve_model
-
-        if not is_generated_backbone(spec.backbone):
-            return resolve_model(spec.backbone)
-        with distributed.main_first():  # written once, by rank 0
-            return load_backbone(spec.backbone, cache_dir=Path(spec.out) / "backbones", allow_pickle=spec.encoder.allow_pickle)[2]
-    encoder_dir = Path(out_dir) / "encoder"
-    done_marker = Path(out_dir) / "TRAINED"
-    if distributed.broadcast_from_main(done_marker.exists() and (encoder_dir / "config.json").exists()):
-        if distributed.is_main():
-            say(f"[{method}] training already complete in {out_dir}")
-            # a folder an older lenbench saved with the training max_len declares the scoring now
-            declare_scoring(encoder_dir, pooling=train_cfg.pooling, max_len=spec.encoder.max_len)
-        return str(encoder_dir)
-    t0 = time.time()
-    result = train_method(
-        method_spec, backbone=spec.backbone, texts=corpus.texts, budget=budget, config=train_cfg, out_dir=out_dir,
-        db=db, run_id=run_id, resume=spec.resume, method_config=method_cfg, backbone_cache_dir=Path(spec.out) / "backbones",
-        eval_hook=eval_hook, tracker=trackers, scoring_max_len=spec.encoder.max_len,  # the folder declares its scoring once
-        rank_batch=rank_batch,  # checked by the command before any process started
-        allow_pickle=spec.encoder.allow_pickle,
-    )
-    consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
-    if result.resumed_from is not None:
-        consumed["resumed_from_step"] = result.resumed_from
-    if not distributed.is_main():
-        return str(result.encoder_dir)
-    db.update_run(run_id, budget_consumed=consumed, model=str(result.encoder_dir))
-    from bench.runtime.writes import atomic_file
-
-    with atomic_file(done_marker, "the TRAINED marker", kept="training checkpoints are kept (--resume continues)") as tmp:
-        tmp.write_text(json.dumps(consumed))
-    say(f"[{method}] trained {result.consumed.steps} steps in {time.time() - t0:.0f}s ({stop_reason(result.stopped_by)}); "
-          f"final loss {result.final_loss:.3e}; encoder {result.encoder_dir}")
-    warning = loss_warning(method, result.losses)
-    if warning:
-        say(warning)
-    return str(result.encoder_dir)
 
 
 def stop_reason(stopped_by: str) -> str:
