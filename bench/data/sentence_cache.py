@@ -73,7 +73,7 @@ def parallel_map(fn: Callable[[list[Any]], list[Any]], items: Sequence[Any], wor
     """fn over chunks of `items` in `workers` processes (default: every usable core; 1: in this process), results
     concatenated in order: `bench.runtime.pools.parallel_map` (workers never forked from this process, no wait on
     a stuck one). `fn` must be a module-level function."""
-    return pools.parallel_map(fn, items, workers, name="sentence-split")
+    return pools.parallel_map(fn, items, workers, pool=pools.PoolSetup("sentence-split"))
 
 
 def split_all(texts: Sequence[str], workers: int | None = None) -> list[tuple[str, ...]]:

@@ -201,10 +201,10 @@ def bodies(strings: Sequence[str], tokenizer: Any, max_body: int, workers: int |
             return found, True
     # Workers get a pickled copy of the tokenizer once (the pool is kept while the tokenizer is the same); this
     # process tokenises with its own when there is no pool or the pool stalls.
-    out = pools.parallel_map(partial(_tokenize_chunk, max_body=max_body, special=special), strings, workers,
-                             name="token-bodies", key=_pool_key(tokenizer, ident), initializer=_use_tokenizer,
-                             initargs=(tokenizer,), local=partial(tokenize, tokenizer=tokenizer, max_body=max_body,
-                                                                  special=special))  # fmt: skip
+    pool = pools.PoolSetup("token-bodies", key=_pool_key(tokenizer, ident), initializer=_use_tokenizer,
+                          initargs=(tokenizer,))  # fmt: skip
+    out = pools.parallel_map(partial(_tokenize_chunk, max_body=max_body, special=special), strings, workers, pool=pool,
+                             local=partial(tokenize, tokenizer=tokenizer, max_body=max_body, special=special))  # fmt: skip
     table = TokenTable.from_lists(strings, out)
     if path is not None:
         _write(path, table)

@@ -36,6 +36,7 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from multiprocessing import context as mp_context
 from multiprocessing import spawn as mp_spawn
 from typing import Any
@@ -316,13 +317,22 @@ def digest(*parts: Any) -> str:
     return h.hexdigest()[:24]
 
 
+@dataclass(frozen=True)
+class PoolSetup:
+    """Which kept pool a `parallel_map` runs in: its `name`, the `key` it is reused under while it stays the same,
+    and how its workers are set up (`initializer(*initargs)`, once per worker)."""
+
+    name: str = "worker"
+    key: str = ""
+    initializer: Callable[..., None] | None = None
+    initargs: tuple[Any, ...] = ()
+
+
 def parallel_map(fn: Callable[[list[Any]], list[Any]], items: Sequence[Any], workers: int | None = None, *,
-                 name: str = "worker", key: str = "", initializer: Callable[..., None] | None = None,
-                 initargs: tuple[Any, ...] = (), local: Callable[[list[Any]], list[Any]] | None = None,
+                 pool: PoolSetup = PoolSetup(), local: Callable[[list[Any]], list[Any]] | None = None,
                  minimum_items: int = 64) -> list[Any]:  # fmt: skip
-    """fn over chunks of `items`, results concatenated in order: in the kept pool `name` (workers set up by
-    `initializer(*initargs)`, reused while `key` is the same) when `pool_workers` says so, else `local` (default
-    `fn`) in this process. `fn` must be a module-level function (it is pickled)."""
+    """fn over chunks of `items`, results concatenated in order: in the kept `pool` when `pool_workers` says so,
+    else `local` (default `fn`) in this process. `fn` must be a module-level function (it is pickled)."""
     items = list(items)
     local = fn if local is None else local
     n = pool_workers(workers, len(items), minimum_items)
@@ -331,9 +341,9 @@ def parallel_map(fn: Callable[[list[Any]], list[Any]], items: Sequence[Any], wor
     # Small chunks handed out as workers free up: long and short items spread evenly.
     size = max(16, min(512, len(items) // (n * 8) or 1))
     chunks = [items[i : i + size] for i in range(0, len(items), size)]
-    pool = KEPT.get(name, n, key, initializer, initargs)
+    kept = KEPT.get(pool.name, n, pool.key, pool.initializer, pool.initargs)
     out: list[Any] = []
-    for part in pool.map(fn, chunks, local=local):
+    for part in kept.map(fn, chunks, local=local):
         out.extend(part)
     return out
 
