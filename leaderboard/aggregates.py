@@ -10,6 +10,7 @@ Pure functions of the board's per-seed scores and their stored items; no Streaml
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -31,14 +32,23 @@ def per_seed(long: pd.DataFrame, groups: list[int], datasets: list[str]) -> dict
     return out
 
 
+@dataclass(frozen=True)
+class StoredItems:
+    """The per-item scores an aggregate resamples: score_ids, (run_id, dataset) -> score id with stored items;
+    items, score id -> its stored items; key, score id -> the key its item resamples are drawn under."""
+
+    score_ids: dict[tuple[int, str], int] = field(default_factory=dict)
+    items: dict[int, dict] = field(default_factory=dict)
+    key: Callable[[int], Hashable] = lambda i: i
+
+
 def aggregate_table(long: pd.DataFrame, groups: list[int], labels: dict[int, str], datasets: list[str],
-                    score_ids: dict[tuple[int, str], int], items: dict[int, dict], key: Callable[[int], Hashable],
-                    reference: int | None = None, imported: frozenset[int] | set[int] = frozenset(),
-                    ) -> pd.DataFrame:  # fmt: skip
+                    stored: StoredItems = StoredItems(), reference: int | None = None,
+                    imported: frozenset[int] | set[int] = frozenset()) -> pd.DataFrame:  # fmt: skip
     """One row per group that scored every dataset: datasets, seeds, mean and IQM with their 95% intervals, and
-    P(> reference). score_ids: (run_id, dataset) -> score id with stored items; a score without items adds no item
-    noise (its run's score on every item resample is its score). imported: the groups of imported published scores,
-    whose differences from another row below their file's rounding are ties in P(> reference)."""
+    P(> reference). stored: the scores' stored items; a score without items adds no item noise (its run's score on
+    every item resample is its score). imported: the groups of imported published scores, whose differences from
+    another row below their file's rounding are ties in P(> reference)."""
     if len(datasets) < 2:
         return pd.DataFrame()
     cells = per_seed(long, groups, datasets)
@@ -48,7 +58,7 @@ def aggregate_table(long: pd.DataFrame, groups: list[int], labels: dict[int, str
         for d in datasets:
             cell = per[d]
             values = cell["value"].to_numpy(dtype=float)
-            resamples = _item_resamples(cell, d, score_ids, items, key)
+            resamples = _item_resamples(cell, d, stored.score_ids, stored.items, stored.key)
             full.append(values)
             boot.append(resamples if resamples is not None else np.repeat(values[:, None], 2, axis=1))
         full_of[g] = full

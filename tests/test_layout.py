@@ -124,7 +124,6 @@ TOO_MANY_PARAMETERS = {
     "leaderboard/significance.py:reference_differences": 11, "bench/train/trainer.py:__init__": 11,
     "bench/encode/encoder.py:__init__": 11,
     "leaderboard/views/common.py:show_table": 10, "bench/train/loss_reader.py:__init__": 10,
-    "leaderboard/aggregates.py:aggregate_table": 9,
     "bench/evaluate/attacks/lazy.py:__init__": 9,
 }
 

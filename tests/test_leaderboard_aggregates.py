@@ -29,8 +29,8 @@ VALUES = {0: {"a": [50.0, 52.0, 51.0], "b": [70.0, 71.0, 69.0], "c": [30.0, 35.0
 
 def test_aggregate_table_is_the_cli_computation_and_skips_rows_missing_a_dataset():
     long = long_frame(VALUES)
-    table = aggregates.aggregate_table(long, [0, 1, 2], {0: "ref", 1: "new", 2: "partial"}, ["a", "b", "c"], {}, {},
-                                       lambda i: i, reference=0).set_index("row")  # fmt: skip
+    table = aggregates.aggregate_table(long, [0, 1, 2], {0: "ref", 1: "new", 2: "partial"}, ["a", "b", "c"],
+                                       aggregates.StoredItems(), reference=0).set_index("row")  # fmt: skip
     assert set(table.index) == {"ref", "new"}  # the partial row scored 2 of 3 datasets
     full = [np.array(VALUES[1][d]) for d in "abc"]
     expected = stats.aggregate_over_datasets(full, [np.repeat(f[:, None], 2, axis=1) for f in full])
@@ -55,8 +55,8 @@ def test_item_resamples_widen_the_interval():
         values += row.value - values.mean()  # the score is the mean of its items
         score_ids[(row.run_id, row.dataset)] = row.run_id
         items[row.run_id] = {"aggregate": "mean", "item_ids": [f"q{i}" for i in range(50)], "values": values.tolist(), "gold": None}
-    with_items = aggregates.aggregate_table(long, [0], {0: "x"}, ["a", "b"], score_ids, items, lambda i: ("t", i))
-    without = aggregates.aggregate_table(long, [0], {0: "x"}, ["a", "b"], {}, {}, lambda i: i)
+    with_items = aggregates.aggregate_table(long, [0], {0: "x"}, ["a", "b"], aggregates.StoredItems(score_ids, items, lambda i: ("t", i)))
+    without = aggregates.aggregate_table(long, [0], {0: "x"}, ["a", "b"], aggregates.StoredItems())
     width = lambda t: float(t["mean high"].iloc[0] - t["mean low"].iloc[0])  # noqa: E731
     assert with_items["mean"].iloc[0] == pytest.approx(without["mean"].iloc[0])
     assert width(with_items) > 2 * width(without)

@@ -176,8 +176,8 @@ def aggregate_view(query: BoardQuery) -> tuple[pd.DataFrame, dict | None]:
     ref = full_codes[0] if len(full_codes) == 1 else None  # one reference row among the full-set rows
     types = dict(zip(part.groups.tolist(), part.info["type"])) if "type" in part.info else {}
     imported = {int(g) for g, t in types.items() if t == grouping.REFERENCE}
-    agg = aggregates.aggregate_table(long, groups, labels, datasets, score_ids, items,
-                                     lambda i: cache.score_key(location, version, i), ref, imported)  # fmt: skip
+    stored = aggregates.StoredItems(score_ids, items, lambda i: cache.score_key(location, version, i))
+    agg = aggregates.aggregate_table(long, groups, labels, datasets, stored, ref, imported)
     profile = aggregates.performance_profile(long, groups, labels, datasets)
     spec = None
     if not profile.empty:
