@@ -17,6 +17,7 @@ No streamlit here: the main view caches what these return.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -100,18 +101,29 @@ def seed_difference(reference_ids: tuple[int, ...], row_ids: tuple[int, ...], it
     return stats.seed_item_ci(full[:k], boot[:k], full[k:], boot[k:], seeds_vary=seeds_vary, n_items=len(common))
 
 
+@dataclass(frozen=True)
+class ItemEvidence:
+    """The per-item scores a row's difference from the reference is bootstrapped over: reps, per dataset each row's
+    representative score id; items, score id -> its stored items; key, score id -> the key its resamples are drawn
+    under; seed_reps, each row's seed runs with per-item values (`seed_representatives`; `items` must hold them);
+    trained, the rows whose runs are training seeds (`trained_groups`)."""
+
+    reps: dict[str, dict[int, int]]
+    items: dict[int, dict]
+    key: Callable[[int], Hashable]
+    seed_reps: dict[str, dict[int, tuple[int, ...]]] = field(default_factory=dict)
+    trained: frozenset[int] | set[int] = frozenset()
+
+
 def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], datasets: list[str],
-                          reps: dict[str, dict[int, int]], items: dict[int, dict], key: Callable[[int], Hashable],
-                          bootstrap_rows: set[int], correction: str = ranking.CORRECTION,
-                          seed_reps: dict[str, dict[int, tuple[int, ...]]] | None = None,
-                          trained: set[int] = frozenset()) -> dict[int, str]:  # fmt: skip
+                          evidence: ItemEvidence, bootstrap_rows: set[int],
+                          correction: str = ranking.CORRECTION) -> dict[int, str]:  # fmt: skip
     """Per row (group code): its difference from the reference row with a 95% CI, as text ("+2.01 [1.44, 2.62]*").
 
     long: per (group, seed, dataset) value (`grouping.latest_per_seed`); datasets: the datasets the difference is
     taken on (one: that dataset's CI; several: the mean difference over them and how many of them exclude 0);
-    bootstrap_rows: the rows whose differences get an interval (each costs a re-scoring per run, cached per score);
-    seed_reps: each row's seed runs with per-item values (`seed_representatives`; `items` must hold them);
-    trained: the rows whose runs are training seeds (`trained_groups`).
+    evidence: the per-item scores (`ItemEvidence`); bootstrap_rows: the rows whose differences get an interval (each
+    costs a re-scoring per run, cached per score).
 
     One run against one run: `stats.paired_bootstrap`; several seeds on either side: `stats.seed_item_ci` (as
     `bench results`: under 3 seeds of a trained row, the item bootstrap alone). A row without per-item values for
@@ -123,7 +135,8 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
     long = long[long["dataset"].isin(datasets)]
     ref = long[long["group"] == reference]
     mine = long[long["group"].isin([g for g in rows if g != reference])]
-    seed_reps = seed_reps or {}
+    reps, items, key, trained = evidence.reps, evidence.items, evidence.key, evidence.trained
+    seed_reps = evidence.seed_reps or {}
     verdicts: dict[int, list[list]] = {}  # per row: [difference, low, high, p] per dataset
     found_on: dict[int, list[str]] = {}  # per row: the datasets of its verdicts
     if not ref.empty and not mine.empty:

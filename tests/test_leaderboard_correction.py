@@ -46,8 +46,8 @@ def test_reference_column_is_holm_corrected_over_the_rows_of_the_table():
     long = pd.DataFrame([{"group": g, "seed": 0, "dataset": "stsb", "value": float(np.mean(v))} for g, v in values.items()])
 
     def texts(correction: str, shown: list[int]) -> dict[int, str]:
-        return significance.reference_differences(long, 0, shown, ["stsb"], reps, by_score, lambda s: ("t", s),
-                                                  set(shown), correction)  # fmt: skip
+        evidence = significance.ItemEvidence(reps, by_score, lambda s: ("t", s))
+        return significance.reference_differences(long, 0, shown, ["stsb"], evidence, set(shown), correction)
 
     assert texts("holm", [0, 1])[1].endswith("*")  # the only difference of its table
     holm = texts("holm", rows)

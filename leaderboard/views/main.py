@@ -132,9 +132,9 @@ def main_table(query: BoardQuery) -> MainTable:
     trained = significance.trained_groups(runs)
     for (backbone, subset), ref_code in reference_codes.items():
         rows = [int(g) for g, b, sub in zip(board.groups, board.info["backbone"], board.subsets) if b == backbone and sub == subset]
-        texts = significance.reference_differences(long, ref_code, rows, diff_datasets, reps, items, key,
-                                                   set(board.groups[:MAX_RANKED].tolist()), seed_reps=seed_reps,
-                                                   trained=trained)  # fmt: skip
+        evidence = significance.ItemEvidence(reps, items, key, seed_reps=seed_reps or {}, trained=trained)
+        texts = significance.reference_differences(long, ref_code, rows, diff_datasets, evidence,
+                                                   set(board.groups[:MAX_RANKED].tolist()))  # fmt: skip
         for i, g in enumerate(board.groups):
             if int(g) in texts:
                 delta[i] = texts[int(g)]
