@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -154,19 +155,29 @@ def best_mask(column: pd.Series) -> list[str]:
     return [BEST_STYLE if (not math.isnan(v) and v == best) else "" for v in values]
 
 
+@dataclass(frozen=True)
+class ColumnLook:
+    """How a table's other columns are shown: formats, printf formats ("%.1f") of other numeric columns present
+    (size columns, rank), shown narrow; pinned, a column kept in view while the table scrolls sideways (the row's
+    name); help_text, a header tooltip per column."""
+
+    formats: dict[str, str] | None = None
+    pinned: str | None = None
+    help_text: dict[str, str] | None = None
+
+
 def show_table(frame: pd.DataFrame, score_columns: list[str], highlight: bool, key: str, digits: int = 2,
-               formats: dict[str, str] | None = None, pinned: str | None = None,
-               best: dict[str, list[bool]] | None = None, help_text: dict[str, str] | None = None,
+               look: ColumnLook = ColumnLook(), best: dict[str, list[bool]] | None = None,
                selectable: bool = False):  # noqa: ANN201 - the dataframe's selection event when selectable  # fmt: skip
     """A sortable table: score cells sort by their value and show mean ± CI; the best per column highlighted.
 
-    formats: printf formats ("%.1f") of other numeric columns present (size columns, rank), shown narrow;
-    pinned: a column kept in view while the table scrolls sideways (the row's name);
+    look: the other columns' formats, the pinned column and the header tooltips (`ColumnLook`);
     best: per score column, which rows to highlight (the best and the rows tied with it: `leaderboard.comparable`);
-    help_text: a header tooltip per column; selectable: a click on a row selects it (the event is returned).
+    selectable: a click on a row selects it (the event is returned).
     Only a table that needs it (a highlight, or mean ± CI cells) goes through a pandas Styler, whose cost grows
     with every cell; plain numbers are formatted by the grid itself.
     """
+    formats, pinned, help_text = look.formats, look.pinned, look.help_text
     formats = {c: f for c, f in (formats or {}).items() if c in frame.columns}
     config: dict = {}
     help_text = {c: h for c, h in (help_text or {}).items() if c in frame.columns}

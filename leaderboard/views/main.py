@@ -22,7 +22,7 @@ from leaderboard import aggregates, attack_curves, cache, columns, comparable, g
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views.common import (
-    CATEGORY_SCHEME, csv_button, json_button, pick_metric, pick_suite, run_filter_widgets, show_table,
+    CATEGORY_SCHEME, ColumnLook, csv_button, json_button, pick_metric, pick_suite, run_filter_widgets, show_table,
 )  # fmt: skip
 
 MAX_RANKED = 20  # rows (best averages first) per table ranked by bootstrap: each costs a re-scoring per resample
@@ -391,8 +391,8 @@ def show(state: DBState) -> None:
             help_text.setdefault(v, f"{literal(headline)} on the {literal(v)} texts: mean over seeds (± 95% CI half-width, n=seeds)")
         event = show_table(shown, score_columns, highlight=highlight,
                            key=f"main_table_{label or 'full'}_{abs(hash(backbone)) % 10**8}_{number}_{_nonce()}",
-                           formats=columns.formats(),
-                           pinned="method", best=best, help_text=help_text, selectable=True)  # fmt: skip
+                           look=ColumnLook(formats=columns.formats(), pinned="method", help_text=help_text),
+                           best=best, selectable=True)  # fmt: skip
         selected = _selected_row(event)
         if selected is not None and selected < len(part):
             _open_run(int(part.info["latest run"].iloc[selected]))

@@ -18,7 +18,7 @@ from leaderboard import attack_curves, cache, diag_table, grouping, ranking, sig
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views.common import (
-    CATEGORY_SCHEME, csv_button, pick_metric, pick_suite, run_filter_widgets, shorten_settings, show_table,
+    CATEGORY_SCHEME, ColumnLook, csv_button, pick_metric, pick_suite, run_filter_widgets, shorten_settings, show_table,
 )  # fmt: skip
 
 AVERAGE_CHOICE = "suite average"
@@ -254,7 +254,7 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
     elif "subset" in table:
         table = table.drop(columns="subset")
     show_table(shorten_settings(table), score_columns, highlight=False, key="rob_table",
-               formats={c: "%.2f" for c in table.columns if c.startswith("changed ")})  # fmt: skip
+               look=ColumnLook(formats={c: "%.2f" for c in table.columns if c.startswith("changed ")}))  # fmt: skip
     st.caption(
         "change = attacked − clean (closer to 0: more robust) · changed = share of texts the attack changed · "
         "Δ vs vanilla: the main board's difference, per variant.",
