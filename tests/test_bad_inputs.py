@@ -813,7 +813,7 @@ BAD_SWEEPS: dict[str, tuple[str, str]] = {
     "sweep name ..": ('[sweep]\nname = ".."\n[grid]\nmethod = ["simcse"]\n', r"\[sweep\] name '\.\.' must be one word"),
     "sweep name a number": ('[sweep]\nname = 5\n[grid]\nmethod = ["simcse"]\n', r"\[sweep\] name 5 must be one word"),
     "budget of 1e30 steps in a point": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\n[fixed]\nbudget = "steps=1e30"\n', r"budget steps=1e30: at most"),
-    "negative batch size in a point": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\nbatch_size = [8, -1]\n', r"--batch-size -1: must be >= 1"),
+    "negative batch size in a point": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\nbatch_size = [8, -1]\n', r"point .*batch_size=-1: must be >= 1"),
     "the same --hp twice in a point": (SWEEP_HEAD + '[grid]\nmethod = ["simcse"]\n[fixed]\nhp = ["simcse.temperature=0.1", "simcse.temperature=0.2"]\n', r"simcse\.temperature is given twice"),
     "not UTF-8": ("[sweep]\nname = \"caf\xe9\"\n", r"is not UTF-8 text|not valid TOML"),
 }  # fmt: skip
@@ -906,6 +906,8 @@ def test_a_double_ctrl_c_on_a_sweep_leaves_no_row_running_and_lists_every_point(
     marker = tmp_path / "started"
     monkeypatch.setattr(bench.sweep.worker, "point_command",
                         lambda point, settings: [sys.executable, "-c", CHILD_THAT_WONT_STOP, settings.db, str(marker), point.key])
+    # The deaf child is a process of its own (a slot's long-lived bench process would run a real point instead).
+    monkeypatch.setattr(bench.sweep.worker.SlotProcesses, "get", lambda self, env, log_dir: None)
     points = [Point("s", f"method=simcse seed={i}", {}, (), "simcse", i, None) for i in range(3)]
     settings = WorkerSettings(db=str(world.db), out=str(tmp_path / "runs"), log_dir=str(tmp_path / "logs"), retries=0)
 

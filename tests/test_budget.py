@@ -95,8 +95,8 @@ class CountingAdapter:
 TEXTS = [f"text {i}" for i in range(50)]
 
 
-def _run(tmp_path, budget: str, adapter=None, batch_size: int = 4):
-    cfg = TrainConfig(batch_size=batch_size, progress=False, checkpoint_every=0)
+def _run(tmp_path, budget: str, adapter=None, batch_size: int = 4, loader_workers: int | None = None):
+    cfg = TrainConfig(batch_size=batch_size, progress=False, checkpoint_every=0, loader_workers=loader_workers)
     return train(adapter or CountingAdapter(), torch.nn.Linear(4, 1), None, TEXTS, Budget.parse(budget), cfg,
                  tmp_path / budget.replace("=", "-").replace(".", "_"), save_encoder_dir=None)
 
@@ -124,7 +124,9 @@ def test_count_budgets_stop_within_one_step_of_the_limit(tmp_path, budget, kind,
 
 def test_seconds_budget_stops_within_one_step(tmp_path):
     step = 0.05
-    result = _run(tmp_path, "seconds=0.4", adapter=CountingAdapter(sleep=step))
+    # Batches built in this process: a loader worker's start (a fresh interpreter importing torch, seconds on a busy
+    # machine) would spend the whole 0.4 s budget before the first step, and this test is about the step boundary.
+    result = _run(tmp_path, "seconds=0.4", adapter=CountingAdapter(sleep=step), loader_workers=0)
     assert result.stopped_by == "seconds"
     assert 0.4 <= result.consumed.seconds < 0.4 + step + 0.25  # one step, plus scheduling slack on a busy machine
     assert result.consumed.steps >= 3
