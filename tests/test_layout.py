@@ -123,7 +123,6 @@ TOO_MANY_PARAMETERS = {
     "bench/train/trainer.py:train_method": 17, "bench/train/trainer.py:train": 15,
     "bench/train/trainer.py:__init__": 11,
     "bench/encode/encoder.py:__init__": 11,
-    "bench/train/loss_reader.py:__init__": 10,
     "bench/evaluate/attacks/lazy.py:__init__": 9,
 }
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,21 @@ from bench.train.checkpoint import CheckpointWriter, latest_checkpoint
 LOG_ROWS_PER_WRITE = 20  # training-log rows buffered before one database write
 
 
+@dataclass(frozen=True)
+class LossLog:
+    """Where the logged steps go besides the training log file: the run's row in `db` (rank 0) and `tracker`
+    (bench.runtime.trackers.Trackers, rank 0); None: nowhere."""
+
+    db: Any = None
+    run_id: int | None = None
+    tracker: Any = None
+
+
 class LossReader:
     """Reads and records the losses of one training run (see the module docstring)."""
 
     def __init__(self, *, check_every: int, consumed: Consumption, label: str, out: Path, writer: CheckpointWriter,
-                 checkpoint: Callable[[], Path | None], bar: Any, db: Any = None, run_id: int | None = None,
-                 tracker: Any = None):  # fmt: skip
+                 checkpoint: Callable[[], Path | None], bar: Any, log: LossLog = LossLog()):  # fmt: skip
         self.check_every = check_every
         self.consumed = consumed  # the run's counters: the step a loss belongs to
         self.label = label
@@ -38,7 +48,7 @@ class LossReader:
         self.writer = writer
         self.checkpoint = checkpoint  # writes a checkpoint of the current weights (None on ranks > 0)
         self.bar = bar
-        self.db, self.run_id, self.tracker = db, run_id, tracker
+        self.db, self.run_id, self.tracker = log.db, log.run_id, log.tracker
         self.main = distributed.is_main()
         self.world = distributed.world_size()
         self.losses: list[float] = []  # every loss read, in step order

@@ -60,7 +60,7 @@ from bench.train.config import TrainConfig  # its home: bench.train.config (torc
 from bench.train.eval_hook import EvalHook, run_isolated  # EvalHook's home is bench.train.eval_hook
 from bench.train.loader import BatchLoader, Position, default_workers
 from bench.train.loss_check import check_loss
-from bench.train.loss_reader import LossReader
+from bench.train.loss_reader import LossLog, LossReader
 from bench.train.method import AdapterHooks, MethodSpec
 from bench.train.sharding import shard_batch
 
@@ -326,7 +326,7 @@ class TrainingRecipe:
         self.reader = LossReader(
             check_every=config.nan_check_every or (1 if self.device.type == "cpu" else 10), consumed=self.consumed,
             label=self.hooks.label, out=self.out, writer=self.writer, checkpoint=self.checkpoint, bar=self.bar,
-            db=self.db, run_id=self.run_id, tracker=self.tracker,
+            log=LossLog(self.db, self.run_id, self.tracker),
         )  # fmt: skip
         self.clock_start = time.monotonic() - self.consumed.seconds  # a resumed run keeps counting its seconds
         self.evaluated_at = -1  # the step of the last curve point
