@@ -38,6 +38,8 @@ class CrashAt:
         self.name = inner.name
 
     def __getattr__(self, item):
+        if item == "inner":  # not set yet: a copy being unpickled in a loader worker
+            raise AttributeError(item)
         return getattr(self.inner, item)
 
     def loss(self, model, batch):

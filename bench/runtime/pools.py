@@ -15,8 +15,9 @@ caller's in-process function; one line says so. Results are the same either way.
 Why killed, not joined, on a stop: a pool ended by an exception (StopRequested from SIGTERM/SIGINT included) kills
 its workers instead of waiting for them, and `end_all()` (called when a command ends, and at exit) kills the
 workers of every pool kept alive, so a signal ends the job within seconds and leaves no process behind. Workers
-ignore SIGINT (the parent decides) and die with the forkserver, which dies with this process (Linux:
-PR_SET_PDEATHSIG), so even a SIGKILLed parent leaves no worker.
+ignore SIGINT (the parent decides), die with the forkserver (Linux: PR_SET_PDEATHSIG) and watch the forkserver's
+parent, this process: once it has ended, they exit and the forkserver with them, so even a SIGKILLed parent leaves no
+worker (Linux).
 
 LENBENCH_POOLS: `auto` (default; each caller decides by its size thresholds), `on` (a pool wherever one could be
 used, with at least two workers even on one or two cores: how tests reach the pool path on a small machine), `off`
@@ -149,8 +150,8 @@ def start_context() -> Any:
 
 
 def worker_started() -> None:
-    """First thing in every worker: leave Ctrl-C to the parent (it ends the pool), die with the forkserver (Linux),
-    and tokenise on one thread (the pool is the parallelism)."""
+    """First thing in every worker: leave Ctrl-C to the parent (it ends the pool), die with the forkserver or with
+    the process that started it (Linux), and tokenise on one thread (the pool is the parallelism)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     _die_with_parent()
@@ -164,6 +165,44 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # pragma: no cover - not Linux: the pool still ends its workers itself
         pass
+    _die_with_owner()
+
+
+def _die_with_owner() -> None:
+    """A worker of the forkserver ends when the process that started the forkserver (the pool's owner) ends.
+
+    PR_SET_PDEATHSIG ties a worker to its parent, the forkserver, and the forkserver does not end with a SIGKILLed
+    owner: it waits for the end of the owner's pipe, whose other end every worker also holds (multiprocessing hands
+    it to each process the forkserver starts). So a SIGKILLed `bench run` left the forkserver and its loader worker
+    running, holding the job's stdout open. A thread of the worker watches the forkserver's parent instead: once the
+    owner has ended, the forkserver's parent changes (it is reparented at the owner's exit, before anyone reaps it),
+    and the worker exits; the forkserver then sees its pipe close and exits too."""
+    server = os.getppid()
+    try:
+        with open(f"/proc/{server}/cmdline", "rb") as fh:
+            if b"multiprocessing.forkserver" not in fh.read():
+                return  # spawned by the owner itself: PR_SET_PDEATHSIG above already covers it
+    except OSError:  # pragma: no cover - no /proc (not Linux)
+        return
+    owner = _parent_of(server)
+    if owner is None:  # pragma: no cover - the forkserver is gone already
+        os._exit(1)
+
+    def watch() -> None:
+        while _parent_of(server) == owner:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="lenbench-owner-watch", daemon=True).start()
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent pid of `pid` from /proc (None when it has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _start_worker(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
