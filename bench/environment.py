@@ -49,6 +49,11 @@ VARIABLES: dict[str, Variable] = {
         Variable("LENBENCH_CACHE", "text", "the embedding cache folder"),
         Variable("LENBENCH_WORDNET", "text", "the WordNet folder of the eda method"),
         Variable("LENBENCH_LEADERBOARD_PASSWORD", "text", "the leaderboard's password"),
+        Variable("LENBENCH_POOLS", "choice", "worker process pools (auto: by size; on: always; off: never)",
+                 choices=("auto", "on", "off")),  # fmt: skip
+        Variable("LENBENCH_POOL_STALL_SECONDS", "number",
+                 "seconds a worker pool may finish nothing before it is ended and its work done in the caller",
+                 minimum=0.001),  # fmt: skip
     )
 }
 

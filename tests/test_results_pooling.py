@@ -1,6 +1,6 @@
 """`bench results` reads a claim's (or any sweep's) runs as one comparison: each point is a `bench run --seed N`, so
 each seed has a comparison hash of its own, yet they are seeds of one comparison, against the untrained reference
-that ran with seed 0; and a difference that rests on one seed of a trained method gets no star."""
+that ran with seed 0."""
 
 from __future__ import annotations
 
@@ -52,16 +52,6 @@ def test_a_claims_seeds_are_one_comparison_against_its_reference(tmp_path, capsy
     diffs = [ln.split() for ln in out.splitlines() if ln.lstrip().startswith("sts ") and "seeds+items" in ln]
     assert sorted(row[4] for row in diffs) == ["delete-words", "laser3-self"]  # each pooled over its 3 seeds
     assert all("(3 seeds)" in " ".join(row) for row in diffs)
-
-
-def test_a_single_seed_of_a_trained_method_gets_no_star(tmp_path, capsys):
-    claim_db(tmp_path / "r.sqlite", seeds=(0,))
-    assert main(["results", "--db", str(tmp_path / "r.sqlite")]) == 0
-    out = capsys.readouterr().out
-    diffs = [ln for ln in out.splitlines() if ln.lstrip().startswith("sts ") and ("laser3-self" in ln or "delete-words" in ln)
-             and "[" in ln]  # fmt: skip
-    assert len(diffs) == 2 and not any("*" in ln for ln in diffs), out  # a +6 on one seed: no star
-    assert "none where a side's seed variance is not estimated" in out
 
 
 def test_the_leaderboard_pools_the_same_runs_as_seeds(tmp_path):

@@ -148,8 +148,7 @@ def difference_numbers(db: ResultsDB, scores: pd.DataFrame, reference: str, meth
                        resamples: int = DEFAULT_RESAMPLES, correction: str = "holm") -> pd.DataFrame:  # fmt: skip
     """Each method minus the reference on every (suite, dataset, metric, variant), with its 95% interval, as numbers:
     columns suite, dataset, metric, variant, method, n, diff, ci_low, ci_high, p (floats; NaN where no interval
-    could be computed, `interval` then says why), significant (never where a trained side has fewer than 3 seeds: the
-    seed variance is not estimated; else the interval excludes 0 after the `correction`,
+    could be computed, `interval` then says why), significant (the interval excludes 0 after the `correction`,
     Holm by default, over every difference of this table) and interval (how it was computed).
 
     The difference of the methods' means over their runs (seeds), every run rescored on the same resamples of the
@@ -174,9 +173,6 @@ def difference_numbers(db: ResultsDB, scores: pd.DataFrame, reference: str, meth
             row = {"suite": suite, "dataset": label, "metric": metric, "variant": variant, "method": method,
                    "n": int(mine["n"].max())}  # fmt: skip
             got = _resamples(db, [*ref["id"], *mine["id"]], resamples)
-            # a star needs the seed variance where a side is trained (3+ seeds: "seeds+items"); one seed says nothing
-            # of how another seed would do, whatever the items say
-            row["seeded"] = not (_seeds_vary(ref) or _seeds_vary(mine))
             if isinstance(got, str):
                 diff = float(mine["value"].mean() - ref["value"].mean())
                 row.update(diff=diff, ci_low=np.nan, ci_high=np.nan, p=np.nan, interval=got)
@@ -189,16 +185,14 @@ def difference_numbers(db: ResultsDB, scores: pd.DataFrame, reference: str, meth
                     if ci.method == "seeds+items" else "bootstrap"  # fmt: skip
                 if ci.note:
                     interval += f"; {ci.note}"
-                row["seeded"] = row["seeded"] or ci.method == "seeds+items"
                 row.update(diff=float(ci.difference), ci_low=float(ci.low), ci_high=float(ci.high), p=float(ci.p),
                            interval=interval)  # fmt: skip
             rows.append(row)
     columns = ["suite", "dataset", "metric", "variant", "method", "n", "diff", "ci_low", "ci_high", "p", "significant",
                "interval"]  # fmt: skip
     table = pd.DataFrame(rows, columns=[c for c in columns if c != "significant"])
-    seeded = np.array([r["seeded"] for r in rows], dtype=bool)
     table.insert(columns.index("significant"), "significant",
-                 stats.corrected_stars(table["p"].to_numpy(dtype=float), correction) & seeded if len(table) else [])
+                 stats.corrected_stars(table["p"].to_numpy(dtype=float), correction) if len(table) else [])
     return table.astype({"diff": float, "ci_low": float, "ci_high": float, "p": float, "significant": bool})
 
 
@@ -340,7 +334,6 @@ def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]
             family = len(diffs)
             star = (f"* = excludes 0 after {stats.CORRECTION_NAMES[correction]} correction over the {family} differences "
                     "of this table" if correction != "none" else "* = p < 0.05, uncorrected")
-            star += "; none where a side's seed variance is not estimated (fewer than 3 seeds of a learned method)"
             parts += ["", f"difference vs {reference} (95% CI, uncorrected: interval 'bootstrap' = paired bootstrap "
                           f"over the {items}; 'seeds+items' = the between-seed variance (3+ seeds) plus the paired "
                           f"bootstrap over the {items}, t with Welch-Satterthwaite df; p = two-sided; {star})",

@@ -42,6 +42,7 @@ from multiprocessing import context as mp_context
 from multiprocessing import spawn as mp_spawn
 from typing import Any
 
+from bench import environment
 from bench.runtime.heartbeat import progressed
 
 log = logging.getLogger(__name__)
@@ -57,21 +58,13 @@ PRELOAD = ("numpy", "tokenizers", "bench.runtime.pools")
 
 
 def mode() -> str:
-    """LENBENCH_POOLS as one of MODES (an unknown value: auto, with a warning)."""
-    value = os.environ.get(MODE_ENV, "auto").strip().lower() or "auto"
-    if value not in MODES:
-        log.warning("%s=%r is not one of %s; using auto", MODE_ENV, value, ", ".join(MODES))
-        return "auto"
-    return value
+    """LENBENCH_POOLS as one of MODES (unset: auto; another value is refused, as for every lenbench variable)."""
+    return environment.choice(MODE_ENV) or "auto"
 
 
 def stall_seconds() -> float:
     """How long a pool may finish nothing before it is torn down (LENBENCH_POOL_STALL_SECONDS, > 0)."""
-    try:
-        value = float(os.environ.get(STALL_ENV, STALL_SECONDS))
-    except ValueError:
-        value = STALL_SECONDS
-    return value if value > 0 else STALL_SECONDS
+    return environment.number(STALL_ENV, STALL_SECONDS)
 
 
 def usable_cores() -> int:
