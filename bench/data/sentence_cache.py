@@ -15,7 +15,7 @@ again, and a new pysbd (or the regex fallback) never reuses splits it did not ma
 File format: one line per text, in corpus order, the text's sentences joined by U+001E (a normalised text holds no
 newline and no U+001E: `str.split()` treats both as whitespace). Written to a temporary name and renamed, so a
 killed run leaves no half file; an unreadable or short file is ignored and made again. `bench cache clear` deletes a
-file here only when `is_split_file` proves it is one of these (`SentenceStore`).
+file here only when `is_split_file` proves it is one of these (its `STORE`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from bench.data import sentences
 from bench.runtime import pools
 from bench.runtime.paths import cache_dir
 from bench.runtime.pools import usable_cores  # noqa: F401 - where callers have long found it
-from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, describe_files, plain_files
+from bench.runtime.stores import FolderStore
 
 
 SEP = "\x1e"
@@ -137,27 +137,7 @@ def is_split_file(path: Path) -> bool:
     return b"\0" not in data
 
 
-class SentenceStore:
-    """The sentence splits as a store (`bench.runtime.stores`): the files of sentences/ that `is_split_file`
-    proves are lenbench's."""
-
-    title = "sentence split file(s)"
-
-    def files(self, root: Path) -> Listing:
-        listing = Listing(root)
-        for path in plain_files(root / FOLDER):
-            if is_split_file(path):
-                listing.ours.append(StoreFile(path))
-            else:
-                named = bool(FILE_NAME.fullmatch(path.name))
-                listing.kept.append(Kept(path, "not a sentence split file lenbench wrote", named))
-        return listing
-
-    def describe(self, listing: Listing) -> list[str]:
-        return describe_files(self.title, listing)
-
-    def clear(self, listing: Listing) -> Cleared:
-        return clear_files(listing, [listing.root / FOLDER])
-
-
-STORE = SentenceStore()
+# The sentence splits as a store (`bench.runtime.stores`): the files of sentences/ that `is_split_file` proves are
+# lenbench's.
+STORE = FolderStore("sentence split file(s)", FOLDER, is_split_file, "not a sentence split file lenbench wrote",
+                    FILE_NAME)

@@ -29,7 +29,7 @@ import numpy as np
 
 from bench.runtime import pools
 from bench.runtime.paths import cache_dir
-from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, describe_files, plain_files
+from bench.runtime.stores import FolderStore
 
 FOLDER = "tokens"
 FORMAT = 1
@@ -103,30 +103,10 @@ def is_token_table_file(path: Path) -> bool:
         return False
 
 
-class TokenTableStore:
-    """The training token tables as a store (`bench.runtime.stores`): the files of tokens/ that
-    `is_token_table_file` proves are lenbench's."""
-
-    title = "training token table(s)"
-
-    def files(self, root: Path) -> Listing:
-        listing = Listing(root)
-        for path in plain_files(root / FOLDER):
-            if is_token_table_file(path):
-                listing.ours.append(StoreFile(path))
-            else:
-                named = bool(FILE_NAME.fullmatch(path.name))
-                listing.kept.append(Kept(path, "not a token table lenbench wrote", named))
-        return listing
-
-    def describe(self, listing: Listing) -> list[str]:
-        return describe_files(self.title, listing)
-
-    def clear(self, listing: Listing) -> Cleared:
-        return clear_files(listing, [listing.root / FOLDER])
-
-
-STORE = TokenTableStore()
+# The training token tables as a store (`bench.runtime.stores`): the files of their folder that
+# `is_token_table_file` proves are lenbench's.
+STORE = FolderStore("training token table(s)", FOLDER, is_token_table_file, "not a token table lenbench wrote",
+                    FILE_NAME)
 
 
 def strings_key(tokenizer_hash: str, max_body: int, strings: Sequence[str], special: bool = False) -> str:

@@ -22,7 +22,7 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -84,6 +84,36 @@ class Store(Protocol):
     def describe(self, listing: Listing) -> list[str]: ...
 
     def clear(self, listing: Listing) -> Cleared: ...
+
+
+@dataclass(frozen=True)
+class FolderStore:
+    """A cache whose files all lie in one folder of the cache root, each proven lenbench's by `proves` (its name and
+    its format read back): the sentence splits, the training token tables, the ONNX exports. Anything else there is
+    kept with `why`; with `file_name`, a kept file under a name the store gives is marked `named` (`clear --damaged`
+    removes it)."""
+
+    title: str
+    folder: str
+    proves: Callable[[Path], bool]
+    why: str
+    file_name: re.Pattern[str] | None = None
+
+    def files(self, root: Path) -> Listing:
+        listing = Listing(root)
+        for path in plain_files(root / self.folder):
+            if self.proves(path):
+                listing.ours.append(StoreFile(path))
+            else:
+                named = bool(self.file_name and self.file_name.fullmatch(path.name))
+                listing.kept.append(Kept(path, self.why, named))
+        return listing
+
+    def describe(self, listing: Listing) -> list[str]:
+        return describe_files(self.title, listing)
+
+    def clear(self, listing: Listing) -> Cleared:
+        return clear_files(listing, [listing.root / self.folder])
 
 
 def size_of(paths: Iterable[Path]) -> int:

@@ -48,7 +48,7 @@ import numpy as np
 from bench import environment
 from bench.encode.pooling import eval_mode, pool, pooled_output
 from bench.runtime.errors import ModelLoadError
-from bench.runtime.stores import Cleared, Kept, Listing, StoreFile, clear_files, describe_files, plain_files
+from bench.runtime.stores import FolderStore
 
 if TYPE_CHECKING:
     from bench.encode.backends.base import BackendHost
@@ -336,26 +336,6 @@ def is_lenbench_export(path: Path) -> bool:
         return False
 
 
-class OnnxStore:
-    """The ONNX exports as a store (`bench.runtime.stores`): the files of the onnx/ folder `is_lenbench_export`
-    proves are lenbench's."""
-
-    title = "ONNX export(s)"
-
-    def files(self, root: Path) -> Listing:
-        listing = Listing(root)
-        for path in plain_files(root / FOLDER):
-            if is_lenbench_export(path):
-                listing.ours.append(StoreFile(path))
-            else:
-                listing.kept.append(Kept(path, "not an export lenbench wrote"))
-        return listing
-
-    def describe(self, listing: Listing) -> list[str]:
-        return describe_files(self.title, listing)
-
-    def clear(self, listing: Listing) -> Cleared:
-        return clear_files(listing, [listing.root / FOLDER])
-
-
-STORE = OnnxStore()
+# The ONNX exports as a store (`bench.runtime.stores`): the files of the onnx/ folder `is_lenbench_export` proves
+# are lenbench's.
+STORE = FolderStore("ONNX export(s)", FOLDER, is_lenbench_export, "not an export lenbench wrote")
