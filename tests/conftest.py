@@ -80,3 +80,13 @@ def child_process_workdir(root: Path, monkeypatch: pytest.MonkeyPatch, sts: list
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     return root
+
+
+def pytest_sessionfinish(session, exitstatus):  # noqa: ANN001, ARG001 - pytest's hook signature
+    """A child process a failed test left running is killed here: multiprocessing would otherwise join it at exit
+    and the test run would never end (tests/processes.py)."""
+    from tests.processes import end_leftovers
+
+    left = end_leftovers()
+    if left:
+        print(f"\nkilled {len(left)} child process(es) left running by the tests: {left}")

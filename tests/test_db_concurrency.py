@@ -3,54 +3,52 @@ is serialised (SQLite BEGIN IMMEDIATE) and idempotent, 20 trials in a row."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import traceback
 
 import pytest
 
 from results_db import ResultsDB, ScoreRecord
+from tests.processes import CONTEXT, finish
 
 PROCESSES = 4
 TRIALS = 20
 
 
-def _open_and_write(path: str, barrier, errors) -> None:  # noqa: ANN001
-    try:
-        barrier.wait(timeout=30)
-        db = ResultsDB(path)
-        run = db.create_run(model="m", method="simcse", config={}, seed=0)
-        db.add_scores(run, [ScoreRecord("sts", "stsb", "spearman", 50.0, 3)])
-        db.finish_run(run)
-    except BaseException:  # noqa: BLE001 - report every failure to the parent
-        errors.put(traceback.format_exc(limit=3))
+def _open_and_write_each(paths: list[str], barrier, errors) -> None:  # noqa: ANN001
+    """One of PROCESSES workers: for each new database in turn, meet the others at the barrier, then open (create)
+    it and write a run. Spawned once for every trial: the imports happen once, not per trial."""
+    for path in paths:
+        try:
+            barrier.wait(timeout=60)
+            db = ResultsDB(path)
+            run = db.create_run(model="m", method="simcse", config={}, seed=0)
+            db.add_scores(run, [ScoreRecord("sts", "stsb", "spearman", 50.0, 3)])
+            db.finish_run(run)
+            db.engine.dispose()
+        except BaseException:  # noqa: BLE001 - report every failure to the parent
+            errors.put(f"{path}: {traceback.format_exc(limit=3)}")
 
 
-def _one_trial(ctx, db: str, errors, timeout: float, label: str) -> list[str]:  # noqa: ANN001
-    """PROCESSES processes open (create) the same new database at one barrier and write a run each; their failures."""
-    barrier = ctx.Barrier(PROCESSES)
-    procs = [ctx.Process(target=_open_and_write, args=(db, barrier, errors)) for _ in range(PROCESSES)]
+def _trials(paths: list[str], timeout: float) -> list[str]:
+    """PROCESSES processes open (create) each new database at one barrier and write a run each; their failures."""
+    barrier, errors = CONTEXT.Barrier(PROCESSES), CONTEXT.Queue()
+    procs = [CONTEXT.Process(target=_open_and_write_each, args=(paths, barrier, errors)) for _ in range(PROCESSES)]
     for p in procs:
         p.start()
-    for p in procs:
-        p.join(timeout)
+    codes = finish(procs, timeout)
     failures = []
     while not errors.empty():
-        failures.append(f"{label}: {errors.get()}")
-    return failures + [f"{label}: exit code {p.exitcode}" for p in procs if p.exitcode != 0]
+        failures.append(errors.get())
+    return failures + [f"a worker's exit code: {c}" + (" (stuck: killed)" if c is None else "") for c in codes if c != 0]
 
 
 def test_concurrent_creation_of_a_new_database(tmp_path):
-    ctx = mp.get_context("fork")  # the parent has imported everything: children start in milliseconds
-    ResultsDB(tmp_path / "warm-up.sqlite").runs()  # SQLAlchemy's lazy imports happen once, here, not per child
-    errors = ctx.Queue()
-    failures = []
-    for trial in range(TRIALS):
-        path = str(tmp_path / f"new-{trial}.sqlite")
-        failures += _one_trial(ctx, path, errors, timeout=60, label=f"trial {trial}")
-        if not failures:
-            runs = ResultsDB(path, read_only=True).runs()
-            assert runs["status"].tolist() == ["finished"] * PROCESSES
+    ResultsDB(tmp_path / "warm-up.sqlite").runs()
+    paths = [str(tmp_path / f"new-{trial}.sqlite") for trial in range(TRIALS)]
+    failures = _trials(paths, timeout=300)
     assert not failures, "\n".join(failures[:3]) + f"\n{len(failures)} failures"
+    for path in paths:
+        assert ResultsDB(path, read_only=True).runs()["status"].tolist() == ["finished"] * PROCESSES
 
 
 PG_TRIALS = 5
@@ -64,19 +62,16 @@ def test_concurrent_creation_of_a_new_postgresql_database_and_foreign_refusal():
     from results_db import ResultsDBError
     from tests.postgres_cluster import throwaway_postgres
 
-    ctx = mp.get_context("fork")
     with throwaway_postgres() as url:
         admin = create_engine(url, isolation_level="AUTOCOMMIT")
-        failures = []
-        errors = ctx.Queue()
-        for trial in range(PG_TRIALS):
-            with admin.connect() as conn:
+        with admin.connect() as conn:
+            for trial in range(PG_TRIALS):
                 conn.execute(text(f"CREATE DATABASE trial{trial}"))
-            trial_url = url.rsplit("/", 1)[0] + f"/trial{trial}"
-            failures += _one_trial(ctx, trial_url, errors, timeout=120, label=f"trial {trial}")
-            if not failures:
-                assert ResultsDB(trial_url, read_only=True).runs()["status"].tolist() == ["finished"] * PROCESSES
+        urls = [url.rsplit("/", 1)[0] + f"/trial{trial}" for trial in range(PG_TRIALS)]
+        failures = _trials(urls, timeout=300)
         assert not failures, "\n".join(failures[:3]) + f"\n{len(failures)} failures"
+        for trial_url in urls:
+            assert ResultsDB(trial_url, read_only=True).runs()["status"].tolist() == ["finished"] * PROCESSES
 
         with admin.connect() as conn:
             conn.execute(text("CREATE DATABASE otherapp"))

@@ -3,13 +3,12 @@ and SQLite; every run and score arrives exactly once. A read-only PostgreSQL Res
 
 from __future__ import annotations
 
-import multiprocessing as mp
-
 import pytest
 from sqlalchemy.exc import DBAPIError
 
 from results_db import ResultsDB, ScoreRecord
 from tests.postgres_cluster import throwaway_postgres
+from tests.processes import CONTEXT, finish
 
 WRITERS, RUNS_EACH = 4, 25
 
@@ -35,14 +34,11 @@ def write_runs(url: str, writer: int, barrier) -> None:  # noqa: ANN001 - runs i
 
 def write_concurrently(url: str) -> None:
     ResultsDB(url).engine.dispose()  # the schema exists before the workers open it (as `bench sweep` does)
-    ctx = mp.get_context("fork")  # no re-import per worker; the parent holds no open connection
-    barrier = ctx.Barrier(WRITERS)
-    procs = [ctx.Process(target=write_runs, args=(url, w, barrier)) for w in range(WRITERS)]
+    barrier = CONTEXT.Barrier(WRITERS)  # spawned workers (tests/processes.py): a forked one can inherit a held lock
+    procs = [CONTEXT.Process(target=write_runs, args=(url, w, barrier)) for w in range(WRITERS)]
     for p in procs:
         p.start()
-    for p in procs:
-        p.join(timeout=300)
-    assert [p.exitcode for p in procs] == [0] * WRITERS
+    assert finish(procs, timeout=300) == [0] * WRITERS
 
 
 def assert_all_written_once(db: ResultsDB) -> None:

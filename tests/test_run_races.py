@@ -154,18 +154,17 @@ def _hold_in_turn(url: str, out: "object") -> None:
 
 
 def _mutual_exclusion(url: str) -> None:
-    import multiprocessing as mp
+    from tests.processes import CONTEXT, finish
 
-    ctx = mp.get_context("fork")
     ResultsDB(url).engine.dispose()  # created before the processes start
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_hold_in_turn, args=(url, out)) for _ in range(4)]
+    out = CONTEXT.Queue()
+    procs = [CONTEXT.Process(target=_hold_in_turn, args=(url, out)) for _ in range(4)]
     for p in procs:
         p.start()
-    spans = sorted(out.get(timeout=120) for _ in procs)
-    for p in procs:
-        p.join(timeout=60)
-        assert p.exitcode == 0
+    try:
+        spans = sorted(out.get(timeout=120) for _ in procs)
+    finally:
+        assert finish(procs, timeout=60) == [0] * len(procs)
     for (_, end, _), (start, _, _) in zip(spans, spans[1:]):
         assert start >= end, spans  # one holder at a time
     waited = [said for _, _, said in spans if said]
