@@ -46,6 +46,7 @@ def test_the_estimate_counts_the_files_and_its_time_is_near_the_measured_one(tmp
     (ds,) = est.datasets
     assert (ds.documents, ds.queries) == (3000, 40)  # the corpus's lines, the judged queries of the qrels
     assert ds.tokens > 3000 * 8 and ds.cache_bytes > 0 and not ds.download
+    assert 0.9 * 3040 <= ds.texts <= 1.1 * 3040  # every text counted once: no sample re-encodes an earlier one's
     assert main(["eval", "--model", str(tiny_model_dir), "--suite", "beir:toyset", "--data-dir", str(data), "--db",
                  str(db), "--backend", "torch", "--device", "cpu"]) == 0  # fmt: skip
     runtime = json_column(ResultsDB(db).runs().iloc[-1]["runtime"])
@@ -58,6 +59,20 @@ def test_the_estimate_counts_the_files_and_its_time_is_near_the_measured_one(tmp
     add_actual(est, ResultsDB(db))  # the earlier identical run's time, beside the prediction
     assert est.datasets[0].actual_seconds == pytest.approx(actual)
     assert "actual" in est.lines()[1]
+
+
+def test_the_samples_of_one_estimate_share_no_document(tmp_path):
+    """A document in two samples would be a cache hit in the second (no time, no tokens, no cache bytes): when the
+    samples together came near the corpus's size, the estimate counted a quarter of its texts."""
+    import random
+
+    from bench.experiment.estimate_data import sample_lines
+
+    write_beir(tmp_path / "toy", 300, 5)
+    corpus, taken, rng = tmp_path / "toy" / "corpus.jsonl", set(), random.Random(0)
+    first, second = sample_lines(corpus, 150, rng, taken), sample_lines(corpus, 300, rng, taken)
+    assert len(first) == 150 and not set(first) & set(second)
+    assert len(first) + len(second) <= 300 and len(taken) == len(first) + len(second)
 
 
 def test_an_estimate_for_data_that_is_not_here_names_what_to_download_and_its_size(tmp_path, tiny_model_dir, capsys):

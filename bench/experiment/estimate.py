@@ -162,6 +162,7 @@ class Calibrator:
     words: list[str]
     device: str = "cpu"
     search_rates: dict[int, float] = field(default_factory=dict)  # dim -> query-document pairs searched per second
+    taken: dict[str, set[int]] = field(default_factory=dict)  # file -> the lines a sample has used (never reused)
 
     def run(self, suite: Any, dataset: str, sub: Any, group: list[Member], items: int, tag: str,
             skip: int = 0) -> tuple[float, int, int, int, int]:  # fmt: skip
@@ -169,7 +170,8 @@ class Calibrator:
         root = self.scratch / "data" / tag
         total = sum(m.items for m in group) or 1
         rng = random.Random(f"estimate|{dataset}|{tag}")
-        written = sum(write_sample(m, root, max(1, round(items * m.items / total)), rng, self.words, skip=skip)
+        written = sum(write_sample(m, root, max(1, round(items * m.items / total)), rng, self.words, skip=skip,
+                                   taken=self.taken)
                       for m in group)  # fmt: skip
         enc = getattr(self.model, "inner", None) or self.model
         texts0, tokens0 = int(getattr(enc, "texts_encoded", 0) or 0), int(getattr(enc, "tokens_run", 0) or 0)
@@ -207,16 +209,16 @@ def fit(cal: Calibrator, suite: Any, dataset: str, sub: Any, group: list[Member]
     apart, so that the noise of a shared machine moves it least."""
     n = min(PILOT_ITEMS, items)
     pilot = cal.run(suite, dataset, sub, group, n, "s0")
-    used = n if disjoint else 0
+    used = n  # samples never overlap (STS and kNN: consecutive slices; BEIR: lines not taken before)
     cur, slope = pilot, pilot[0] / max(pilot[1], 1)  # fixed costs included: a rate on the slow side
     for round_ in range(1, 4):
-        room = items - used if disjoint else items
+        room = items - used
         wanted = int(CALIBRATION_SECONDS / max(slope, 1e-9) * items / max(texts, 1))
         if room <= n or (cur is not pilot and cur[0] >= CALIBRATION_SECONDS / 2):
             break
         n = int(min(max(4 * n, wanted), MAX_SAMPLE_ITEMS, room))
-        cur = cal.run(suite, dataset, sub, group, n, f"s{round_}", skip=used)
-        used += n if disjoint else 0
+        cur = cal.run(suite, dataset, sub, group, n, f"s{round_}", skip=used if disjoint else 0)
+        used += n
         grew = cur[1] > pilot[1] and cur[0] > pilot[0]
         slope = (cur[0] - pilot[0]) / (cur[1] - pilot[1]) if grew else cur[0] / max(cur[1], 1)
     if cur is pilot:  # the dataset is no larger than its pilot: the pilot was its whole cost

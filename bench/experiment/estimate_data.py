@@ -37,16 +37,20 @@ def count_lines(path: Path) -> int:
     return lines + (last != b"\n")
 
 
-def sample_lines(path: Path, k: int, rng: random.Random) -> list[bytes]:
-    """Up to k distinct non-blank lines from random places of a file (a .gz file: its first k lines)."""
+def sample_lines(path: Path, k: int, rng: random.Random, taken: set[int] | None = None) -> list[bytes]:
+    """Up to k distinct non-blank lines from random places of a file (a .gz file: its first k lines), none of those
+    starting at an offset (line number for .gz) in `taken`, which gains the chosen ones: the samples of one estimate
+    never share a text, since a text an earlier sample encoded would be a cache hit that costs nothing."""
+    taken = set() if taken is None else taken
     out: dict[int, bytes] = {}
     if path.suffix == ".gz":
         with gzip.open(path, "rb") as fh:
             for i, line in enumerate(fh):
                 if len(out) >= k:
                     break
-                if line.strip():
+                if line.strip() and i not in taken:
                     out[i] = line
+        taken.update(out)
         return list(out.values())
     size = path.stat().st_size
     with open(path, "rb") as fh:
@@ -59,8 +63,9 @@ def sample_lines(path: Path, k: int, rng: random.Random) -> list[bytes]:
             line = fh.readline()
             if not line:  # past the last line: the first one
                 start, line = 0, (fh.seek(0), fh.readline())[1]
-            if line.strip():
+            if line.strip() and start not in taken:
                 out[start] = line if line.endswith(b"\n") else line + b"\n"
+    taken.update(out)
     return list(out.values())
 
 
@@ -125,10 +130,12 @@ def measure_member(info: DatasetInfo, located: Located | None) -> Member:
 
 
 # ------------------------------------------------------------------------------- samples
-def write_sample(member: Member, root: Path, items: int, rng: random.Random, words: list[str], skip: int = 0) -> int:
+def write_sample(member: Member, root: Path, items: int, rng: random.Random, words: list[str], skip: int = 0,
+                 taken: dict[str, set[int]] | None = None) -> int:  # fmt: skip
     """Write `items` random items of `member` under `root` in its catalog layout (a kind the suite reads from a data
-    folder), an STS or labelled set's after its first `skip` (samples that do not overlap); returns the texts
-    written (documents and queries, sentences, texts)."""
+    folder), an STS or labelled set's after its first `skip`, a BEIR set's lines none of which is in `taken` (per
+    file; it gains them): samples that do not overlap. Returns the texts written (documents and queries,
+    sentences, texts)."""
     target = root / member.info.relpath
     target.parent.mkdir(parents=True, exist_ok=True)
     if member.info.kind == "sts":
@@ -144,8 +151,10 @@ def write_sample(member: Member, root: Path, items: int, rng: random.Random, wor
         return len(chosen)
     n_queries = max(1, min(member.queries, round(items * member.queries / max(member.items, 1))))
     if member.located is not None:
-        docs = sample_lines(file_in(member.located.path, "corpus.jsonl"), items, rng)
-        queries = sample_lines(file_in(member.located.path, "queries.jsonl"), n_queries, rng)
+        taken = {} if taken is None else taken
+        corpus, query_file = file_in(member.located.path, "corpus.jsonl"), file_in(member.located.path, "queries.jsonl")
+        docs = sample_lines(corpus, items, rng, taken.setdefault(str(corpus), set()))
+        queries = sample_lines(query_file, n_queries, rng, taken.setdefault(str(query_file), set()))
     else:
         figures = member.figures or PublishedSize(1, 1, 100.0, 10.0, 0)
         docs = _made_up(words, items, figures.doc_words, rng, "d")
