@@ -42,7 +42,7 @@ VARIABLES: dict[str, Variable] = {
                  minimum=0),  # fmt: skip
         Variable("LENBENCH_DOWNLOAD", "flag", "--download by default"),
         Variable("LENBENCH_ALLOW_PICKLE", "flag", "--allow-pickle by default"),
-        Variable("LENBENCH_ONNX_FUSE", "flag", "ONNX Runtime's transformer fusion"),
+        Variable("LENBENCH_ONNX_FUSE", "flag", "ONNX Runtime's transformer fusion (unset: the faster graph)"),
         Variable("LENBENCH_CUDNN_ATTENTION", "flag", "torch's default attention kernels on CUDA, cuDNN's included"),
         Variable("LENBENCH_DB", "text", "the results database"),
         Variable("LENBENCH_DATA", "text", "a data folder"),
@@ -82,6 +82,11 @@ def flag(name: str) -> bool:
     if value.lower() in FALSE:
         return False
     raise _refuse(name, value, f"one of {', '.join(TRUE + FALSE)}")
+
+
+def optional_flag(name: str) -> bool | None:
+    """As `flag`, but None when unset: the caller's own default decides."""
+    return None if _raw(name) is None else flag(name)
 
 
 def choice(name: str) -> str | None:

@@ -415,11 +415,12 @@ def test_pickle_weights(case, world, capsys, monkeypatch):
 def test_allow_pickle_loads_trusted_pickle_weights_to_the_same_scores(world, monkeypatch):
     monkeypatch.delenv("LENBENCH_ALLOW_PICKLE", raising=False)
     folder = _pickle_folder(world, "bin-model", _state_dict(world))
-    assert main(["eval", "--model", str(folder), "--suite", "sts:stsb", "--data-dir", str(world.data), "--db", str(world.db),
-                 "--max-len", "32", "--allow-pickle", "--no-cache"]) == 0  # fmt: skip
+    for model, extra in ((folder, ["--allow-pickle"]), (world.model, [])):  # the same flags, so the same backend
+        assert main(["eval", "--model", str(model), "--suite", "sts:stsb", "--data-dir", str(world.data), "--db",
+                     str(world.db), "--max-len", "32", "--no-cache", *extra]) == 0  # fmt: skip
     scores = ResultsDB(world.db).scores()
     sts = scores[scores.suite == "sts"].set_index("run_id")["value"]
-    assert list(sts.index) == [1, 2] and sts[2] == pytest.approx(sts[1], abs=1e-9)  # same weights, same score
+    assert list(sts.index) == [1, 2, 3] and sts[2] == pytest.approx(sts[3], abs=1e-9)  # same weights, same score
 
 
 # ------------------------------------------------------------------------------- the embedding cache

@@ -156,13 +156,14 @@ def test_onnx_export_is_fused_verified_and_checked_on_load(tiny_model_dir, tmp_p
     import bench.encode.backends.onnx_export as ob
     from bench.runtime.errors import ModelLoadError
 
+    monkeypatch.setenv(ob.FUSE_ENV, "0")  # the plain graph, whichever is faster (the timed choice: the next test)
     texts = sentences(20, seed=11, lo=1, hi=30)
     reference = load(tiny_model_dir, tmp_path, use_cache=False).encode(texts, normalize=False)
     enc = load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx")
     got = enc.encode(texts, normalize=False)
     session = enc.engine.session()
-    assert session.path.name.endswith(f"-v{ob.FORMAT}.onnx")  # a new format is a new name: old exports are not reused
-    assert session.meta["graph"] == "plain"  # fusion is opt-in ($LENBENCH_ONNX_FUSE)
+    assert session.path.name.endswith(f"-v{ob.FORMAT}-plain.onnx")  # a new format is a new name: old exports are not reused
+    assert session.meta["graph"] == "plain"
     cos, norm_error = ob.agreement(got, reference)
     assert cos >= 0.9999 and norm_error <= 1e-3
     assert enc._model.config._attn_implementation == "sdpa"  # exported with eager attention, then restored
@@ -195,6 +196,27 @@ def test_onnx_export_is_fused_verified_and_checked_on_load(tiny_model_dir, tmp_p
     with pytest.raises(ModelLoadError, match="fused graph disagrees.*plain graph disagrees.*--backend torch"):
         ob.export_pooled(mismatched.model, "mean", tmp_path / "neither.onnx", fuse=True)
     assert not (tmp_path / "neither.onnx").exists()
+
+
+def test_by_default_a_narrow_model_runs_fused_and_a_wide_one_plain(tiny_model_dir, tmp_path, monkeypatch):
+    """$LENBENCH_ONNX_FUSE unset: the tiny BERT (32 wide) is exported fused, a model wider than FUSE_MAX_WIDTH plain,
+    by the width alone (the same graph, so the same scores, on every machine); the variable overrides either way."""
+    pytest.importorskip("onnxruntime")
+    import bench.encode.backends.onnx_export as ob
+
+    monkeypatch.delenv(ob.FUSE_ENV, raising=False)
+    enc = load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx")
+    enc.encode(["a text", "another, longer text"])
+    session = enc.engine.session()
+    assert session.meta["graph"] == "fused" and session.meta["fused"]["Attention"] == 2
+    assert session.path.name.endswith(f"-mean-v{ob.FORMAT}-fused.onnx")
+    assert [ob.fusion_asked(w, "mean") for w in (32, ob.FUSE_MAX_WIDTH, ob.FUSE_MAX_WIDTH + 1, 384, None)] == [
+        True, True, False, False, False]  # fmt: skip
+    assert not ob.fusion_asked(32, ob.TOKENS)  # the token-level graph is never fused
+    monkeypatch.setenv(ob.FUSE_ENV, "0")
+    assert not ob.fusion_asked(32, "mean")
+    monkeypatch.setenv(ob.FUSE_ENV, "1")
+    assert ob.fusion_asked(384, "mean")
 
 
 def test_onnx_export_of_mpnet_agrees_with_torch(tmp_path):

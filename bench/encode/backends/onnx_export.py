@@ -8,13 +8,17 @@ The graph maps (input_ids, attention_mask) -> pooled vectors (mean over the mask
    which is not a dependency) traces the model with *eager* attention and a padded example batch (so the
    attention-mask path is traced). Eager, because the SDPA path exports as a decomposed subgraph that ONNX
    Runtime's fusion patterns do not recognise.
-2. Only with $LENBENCH_ONNX_FUSE=1: ONNX Runtime's transformer optimizer (`onnxruntime.transformers.optimizer`,
-   model_type "bert", heads and width from the config, opt_level 0 = fusion only, still fp32) fuses embeddings +
-   LayerNorm, attention, bias + GELU and residual + LayerNorm into single kernels (MiniLM/BERT: all of them; MPNet's
-   relative attention matches no attention pattern, only the norms and GELU fuse). Off by default because it does
-   not pay at the encoder's batch shapes: all-MiniLM-L6-v2, one thread, 256-slot batches, STS-B sentences 6.9-7.5 s
-   fused vs 6.2-7.4 s plain (min of 4: 6.93 vs 6.16), SciFact documents 25.0-26.8 s vs 25.1-26.2 s. The plain
-   eager graph still gets ONNX Runtime's own load-time graph optimisations.
+2. ONNX Runtime's transformer optimizer (`onnxruntime.transformers.optimizer`, model_type "bert", heads and width
+   from the config, opt_level 0 = fusion only, still fp32) fuses embeddings + LayerNorm, attention, bias + GELU and
+   residual + LayerNorm into single kernels (MiniLM/BERT: all of them; MPNet's relative attention matches no attention
+   pattern, only the norms and GELU fuse). Whether that pays depends on the model and the machine: on the 2-core
+   machine a random 1-layer, 32-wide BERT encoded documents 1.26x faster fused (its time is attention's softmax
+   and small kernels, which fusion merges), a 2-layer 128-wide one 0.9x, all-MiniLM-L6-v2 (384 wide) between 0.9x
+   and 1.12x over several measurements. So by default (`$LENBENCH_ONNX_FUSE` unset) a model at most
+   `FUSE_MAX_WIDTH` wide is fused and a wider one is not: a rule of the model alone, so that the same weights run
+   the same graph, and give the same scores to the digit, on every machine (timing both graphs at export would
+   not: a random 2-layer model's STS-B Spearman moved by 2 points between them). `=1` fuses any model, `=0` none.
+   The plain eager graph still gets ONNX Runtime's own load-time graph optimisations.
 3. Both graphs run a probe batch (random ids, padded rows) against the torch model as the torch backend runs it:
    the fused graph is kept if every pooled row is within cosine MIN_COSINE (and 1e-3 in norm) of torch, else the
    plain graph if it is, else the export fails with a ModelLoadError. The probe and torch's answer are stored in
@@ -26,7 +30,8 @@ model with the last hidden states as its output (`<fingerprint>-tokens-v<FORMAT>
 the mean over each row's real tokens. With it `Encoder.token_embeddings` runs on ONNX Runtime like `encode`
 (torch's eager forward was 5-8x slower per batch on a busy 2-core CPU).
 
-Stored as `<cache dir>/onnx/<fingerprint>-<pooling>-v<FORMAT>[-fused].onnx`: the weights' fingerprint names it, so a later
+Stored as `<cache dir>/onnx/<fingerprint>-<pooling>-v<FORMAT>[-fused|-plain].onnx` (which graph was asked
+for): the weights' fingerprint names it, so a later
 run (or another process) loads the file without touching torch; FORMAT changes the name whenever the way graphs
 are made changes, so an older export is never reused. Files are written to a temporary name and renamed, so a
 crash never leaves a half-written model behind. `bench cache clear` removes these files too.
@@ -57,8 +62,10 @@ TOKENS = "tokens"  # the pseudo-pooling of the token-level graph: (batch, length
 OPSET = 17
 # Part of the file name. 1: SDPA export, unverified. 2: eager export + ORT transformer fusion, probe-verified.
 # 3: eager export, fusion opt-in ($LENBENCH_ONNX_FUSE), probe-verified.
-FORMAT = 3
-FUSE_ENV = "LENBENCH_ONNX_FUSE"  # see the module docstring for why fusion is opt-in
+# 4: fused by default at most FUSE_MAX_WIDTH wide ($LENBENCH_ONNX_FUSE decides otherwise), probe-verified.
+FORMAT = 4
+FUSE_ENV = "LENBENCH_ONNX_FUSE"  # 1: fuse, 0: never, unset: by the model's width (module docstring)
+FUSE_MAX_WIDTH = 64
 MIN_COSINE = 0.9999
 MAX_NORM_ERROR = 1e-3  # relative, on the pooled (unnormalised) vectors: kNN uses them raw
 PROBE_LENGTHS = (24, 17, 9, 3)  # rows of the probe batch: full, padded, padded, nearly all padding
@@ -75,13 +82,22 @@ def onnxruntime_available() -> bool:
 FOLDER = "onnx"  # under the cache folder
 # The names `onnx_path` gives (any FORMAT), and those of a write that was interrupted: bench.runtime.writes's hidden
 # temporary name, or the `.<name>.<pid>.tmp` of lenbench before it.
-FILE_NAME = re.compile(r"[0-9a-f]{8,64}-(mean|cls|tokens)-v\d+(-fused)?\.onnx")
-TEMPORARY_NAME = re.compile(r"\.[0-9a-f]{8,64}-(mean|cls|tokens)-v\d+(-fused)?\.onnx\.\d+(-[0-9a-f]{8}\.part|\.tmp)")
+FILE_NAME = re.compile(r"[0-9a-f]{8,64}-(mean|cls|tokens)-v\d+(-fused|-plain)?\.onnx")
+TEMPORARY_NAME = re.compile(r"\.[0-9a-f]{8,64}-(mean|cls|tokens)-v\d+(-fused|-plain)?\.onnx\.\d+(-[0-9a-f]{8}\.part|\.tmp)")
 META_BYTES = b"\x0a\x08lenbench"  # the protobuf bytes of the metadata key (META_KEY) every export carries
 
 
 def onnx_path(cache_dir: str | os.PathLike[str], fingerprint: str, pooling: str, fused: bool = False) -> Path:
-    return Path(cache_dir) / FOLDER / f"{fingerprint}-{pooling}-v{FORMAT}{'-fused' if fused else ''}.onnx"
+    """The export's file; `fused`: whether the fused graph was asked for."""
+    return Path(cache_dir) / FOLDER / f"{fingerprint}-{pooling}-v{FORMAT}-{'fused' if fused else 'plain'}.onnx"
+
+
+def fusion_asked(width: int | None, pooling: str) -> bool:
+    """$LENBENCH_ONNX_FUSE when set, else whether the model is at most FUSE_MAX_WIDTH wide; never for TOKENS."""
+    if pooling == TOKENS:
+        return False
+    asked = environment.optional_flag(FUSE_ENV)
+    return asked if asked is not None else width is not None and width <= FUSE_MAX_WIDTH
 
 
 def probe_batch(config: Any, seed: int = 0) -> dict[str, np.ndarray]:
@@ -114,8 +130,9 @@ def agrees(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 def export_pooled(model: Any, pooling: str, path: Path, fingerprint: str = "", fuse: bool = False) -> dict[str, Any]:
-    """Export model + pooling to `path` (atomically): the fused graph if it agrees with torch on the probe, else the
-    plain one (see the module docstring). Returns the metadata stored in the file. The model is left as it was."""
+    """Export model + pooling to `path` (atomically): with `fuse`, the fused graph if it agrees with torch on the
+    probe, else the plain one (see the module docstring). Returns the metadata stored in the file. The model is left
+    as it was."""
     import onnx
 
     probe = probe_batch(model.config)
@@ -296,7 +313,7 @@ class OnnxPooledModel:
 
         say = progress.say if encoder.show_progress else (lambda _msg: None)
         pooling = pooling or str(encoder.options.pooling)
-        fuse = environment.flag(FUSE_ENV) and pooling != TOKENS
+        fuse = fusion_asked(getattr(encoder, "dim", None), pooling)
         path = onnx_path(encoder.cache_dir, encoder.fingerprint, pooling, fuse)
         if path.is_file():
             try:
