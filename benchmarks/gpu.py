@@ -489,8 +489,12 @@ def lenbench_steps_per_s(method: str, texts: list[str], device: str, steps: int,
 
     def run(n: int, tag: str) -> float:
         config = TrainConfig(max_len=MAX_LEN, batch_size=batch_size, lr=LR, device=device, precision="bf16", progress=False)
+        started = time.perf_counter()
         result = train_method(method, backbone="minilm", texts=texts, budget=Budget.parse(f"steps={n}"), config=config,
                               out_dir=work / f"{method}-{tag}")  # fmt: skip
+        # each call's wall and training seconds as it ends: a part that stops at a time limit shows where it was
+        print(f"    {method} {tag}: {n} steps, {result.consumed.seconds:.1f} s training, "
+              f"{time.perf_counter() - started:.1f} s in all", flush=True)  # fmt: skip
         return float(result.consumed.seconds)
 
     run(WARMUP_STEPS, "fill-cache")  # the preprocessing cache (sentence splits, token ids) is filled here
@@ -572,7 +576,9 @@ def measure_training(corpus: list[str], device: str, steps: int, batch_size: int
     with tempfile.TemporaryDirectory(prefix="lenbench-gpu-") as work:
         os.environ.setdefault("LENBENCH_CACHE", str(Path(work) / "cache"))
         for method in methods:
+            started = time.perf_counter()
             hand, hand_util = hand_loop_steps_per_s(method, corpus, device, steps, util, batch_size)
+            print(f"    {method} hand loop: {hand:.2f} steps/s, {time.perf_counter() - started:.1f} s in all", flush=True)
             ours, our_util = lenbench_steps_per_s(method, corpus, device, steps, util, batch_size, Path(work))
             row = {"method": method, "lenbench_steps_per_s": round(ours, 2), "hand_loop_steps_per_s": round(hand, 2),
                    "ratio": round(ours / hand, 3), "lenbench_gpu_util": Utilisation.summary(our_util),
