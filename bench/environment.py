@@ -42,7 +42,7 @@ VARIABLES: dict[str, Variable] = {
                  minimum=0),  # fmt: skip
         Variable("LENBENCH_DOWNLOAD", "flag", "--download by default"),
         Variable("LENBENCH_ALLOW_PICKLE", "flag", "--allow-pickle by default"),
-        Variable("LENBENCH_ONNX_FUSE", "flag", "ONNX Runtime's transformer fusion (unset: the faster graph)"),
+        Variable("LENBENCH_ONNX_FUSE", "flag", "ONNX Runtime's transformer fusion (unset: by the model's width)"),
         Variable("LENBENCH_CUDNN_ATTENTION", "flag", "torch's default attention kernels on CUDA, cuDNN's included"),
         Variable("LENBENCH_DB", "text", "the results database"),
         Variable("LENBENCH_DATA", "text", "a data folder"),
