@@ -10,6 +10,7 @@ need; `finish` ends whatever is still alive after its wait, so a stuck child fai
 from __future__ import annotations
 
 import multiprocessing as mp
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,8 +20,6 @@ CONTEXT = mp.get_context("spawn")
 def finish(procs: Iterable[Any], timeout: float) -> list[int | None]:
     """Wait up to `timeout` seconds in all for `procs`; kill the ones still running; their exit codes (None: killed
     after the wait, i.e. stuck)."""
-    import time
-
     procs = list(procs)
     deadline = time.monotonic() + timeout
     for p in procs:

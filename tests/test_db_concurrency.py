@@ -43,7 +43,6 @@ def _trials(paths: list[str], timeout: float) -> list[str]:
 
 
 def test_concurrent_creation_of_a_new_database(tmp_path):
-    ResultsDB(tmp_path / "warm-up.sqlite").runs()
     paths = [str(tmp_path / f"new-{trial}.sqlite") for trial in range(TRIALS)]
     failures = _trials(paths, timeout=300)
     assert not failures, "\n".join(failures[:3]) + f"\n{len(failures)} failures"

@@ -156,7 +156,7 @@ def test_onnx_export_is_fused_verified_and_checked_on_load(tiny_model_dir, tmp_p
     import bench.encode.backends.onnx_export as ob
     from bench.runtime.errors import ModelLoadError
 
-    monkeypatch.setenv(ob.FUSE_ENV, "0")  # the plain graph, whichever is faster (the timed choice: the next test)
+    monkeypatch.setenv(ob.FUSE_ENV, "0")  # the plain graph, though this model is narrow enough to fuse (next test)
     texts = sentences(20, seed=11, lo=1, hi=30)
     reference = load(tiny_model_dir, tmp_path, use_cache=False).encode(texts, normalize=False)
     enc = load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx")
