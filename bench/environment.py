@@ -51,6 +51,9 @@ VARIABLES: dict[str, Variable] = {
         Variable("LENBENCH_LEADERBOARD_PASSWORD", "text", "the leaderboard's password"),
         Variable("LENBENCH_POOLS", "choice", "worker process pools (auto: by size; on: always; off: never)",
                  choices=("auto", "on", "off")),  # fmt: skip
+        Variable("LENBENCH_CORES", "integer",
+                 "cores this process's worker pools and loader workers may use (a sweep or claim job slot's share)",
+                 minimum=1),  # fmt: skip
         Variable("LENBENCH_POOL_STALL_SECONDS", "number",
                  "seconds a worker pool may finish nothing before it is ended and its work done in the caller",
                  minimum=0.001),  # fmt: skip

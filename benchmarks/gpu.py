@@ -1,7 +1,7 @@
 """lenbench on a CUDA GPU against what a researcher would write by hand, in one run (issues 26 and 36).
 
     python benchmarks/gpu.py [--data-dir DIR] [--batch-size 64] [--train-steps 100] [--parts P,Q | --skip PART]
-        [--scale-docs 5416568] [--scale-queries 6666] [--json FILE]
+        [--scale-docs 5416568] [--scale-queries 6666] [--json FILE] [--stacks-every SECONDS]
 
 Without CUDA it prints one line and exits (status 0). One process, one GPU, the packaged all-MiniLM-L6-v2, max_len 256;
 LENBENCH_CACHE is a fresh temporary folder, so no earlier run's cache counts. Parts, in this order (--parts names the
@@ -28,6 +28,8 @@ process the whole `bench eval --model <MiniLM folder> --suite beir:scifact --dev
         and documents and scores nDCG@10 with pytrec_eval; wall seconds, the faster of two runs each.
 train   (issue 26) steady-state steps/s of simcse, laser3-self and crop (batch 64, max_len 256, lr 3e-5, bf16
         autocast) against a minimal hand-written loop of each method.
+claim   (issue 43, benchmarks/gpu_claim.py) the whole `bench claim claims/laser3-length.toml --scale paper --jobs 3`
+        process from an empty database and cache: wall seconds (target <= 90 on an H100), GPU busy, the verdict.
 search  (issue 41, benchmarks/gpu_scale.py) exact top-1,000 search on the GPU (float16 matrices, float32 sums)
         against the CPU's on SciFact (same places, overlap, nDCG@10), then the GPU search alone at --scale-docs x
         --scale-queries random unit vectors (seconds).
@@ -63,6 +65,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpu_claim  # noqa: E402 - benchmarks/gpu_claim.py, beside this file (the claim part)
 import gpu_scale  # noqa: E402 - benchmarks/gpu_scale.py, beside this file (the search and scale parts)
 
 MAX_LEN = 256
@@ -654,6 +657,8 @@ def checks(result: dict[str, Any], auto: str) -> list[dict[str, Any]]:
         add("search: GPU top-10 places equal to the CPU's (share)", found["top10_same_place"], "information", None)
         diff = abs(found["ndcg_accelerator"] - found["ndcg_cpu"])
         add("search: SciFact nDCG@10, GPU search vs CPU search (abs. difference)", diff, "<= 0.01", diff <= 0.01)
+    for check in gpu_claim.claim_checks(result.get("claim") or {}):
+        add(*check)
     for check in gpu_scale.scale_checks(result.get("scale") or {}):
         add(*check)
     return out
@@ -668,7 +673,7 @@ def print_checks(rows: list[dict[str, Any]]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- main
-PARTS = ("encode", "base", "ceiling", "passes", "process", "train", "search", "scale")
+PARTS = ("encode", "base", "ceiling", "passes", "process", "train", "claim", "search", "scale")
 
 
 def chosen_parts(parts: str | None, skip: list[str]) -> list[str]:
@@ -694,8 +699,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="documents of the search and scale parts' corpora (default 5,416,568: FEVER's)")
     parser.add_argument("--scale-queries", type=int, default=None, help="their queries (default 6,666: FEVER's)")
     parser.add_argument("--json", default=None, metavar="FILE", help="also write every figure to FILE as JSON (after each part)")
+    parser.add_argument("--stacks-every", type=float, default=0, metavar="SECONDS",
+                        help="print every thread's Python stack every SECONDS (a part that seems stalled shows where)")
     parser.add_argument("--cpu-smoke", action="store_true", help=argparse.SUPPRESS)  # exercises the code on a CPU
     args = parser.parse_args(argv)
+    if args.stacks_every > 0:
+        import faulthandler
+
+        faulthandler.dump_traceback_later(args.stacks_every, repeat=True)
     WARMUP_STEPS = args.warmup_steps
     parts = chosen_parts(args.parts, args.skip)
 
@@ -776,6 +787,10 @@ def run_part(part: str, result: dict[str, Any], args: Any, data: dict[str, Any],
         print(f"training (steady-state steps/s over {steps} steps after {WARMUP_STEPS}, bf16 autocast, batch {batch}; "
               "targets: >= 0.9x the hand loop, simcse >= 1.0x):", flush=True)  # fmt: skip
         result["train"] = measure_training(data["corpus"], device, steps, batch, util, args.methods.split(","))
+    elif part == "claim":
+        print("claim: bench claim claims/laser3-length.toml --scale paper --jobs 3, fresh database and cache:", flush=True)
+        result["claim"] = gpu_claim.measure_claim(args.data_dir, work, util, smoke=args.cpu_smoke)
+        free_gpu()
     elif part == "search":
         print("exact search (GPU against CPU on SciFact; the GPU alone at scale):", flush=True)
         result["search"] = gpu_scale.measure_search(minilm, device, args.data_dir, scale_docs, scale_queries,

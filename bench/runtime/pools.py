@@ -49,12 +49,17 @@ log = logging.getLogger(__name__)
 
 MODE_ENV = "LENBENCH_POOLS"
 STALL_ENV = "LENBENCH_POOL_STALL_SECONDS"
+CORES_ENV = "LENBENCH_CORES"
 STALL_SECONDS = 120.0
 MODES = ("auto", "on", "off")
-# Imported once by the forkserver, so each worker (a fork of it) starts with them loaded. Light on purpose: the
-# parent waits for the forkserver to start (a stop meanwhile waits with it), whereas a worker's own imports (a
-# transformers tokenizer it unpickles) run in the worker, which a stop kills. None of them starts a thread.
-PRELOAD = ("numpy", "tokenizers", "bench.runtime.pools")
+# Imported once by the forkserver, so each worker (a fork of it) starts with them loaded. What a worker unpickles
+# (a transformers tokenizer, a method's adapter, torch tensors) needs torch and transformers: without them here every
+# worker imported both itself while its parent waited (the parent's write of a worker's pickled start-up data blocks
+# until the worker has read it, and reading it runs the imports), one worker after another: on a 16-core GPU machine
+# the loader's 15 workers and the token pool's 16 cost a training run a minute before its first step. Importing them
+# once costs a second or two, which `prestart()` overlaps with the caller's own model load. None of them starts a
+# thread (a forkserver must have none when it forks); a module that is not installed is skipped by multiprocessing.
+PRELOAD = ("numpy", "tokenizers", "torch", "transformers", "transformers.models", "bench.runtime.pools")
 
 
 def mode() -> str:
@@ -68,11 +73,13 @@ def stall_seconds() -> float:
 
 
 def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity), at least 1."""
+    """Cores this process may run on: its CPU affinity, and no more than $LENBENCH_CORES where that is set (a sweep
+    or claim job slot's share of the machine: three jobs on 16 cores get 5 each, not 16 workers apiece), at least 1."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, int(environment.number(CORES_ENV, cores))))
 
 
 def pool_workers(workers: int | None, items: int, minimum_items: int) -> int:
@@ -140,6 +147,18 @@ def start_context() -> Any:
         context.set_forkserver_preload(list(PRELOAD))  # the one forkserver of this process; no '__main__' either
         return context
     return _SpawnContext()
+
+
+def prestart() -> None:
+    """Start this process's forkserver now, so that its imports (PRELOAD) run while the caller loads a model rather
+    than when the first pool starts a worker. Cheap (the server imports in its own process); nothing where pools are
+    off or the platform has no forkserver."""
+    if mode() == "off" or "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    start_context()
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
 
 
 def worker_started() -> None:

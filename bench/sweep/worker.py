@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
 
+from bench.runtime import pools
 from bench.sweep.points import Point
 from results_db.redact import redact, redact_args
 
@@ -186,7 +187,7 @@ def run_point(point: Point, settings: WorkerSettings, registry: ChildRegistry | 
     log.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, LENBENCH_DB=settings.db)
     if settings.threads:
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", pools.CORES_ENV):
             env[var] = str(settings.threads)
     cmd = point_command(point, settings)
     t0 = time.time()

@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import logging
-import os
 import pickle
 import random
 from collections.abc import Callable, Iterator, Sequence
@@ -42,13 +41,13 @@ log = logging.getLogger(__name__)
 POLL_SECONDS = 1.0  # how long one wait for a worker's batch lasts before a stop request or a stall is looked at
 
 
+MAX_WORKERS = 8  # a batch takes milliseconds to build: more workers only cost their start (and memory)
+
+
 def default_workers(world: int = 1) -> int:
-    """The cores left beside the training process(es) on this machine: usable cores / processes per machine - 1."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
-    return max(0, cores // max(1, world) - 1)
+    """The cores left beside the training process(es): this process's usable cores (`pools.usable_cores`: a job
+    slot's share where a sweep or claim runs several) / processes per machine - 1, at most MAX_WORKERS."""
+    return max(0, min(MAX_WORKERS, pools.usable_cores() // max(1, world) - 1))
 
 
 def draw_rng(seed: int, draw: int) -> random.Random:

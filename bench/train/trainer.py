@@ -49,7 +49,7 @@ from typing import Any
 
 import torch
 
-from bench.runtime import distributed, progress, signals
+from bench.runtime import distributed, pools, progress, signals
 from bench.runtime.device import forward_context, resolve_device, resolve_precision
 from bench.runtime.errors import ConfigError, TrainingError
 from bench.runtime.provenance import config_hash
@@ -509,6 +509,7 @@ def train_method(
             method_config = spec.config_from(method_overrides or {})
         except (TypeError, ValueError) as exc:
             raise ConfigError(str(exc)) from None
+    pools.prestart()  # the worker pools' forkserver imports torch while the backbone loads
     with distributed.main_first():  # a random backbone is written to disk once, by rank 0
         model, tokenizer, _ = load_backbone(backbone, cache_dir=backbone_cache_dir, allow_pickle=allow_pickle)
     torch.manual_seed(config.seed)
