@@ -151,9 +151,10 @@ def start_context() -> Any:
 
 def prestart() -> None:
     """Start this process's forkserver now, so that its imports (PRELOAD) run while the caller loads a model rather
-    than when the first pool starts a worker. Cheap (the server imports in its own process); nothing where pools are
-    off or the platform has no forkserver."""
-    if mode() == "off" or "forkserver" not in multiprocessing.get_all_start_methods():
+    than when the first pool starts a worker. Cheap (the server imports in its own process); nothing where no pool
+    would start (pools off, or auto on one usable core) or the platform has no forkserver."""
+    chosen = mode()
+    if chosen == "off" or (chosen == "auto" and usable_cores() < 2) or "forkserver" not in multiprocessing.get_all_start_methods():
         return
     start_context()
     from multiprocessing import forkserver
