@@ -87,12 +87,15 @@ def dataset_ranks(full: dict[int, float], cis: dict[tuple[int, int], stats.Boots
 
 
 def rank_groups(items: dict[str, dict[int, dict]], keys: dict[str, dict[int, Hashable]] | None = None,
-                resamples: int = RESAMPLES, level: float = LEVEL, correction: str = CORRECTION) -> Ranks:  # fmt: skip
+                resamples: int = RESAMPLES, level: float = LEVEL, correction: str = CORRECTION,
+                single_seed: frozenset[int] | set[int] = frozenset()) -> Ranks:  # fmt: skip
     """items[dataset][group] = ScoreItems dict of that group's representative run; keys[dataset][group]: what names
     that score (database, score id) so its resamples are computed once. Groups never seen get no row.
 
     The family: every pairwise comparison on every dataset of this call (one table's rows); a pair is different
-    when its p-value after `correction` (`stats.corrected_stars`, as `bench results`) is under 1 - level."""
+    when its p-value after `correction` (`stats.corrected_stars`, as `bench results`) is under 1 - level, and
+    neither group is in `single_seed` (trained with fewer than 3 seeds: `stats.seed_variance_estimated`, the rule
+    of every star), so one seed of a trained method never outranks another."""
     all_groups = sorted({g for per in items.values() for g in per})
     datasets = list(items)
     frames = {name: pd.DataFrame(np.nan, index=all_groups, columns=datasets) for name in ("rank", "low", "high")}
@@ -100,7 +103,8 @@ def rank_groups(items: dict[str, dict[int, dict]], keys: dict[str, dict[int, Has
     kept = {d: {g: item for g, item in per.items() if len(item["item_ids"]) >= MIN_ITEMS} for d, per in items.items()}
     all_cis = {d: pairwise_cis(per, (keys or {}).get(d), resamples, level) for d, per in kept.items() if per}
     family = [(d, pair) for d, cis in all_cis.items() for pair in cis]
-    starred = stats.corrected_stars([all_cis[d][pair].p for d, pair in family], correction, level)
+    starred = stats.corrected_stars([all_cis[d][pair].p for d, pair in family], correction, level,
+                                    judged=[not set(pair) & set(single_seed) for _, pair in family])  # fmt: skip
     significant = {(d, pair) for (d, pair), star in zip(family, starred) if star}
     for dataset, per in kept.items():
         if not per:

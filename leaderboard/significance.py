@@ -43,12 +43,13 @@ def representatives(with_items: pd.DataFrame, runs: pd.DataFrame, groups: set[in
 
 
 def rank_partition(reps: dict[str, dict[int, int]], items: dict[int, dict], key: Callable[[int], Hashable],
-                   groups: set[int]) -> ranking.Ranks:  # fmt: skip
-    """Ranks of some groups (one partition: the full-set rows, or one subset's rows) from their representatives."""
+                   groups: set[int], single_seed: frozenset[int] | set[int] = frozenset()) -> ranking.Ranks:  # fmt: skip
+    """Ranks of some groups (one partition: the full-set rows, or one subset's rows) from their representatives;
+    `single_seed` (`single_seed_groups`): rows no difference is called real for."""
     per_dataset = {d: {g: items[s] for g, s in per.items() if g in groups and s in items} for d, per in reps.items()}
     keys = {d: {g: key(s) for g, s in per.items() if g in groups} for d, per in reps.items()}
     per_dataset = {d: per for d, per in per_dataset.items() if per}
-    return ranking.rank_groups(per_dataset, keys)
+    return ranking.rank_groups(per_dataset, keys, single_seed=single_seed)
 
 
 def seed_representatives(with_items: pd.DataFrame, runs: pd.DataFrame, groups: set[int], datasets: list[str]
@@ -75,6 +76,16 @@ def trained_groups(runs: pd.DataFrame) -> set[int]:
     codes, _ = grouping.coded_groups(runs)
     kind = runs["kind"].to_numpy() if "kind" in runs else np.full(len(runs), "")
     return {int(c) for c, k in zip(codes, kind) if k == "train"}
+
+
+def single_seed_groups(runs: pd.DataFrame) -> set[int]:
+    """Group codes trained with fewer than `stats.MIN_SEEDS` seeds: no difference of theirs gets a star and no rank
+    of theirs is called different (`stats.seed_variance_estimated`, as `bench results`)."""
+    runs = runs.reset_index(drop=True)
+    codes, _ = grouping.coded_groups(runs)
+    trained = trained_groups(runs)
+    seeds = pd.Series(runs["seed"].to_numpy()).groupby(codes).nunique() if len(runs) else pd.Series(dtype=int)
+    return {int(g) for g, k in seeds.items() if int(g) in trained and k < stats.MIN_SEEDS}
 
 
 def seed_difference(reference_ids: tuple[int, ...], row_ids: tuple[int, ...], items: dict[int, dict],
@@ -130,7 +141,7 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
     every seed, or outside bootstrap_rows, shows the mean difference over seeds without an interval.
     '*': the difference is real after `correction` (Holm by default; `stats.corrected_stars`, as `bench results`)
     over the family this call shows: every (row, dataset) difference from the reference, with each one's p-value
-    as `bench results` gives it.
+    as `bench results` gives it; never where a trained side has fewer than 3 seeds (`stats.seed_variance_estimated`).
     """
     long = long[long["dataset"].isin(datasets)]
     ref = long[long["group"] == reference]
@@ -147,7 +158,7 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
             g = int(g)
             if dataset not in ref_mean.index:
                 continue
-            plain = [float(mean - ref_mean[dataset]), np.nan, np.nan, np.nan]
+            plain = [float(mean - ref_mean[dataset]), np.nan, np.nan, np.nan, False]
             if g not in bootstrap_rows:
                 if count > 1 or ref_count[dataset] > 1:
                     verdicts.setdefault(g, []).append(plain)
@@ -156,9 +167,10 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
             ref_ids, row_ids = seed_reps.get(dataset, {}).get(reference), seed_reps.get(dataset, {}).get(g)
             if (ref_ids is not None and row_ids is not None and (len(ref_ids) > 1 or len(row_ids) > 1)) or \
                     count > 1 or ref_count[dataset] > 1:  # fmt: skip
-                ci = None if ref_ids is None or row_ids is None else seed_difference(
-                    ref_ids, row_ids, items, key, (reference in trained or len(ref_ids) > 1, g in trained or len(row_ids) > 1))
-                verdicts.setdefault(g, []).append(plain if ci is None else [ci.difference, ci.low, ci.high, ci.p])
+                varies = (reference in trained or len(ref_ids or ()) > 1, g in trained or len(row_ids or ()) > 1)
+                ci = None if ref_ids is None or row_ids is None else seed_difference(ref_ids, row_ids, items, key, varies)
+                judged = ci is not None and stats.seed_variance_estimated((len(ref_ids), len(row_ids)), varies)
+                verdicts.setdefault(g, []).append(plain if ci is None else [ci.difference, ci.low, ci.high, ci.p, judged])
                 found_on.setdefault(g, []).append(dataset)
                 continue
             sa, sb = reps.get(dataset, {}).get(reference), reps.get(dataset, {}).get(g)
@@ -168,11 +180,13 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
                 ci = stats.paired_bootstrap(items[sa], items[sb], keys=(key(sa), key(sb)))
             except ValueError:
                 continue
-            verdicts.setdefault(g, []).append([ci.difference, ci.low, ci.high, ci.p])
+            judged = stats.seed_variance_estimated((1, 1), (reference in trained, g in trained))
+            verdicts.setdefault(g, []).append([ci.difference, ci.low, ci.high, ci.p, judged])
             found_on.setdefault(g, []).append(dataset)
     family = [v for found in verdicts.values() for v in found]
-    for v, star in zip(family, stats.corrected_stars([v[3] for v in family], correction)):
+    for v, star in zip(family, stats.corrected_stars([v[3] for v in family], correction, judged=[v[4] for v in family])):
         v[3] = bool(star)
+        del v[4]
     out: dict[int, str] = {}
     for g in rows:
         found = verdicts.get(g, [])

@@ -133,7 +133,8 @@ class Results:
         """Each method minus the reference on every (suite, dataset, metric, variant), with its 95% interval (paired
         bootstrap for one run per method, over seeds and items for several), as `report()` computes it, in numbers:
         suite, dataset, metric, variant, method, n, diff, ci_low, ci_high, p (floats), significant (the interval
-        excludes 0 after Holm's correction over the table, the report's `*`) and interval (how it was computed)."""
+        excludes 0 after Holm's correction over the table, the report's `*`; never where a trained side has fewer
+        than 3 seeds) and interval (how it was computed)."""
         from bench.report.tables import difference_numbers, load_scores, with_run_columns
 
         reference = self._reference(reference)

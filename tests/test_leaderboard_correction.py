@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from bench.report import stats
-from leaderboard import ranking, significance
+from leaderboard import grouping, ranking, significance
 
 N = 100
 
@@ -56,3 +56,33 @@ def test_reference_column_is_holm_corrected_over_the_rows_of_the_table():
     # the same verdict `bench results` gives the same p-values
     p = [stats.paired_bootstrap(by_score[0], by_score[g]).p for g in rows[1:]]
     assert [t.endswith("*") for g, t in sorted(holm.items()) if g] == stats.corrected_stars(p, "holm").tolist()
+
+
+def test_no_verdict_rests_on_fewer_than_3_seeds_of_a_trained_row():
+    """The rule of every star (bench results, Δ, rank, Compare): a trained side needs 3 seeds; an untrained model
+    scored once has no seed variance to estimate."""
+    assert stats.seed_variance_estimated((1, 1), (False, False))  # two untrained models: the items decide
+    assert not stats.seed_variance_estimated((1, 1), (False, True))  # one seed of a trained method
+    assert not stats.seed_variance_estimated((1, 2), (False, True))
+    assert stats.seed_variance_estimated((1, 3), (False, True)) and stats.seed_variance_estimated((3, 5), (True, True))
+    assert not stats.seed_variance_estimated((3, 2), (True, True))
+    # the star goes, the family stays: the unjudged p still counts in Holm's family
+    p = [0.001, 0.02]
+    assert stats.corrected_stars(p, "holm").tolist() == [True, True]
+    assert stats.corrected_stars(p, "holm", judged=[False, True]).tolist() == [False, True]
+    assert stats.corrected_stars([0.02], "holm").tolist() == [True]
+    # the rank: a separation the items show is not called different when a row is one trained seed
+    clear = {0: items(BASE), 1: items(BASE + 1.0 + _noise())}
+    assert ranking.rank_groups({"d1": clear}).better["d1"] == {(1, 0)}
+    assert ranking.rank_groups({"d1": clear}, single_seed={1}).better["d1"] == set()
+
+
+def test_single_seed_groups_are_the_trained_rows_under_3_seeds():
+    runs = pd.DataFrame({
+        "id": [1, 2, 3, 4, 5, 6, 7], "kind": ["eval", "train", "train", "train", "train", "train", "train"],
+        "method": ["vanilla", "simcse", "simcse", "simcse", "laser3-self", "laser3-self", "crop"],
+        "backbone": ["minilm"] * 7, "budget": ["", *["steps=5"] * 6], "corpus": ["", *["wiki"] * 6],
+        "seed": [0, 0, 1, 2, 0, 1, 0]})  # fmt: skip
+    codes, groups = grouping.coded_groups(runs)
+    named = {groups.loc[int(c), "method"]: int(c) for c in set(codes)}
+    assert significance.single_seed_groups(runs) == {named["laser3-self"], named["crop"]}

@@ -1,7 +1,7 @@
 """The leaderboard's difference from the reference with several seeds is `bench results`'s: on a comparison of
 3 seeds per trained method (and one of 2 seeds, under the 3-seed rule), the main board's Δ column prints the same
 interval bounds, to the printed digits, as `bench results --correction none`, and its stars are the Holm-corrected
-verdicts of the same p-values (`stats.seed_item_ci` on every seed's per-item values)."""
+verdicts of the same p-values (`stats.seed_item_ci` on every seed's per-item values), none on the 2-seed method."""
 
 from __future__ import annotations
 
@@ -81,7 +81,10 @@ def test_delta_column_prints_bench_results_seed_intervals(seeds_db, capsys, refe
     assert seeds == {m: s for m, s, *_ in METHODS}  # every seed pooled in one row
     assert delta[reference] == "reference"
     others = [m for m in table.board.info["method"] if m != reference]
-    stars = stats.corrected_stars([cli[m][2] for m in others], "holm")
+    seeds_of = {m: k for m, k, *_ in METHODS}
+    judged = [stats.seed_variance_estimated((seeds_of[reference], seeds_of[m]), (reference != "vanilla", m != "vanilla"))
+              for m in others]  # fmt: skip
+    stars = stats.corrected_stars([cli[m][2] for m in others], "holm", judged=judged)
     for method, star in zip(others, stars):
         diff, interval, _, _ = cli[method]
         shown = re.fullmatch(r"([+-]\d+\.\d\d) (\[\S+, \S+\])(\*?)", delta[method])
@@ -89,3 +92,7 @@ def test_delta_column_prints_bench_results_seed_intervals(seeds_db, capsys, refe
         assert float(shown.group(1)) == float(diff.rstrip("*")) and shown.group(2) == interval, (method, cli[method])
         assert (shown.group(3) == "*") == bool(star), (method, cli[method])
     assert any(stars) and not all(stars)
+    # esimcse rests on 2 seeds: whatever its p, no star, in bench results (even uncorrected) and on the board
+    assert not cli["esimcse"][0].endswith("*") and not delta["esimcse"].endswith("*")
+    if reference == "vanilla":
+        assert cli["esimcse"][2] < 0.05  # uncorrected, the items alone would have starred it

@@ -243,3 +243,24 @@ def test_results_on_several_seeds_and_datasets_print_corrected_stars_aggregates_
     assert "P(> vanilla)" in out[head:] and "mean and interquartile mean" in out[head:]
     assert main(["results", "--db", str(db.location.shown), "--correction", "none"]) == 0
     assert "* = p < 0.05, uncorrected" in capsys.readouterr().out
+
+
+def test_one_training_seed_gets_its_interval_and_no_star_three_seeds_can_earn_one(tmp_path):
+    """The rule of every star (stats.seed_variance_estimated): a trained method's single seed is clearly better on
+    the items, and the table prints its interval without a star; the caption says why. Its seeds 1 and 2 added,
+    pooled, the difference earns it."""
+    from results_db.models import Run
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    ref = _sts_run(db, "vanilla", 3.0)
+    trained = [_sts_run(db, "simcse", 0.3, seed=s) for s in (0, 1, 2)]
+    with db.session() as s:  # simcse's runs are training runs (the seed varies the model, not just the items)
+        for run_id in trained:
+            s.get(Run, run_id).kind = "train"
+    text = comparison_report(db, {"vanilla": [ref], "simcse": trained[:1]})
+    rows = [ln.split() for ln in text[text.index("difference vs"):].splitlines()[2:4]]
+    assert all(r[4] == "simcse" and not r[6].endswith("*") and float(r[9]) < 0.01 for r in rows), rows
+    assert "none where a trained side has fewer than 3 seeds" in text
+    text = comparison_report(db, {"vanilla": [ref], "simcse": trained})
+    rows = [ln.split() for ln in text[text.index("difference vs"):].splitlines()[2:4]]
+    assert all(r[6].endswith("*") and "seeds+items" in " ".join(r) for r in rows), rows

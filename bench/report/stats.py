@@ -461,10 +461,23 @@ def adjust_p(p: Sequence[float], method: str = "holm") -> np.ndarray:
     return out
 
 
-def corrected_stars(p: Sequence[float], correction: str = "holm", level: float = DEFAULT_LEVEL) -> np.ndarray:
-    """Which differences of one family get a star: their `adjust_p` p-value is under 1 - level (NaN: none). The
-    one verdict of `bench results` and the leaderboard; "none" stars each p-value on its own."""
-    return np.asarray(adjust_p(p, correction) < 1.0 - level, dtype=bool)
+def seed_variance_estimated(seeds: tuple[int, int], trained: tuple[bool, bool]) -> bool:
+    """Whether a difference of two rows may be starred: every side whose runs are training seeds has at least
+    MIN_SEEDS of them, so its interval holds how another seed would do. With fewer (one seed of a trained method)
+    the interval is the items' alone and says nothing of the next seed: the difference keeps its interval and p,
+    and gets no star, in `bench results` and in every leaderboard view alike. An untrained model scored once has
+    no seed variance to estimate."""
+    return all(k >= MIN_SEEDS or not varies for k, varies in zip(seeds, trained))
+
+
+def corrected_stars(p: Sequence[float], correction: str = "holm", level: float = DEFAULT_LEVEL,
+                    judged: Sequence[bool] | None = None) -> np.ndarray:  # fmt: skip
+    """Which differences of one family get a star: their `adjust_p` p-value is under 1 - level (NaN: none), and
+    `judged` (`seed_variance_estimated`; None: every one). The one verdict of `bench results` and the leaderboard;
+    "none" stars each p-value on its own. An unjudged difference still counts in the family: the correction does
+    not loosen because a row has one seed."""
+    stars = np.asarray(adjust_p(p, correction) < 1.0 - level, dtype=bool)
+    return stars if judged is None else stars & np.asarray(judged, dtype=bool)
 
 
 # ------------------------------------------------------------------------------------------------ across datasets

@@ -149,7 +149,8 @@ def difference_numbers(db: ResultsDB, scores: pd.DataFrame, reference: str, meth
     """Each method minus the reference on every (suite, dataset, metric, variant), with its 95% interval, as numbers:
     columns suite, dataset, metric, variant, method, n, diff, ci_low, ci_high, p (floats; NaN where no interval
     could be computed, `interval` then says why), significant (the interval excludes 0 after the `correction`,
-    Holm by default, over every difference of this table) and interval (how it was computed).
+    Holm by default, over every difference of this table; never where a trained side has fewer than 3 seeds:
+    `stats.seed_variance_estimated`) and interval (how it was computed).
 
     The difference of the methods' means over their runs (seeds), every run rescored on the same resamples of the
     items all of them share (`bench.report.stats.seed_item_ci`): with 3 or more seeds per trained method, the
@@ -171,7 +172,8 @@ def difference_numbers(db: ResultsDB, scores: pd.DataFrame, reference: str, meth
             if mine.empty:
                 continue
             row = {"suite": suite, "dataset": label, "metric": metric, "variant": variant, "method": method,
-                   "n": int(mine["n"].max())}  # fmt: skip
+                   "n": int(mine["n"].max()), "judged": stats.seed_variance_estimated(
+                       (ref["run_id"].nunique(), mine["run_id"].nunique()), (_seeds_vary(ref), _seeds_vary(mine)))}  # fmt: skip
             got = _resamples(db, [*ref["id"], *mine["id"]], resamples)
             if isinstance(got, str):
                 diff = float(mine["value"].mean() - ref["value"].mean())
@@ -191,8 +193,9 @@ def difference_numbers(db: ResultsDB, scores: pd.DataFrame, reference: str, meth
     columns = ["suite", "dataset", "metric", "variant", "method", "n", "diff", "ci_low", "ci_high", "p", "significant",
                "interval"]  # fmt: skip
     table = pd.DataFrame(rows, columns=[c for c in columns if c != "significant"])
+    judged = [r["judged"] for r in rows]
     table.insert(columns.index("significant"), "significant",
-                 stats.corrected_stars(table["p"].to_numpy(dtype=float), correction) if len(table) else [])
+                 stats.corrected_stars(table["p"].to_numpy(dtype=float), correction, judged=judged) if len(table) else [])
     return table.astype({"diff": float, "ci_low": float, "ci_high": float, "p": float, "significant": bool})
 
 
@@ -334,6 +337,7 @@ def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]
             family = len(diffs)
             star = (f"* = excludes 0 after {stats.CORRECTION_NAMES[correction]} correction over the {family} differences "
                     "of this table" if correction != "none" else "* = p < 0.05, uncorrected")
+            star += "; none where a trained side has fewer than 3 seeds (its interval is the items' alone)"
             parts += ["", f"difference vs {reference} (95% CI, uncorrected: interval 'bootstrap' = paired bootstrap "
                           f"over the {items}; 'seeds+items' = the between-seed variance (3+ seeds) plus the paired "
                           f"bootstrap over the {items}, t with Welch-Satterthwaite df; p = two-sided; {star})",

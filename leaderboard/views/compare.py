@@ -22,18 +22,22 @@ RESAMPLES = stats.DEFAULT_RESAMPLES
 CORRECTION = "holm"  # over the differences of the table shown, as `bench results` and the main board
 REAL = f"difference is real ({stats.CORRECTION_NAMES[CORRECTION]}-corrected)"
 NOT_REAL = "not shown to differ"
+ONE_SEED = "one seed of a trained run: no verdict (3+ seeds per method, `bench results`)"
 SUMMARY_FIELDS = ("method", "backbone", "model", "budget_label", "train_corpus", "seed", "status", "code_version", "config_hash")
 
 
 def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataFrame, scores_b: pd.DataFrame,
-                     imported: tuple[bool, bool] = (False, False)) -> pd.DataFrame:  # fmt: skip
+                     imported: tuple[bool, bool] = (False, False), trained: tuple[bool, bool] = (False, False)
+                     ) -> pd.DataFrame:  # fmt: skip
     """Rows for the (suite, dataset, variant, metric) both runs have: A, B, B − A, its 95% bootstrap CI
     (uncorrected) and p; 'note' says whether the difference is real after the Holm correction over this table's
     differences (`stats.corrected_stars`, as `bench results` and the main board).
 
     Scores on other items (a `--limit` subset against the full set, or two subsets) or of another scoring version
     get no difference and say why (`leaderboard.comparable`); imported: whether A / B are imported published
-    results, whose differences below their stated rounding are ties."""
+    results, whose differences below their stated rounding are ties; trained: whether A / B are training runs, one
+    seed each, whose difference is never called real (`stats.seed_variance_estimated`, the rule of every star):
+    'note' says so, the interval and p stay."""
     keys = ["suite", "dataset", "variant", "metric"]
     both = scores_a.merge(scores_b, on=keys, suffixes=(" A", " B"))
     if both.empty:
@@ -66,12 +70,14 @@ def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataF
             ps.append(math.nan)
             n_items.append(0)
             notes.append(result)
-    stars = stats.corrected_stars(ps, CORRECTION)
+    judged = stats.seed_variance_estimated((1, 1), trained)
+    stars = stats.corrected_stars(ps, CORRECTION, judged=[judged] * len(ps))
     out["CI low"] = lows
     out["CI high"] = highs
     out["p"] = ps
     out["items"] = n_items
-    out["note"] = [note or (REAL if star else NOT_REAL) for note, star in zip(notes, stars)]
+    out["note"] = [note or (REAL if star else NOT_REAL if judged or math.isnan(p) else ONE_SEED)
+                   for note, star, p in zip(notes, stars, ps)]  # fmt: skip
     order = out["dataset"].map(lambda d: grouping.DATASET_ORDER.get(d, len(grouping.DATASET_ORDER)))
     return out.assign(_o=order).sort_values(["suite", "metric", "variant", "_o", "dataset"]).drop(columns="_o").reset_index(drop=True)
 
@@ -213,7 +219,9 @@ def show(state: DBState) -> None:
 
     imported = tuple(bool((runs.loc[runs["id"] == r, "type"] == grouping.REFERENCE).any()) if "type" in runs else False
                      for r in (run_a, run_b))  # fmt: skip
-    table = comparison_table(state.location, state.version, pick(scores_a), pick(scores_b), imported)
+    trained = tuple(bool((runs.loc[runs["id"] == r, "kind"] == "train").any()) if "kind" in runs else False
+                    for r in (run_a, run_b))  # fmt: skip
+    table = comparison_table(state.location, state.version, pick(scores_a), pick(scores_b), imported, trained)
     st.subheader(f"B − A on {literal(suite)} · {literal(metric)}")
     if table.empty:
         st.info("Pick at least one variant in the sidebar.")
@@ -230,7 +238,8 @@ def show(state: DBState) -> None:
     )
     st.caption(
         f"95% paired bootstrap CI of B − A, uncorrected; note: real after {stats.CORRECTION_NAMES[CORRECTION]} over "
-        f"the {int(table['p'].notna().sum())} differences of this table.",
+        f"the {int(table['p'].notna().sum())} differences of this table"
+        + ("; a training run is one seed, so no verdict (run 3+ seeds)." if any(trained) else "."),
         help=f"{RESAMPLES:,} resamples of the items both runs scored (queries, pairs or test examples), and its "
         "two-sided p: the computation the leaderboard's rank and `bench results` use. The main board and `bench "
         "results` correct theirs the same way. Datasets without stored per-item scores, scores on other items (a "

@@ -119,8 +119,9 @@ def main_table(query: BoardQuery) -> MainTable:
     mean_rank = pd.Series(dtype=float)
     low, high = pd.Series(dtype=float), pd.Series(dtype=float)
     better: dict[str, set[tuple[int, int]]] = {}
+    single_seed = significance.single_seed_groups(runs)
     for _, _, part in board.tables():  # ranked only among rows of the same backbone and subset
-        ranks = significance.rank_partition(reps, items, key, set(part.groups[:MAX_RANKED].tolist()))
+        ranks = significance.rank_partition(reps, items, key, set(part.groups[:MAX_RANKED].tolist()), single_seed)
         mean_rank, low, high = (pd.concat([a, b]) for a, b in ((mean_rank, ranks.mean_rank), (low, ranks.low), (high, ranks.high)))
         for dataset, pairs in ranks.better.items():
             better.setdefault(dataset, set()).update(pairs)
@@ -532,7 +533,8 @@ def _statistics(table: MainTable, highlight: bool, variant: str) -> None:
             "can have (1 + rows significantly better) to the worst (rows − rows significantly worse). Every verdict "
             f"is the paired bootstrap Compare and `bench results` give the same pair ({ranking.RESAMPLES:,} "
             f"resamples), significant after the {stats.CORRECTION_NAMES[ranking.CORRECTION]} correction over every "
-            f"pair of rows on every dataset of the table. The {MAX_RANKED} best rows of each table are ranked; subset "
+            f"pair of rows on every dataset of the table; a row trained with fewer than 3 seeds is never called "
+            f"different (one seed says nothing of the next). The {MAX_RANKED} best rows of each table are ranked; subset "
             "rows only among themselves. A row without per-item scores (an imported published result) has no rank: '–'."
         )
     else:
