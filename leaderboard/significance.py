@@ -43,13 +43,23 @@ def representatives(with_items: pd.DataFrame, runs: pd.DataFrame, groups: set[in
 
 
 def rank_partition(reps: dict[str, dict[int, int]], items: dict[int, dict], key: Callable[[int], Hashable],
-                   groups: set[int], single_seed: frozenset[int] | set[int] = frozenset()) -> ranking.Ranks:  # fmt: skip
-    """Ranks of some groups (one partition: the full-set rows, or one subset's rows) from their representatives;
-    `single_seed` (`single_seed_groups`): rows no difference is called real for."""
+                   groups: set[int], seeds: ranking.SeedEvidence | None = None) -> ranking.Ranks:  # fmt: skip
+    """Ranks of some groups (one partition: the full-set rows, or one subset's rows) from their representatives,
+    judged over their seeds where `seeds` (`seed_evidence`) has several."""
     per_dataset = {d: {g: items[s] for g, s in per.items() if g in groups and s in items} for d, per in reps.items()}
     keys = {d: {g: key(s) for g, s in per.items() if g in groups} for d, per in reps.items()}
     per_dataset = {d: per for d, per in per_dataset.items() if per}
-    return ranking.rank_groups(per_dataset, keys, single_seed=single_seed)
+    return ranking.rank_groups(per_dataset, keys, seeds=seeds)
+
+
+def seed_evidence(seed_reps: dict[str, dict[int, tuple[int, ...]]], items: dict[int, dict],
+                  key: Callable[[int], Hashable], trained: set[int]) -> ranking.SeedEvidence:  # fmt: skip
+    """The rank's seeds: each row's seed scores with per-item values (`seed_representatives`; a row missing one
+    seed's values is judged on its representative alone, as `bench results` gives no interval then)."""
+    found = {d: {g: list(ids) for g, ids in per.items() if all(s in items for s in ids)} for d, per in seed_reps.items()}
+    return ranking.SeedEvidence(items={d: {g: [items[s] for s in ids] for g, ids in per.items()} for d, per in found.items()},
+                                keys={d: {g: [key(s) for s in ids] for g, ids in per.items()} for d, per in found.items()},
+                                trained=trained)  # fmt: skip
 
 
 def seed_representatives(with_items: pd.DataFrame, runs: pd.DataFrame, groups: set[int], datasets: list[str]
@@ -78,38 +88,15 @@ def trained_groups(runs: pd.DataFrame) -> set[int]:
     return {int(c) for c, k in zip(codes, kind) if k == "train"}
 
 
-def single_seed_groups(runs: pd.DataFrame) -> set[int]:
-    """Group codes trained with fewer than `stats.MIN_SEEDS` seeds: no difference of theirs gets a star and no rank
-    of theirs is called different (`stats.seed_variance_estimated`, as `bench results`)."""
-    runs = runs.reset_index(drop=True)
-    codes, _ = grouping.coded_groups(runs)
-    trained = trained_groups(runs)
-    seeds = pd.Series(runs["seed"].to_numpy()).groupby(codes).nunique() if len(runs) else pd.Series(dtype=int)
-    return {int(g) for g, k in seeds.items() if int(g) in trained and k < stats.MIN_SEEDS}
-
-
 def seed_difference(reference_ids: tuple[int, ...], row_ids: tuple[int, ...], items: dict[int, dict],
                     key: Callable[[int], Hashable], seeds_vary: tuple[bool, bool]) -> stats.DifferenceCI | None:  # fmt: skip
-    """mean(row) - mean(reference) over their seeds' runs with `stats.seed_item_ci`, every run rescored on the same
-    resamples of the items all of them share (each run's resamples cached by its key, as the rank's); None when a
-    run has no per-item values or they share too few items (as `bench results`, no interval then)."""
-    ids = [*reference_ids, *row_ids]
-    if any(s not in items for s in ids):
+    """mean(row) - mean(reference) over their seeds' runs (`ranking.seed_ci`, the rank's computation), every run
+    rescored on the same resamples of the items all of them share; None when a run has no per-item values or they
+    share too few items (as `bench results`, no interval then)."""
+    if any(s not in items for s in (*reference_ids, *row_ids)):
         return None
-    chosen = [items[s] for s in ids]
-    if len({i["aggregate"] for i in chosen}) > 1:
-        return None
-    common = stats.common_items(*chosen)
-    if len(common) < stats.MIN_ITEMS.get(chosen[0]["aggregate"], 1):
-        return None
-    try:
-        pairs = [stats.resampled(item, common, key(s)) for item, s in zip(chosen, ids)]
-    except ValueError:
-        return None
-    full = np.array([p[0] for p in pairs])
-    boot = np.array([p[1] for p in pairs])
-    k = len(reference_ids)
-    return stats.seed_item_ci(full[:k], boot[:k], full[k:], boot[k:], seeds_vary=seeds_vary, n_items=len(common))
+    return ranking.seed_ci([items[s] for s in reference_ids], [items[s] for s in row_ids],
+                           [key(s) for s in reference_ids], [key(s) for s in row_ids], seeds_vary)  # fmt: skip
 
 
 @dataclass(frozen=True)

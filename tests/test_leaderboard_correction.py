@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from bench.report import stats
-from leaderboard import grouping, ranking, significance
+from leaderboard import ranking, significance
 
 N = 100
 
@@ -74,15 +74,29 @@ def test_no_verdict_rests_on_fewer_than_3_seeds_of_a_trained_row():
     # the rank: a separation the items show is not called different when a row is one trained seed
     clear = {0: items(BASE), 1: items(BASE + 1.0 + _noise())}
     assert ranking.rank_groups({"d1": clear}).better["d1"] == {(1, 0)}
-    assert ranking.rank_groups({"d1": clear}, single_seed={1}).better["d1"] == set()
+    one_seed = ranking.SeedEvidence(items={"d1": {0: [clear[0]], 1: [clear[1]]}}, keys={"d1": {0: ["a"], 1: ["b"]}},
+                                    trained={1})  # fmt: skip
+    assert ranking.rank_groups({"d1": clear}, seeds=one_seed).better["d1"] == set()
+    untrained = ranking.SeedEvidence(items=one_seed.items, keys=one_seed.keys)  # two models scored once
+    assert ranking.rank_groups({"d1": clear}, seeds=untrained).better["d1"] == {(1, 0)}
 
 
-def test_single_seed_groups_are_the_trained_rows_under_3_seeds():
-    runs = pd.DataFrame({
-        "id": [1, 2, 3, 4, 5, 6, 7], "kind": ["eval", "train", "train", "train", "train", "train", "train"],
-        "method": ["vanilla", "simcse", "simcse", "simcse", "laser3-self", "laser3-self", "crop"],
-        "backbone": ["minilm"] * 7, "budget": ["", *["steps=5"] * 6], "corpus": ["", *["wiki"] * 6],
-        "seed": [0, 0, 1, 2, 0, 1, 0]})  # fmt: skip
-    codes, groups = grouping.coded_groups(runs)
-    named = {groups.loc[int(c), "method"]: int(c) for c in set(codes)}
-    assert significance.single_seed_groups(runs) == {named["laser3-self"], named["crop"]}
+def test_the_rank_judges_rows_of_several_seeds_over_their_seeds_as_bench_results_does():
+    """Three seeds a row: the rank's verdict is `stats.seed_item_ci`'s, the seed-to-seed spread included. Seeds that
+    disagree widely make a gain the items alone call real (on one seed) inconclusive, and seeds that agree keep it."""
+    rng = np.random.default_rng(5)
+    gain = BASE + 0.6 + 0.5 * _noise()
+
+    def seeds_of(offsets):  # noqa: ANN001, ANN202
+        return [items(gain + o + 0.1 * rng.normal(size=N)) for o in offsets]
+
+    for offsets, real in (([-0.02, 0.0, 0.02], True), ([-3.0, 0.0, 3.0], False)):
+        mine = seeds_of(offsets)
+        evidence = ranking.SeedEvidence(items={"d1": {0: [items(BASE)], 1: mine}},
+                                        keys={"d1": {0: ["base"], 1: [f"s{i}{offsets[0]}" for i in range(3)]}},
+                                        trained={1})  # fmt: skip
+        ranks = ranking.rank_groups({"d1": {0: items(BASE), 1: mine[-1]}}, seeds=evidence)
+        ci = ranking.seed_ci([items(BASE)], mine, ["base"], [f"s{i}{offsets[0]}" for i in range(3)], (False, True))
+        assert ci.method == "seeds+items" and (ranks.better["d1"] == {(1, 0)}) == real == (ci.p < 0.05), (offsets, ci)
+        # the representative alone (the last seed) would be called better either way
+        assert stats.paired_bootstrap(items(BASE), mine[-1]).p < 0.05

@@ -96,3 +96,32 @@ def test_delta_column_prints_bench_results_seed_intervals(seeds_db, capsys, refe
     assert not cli["esimcse"][0].endswith("*") and not delta["esimcse"].endswith("*")
     if reference == "vanilla":
         assert cli["esimcse"][2] < 0.05  # uncorrected, the items alone would have starred it
+
+
+def test_the_rank_calls_the_pairs_different_that_bench_results_p_values_and_the_seed_rule_do(seeds_db, capsys):
+    """The rank's family is every pair of rows; each pair's p is `bench results`' for those two methods (over their
+    seeds where a side has several), Holm-corrected over the 6 pairs and judged by the seed rule: esimcse (2 seeds)
+    is never outranked nor outranks, whatever its p."""
+    import itertools
+
+    from bench.report import stats
+    from leaderboard.views import main as main_view
+
+    methods = [m for m, *_ in METHODS]
+    p_of = {}
+    for reference in methods:
+        cli = cli_rows(seeds_db, capsys, reference)
+        p_of.update({(reference, m): cli[m][2] for m in cli})
+    seeds_of = {m: k for m, k, *_ in METHODS}
+    pairs = list(itertools.combinations(methods, 2))
+    judged = [stats.seed_variance_estimated((seeds_of[a], seeds_of[b]), (a != "vanilla", b != "vanilla")) for a, b in pairs]
+    expected = stats.corrected_stars([p_of[pair] for pair in pairs], "holm", judged=judged)
+    state = queries.db_state(str(seeds_db))
+    table = main_view.main_table(main_view.BoardQuery(state.location, state.version, "sts", "spearman", "clean",
+                                                      grouping.RunFilters(), False, "vanilla"))  # fmt: skip
+    method_of = dict(zip(table.board.groups.tolist(), table.board.info["method"]))
+    rank_says = {frozenset((method_of[h], method_of[g])) for h, g in table.better["stsb"]}
+    for (a, b), star in zip(pairs, expected):
+        assert (frozenset((a, b)) in rank_says) == bool(star), (a, b, p_of[(a, b)])
+    assert any(expected) and not any(star for (a, b), star in zip(pairs, expected) if "esimcse" in (a, b))
+    assert p_of[("vanilla", "esimcse")] < 0.05  # the items call it; the seed rule withholds it

@@ -109,7 +109,7 @@ def main_table(query: BoardQuery) -> MainTable:
     wanted |= set(reference_codes.values())
     reps = significance.representatives(with_items, runs, wanted, board.datasets)
     diff_datasets = [headline] if headline in board.datasets else list(board.datasets)
-    seed_reps = significance.seed_representatives(with_items, runs, wanted, diff_datasets) if reference_codes else {}
+    seed_reps = significance.seed_representatives(with_items, runs, wanted, list(board.datasets))
     ids = {s for per in reps.values() for s in per.values()} | {s for per in seed_reps.values() for ss in per.values() for s in ss}
     items = cache.items_for_scores(location, version, tuple(sorted(ids)))
 
@@ -119,9 +119,10 @@ def main_table(query: BoardQuery) -> MainTable:
     mean_rank = pd.Series(dtype=float)
     low, high = pd.Series(dtype=float), pd.Series(dtype=float)
     better: dict[str, set[tuple[int, int]]] = {}
-    single_seed = significance.single_seed_groups(runs)
+    trained = significance.trained_groups(runs)
+    seeds = significance.seed_evidence(seed_reps, items, key, trained)
     for _, _, part in board.tables():  # ranked only among rows of the same backbone and subset
-        ranks = significance.rank_partition(reps, items, key, set(part.groups[:MAX_RANKED].tolist()), single_seed)
+        ranks = significance.rank_partition(reps, items, key, set(part.groups[:MAX_RANKED].tolist()), seeds)
         mean_rank, low, high = (pd.concat([a, b]) for a, b in ((mean_rank, ranks.mean_rank), (low, ranks.low), (high, ranks.high)))
         for dataset, pairs in ranks.better.items():
             better.setdefault(dataset, set()).update(pairs)
@@ -130,7 +131,6 @@ def main_table(query: BoardQuery) -> MainTable:
 
     long, _ = grouping.latest_per_seed(scores[["run_id", "dataset", "value"]], runs, ["dataset"])
     delta = [""] * len(board)
-    trained = significance.trained_groups(runs)
     for (backbone, subset), ref_code in reference_codes.items():
         rows = [int(g) for g, b, sub in zip(board.groups, board.info["backbone"], board.subsets) if b == backbone and sub == subset]
         evidence = significance.ItemEvidence(reps, items, key, seed_reps=seed_reps or {}, trained=trained)
