@@ -54,7 +54,7 @@ def train_job(args: argparse.Namespace, model_dir: str, out: str) -> dict:
 
     from bench.runtime import distributed
     from bench.train.registry import get_method
-    from bench.train import Budget, TrainConfig, train
+    from bench.train import Budget, TrainConfig, TrainJob, train
     from bench.train.backbone import load_backbone
 
     model, tok, _ = load_backbone(model_dir)
@@ -62,7 +62,7 @@ def train_job(args: argparse.Namespace, model_dir: str, out: str) -> dict:
                       device="cpu")
     adapter = get_method(args.method).build(tokenizer=tok, max_len=args.max_len, seed=0)
     texts = corpus(args.batch_size * (args.steps + 2))
-    result = train(adapter, model, tok, texts, Budget(steps=args.steps), cfg, out, save_encoder_dir=None)
+    result = train(adapter, model, tok, TrainJob(texts, Budget(steps=args.steps), cfg, out, save_encoder_dir=None))
     return {"seconds": result.consumed.seconds, "losses": result.losses, "world": distributed.world_size(),
             "threads": torch.get_num_threads()}
 

@@ -487,14 +487,14 @@ def free_gpu() -> None:
 def lenbench_steps_per_s(method: str, texts: list[str], device: str, steps: int, util: Utilisation, batch_size: int,
                          work: Path) -> tuple[float, list[float]]:  # fmt: skip
     """Steady-state steps/s of `bench run`'s trainer: (W + steps) - W steps over their training seconds."""
-    from bench.train import Budget, TrainConfig
+    from bench.train import Budget, TrainConfig, TrainJob
     from bench.train.trainer import train_method
 
     def run(n: int, tag: str) -> float:
         config = TrainConfig(max_len=MAX_LEN, batch_size=batch_size, lr=LR, device=device, precision="bf16", progress=False)
         started = time.perf_counter()
-        result = train_method(method, backbone="minilm", texts=texts, budget=Budget.parse(f"steps={n}"), config=config,
-                              out_dir=work / f"{method}-{tag}")  # fmt: skip
+        result = train_method(TrainJob(texts, Budget.parse(f"steps={n}"), config, work / f"{method}-{tag}", method=method,
+                                       backbone="minilm"))  # fmt: skip
         # each call's wall and training seconds as it ends: a part that stops at a time limit shows where it was
         print(f"    {method} {tag}: {n} steps, {result.consumed.seconds:.1f} s training, "
               f"{time.perf_counter() - started:.1f} s in all", flush=True)  # fmt: skip

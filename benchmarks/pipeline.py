@@ -87,11 +87,11 @@ def best_of(repeat: int, runs: dict[str, Callable[[], None]]) -> dict[str, float
 def null_encoder(source: str, *, one_thread: bool) -> Any:
     """The evaluation Encoder with its model swapped for zeros: its pipeline alone."""
     from bench.encode.encoder import Encoder
-    from bench.encode.loading import load_tokenizer
+    from bench.encode.loading import OpenedModel, load_tokenizer
 
-    enc = Encoder(None, load_tokenizer("minilm", source), name="minilm", source=source, max_len=MAX_LEN, batch_size=BATCH,
-                  device="cpu", backend="torch", use_cache=False, show_progress=False, dim=384, batch_tokens=None,
-                  fingerprint="pipeline-benchmark")  # fmt: skip
+    opened = OpenedModel(source, fingerprint="pipeline-benchmark", dim=384)
+    enc = Encoder(None, load_tokenizer("minilm", source), name="minilm", opened=opened, max_len=MAX_LEN, batch_size=BATCH,
+                  device="cpu", backend="torch", use_cache=False, show_progress=False, batch_tokens=None)  # fmt: skip
     enc.prefetch = not one_thread
     enc._forward = lambda batch: np.zeros((len(batch["input_ids"]), 384), dtype=np.float32)  # noqa: SLF001
     return enc

@@ -89,7 +89,7 @@ def test_attacks_are_deterministic_under_a_seed_and_equal_chunk_by_chunk(tok, mo
     monkeypatch.setattr("bench.evaluate.attacks.base.ATTACK_CHUNK", 4)  # the generator's state crosses chunks
     for attack in (pad("middle-4"), *attacks_for("shuffle")):
         whole = apply_attack(attack, texts, tok, 64, seed=7, pool=pool_of(texts))
-        lazy = AttackedTexts(texts, None, tok, 64, seed=7, attack=attack, pool=pool_of(texts))
+        lazy = AttackedTexts(texts, None, tok, 64, seed=7, attack=attack, where=AttackInput(pool=pool_of(texts)))
         assert lazy[9:12] == whole[9:12] and list(lazy) == whole
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from bench.runtime.errors import ConfigError
-from bench.train import Budget, Consumption, TrainConfig, train
+from bench.train import Budget, Consumption, TrainConfig, TrainJob, train
 
 
 # ------------------------------------------------------------------------------------------ parsing
@@ -97,8 +97,8 @@ TEXTS = [f"text {i}" for i in range(50)]
 
 def _run(tmp_path, budget: str, adapter=None, batch_size: int = 4, loader_workers: int | None = None):
     cfg = TrainConfig(batch_size=batch_size, progress=False, checkpoint_every=0, loader_workers=loader_workers)
-    return train(adapter or CountingAdapter(), torch.nn.Linear(4, 1), None, TEXTS, Budget.parse(budget), cfg,
-                 tmp_path / budget.replace("=", "-").replace(".", "_"), save_encoder_dir=None)
+    job = TrainJob(TEXTS, Budget.parse(budget), cfg, tmp_path / budget.replace("=", "-").replace(".", "_"), save_encoder_dir=None)
+    return train(adapter or CountingAdapter(), torch.nn.Linear(4, 1), None, job)
 
 
 @pytest.mark.parametrize(

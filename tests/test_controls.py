@@ -100,7 +100,7 @@ def test_control_trains_from_scratch_with_a_falling_loss(name, tmp_path):
     from bench.data.corpus import load_wiki_offline, wiki_offline_file
     from bench.data.errors import DataError
     from bench.experiment.presets import PRESETS
-    from bench.train import Budget, TrainConfig
+    from bench.train import Budget, TrainConfig, TrainJob
     from bench.train.trainer import train_method
 
     try:
@@ -116,8 +116,8 @@ def test_control_trains_from_scratch_with_a_falling_loss(name, tmp_path):
     texts = load_wiki_offline().texts[:300]  # the preset's corpus; 300 articles keep the sentence splits quick
     config = TrainConfig(max_len=preset["max_len"], batch_size=preset["batch_size"], lr=preset["lr"], seed=0,
                          progress=False, loader_workers=0, checkpoint_minutes=0)
-    result = train_method(name, backbone=preset["backbone"], texts=texts, budget=Budget(steps=120), config=config,
-                          out_dir=tmp_path, backbone_cache_dir=tmp_path / "backbones")
+    result = train_method(TrainJob(texts, Budget(steps=120), config, tmp_path, method=name, backbone=preset["backbone"],
+                                   backbone_cache_dir=tmp_path / "backbones"))
     losses = result.losses
     assert len(losses) == 120
     first, last = sum(losses[:20]) / 20, sum(losses[-20:]) / 20

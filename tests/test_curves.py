@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from bench.cli import main
-from bench.train import Budget, TrainConfig, train
+from bench.train import Budget, TrainConfig, TrainJob, train
 from bench.train.trainer import EvalHook
 from methods import get_method
 from results_db import ResultsDB
@@ -33,8 +33,8 @@ def _train(tiny_model_dir, tmp_path, name, hook=None, steps=5):
     model = AutoModel.from_pretrained(tiny_model_dir)
     adapter = get_method("simcse").build(tokenizer=tok, max_len=24, seed=0)  # dropout: RNG-dependent
     cfg = TrainConfig(max_len=24, batch_size=4, lr=1e-3, progress=False, checkpoint_every=0, seed=0)
-    result = train(adapter, model, tok, TEXTS, Budget.parse(f"steps={steps}"), cfg, tmp_path / name,
-                   save_encoder_dir=None, eval_hook=hook)  # fmt: skip
+    job = TrainJob(TEXTS, Budget.parse(f"steps={steps}"), cfg, tmp_path / name, save_encoder_dir=None, eval_hook=hook)
+    result = train(adapter, model, tok, job)
     return result, model
 
 

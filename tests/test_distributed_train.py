@@ -36,7 +36,7 @@ def train_methods(model_dir: str, out_root: str) -> dict[str, dict]:
     """Each method for STEPS steps from the same tiny BERT with every dropout off; losses and final weights."""
     from transformers import AutoModel, AutoTokenizer
 
-    from bench.train import Budget, TrainConfig, train
+    from bench.train import Budget, TrainConfig, TrainJob, train
     from bench.train.registry import get_method
     from methods.simcse import set_dropout
 
@@ -49,7 +49,8 @@ def train_methods(model_dir: str, out_root: str) -> dict[str, dict]:
             adapter.config.dropout = 0.0  # setup() applies it: dropout off for an exact comparison
         model = AutoModel.from_pretrained(model_dir, add_pooling_layer=False)  # the pooler would be random, unused
         set_dropout(model, 0.0)
-        result = train(adapter, model, tok, TEXTS, Budget(steps=STEPS), cfg, Path(out_root) / method, save_encoder_dir=None)
+        job = TrainJob(TEXTS, Budget(steps=STEPS), cfg, Path(out_root) / method, save_encoder_dir=None)
+        result = train(adapter, model, tok, job)
         out[method] = {
             "losses": result.losses,
             "weights": {k: v.detach().clone() for k, v in model.state_dict().items()},

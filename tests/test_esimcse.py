@@ -282,13 +282,13 @@ CORPUS = [
 
 
 def _train(tiny_dir, out, budget, resume=False, **overrides):
-    from bench.train import Budget, TrainConfig, train_method
+    from bench.train import Budget, TrainConfig, TrainJob, train_method
 
-    return train_method(
-        "esimcse", backbone=str(tiny_dir), texts=CORPUS, budget=Budget.parse(budget),
+    return train_method(TrainJob(
+        method="esimcse", backbone=str(tiny_dir), texts=CORPUS, budget=Budget.parse(budget),
         config=TrainConfig(max_len=32, batch_size=4, progress=False, checkpoint_every=3, keep_checkpoints=2),
         out_dir=out, resume=resume, method_overrides=overrides,
-    )
+    ))
 
 
 @pytest.mark.parametrize("budget", ["steps=2", "examples=6", "tokens=40", "seconds=0.01"])

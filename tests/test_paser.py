@@ -238,13 +238,13 @@ CORPUS = [
 
 @pytest.mark.parametrize("budget", ["steps=2", "examples=6", "tokens=50", "seconds=0.01"])
 def test_trains_under_every_budget_kind_with_shared_trainer(tiny_model_dir, tmp_path, budget):
-    from bench.train import Budget, TrainConfig, train_method
+    from bench.train import Budget, TrainConfig, TrainJob, train_method
 
-    result = train_method(
-        "paser", backbone=str(tiny_model_dir), texts=CORPUS, budget=Budget.parse(budget),
+    result = train_method(TrainJob(
+        method="paser", backbone=str(tiny_model_dir), texts=CORPUS, budget=Budget.parse(budget),
         config=TrainConfig(max_len=32, batch_size=4, progress=False, pooling="cls"), out_dir=tmp_path / "run",
         method_overrides={"synonyms_source": "none", "decoder_layers": 2},
-    )
+    ))
     kind = budget.split("=")[0]
     assert result.stopped_by == kind and result.consumed.steps >= 1
     assert all(math.isfinite(x) for x in result.losses)
@@ -252,15 +252,15 @@ def test_trains_under_every_budget_kind_with_shared_trainer(tiny_model_dir, tmp_
 
 def test_resume_with_shared_trainer_is_exact(tiny_model_dir, tmp_path):
     """Stop after 3 of 6 steps (checkpoint), resume: same losses and weights as the uninterrupted run."""
-    from bench.train import Budget, TrainConfig, train_method
+    from bench.train import Budget, TrainConfig, TrainJob, train_method
     from bench.train.checkpoint import LATEST, checkpoint_root
 
     def run(out, resume=False):
-        return train_method(
-            "paser", backbone=str(tiny_model_dir), texts=CORPUS, budget=Budget(steps=6),
+        return train_method(TrainJob(
+            method="paser", backbone=str(tiny_model_dir), texts=CORPUS, budget=Budget(steps=6),
             config=TrainConfig(max_len=32, batch_size=4, progress=False, checkpoint_every=3, keep_checkpoints=2),
             out_dir=out, resume=resume, method_overrides={"synonyms_source": "none", "decoder_layers": 2},
-        )
+        ))
 
     full = run(tmp_path / "full")
     part = run(tmp_path / "part")
@@ -277,15 +277,15 @@ def test_resume_with_shared_trainer_is_exact(tiny_model_dir, tmp_path):
 
 def test_trained_encoder_has_no_decoder_keys_and_loads_in_bench_eval(tiny_model_dir, tmp_path):
     from bench.cli import main
-    from bench.train import Budget, TrainConfig, train_method
+    from bench.train import Budget, TrainConfig, TrainJob, train_method
     from results_db import ResultsDB
     from tests.conftest import write_sts
 
-    result = train_method(
-        "paser", backbone=str(tiny_model_dir), texts=CORPUS, budget=Budget(steps=1),
+    result = train_method(TrainJob(
+        method="paser", backbone=str(tiny_model_dir), texts=CORPUS, budget=Budget(steps=1),
         config=TrainConfig(max_len=32, batch_size=4, progress=False, pooling="cls"), out_dir=tmp_path / "run",
         method_overrides={"synonyms_source": "none", "decoder_layers": 1},
-    )
+    ))
     with safe_open(str(result.encoder_dir / "model.safetensors"), "pt") as fh:
         keys = list(fh.keys())
     assert keys and not any(k.split(".")[0] in ("decoder", "mlm_head", "heads", "layers") or "memory" in k for k in keys)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.train import Budget, TrainConfig, train
+from bench.train import Budget, TrainConfig, TrainJob, train
 from methods import get_method
 from results_db import ResultsDB
 from tests.conftest import write_sts
@@ -59,7 +59,7 @@ def test_resumed_training_equals_the_uninterrupted_run(method, tiny_model_dir, t
     budget = Budget(steps=8)
 
     def run(out, adapter, resume=False):
-        return train(adapter, AutoModel.from_pretrained(tiny_model_dir), tok, TEXTS, budget, cfg, out, resume=resume)
+        return train(adapter, AutoModel.from_pretrained(tiny_model_dir), tok, TrainJob(TEXTS, budget, cfg, out, resume=resume))
 
     full = run(tmp_path / "full", get_method(method).build(tokenizer=tok, max_len=32, seed=1))
     with pytest.raises(Killed):
@@ -87,10 +87,11 @@ def test_resume_with_other_settings_is_refused(tiny_model_dir, tmp_path):
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     adapter = get_method("crop").build(tokenizer=tok, max_len=32)
     cfg = TrainConfig(max_len=32, batch_size=4, progress=False)
-    train(get_method("simcse").build(tokenizer=tok, max_len=32), AutoModel.from_pretrained(tiny_model_dir), tok, TEXTS,
-          Budget(steps=1), cfg, tmp_path, save_encoder_dir=None)
+    train(get_method("simcse").build(tokenizer=tok, max_len=32), AutoModel.from_pretrained(tiny_model_dir), tok,
+          TrainJob(TEXTS, Budget(steps=1), cfg, tmp_path, save_encoder_dir=None))
     with pytest.raises(ConfigError, match="made with other settings"):
-        train(adapter, AutoModel.from_pretrained(tiny_model_dir), tok, TEXTS, Budget(steps=1), cfg, tmp_path, resume=True)
+        train(adapter, AutoModel.from_pretrained(tiny_model_dir), tok,
+              TrainJob(TEXTS, Budget(steps=1), cfg, tmp_path, resume=True))
 
 
 def test_bench_run_killed_mid_training_resumes_to_the_same_step_count(tiny_model_dir, tmp_path, capsys, monkeypatch):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.train import Budget, TrainConfig, train
+from bench.train import Budget, TrainConfig, TrainJob, train
 from methods import get_method
 from results_db import ResultsDB
 from tests.conftest import write_sts
@@ -44,11 +44,12 @@ def test_the_trainer_saves_the_scoring_max_len_and_pooling(tiny_model_dir, tmp_p
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     adapter = get_method("simcse").build(tokenizer=tok, max_len=16)
     config = TrainConfig(max_len=16, batch_size=4, progress=False, checkpoint_every=0, pooling="cls")
-    result = train(adapter, AutoModel.from_pretrained(tiny_model_dir), tok, TEXTS, Budget(steps=1), config,
-                   tmp_path / "a", scoring_max_len=40)  # fmt: skip
+    result = train(adapter, AutoModel.from_pretrained(tiny_model_dir), tok,
+                   TrainJob(TEXTS, Budget(steps=1), config, tmp_path / "a", scoring_max_len=40))
     assert declared(result.encoder_dir) == (40, True, False)
     adapter = get_method("simcse").build(tokenizer=tok, max_len=16)
-    unset = train(adapter, AutoModel.from_pretrained(tiny_model_dir), tok, TEXTS, Budget(steps=1), config, tmp_path / "b")
+    unset = train(adapter, AutoModel.from_pretrained(tiny_model_dir), tok,
+                  TrainJob(TEXTS, Budget(steps=1), config, tmp_path / "b"))
     assert declared(unset.encoder_dir) == (16, True, False)  # no scoring max_len given: the training one
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from bench.runtime.errors import TrainingError
-from bench.train import Budget, TrainConfig, train
+from bench.train import Budget, TrainConfig, TrainJob, train
 from bench.train import checkpoint as ckpt_mod
 from bench.train.checkpoint import checkpoint_root, latest_checkpoint, load_checkpoint
 from methods import get_method
@@ -50,8 +50,8 @@ def test_same_seed_same_losses_and_weights_whatever_the_loader_workers(bag, meth
     for workers in (0, 1, 2):
         model, tok = bag()
         adapter = get_method(method).build(tokenizer=tok, max_len=32, seed=4)
-        results[workers] = train(adapter, model, tok, TEXTS, Budget(steps=6), _cfg(loader_workers=workers),
-                                 tmp_path / f"w{workers}")  # fmt: skip
+        job = TrainJob(TEXTS, Budget(steps=6), _cfg(loader_workers=workers), tmp_path / f"w{workers}")
+        results[workers] = train(adapter, model, tok, job)
     base = results[0]
     assert len(base.losses) == 6 and len(set(base.losses)) == 6  # six steps on six different batches
     assert any(not torch.equal(initial[k], v) for k, v in _weights(base).items() if k in initial)  # it trained
@@ -67,7 +67,7 @@ def test_loss_read_every_few_steps_still_stops_on_nan_without_saving_damaged_wei
     adapter = NanAt(get_method("crop").build(tokenizer=tok, max_len=32, seed=4), step=7)
     cfg = _cfg(nan_check_every=4, checkpoint_every=4)
     with pytest.raises(TrainingError, match=r"non-finite loss \(nan\) at step 7 of crop; stopped, last checkpoint at .*step-00000004"):
-        train(adapter, model, tok, TEXTS, Budget(steps=20), cfg, tmp_path / "out")
+        train(adapter, model, tok, TrainJob(TEXTS, Budget(steps=20), cfg, tmp_path / "out"))
     ckpt = latest_checkpoint(tmp_path / "out")
     assert ckpt.name == "step-00000004"  # step 8's check found the NaN: no checkpoint at 8
     weights, state = load_checkpoint(ckpt)
@@ -78,7 +78,7 @@ def test_nan_before_any_checkpoint_says_none_was_written(bag, tmp_path):
     model, tok = bag()
     adapter = NanAt(get_method("crop").build(tokenizer=tok, max_len=32, seed=4), step=2)
     with pytest.raises(TrainingError, match=r"at step 2 of crop; stopped, no checkpoint was written"):
-        train(adapter, model, tok, TEXTS, Budget(steps=20), _cfg(nan_check_every=5), tmp_path / "out")
+        train(adapter, model, tok, TrainJob(TEXTS, Budget(steps=20), _cfg(nan_check_every=5), tmp_path / "out"))
     assert latest_checkpoint(tmp_path / "out") is None
 
 
@@ -89,7 +89,8 @@ def test_a_short_run_writes_one_checkpoint_at_its_end(bag, tmp_path):
     real = ckpt_mod.write_snapshot
     ckpt_mod.write_snapshot, restore = (lambda out, snap, keep=1: saved.append(snap.step) or real(out, snap, keep)), real
     try:
-        train(adapter, model, tok, TEXTS, Budget(steps=30), _cfg(keep_checkpoints=5), tmp_path / "out", save_encoder_dir=None)
+        train(adapter, model, tok,
+              TrainJob(TEXTS, Budget(steps=30), _cfg(keep_checkpoints=5), tmp_path / "out", save_encoder_dir=None))
     finally:
         ckpt_mod.write_snapshot = restore
     assert saved == [30]  # not a tenth of the run: 10 minutes have not passed
@@ -110,7 +111,8 @@ def test_a_failed_checkpoint_write_leaves_the_previous_one_usable(bag, tmp_path,
 
     monkeypatch.setattr(ckpt_mod, "save_file", failing_second_checkpoint)
     with pytest.raises(TrainingError, match=r"checkpoint step-00000006 could not be written .*No space left.*step-00000003 is intact"):
-        train(adapter, model, tok, TEXTS, Budget(steps=9), _cfg(checkpoint_every=3, keep_checkpoints=3), tmp_path / "out")
+        train(adapter, model, tok,
+              TrainJob(TEXTS, Budget(steps=9), _cfg(checkpoint_every=3, keep_checkpoints=3), tmp_path / "out"))
     ckpt = latest_checkpoint(tmp_path / "out")
     assert ckpt.name == "step-00000003"
     weights, state = load_checkpoint(ckpt)

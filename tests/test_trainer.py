@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bench.runtime.errors import ConfigError, TrainingError
-from bench.train import Budget, TrainConfig, train
+from bench.train import Budget, TrainConfig, TrainJob, train
 from bench.train.checkpoint import LATEST, checkpoint_root, latest_checkpoint, load_checkpoint
 from methods import all_methods, get_method
 
@@ -75,7 +75,8 @@ def test_every_builtin_method_is_registered_with_paper_and_defaults():
 def test_loss_falls_over_30_steps_on_real_text(method, tiny_model_dir, tok, wiki_texts, tmp_path):
     model = _model(tiny_model_dir)
     adapter = get_method(method).build(tokenizer=tok, max_len=48, seed=0)
-    result = train(adapter, model, tok, wiki_texts, Budget(steps=30), _cfg(), tmp_path / method, save_encoder_dir=None)
+    job = TrainJob(wiki_texts, Budget(steps=30), _cfg(), tmp_path / method, save_encoder_dir=None)
+    result = train(adapter, model, tok, job)
     losses = result.losses
     assert result.consumed.steps == 30 and len(losses) == 30 and result.stopped_by == "steps"
     first, last = statistics.mean(losses[:5]), statistics.mean(losses[-5:])
@@ -86,7 +87,7 @@ def test_vanilla_does_not_train(tmp_path):
     from bench.train import train_method
 
     with pytest.raises(ConfigError, match="does not train"):
-        train_method("vanilla", backbone="minilm", texts=["x"], budget=Budget(steps=1), config=_cfg(), out_dir=tmp_path)
+        train_method(TrainJob(["x"], Budget(steps=1), _cfg(), tmp_path, method="vanilla", backbone="minilm"))
 
 
 def test_training_log_in_db_and_safetensors_checkpoints_and_encoder(tiny_model_dir, tok, wiki_texts, tmp_path):
@@ -98,7 +99,8 @@ def test_training_log_in_db_and_safetensors_checkpoints_and_encoder(tiny_model_d
     run_id = db.create_run(kind="train", model="x", method="laser3-self", status="running")
     adapter = get_method("laser3-self").build(tokenizer=tok, max_len=48, seed=0)
     cfg = _cfg(checkpoint_every=2, keep_checkpoints=2, lr=1e-4)
-    result = train(adapter, _model(tiny_model_dir), tok, wiki_texts, Budget(steps=5), cfg, tmp_path / "out", db=db, run_id=run_id)
+    job = TrainJob(wiki_texts, Budget(steps=5), cfg, tmp_path / "out", db=db, run_id=run_id)
+    result = train(adapter, _model(tiny_model_dir), tok, job)
 
     log = db.train_log(run_id)
     assert log["step"].tolist() == [1, 2, 3, 4, 5]
@@ -134,7 +136,7 @@ def test_saved_encoder_loads_in_sentence_transformers_and_bench_encoder(tiny_mod
     from bench.encode.encoder import Encoder
 
     adapter = get_method("simcse").build(tokenizer=tok, max_len=48, seed=0)
-    result = train(adapter, _model(tiny_model_dir), tok, wiki_texts, Budget(steps=2), _cfg(), tmp_path / "out")
+    result = train(adapter, _model(tiny_model_dir), tok, TrainJob(wiki_texts, Budget(steps=2), _cfg(), tmp_path / "out"))
     model = st.SentenceTransformer(str(result.encoder_dir), device="cpu")
     texts = ["A man is playing a guitar.", "The stock market fell sharply."]
     ours = Encoder.load(str(result.encoder_dir), use_cache=False, show_progress=False).encode(texts)
@@ -169,7 +171,7 @@ def test_nan_loss_stops_with_clear_error_and_saved_checkpoint(tiny_model_dir, to
     adapter = NanAt(get_method("simcse").build(tokenizer=tok, max_len=48, seed=0), step=3)
     model = _model(tiny_model_dir)
     with pytest.raises(TrainingError, match=r"non-finite loss \(nan\) at step 3 of simcse; stopped, checkpoint saved at .*step-00000002"):
-        train(adapter, model, tok, wiki_texts, Budget(steps=10), _cfg(), tmp_path / "out", db=db, run_id=run_id)
+        train(adapter, model, tok, TrainJob(wiki_texts, Budget(steps=10), _cfg(), tmp_path / "out", db=db, run_id=run_id))
     ckpt = latest_checkpoint(tmp_path / "out")
     assert ckpt is not None and ckpt.name == "step-00000002"
     model_state, state = load_checkpoint(ckpt)
@@ -181,18 +183,19 @@ def test_nan_loss_stops_with_clear_error_and_saved_checkpoint(tiny_model_dir, to
 
 def test_existing_checkpoint_without_resume_is_refused(tiny_model_dir, tok, wiki_texts, tmp_path):
     adapter = get_method("crop").build(tokenizer=tok, max_len=48, seed=0)
-    train(adapter, _model(tiny_model_dir), tok, wiki_texts, Budget(steps=1), _cfg(), tmp_path / "out", save_encoder_dir=None)
+    train(adapter, _model(tiny_model_dir), tok,
+          TrainJob(wiki_texts, Budget(steps=1), _cfg(), tmp_path / "out", save_encoder_dir=None))
     with pytest.raises(ConfigError, match="already holds a checkpoint"):
-        train(adapter, _model(tiny_model_dir), tok, wiki_texts, Budget(steps=1), _cfg(), tmp_path / "out")
+        train(adapter, _model(tiny_model_dir), tok, TrainJob(wiki_texts, Budget(steps=1), _cfg(), tmp_path / "out"))
 
 
 def test_method_that_can_use_no_text_is_a_clear_error(tiny_model_dir, tok, tmp_path):
     adapter = get_method("laser3-intra").build(tokenizer=tok, max_len=48, seed=0)
     with pytest.raises(TrainingError, match="can use no text"):
-        train(adapter, _model(tiny_model_dir), tok, ["One sentence only.", "Another single sentence."],
-              Budget(steps=1), _cfg(), tmp_path / "out", save_encoder_dir=None)
+        train(adapter, _model(tiny_model_dir), tok, TrainJob(["One sentence only.", "Another single sentence."],
+              Budget(steps=1), _cfg(), tmp_path / "out", save_encoder_dir=None))
     with pytest.raises(TrainingError, match="empty"):
-        train(adapter, _model(tiny_model_dir), tok, [], Budget(steps=1), _cfg(), tmp_path / "o2")
+        train(adapter, _model(tiny_model_dir), tok, TrainJob([], Budget(steps=1), _cfg(), tmp_path / "o2"))
 
 
 def test_train_config_validation():
@@ -251,12 +254,12 @@ def test_a_bench_run_shorter_than_its_checkpoint_interval_writes_no_checkpoint(t
                         lambda self, step, *a, **k: saves.append(step) or real_save(self, step, *a, **k))
     config = RunSpec.from_values(dict(method="simcse", budget="steps=3", batch_size=8, max_len=48)).train
     assert config.checkpoint_at_end is False  # bench run's config, without --keep-checkpoints
-    result = train(get_method("simcse").build(tokenizer=tok, max_len=48, seed=0), _model(tiny_model_dir), tok, wiki_texts, Budget(steps=3),
-                   _cfg(checkpoint_at_end=False), tmp_path / "short")  # fmt: skip
+    result = train(get_method("simcse").build(tokenizer=tok, max_len=48, seed=0), _model(tiny_model_dir), tok,
+                   TrainJob(wiki_texts, Budget(steps=3), _cfg(checkpoint_at_end=False), tmp_path / "short"))  # fmt: skip
     assert result.consumed.steps == 3 and saves == [] and latest_checkpoint(tmp_path / "short") is None
     assert (result.encoder_dir / "config.json").exists()
     kept = RunSpec.from_values(dict(method="simcse", budget="steps=3", keep_checkpoints=True)).train
     assert kept.checkpoint_at_end is True
-    train(get_method("simcse").build(tokenizer=tok, max_len=48, seed=0), _model(tiny_model_dir), tok, wiki_texts, Budget(steps=3),
-          _cfg(checkpoint_at_end=False, checkpoint_every=2), tmp_path / "scheduled")  # fmt: skip
+    train(get_method("simcse").build(tokenizer=tok, max_len=48, seed=0), _model(tiny_model_dir), tok,
+          TrainJob(wiki_texts, Budget(steps=3), _cfg(checkpoint_at_end=False, checkpoint_every=2), tmp_path / "scheduled"))
     assert saves == [2, 3]  # the scheduled one, and the stop's (a kill after it loses nothing)

@@ -80,27 +80,30 @@ class Encoder:
         options: EncoderOptions | None = None,
         *,
         name: str,
+        opened: loading.OpenedModel | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
-        fingerprint: str | None = None,
         show_progress: bool = True,
-        source: str | None = None,
-        dim: int | None = None,
         token_cache: bool | None = None,
-        owns_weights: bool = False,
         **changes: Any,
     ):
         """`options` (bench.encode.options.EncoderOptions, default its defaults), with `changes` to any of its fields
-        by name (`max_len=32`): how the model runs; `auto` device, precision and backend are resolved here, once."""
+        by name (`max_len=32`): how the model runs; `auto` device, precision and backend are resolved here, once.
+
+        `model` (and `tokenizer`): handed in, they run as they are (a model being trained keeps its weights' dtype);
+        None: loaded on first use from `opened` (bench.encode.loading.open_model: the source folder or hub id, and
+        the fingerprint and dimension when its files told them), and then the encoder's own, cast to the precision."""
         options = replace(options or ENCODER_DEFAULTS, **changes)  # an unknown name: TypeError; a bad value: ConfigError
         if options.pooling is None:  # no folder declared one (Encoder.load reads it): mean pooling
             options = replace(options, pooling="mean")
+        source, fingerprint, dim = (opened.source, opened.fingerprint, opened.dim) if opened else (None, None, None)
         if model is None and source is None:
             raise ConfigError("Encoder needs a model or a source folder to load it from")
         self.options = options.resolved()  # device, precision and backend as they run (recorded by describe())
         self.name = name
         self.shape_bounded = is_accelerator(self.device_name)  # bucketed batch shapes (bench.encode.batching)
-        # weights loaded here are the encoder's to cast to the precision; a model handed in runs under autocast
-        self.owns_weights = owns_weights or model is None
+        # weights loaded here (or opened for it) are the encoder's to cast to the precision; a model handed in runs
+        # under autocast
+        self.owns_weights = opened is not None or model is None
         self.engine = make_backend(self.options.backend, self)  # chosen once
         # None: the device's defaults (rows, and token slots per batch: bench.encode.batching.device_batching)
         width = dim if dim is not None else getattr(getattr(model, "config", None), "hidden_size", None)
@@ -145,9 +148,8 @@ class Encoder:
         opened = loading.open_model(name, options.max_len, allow_pickle=options.allow_pickle)
         if options.pooling is None and opened.is_folder:
             options = replace(options, pooling=folder_pooling(opened.source))
-        return cls(opened.model, opened.tokenizer, options, name=name, cache_dir=cache_dir,
-                   fingerprint=opened.fingerprint, show_progress=show_progress, source=opened.source, dim=opened.dim,
-                   token_cache=token_cache, owns_weights=True)  # fmt: skip - loaded for this encoder: its weights are cast to the precision
+        return cls(opened.model, opened.tokenizer, options, name=name, opened=opened, cache_dir=cache_dir,
+                   show_progress=show_progress, token_cache=token_cache)  # fmt: skip - opened for this encoder: its weights are cast to the precision
 
     # The options as they run, read from the one value (`options`), never copied.
     @property

@@ -219,6 +219,7 @@ class ComparisonJob:
         from bench.encode.st_config import declare_scoring
         from bench.report.tables import loss_warning
         from bench.train.backbone import load_backbone
+        from bench.train.job import TrainJob
         from bench.train.trainer import train_method
 
         db, spec, corpus, say = self.db, self.spec, self.corpus, self.say
@@ -239,13 +240,13 @@ class ComparisonJob:
                 declare_scoring(encoder_dir, pooling=train_cfg.pooling, max_len=spec.encoder.max_len)
             return str(encoder_dir)
         t0 = time.time()
-        result = train_method(
-            method_spec, backbone=spec.backbone, texts=corpus.texts, budget=budget, config=train_cfg, out_dir=out_dir,
-            db=db, run_id=run_id, resume=spec.resume, method_config=method_cfg, backbone_cache_dir=Path(spec.out) / "backbones",
-            eval_hook=eval_hook, tracker=trackers, scoring_max_len=spec.encoder.max_len,  # the folder declares its scoring once
+        result = train_method(TrainJob(
+            corpus.texts, budget, train_cfg, out_dir, method=method_spec, backbone=spec.backbone, method_config=method_cfg,
+            backbone_cache_dir=Path(spec.out) / "backbones", allow_pickle=spec.encoder.allow_pickle, db=db, run_id=run_id,
+            resume=spec.resume, eval_hook=eval_hook, tracker=trackers,
+            scoring_max_len=spec.encoder.max_len,  # the folder declares its scoring once
             rank_batch=rank_batch,  # checked by the command before any process started
-            allow_pickle=spec.encoder.allow_pickle,
-        )
+        ))  # fmt: skip
         consumed = {**result.consumed.as_dict(), "stopped_by": result.stopped_by, "schedule_horizon": result.horizon}
         if result.resumed_from is not None:
             consumed["resumed_from_step"] = result.resumed_from

@@ -98,17 +98,17 @@ def training_texts(spec: Any, notes: list[str]) -> list[str]:
 
 def calibrate_training(spec: Any, method: str, texts: list[str], scratch: Path) -> tuple[float, float, float]:
     """(seconds per step, fixed seconds of a run, tokens per step) from CALIBRATION_STEPS real steps."""
-    from bench.train import Budget
+    from bench.train import Budget, TrainJob
     from bench.train.trainer import train_method
 
     settings = spec.settings
     config = replace(spec.train, progress=False, checkpoint_at_end=False, checkpoint_minutes=0,
                      checkpoint_every=None, loader_workers=0)  # fmt: skip
     started = time.monotonic()
-    result = train_method(method, backbone=spec.backbone, texts=texts, budget=Budget(steps=CALIBRATION_STEPS),
-                          config=config, out_dir=scratch / method, method_overrides=settings.overrides.get(method, {}),
-                          backbone_cache_dir=scratch / "backbones", scoring_max_len=spec.encoder.max_len,
-                          allow_pickle=spec.encoder.allow_pickle)  # fmt: skip
+    result = train_method(TrainJob(texts, Budget(steps=CALIBRATION_STEPS), config, scratch / method, method=method,
+                                   backbone=spec.backbone, method_overrides=settings.overrides.get(method, {}),
+                                   backbone_cache_dir=scratch / "backbones", allow_pickle=spec.encoder.allow_pickle,
+                                   scoring_max_len=spec.encoder.max_len))  # fmt: skip
     wall = time.monotonic() - started
     steps = max(result.consumed.steps, 1)
     return result.consumed.seconds / steps, max(0.0, wall - result.consumed.seconds), result.consumed.tokens / steps

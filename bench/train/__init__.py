@@ -5,18 +5,19 @@ Owns: turning a backbone, a method adapter, training texts and a budget into a s
 evaluation data or scores anything (a learning curve is a callback the caller passes in), never parses CLI options.
 
 Public API:
-    from bench.train import Budget, TrainConfig, train, train_method
+    from bench.train import Budget, TrainConfig, TrainJob, train, train_method
 
     budget = Budget.parse("steps=200,seconds=600")           # or Budget(steps=200)
-    result = train_method(                                    # load backbone, build adapter, train, save encoder
-        "laser3-self", backbone="minilm", texts=corpus_texts, budget=budget,
-        config=TrainConfig(max_len=64, batch_size=16, lr=3e-5, seed=0), out_dir="runs/x",
-        db=db, run_id=run_id, resume=False, method_overrides={"m_mode": "twice"},
+    job = TrainJob(                                           # one training run, carried whole (bench.train.job)
+        corpus_texts, budget, TrainConfig(max_len=64, batch_size=16, lr=3e-5, seed=0), "runs/x",
+        method="laser3-self", backbone="minilm", db=db, run_id=run_id, resume=False,
+        method_overrides={"m_mode": "twice"},
     )
+    result = train_method(job)                                # load backbone, build adapter, train, save encoder
     result.encoder_dir, result.consumed.as_dict(), result.stopped_by
 
-    # lower level, with your own model/adapter objects:
-    result = train(adapter, model, tokenizer, texts, budget, TrainConfig(...), out_dir, db=None, run_id=None)
+    # lower level, with your own model/adapter objects (the job's method and backbone are not needed):
+    result = train(adapter, model, tokenizer, TrainJob(texts, budget, TrainConfig(...), out_dir))
 
 An adapter (`bench.train.method.MethodAdapter`) only builds batches and losses; `train` owns AdamW, the linear warm-up/decay schedule,
 seeding, clipping, bf16 autocast on CUDA, the progress bar, the DB training log, safetensors checkpoints and
@@ -28,8 +29,8 @@ skip texts the method cannot use (crop: fewer than two chunks) before they take 
 # not, so the names below are resolved on first use.
 _LAZY = {
     "BUDGET_KINDS": "bench.train.budget", "Budget": "bench.train.budget", "Consumption": "bench.train.budget",
-    "TrainConfig": "bench.train.config", "TrainResult": "bench.train.trainer", "load_backbone": "bench.train.backbone",
-    "train": "bench.train.trainer", "train_method": "bench.train.trainer",
+    "TrainConfig": "bench.train.config", "TrainJob": "bench.train.job", "TrainResult": "bench.train.trainer",
+    "load_backbone": "bench.train.backbone", "train": "bench.train.trainer", "train_method": "bench.train.trainer",
 }  # fmt: skip
 
 __all__ = sorted(_LAZY)

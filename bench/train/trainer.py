@@ -54,14 +54,15 @@ from bench.runtime.device import forward_context, resolve_device, resolve_precis
 from bench.runtime.errors import ConfigError, TrainingError
 from bench.runtime.provenance import config_hash
 from bench.train.backbone import check_backbone_methods, load_backbone
-from bench.train.budget import Budget, Consumption
+from bench.train.budget import Consumption
 from bench.train.checkpoint import CheckpointSchedule, CheckpointWriter, TrainState, latest_checkpoint, load_train_state
 from bench.train.config import TrainConfig  # its home: bench.train.config (torch-free); importable from here as before
 from bench.train.eval_hook import EvalHook, run_isolated  # EvalHook's home is bench.train.eval_hook
+from bench.train.job import TrainJob
 from bench.train.loader import BatchLoader, Position, default_workers
 from bench.train.loss_check import check_loss
 from bench.train.loss_reader import LossLog, LossReader
-from bench.train.method import AdapterHooks, MethodSpec
+from bench.train.method import AdapterHooks
 from bench.train.sharding import shard_batch
 
 log = logging.getLogger(__name__)
@@ -154,67 +155,48 @@ def per_rank_batch(batch_size: int, world: int) -> int:
 
 
 # ------------------------------------------------------------------------------------- trainer
-def train(
-    adapter: Any,
-    model: torch.nn.Module,
-    tokenizer: Any,
-    texts: Sequence[str],
-    budget: Budget,
-    config: TrainConfig,
-    out_dir: str | Path,
-    *,
-    db: Any = None,
-    run_id: int | None = None,
-    resume: bool = False,
-    save_encoder_dir: str | Path | None = "encoder",
-    eval_hook: EvalHook | None = None,
-    tracker: Any = None,
-    scoring_max_len: int | None = None,
-    rank_batch: int | None = None,
-) -> TrainResult:
-    """Train `model` with `adapter` on `texts` until the budget (or the schedule horizon) stops it.
+def train(adapter: Any, model: torch.nn.Module, tokenizer: Any, job: TrainJob) -> TrainResult:
+    """Train `model` with `adapter` on `job.texts` until the budget (or the schedule horizon) stops it. The job's
+    method, backbone and method settings are `train_method`'s (here the adapter, model and tokenizer are built).
 
-    `eval_hook` scores the encoder during training (learning curves; see EvalHook). `tracker`
+    `job.eval_hook` scores the encoder during training (learning curves; see EvalHook). `job.tracker`
     (bench.runtime.trackers.Trackers, rank 0) gets each logged step's loss, learning rate and rate.
 
-    `save_encoder_dir` (relative to out_dir, or absolute; None: do not save) receives the trained encoder as a
+    `job.save_encoder_dir` (relative to out_dir, or absolute; None: do not save) receives the trained encoder as a
     transformers + sentence-transformers folder without the adapter's training-only modules. Its
     sentence-transformers files declare how it is scored: `config.pooling` and `scoring_max_len` (the evaluation's
-    max_len; None: the training max_len), written once, with the weights. `rank_batch`: the batch one process
+    max_len; None: the training max_len), written once, with the weights. `job.rank_batch`: the batch one process
     trains on, as the caller already checked it (`per_rank_batch`; bench run does before any process starts);
     None (or a value that does not match the processes): checked here.
     """
-    recipe = TrainingRecipe(adapter, model, tokenizer, texts, budget, config, out_dir, db=db, run_id=run_id,
-                            eval_hook=eval_hook, tracker=tracker)  # fmt: skip
-    ckpt = recipe.setup(resume, rank_batch)
+    recipe = TrainingRecipe(adapter, model, tokenizer, job)
+    ckpt = recipe.setup()
     if ckpt is not None:
         recipe.resume(ckpt)
     recipe.seed_rank()
     recipe.prepare_corpus()
     stopped_by = recipe.run()
-    return recipe.finish(stopped_by, save_encoder_dir, scoring_max_len or config.max_len)
+    return recipe.finish(stopped_by)
 
 
 class TrainingRecipe:
     """One training run, stage by stage (see the module docstring); `train` calls the stages in order."""
 
-    def __init__(self, adapter: Any, model: torch.nn.Module, tokenizer: Any, texts: Sequence[str], budget: Budget,
-                 config: TrainConfig, out_dir: str | Path, *, db: Any = None, run_id: int | None = None,
-                 eval_hook: EvalHook | None = None, tracker: Any = None):  # fmt: skip
-        self.adapter, self.model, self.tokenizer, self.texts = adapter, model, tokenizer, texts
-        self.budget, self.config = budget, config
-        self.db, self.run_id, self.eval_hook, self.tracker = db, run_id, eval_hook, tracker
+    def __init__(self, adapter: Any, model: torch.nn.Module, tokenizer: Any, job: TrainJob):
+        self.adapter, self.model, self.tokenizer, self.job = adapter, model, tokenizer, job
+        self.texts, self.budget, self.config = job.texts, job.budget, job.config
+        self.db, self.run_id, self.eval_hook, self.tracker = job.db, job.run_id, job.eval_hook, job.tracker
         self.hooks = AdapterHooks.of(adapter)  # the protocol's optional members, defaults where the adapter has none
-        self.out = Path(out_dir)
+        self.out = Path(job.out_dir)
         self.position = Position(0, 0, 0)
         self.consumed = Consumption()
         self.resumed_from: int | None = None  # the step a resumed run started at
 
     # ------------------------------------------------------------------ setup
-    def setup(self, resume: bool, rank_batch: int | None = None) -> Path | None:
+    def setup(self) -> Path | None:
         """Device, precision, seed, the adapter's modules, optimiser and horizon; returns the checkpoint to resume
-        from (None: a fresh run). A checkpoint in the folder without `resume` is refused."""
-        config, texts = self.config, self.texts
+        from (None: a fresh run). A checkpoint in the folder without the job's `resume` is refused."""
+        config, texts, rank_batch = self.config, self.texts, self.job.rank_batch
         self.out.mkdir(parents=True, exist_ok=True)
         if not texts:
             raise TrainingError("the training corpus is empty")
@@ -231,7 +213,7 @@ class TrainingRecipe:
         self.precision = resolve_precision(config.precision, device, training=True)  # auto: bf16 on CUDA, fp32 elsewhere
 
         ckpt = latest_checkpoint(self.out)
-        if ckpt is not None and not resume:
+        if ckpt is not None and not self.job.resume:
             raise ConfigError(f"{self.out} already holds a checkpoint ({ckpt.name}); resume it (--resume) or use another output folder")
 
         # Seed before setup: the adapter's extra modules (MLM head, decoder) are initialised from this state.
@@ -438,9 +420,11 @@ class TrainingRecipe:
         self.reader.add(loss, value, row)
 
     # ------------------------------------------------------------------ finish
-    def finish(self, stopped_by: str, save_encoder_dir: str | Path | None, scoring_max_len: int) -> TrainResult:
+    def finish(self, stopped_by: str) -> TrainResult:
         """The last checkpoint (a signal stops here, with it), the saved encoder folder (declaring the scoring
         pooling and max_len) and the result."""
+        save_encoder_dir = self.job.save_encoder_dir
+        scoring_max_len = self.job.scoring_max_len or self.config.max_len
         self.loader.close()
         self.reader.flush()
         stopping = stopped_by == "interrupted" or bool(signals.stop_requested())
@@ -475,44 +459,28 @@ class TrainingRecipe:
 
 
 # --------------------------------------------------------------------------- method
-def train_method(
-    method: str | MethodSpec,
-    *,
-    backbone: str,
-    texts: Sequence[str],
-    budget: Budget,
-    config: TrainConfig,
-    out_dir: str | Path,
-    db: Any = None,
-    run_id: int | None = None,
-    resume: bool = False,
-    method_overrides: dict[str, Any] | None = None,
-    method_config: Any = None,
-    backbone_cache_dir: str | Path | None = None,
-    eval_hook: EvalHook | None = None,
-    tracker: Any = None,
-    scoring_max_len: int | None = None,
-    rank_batch: int | None = None,
-    allow_pickle: bool = False,
-) -> TrainResult:
-    """Load the backbone (pickle-only weights too with `allow_pickle`), build the method's adapter with its config
-    (`method_config`, else the paper defaults with `method_overrides`), train, save the encoder (declaring
-    `scoring_max_len`, see `train`). `method`: a registered name, or the MethodSpec a caller has already looked up."""
+def train_method(job: TrainJob) -> TrainResult:
+    """Load the job's backbone (pickle-only weights too with `allow_pickle`), build its method's adapter with its
+    config (`method_config`, else the paper defaults with `method_overrides`), train, save the encoder (declaring
+    `scoring_max_len`, see `train`). `job.method`: a registered name, or the MethodSpec a caller has already looked up."""
     from bench.train.registry import get_method
 
-    spec = get_method(method) if isinstance(method, str) else method
+    if job.method is None or job.backbone is None:
+        raise TypeError("train_method needs a TrainJob that names its method and backbone")
+    config = job.config
+    spec = get_method(job.method) if isinstance(job.method, str) else job.method
     if not spec.trains:
         raise ConfigError(f"method {spec.name!r} does not train (it evaluates the backbone as it is)")
-    check_backbone_methods(backbone, [spec.name])
+    check_backbone_methods(job.backbone, [spec.name])
+    method_config = job.method_config
     if method_config is None:
         try:
-            method_config = spec.config_from(method_overrides or {})
+            method_config = spec.config_from(job.method_overrides or {})
         except (TypeError, ValueError) as exc:
             raise ConfigError(str(exc)) from None
     pools.prestart()  # the worker pools' forkserver imports torch while the backbone loads
     with distributed.main_first():  # a random backbone is written to disk once, by rank 0
-        model, tokenizer, _ = load_backbone(backbone, cache_dir=backbone_cache_dir, allow_pickle=allow_pickle)
+        model, tokenizer, _ = load_backbone(job.backbone, cache_dir=job.backbone_cache_dir, allow_pickle=job.allow_pickle)
     torch.manual_seed(config.seed)
     adapter = spec.build(method_config, tokenizer=tokenizer, max_len=config.max_len, seed=config.seed)
-    return train(adapter, model, tokenizer, texts, budget, config, out_dir, db=db, run_id=run_id, resume=resume,
-                 eval_hook=eval_hook, tracker=tracker, scoring_max_len=scoring_max_len, rank_batch=rank_batch)
+    return train(adapter, model, tokenizer, job)

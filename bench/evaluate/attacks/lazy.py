@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from bench.evaluate.attacks import base, output_check
@@ -19,27 +20,28 @@ class AttackedTexts(Sequence[str]):
     so the generator's state is kept at every chunk boundary reached (a few KB each) and a chunk is computed from the
     state before it; the chunk last computed is kept, so reading in order costs one attack per text.
 
-    `variant` is an elongation parameter ('2', 'rand': the historical form) unless `attack` is given. `words=True`
-    applies the attack's word-level form (BM25: no tokenizer, nothing cut).
+    `variant` is an elongation parameter ('2', 'rand': the historical form) unless `attack` is given. `where`: where
+    the texts sit in their dataset (AttackInput: the first text's item index, or each text's owning item, and the
+    distractor pool when the attack pads; default: text i is item i, no pool). `words=True` applies the attack's
+    word-level form (BM25: no tokenizer, nothing cut).
     """
 
     def __init__(self, texts: Sequence[Text], variant: str | None, tokenizer: Tokenizer | None, max_len: int,
-                 seed: int = 0, *, attack: Attack | None = None, pool: Distractors | None = None,
-                 owners: Sequence[int] | None = None, words: bool = False):  # fmt: skip
+                 seed: int = 0, *, attack: Attack | None = None, where: AttackInput | None = None,
+                 words: bool = False):  # fmt: skip
         if attack is None:
             from bench.evaluate.attacks.elong import make
 
             attack = make(str(variant))
         self.texts, self.tokenizer, self.max_len = texts, tokenizer, max_len
-        self.attack, self.pool, self.owners, self.words = attack, pool, owners, words
+        self.attack, self.where, self.words = attack, where or AttackInput(), words
         self.variant = attack.param
         self.chunk = base.ATTACK_CHUNK
         self._states: list[Any] = [random.Random(seed).getstate()]  # rng state at the start of chunk k
         self._last: tuple[int, list] | None = None
         # One seed, one output: checked on a small sample before any text is scored (bench...output_check).
-        owners_head = None if owners is None else owners[:output_check.SAMPLE]
-        output_check.check_deterministic(
-            attack, lambda sample, rng: self._attack(sample, rng, AttackInput(owners=owners_head, pool=pool)), texts, seed)
+        head = self._where(0, output_check.SAMPLE)
+        output_check.check_deterministic(attack, lambda sample, rng: self._attack(sample, rng, head), texts, seed)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -53,12 +55,16 @@ class AttackedTexts(Sequence[str]):
         self._last = (k, texts)
         return texts
 
+    def _where(self, lo: int, hi: int) -> AttackInput:
+        """Where texts lo:hi sit in the dataset."""
+        owners = self.where.owners
+        return replace(self.where, offset=self.where.offset + lo, owners=None if owners is None else owners[lo:hi])
+
     def _run(self, k: int) -> list:
         rng = random.Random()
         rng.setstate(self._states[k])
         lo, hi = k * self.chunk, (k + 1) * self.chunk
-        owners = None if self.owners is None else self.owners[lo:hi]
-        out = self._attack(self.texts[lo:hi], rng, AttackInput(offset=lo, owners=owners, pool=self.pool))
+        out = self._attack(self.texts[lo:hi], rng, self._where(lo, hi))
         if len(self._states) == k + 1:
             self._states.append(rng.getstate())
         return out
@@ -95,4 +101,5 @@ def apply_attack(attack: Attack, texts: Sequence[Text], tokenizer: Tokenizer | N
                  words: bool = False) -> list:  # fmt: skip
     """Every text attacked (token-aware within max_len, or `words=True`: word-level), random choices drawn from
     `random.Random(seed)` in text order."""
-    return list(AttackedTexts(texts, None, tokenizer, max_len, seed, attack=attack, pool=pool, owners=owners, words=words))
+    where = AttackInput(owners=owners, pool=pool)
+    return list(AttackedTexts(texts, None, tokenizer, max_len, seed, attack=attack, where=where, words=words))

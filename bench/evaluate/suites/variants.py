@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.evaluate.attacks import CLEAN, Attack, AttackedTexts, AttackMeter, Distractors, apply_attack
+from bench.evaluate.attacks import CLEAN, Attack, AttackedTexts, AttackInput, AttackMeter, Distractors, apply_attack
 from bench.evaluate.suites.base import EvalContext
 
 LAZY_ATTACK_DOCS = 50_000  # above this, attacked texts are computed chunk by chunk (twice: meter and encoder)
@@ -44,7 +44,8 @@ def attack_with(model: Any, attack: Attack, texts: Sequence, seed: int, pool: Di
     lazy_above = getattr(model, "chunk_docs", LAZY_ATTACK_DOCS) if words else LAZY_ATTACK_DOCS
     tokenizer = None if words else model.tokenizer
     if len(texts) > lazy_above:
-        return AttackedTexts(texts, None, tokenizer, model.max_len, seed, attack=attack, pool=pool, words=words)
+        where = AttackInput(pool=pool)
+        return AttackedTexts(texts, None, tokenizer, model.max_len, seed, attack=attack, where=where, words=words)
     return apply_attack(attack, texts, tokenizer, model.max_len, seed, pool=pool, words=words)
 
 
