@@ -260,7 +260,7 @@ def test_one_training_seed_gets_its_interval_and_no_star_three_seeds_can_earn_on
     text = comparison_report(db, {"vanilla": [ref], "simcse": trained[:1]})
     rows = [ln.split() for ln in text[text.index("difference vs"):].splitlines()[2:4]]
     assert all(r[4] == "simcse" and not r[6].endswith("*") and float(r[9]) < 0.01 for r in rows), rows
-    assert "none where a trained side has fewer than 3 seeds" in text
+    assert "none where a learned method has fewer than 3 seeds" in text
     text = comparison_report(db, {"vanilla": [ref], "simcse": trained})
     rows = [ln.split() for ln in text[text.index("difference vs"):].splitlines()[2:4]]
     assert all(r[6].endswith("*") and "seeds+items" in " ".join(r) for r in rows), rows

@@ -337,7 +337,7 @@ def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]
             family = len(diffs)
             star = (f"* = excludes 0 after {stats.CORRECTION_NAMES[correction]} correction over the {family} differences "
                     "of this table" if correction != "none" else "* = p < 0.05, uncorrected")
-            star += "; none where a trained side has fewer than 3 seeds (its interval is the items' alone)"
+            star += "; none where a learned method has fewer than 3 seeds (its interval is the items' alone)"
             parts += ["", f"difference vs {reference} (95% CI, uncorrected: interval 'bootstrap' = paired bootstrap "
                           f"over the {items}; 'seeds+items' = the between-seed variance (3+ seeds) plus the paired "
                           f"bootstrap over the {items}, t with Welch-Satterthwaite df; p = two-sided; {star})",
