@@ -60,6 +60,13 @@ def test_same_seed_same_losses_and_weights_whatever_the_loader_workers(bag, meth
         a, b = _weights(base), _weights(results[workers])
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
         assert results[workers].consumed.tokens == base.consumed.tokens
+        # and the saved folder is the same file for file: its tokenizer.json once kept the truncation of the last
+        # batch built in this process (workers=0 only), so the encoder's fingerprint depended on the workers
+        files = sorted(p.relative_to(base.encoder_dir) for p in base.encoder_dir.rglob("*") if p.is_file())
+        assert files == sorted(p.relative_to(results[workers].encoder_dir) for p in results[workers].encoder_dir.rglob("*") if p.is_file())
+        for name in files:
+            if name.name != "README.md":  # the model card records the run's own seconds and memory
+                assert (base.encoder_dir / name).read_bytes() == (results[workers].encoder_dir / name).read_bytes(), name
 
 
 def test_loss_read_every_few_steps_still_stops_on_nan_without_saving_damaged_weights(bag, tmp_path):

@@ -219,12 +219,24 @@ def save_encoder(
                        replace=True) as tmp:  # fmt: skip
         quiet_transformers()
         model.save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
+        _without_call_state(tokenizer).save_pretrained(tmp)
         if is_embedding_bag(model):  # sentence-transformers' StaticEmbedding reads this folder as it is
             write_sentence_transformers_files(tmp)
         else:
             write_st_config(tmp, int(model.config.hidden_size), pooling, max_len)
     return out
+
+
+def _without_call_state(tokenizer: Any) -> Any:
+    """The tokenizer with no truncation or padding left in its Rust backend: a fast tokenizer keeps the last call's
+    (max_length 62 after training batches built in this process), and `save_pretrained` writes it into
+    tokenizer.json. So the saved folder, and the fingerprint its files give the encoder, depended on whether the
+    batches were built here or in loader workers (their copies took the state); a call sets its own anyway."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and (backend.truncation is not None or backend.padding is not None):
+        backend.no_truncation()
+        backend.no_padding()
+    return tokenizer
 
 
 @dataclass
