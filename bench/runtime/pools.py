@@ -153,9 +153,8 @@ def prestart() -> None:
     """Start this process's forkserver now, so that its imports (PRELOAD) run while the caller loads a model rather
     than when the first pool starts a worker. Cheap (the server imports in its own process); nothing where no pool
     would start (pools off, or auto on one usable core) or the platform has no forkserver."""
-    chosen = mode()
-    if chosen == "off" or (chosen == "auto" and usable_cores() < 2) or "forkserver" not in multiprocessing.get_all_start_methods():
-        return
+    if not pool_workers(None, 2, 2) or "forkserver" not in multiprocessing.get_all_start_methods():
+        return  # the smallest job a pool could take gets none here: no pool will start
     start_context()
     from multiprocessing import forkserver
 
