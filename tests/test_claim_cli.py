@@ -211,3 +211,15 @@ def test_every_shipped_claim_file_expands_at_each_scale_offline():
     assert (paper["batch_size"], paper["max_len"], paper["lr"], paper["backbone"]) == (64, 256, 3e-5, "minilm")
     assert {c.role for c in laser.comparators} == {"reference", "baseline", "control"}
     assert sum(c.role == "control" for c in laser.comparators) >= 2
+
+
+def test_a_claims_runs_start_one_seed_of_each_arm_at_a_time():
+    """Seeds of one method side by side would prepare the same corpus at once (one splits, the others wait): a claim
+    starts each arm's first seed, then each arm's second."""
+    from bench.claim.run import interleaved
+
+    made = arms(load_claim(REPO / "claims" / "laser3-length.toml"), "cpu")
+    order = [(p.method, p.seed) for p in interleaved(made)]
+    assert sorted(order) == sorted((p.method, p.seed) for a in made for p in a.points)  # every run, once
+    assert [seed for _, seed in order[: len(made)]] == [0] * len(made)  # every arm's first seed before any second
+    assert order[0] == ("laser3-self", 0) and order[1][0] == "vanilla" and order[len(made)] == ("laser3-self", 1)

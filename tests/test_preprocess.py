@@ -52,6 +52,49 @@ def test_sentence_splits_made_in_a_pool_equal_the_splitter_and_come_back_from_di
     assert [tuple(split_sentences(d)) for d in DOCS] == expected
 
 
+def _prepared_while_another_holds_the_folder(folder, holder_writes, prepare):
+    """Run `prepare` in a thread while this thread holds the cache folder's lock (as a second process would), write
+    the file as that process would, release, and return what `prepare` returned."""
+    import threading
+
+    from bench.runtime.writes import one_at_a_time
+
+    out: dict = {}
+    with one_at_a_time(folder, "the test's file"):
+        worker = threading.Thread(target=lambda: out.setdefault("result", prepare()))
+        worker.start()
+        worker.join(0.5)
+        assert worker.is_alive(), "prepare did not wait for the process preparing the same file"
+        holder_writes()
+    worker.join(30)
+    assert not worker.is_alive()
+    return out["result"]
+
+
+def test_runs_started_side_by_side_split_a_corpus_once(monkeypatch):
+    """Three seeds of one method start together: the first splits the corpus, the others wait and read its file
+    (they used to split it too, side by side: 3 x 38 s at the start of the paper-scale claim on a GPU)."""
+    path = sentence_cache.cache_path(sentence_cache.corpus_key([" ".join(d.split()) for d in DOCS]))
+    expected = [tuple(sentences.split_normalised(" ".join(d.split()))) for d in DOCS]
+    monkeypatch.setattr(sentence_cache, "split_all", lambda *a, **k: pytest.fail("split again"))
+    done = _prepared_while_another_holds_the_folder(path.parent, lambda: sentence_cache._write(path, expected),
+                                                    lambda: sentence_cache.prepare(DOCS, workers=1))
+    assert done.cached and done.path == path
+    assert [tuple(split_sentences(d)) for d in DOCS] == expected
+
+
+def test_runs_started_side_by_side_tokenise_a_corpus_once(tok, monkeypatch):
+    strings = [d for d in DOCS if d]
+    ident = token_cache.tokenizer_id(tok)
+    path = token_cache.cache_dir() / token_cache.FOLDER / f"{token_cache.strings_key(ident, 12, strings)}.npz"
+    expected = [tok(s, add_special_tokens=False)["input_ids"][:12] for s in strings]
+    monkeypatch.setattr(token_cache.pools, "parallel_map", lambda *a, **k: pytest.fail("tokenised again"))
+    table, cached = _prepared_while_another_holds_the_folder(
+        path.parent, lambda: token_cache._write(path, token_cache.TokenTable.from_lists(strings, expected)),
+        lambda: token_cache.bodies(strings, tok, 12, workers=1))
+    assert cached and [table[s] for s in strings] == expected
+
+
 def test_sentence_cache_key_follows_the_corpus_and_the_splitter(monkeypatch):
     base = sentence_cache.corpus_key(DOCS)
     assert sentence_cache.corpus_key(DOCS[:-1]) != base  # another corpus

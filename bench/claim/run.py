@@ -71,7 +71,7 @@ def run_missing(arms_: list[Arm], db_url: str, folder: Path, jobs: int, retries:
     from bench.sweep.executors import run_local
     from bench.sweep.worker import WorkerSettings
 
-    points = [p for a in arms_ for p in a.points]
+    points = interleaved(arms_)
     states = _states(db_url, points)
     done = sum(s.state == "done" for s in states)
     running = sum(s.state == "running" for s in states)
@@ -103,6 +103,14 @@ def run_missing(arms_: list[Arm], db_url: str, folder: Path, jobs: int, retries:
                  "min: the verdict waits for all its seeds (`bench claim FILE --status` shows each run)")  # fmt: skip
             return 1
         time.sleep(min(poll, max(0.0, deadline - time.monotonic()) + 0.01))
+
+
+def interleaved(arms_: list[Arm]) -> list[Point]:
+    """The points in the order they start: each arm's first seed, then each arm's second... Not one arm's seeds side
+    by side: those prepare the same corpus (sentence splits, token ids) at the same moment, and the later ones would
+    wait for the first (`bench.runtime.writes.one_at_a_time`) instead of training another arm meanwhile."""
+    rounds = max((len(a.points) for a in arms_), default=0)
+    return [a.points[i] for i in range(rounds) for a in arms_ if i < len(a.points)]
 
 
 def _states(db_url: str, points: list[Point]) -> list[Any]:

@@ -33,6 +33,7 @@ from bench.runtime import pools
 from bench.runtime.paths import cache_dir
 from bench.runtime.pools import usable_cores  # noqa: F401 - where callers have long found it
 from bench.runtime.stores import FolderStore
+from bench.runtime.writes import one_at_a_time
 
 
 SEP = "\x1e"
@@ -113,11 +114,18 @@ def prepare(texts: Sequence[str], workers: int | None = None, use_disk: bool = T
     key = corpus_key(normalised)
     path = cache_path(key) if use_disk else None
     splits = _read(path, len(normalised)) if path is not None and path.is_file() else None
-    cached = splits is not None
-    if splits is None:
-        splits = split_all(normalised, workers)
-        if path is not None:
-            _write(path, splits)
+    if splits is None and path is not None:
+        # Runs started side by side on one corpus (a claim's seeds) split it once: the others wait, then read it.
+        with one_at_a_time(path.parent, "the sentence splits"):
+            splits = _read(path, len(normalised)) if path.is_file() else None
+            cached = splits is not None
+            if splits is None:
+                splits = split_all(normalised, workers)
+                _write(path, splits)
+    else:
+        cached = splits is not None
+        if splits is None:
+            splits = split_all(normalised, workers)
     sentences.install(dict(zip(normalised, splits)))
     return Prepared(texts=len(normalised), cached=cached, path=path, seconds=time.monotonic() - start)
 

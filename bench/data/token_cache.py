@@ -30,6 +30,7 @@ import numpy as np
 from bench.runtime import pools
 from bench.runtime.paths import cache_dir
 from bench.runtime.stores import FolderStore
+from bench.runtime.writes import one_at_a_time
 
 FOLDER = "tokens"
 FORMAT = 1
@@ -179,13 +180,24 @@ def bodies(strings: Sequence[str], tokenizer: Any, max_body: int, workers: int |
         found = _read(path, strings)
         if found is not None:
             return found, True
+    if path is None:
+        return _tokenized(strings, tokenizer, max_body, workers, special, ident), False
+    # Runs started side by side on one corpus (a claim's seeds) tokenise it once: the others wait, then read it.
+    with one_at_a_time(path.parent, "the token ids"):
+        found = _read(path, strings) if path.is_file() else None
+        if found is not None:
+            return found, True
+        table = _tokenized(strings, tokenizer, max_body, workers, special, ident)
+        _write(path, table)
+    return table, False
+
+
+def _tokenized(strings: list[str], tokenizer: Any, max_body: int, workers: int | None, special: bool,
+               ident: str | None) -> TokenTable:  # fmt: skip
     # Workers get a pickled copy of the tokenizer once (the pool is kept while the tokenizer is the same); this
     # process tokenises with its own when there is no pool or the pool stalls.
     pool = pools.PoolSetup("token-bodies", key=_pool_key(tokenizer, ident), initializer=_use_tokenizer,
                           initargs=(tokenizer,))  # fmt: skip
     out = pools.parallel_map(partial(_tokenize_chunk, max_body=max_body, special=special), strings, workers, pool=pool,
                              local=partial(tokenize, tokenizer=tokenizer, max_body=max_body, special=special))  # fmt: skip
-    table = TokenTable.from_lists(strings, out)
-    if path is not None:
-        _write(path, table)
-    return table, False
+    return TokenTable.from_lists(strings, out)

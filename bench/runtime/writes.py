@@ -10,6 +10,12 @@ the target before is left as it was.
         model.save_pretrained(tmp)               # the folder appears whole, or not at all
 
 `best_effort=True` (caches: losing one only costs time) logs the fault instead of raising it.
+
+    with one_at_a_time(folder, "the sentence splits"):
+        found = read(path) or compute_and_write(path)   # a second process waits here, then reads the file
+
+`one_at_a_time` makes the processes that want the same cache file compute it once: runs of one sweep or claim
+started side by side (three seeds of one method) would otherwise each spend the same minutes preparing it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +32,7 @@ from pathlib import Path
 
 from bench.runtime.errors import WriteFault, write_error
 
-__all__ = ["WriteFault", "atomic_file", "atomic_folder", "is_write_fault"]
+__all__ = ["WriteFault", "atomic_file", "atomic_folder", "is_write_fault", "one_at_a_time"]
 
 log = logging.getLogger(__name__)
 
@@ -156,3 +163,42 @@ def _move_folder(tmp: Path, target: Path) -> None:
             elif target.exists():
                 raise
     tmp.rename(target)
+
+
+WAIT_NOTE_S = 2.0  # a wait on another process longer than this is said once (a silent pause looks like a hang)
+
+
+@contextmanager
+def one_at_a_time(folder: str | os.PathLike[str], what: str, poll: float = 0.1) -> Iterator[None]:
+    """Hold an exclusive advisory lock on `folder` (flock on the folder itself: no lock file is left for `bench cache`
+    to explain) while the body runs, so that processes preparing the same cache file take turns and the later ones
+    read what the first wrote. The kernel drops the lock when its holder exits or is killed, so a dead holder never
+    blocks anyone. The wait polls (a signal ends it at once) and says once, after a moment, what it waits for. Where
+    the folder cannot be made or locked (read-only, no flock on this platform or file system), the body runs
+    unlocked: the caches' writes are atomic, so the cost is only the duplicated work this avoids."""
+    try:
+        import fcntl
+
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder, os.O_RDONLY)
+    except (ImportError, OSError):
+        fd = -1
+    if fd < 0:
+        yield
+        return
+    try:
+        start, told = time.monotonic(), False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not told and time.monotonic() - start > WAIT_NOTE_S:
+                    log.warning("waiting for another process preparing %s in %s (it is read from there after)", what, folder)
+                    told = True
+                time.sleep(poll)
+            except OSError:  # a file system without flock: run unlocked
+                break
+        yield
+    finally:
+        os.close(fd)  # releases the lock
