@@ -272,6 +272,42 @@ def test_batch_plan_is_the_cheapest_partition_within_its_limits():
     assert padded_slots(lengths, sorted_runs(lengths, 64)) > sum(lengths)
 
 
+def _plan_over_every_start(lengths, max_batch, max_tokens, cost):
+    """The dynamic programme over every start of the last batch: what `plan_batches` must equal, batch for batch."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    width, n = lengths[order], len(lengths)
+    best, cut = np.zeros(n + 1, dtype=np.int64), np.zeros(n + 1, dtype=np.int64)
+    for i in range(1, n + 1):
+        starts = np.arange(max(0, i - max_batch), i)
+        slots = (i - starts) * width[starts]
+        costs = best[starts] + slots + cost
+        if max_tokens is not None:
+            costs[:-1][slots[:-1] > max_tokens] = np.iinfo(np.int64).max
+        k = int(np.argmin(costs))  # the first of equally cheap starts
+        best[i], cut[i] = costs[k], starts[k]
+    bounds, i = [], n
+    while i > 0:
+        bounds.append((int(cut[i]), i))
+        i = int(cut[i])
+    return [order[a:b] for a, b in reversed(bounds)]
+
+
+def test_batch_plan_is_the_plan_of_the_dynamic_programme_over_every_start():
+    """`plan_batches` looks at one start per run of equal lengths (and stops early): the same batches, in the same
+    order, as trying every start, on inputs far too long for the brute force above (runs, limits, ties)."""
+    from bench.encode.batching import plan_batches
+
+    rng = np.random.default_rng(1)
+    for trial in range(400):
+        lengths = rng.integers(1, int(rng.choice([3, 10, 60, 300])) + 1, size=int(rng.integers(1, 250)))
+        max_batch, cost = int(rng.integers(1, 80)), int(rng.integers(0, 100))
+        max_tokens = None if trial % 3 == 0 else int(rng.integers(1, 3000))
+        got, want = plan_batches(lengths, max_batch, max_tokens, batch_cost=cost), _plan_over_every_start(
+            lengths, max_batch, max_tokens, cost)
+        assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want)), trial
+
+
 def test_padding_free_batches_give_the_old_embeddings_with_fewer_padded_slots(tiny_model_dir, tmp_path, monkeypatch):
     import bench.encode.pipeline as pipeline_module
     from bench.encode.batching import sorted_runs
