@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bench.report.pooling import evaluated_label, model_name  # noqa: F401  (model_name: re-exported)
+from bench.report.pooling import evaluated_label, model_name, row_settings, variant_labels  # noqa: F401  (model_name: re-exported)
 from leaderboard import columns
 
 NONE_LABEL = "—"  # what an empty budget / corpus (an untrained `bench eval` run) shows as
@@ -117,36 +117,25 @@ def weights_labels(runs: pd.DataFrame) -> pd.Series:
 
 
 def hyperparameter_labels(runs: pd.DataFrame) -> pd.Series:
-    """Method names, with the hyper-parameters (`bench run --hp`) and settings (`run_settings`: "train.lr",
-    "eval.max_len"...) that tell runs of one (method, backbone, budget, corpus) apart: "laser3-self (m_mode=twice)"
-    and "laser3-self (m_mode=random)" are two rows, not two seeds of one.
-    Only the keys whose values differ inside a group are named, so a group of identical configs keeps its name."""
-    if "method_config" not in runs or not len(runs):
+    """Method names, with the settings that tell runs of one (method, backbone, budget, corpus, subset) apart: the
+    hyper-parameters (`bench run --hp`: "laser3-self (m_mode=twice)" and "laser3-self (m_mode=random)" are two
+    rows, not two seeds of one), training and scoring settings ("train.lr", "eval.max_len", "emb_dtype"...). The
+    settings are `row_settings` (queries.run_list: bench.report.pooling.row_settings of each run's config; a frame
+    without them is read by its method_config), and the labels `pooling.variant_labels`: the one rule `bench
+    results` labels and pools by, so a row here is the runs of one `pooling.row_key`. Only the settings whose values
+    differ inside a group are named, so a group of identical configs keeps its name."""
+    if not len(runs):
         return runs["method"]
-    configs = [c if isinstance(c, dict) else {} for c in runs["method_config"]]
-    if "run_settings" in runs:  # training and scoring settings (lr, batch size, eval max_len ...) tell rows apart too
-        configs = [{**c, **(r if isinstance(r, dict) else {})} for c, r in zip(configs, runs["run_settings"])]
-    if all(not c for c in configs):
+    if "row_settings" in runs:
+        settings = [s if isinstance(s, dict) else {} for s in runs["row_settings"]]
+    elif "method_config" in runs:
+        settings = [row_settings({"method_config": c if isinstance(c, dict) else {}}) for c in runs["method_config"]]
+    else:
         return runs["method"]
-    labels = runs["method"].to_numpy(dtype=object).copy()
-    keys = [tuple(row) for row in runs[GROUP_KEYS].astype(str).itertuples(index=False)]
-    positions: dict[tuple, list[int]] = {}
-    for i, key in enumerate(keys):
-        positions.setdefault(key, []).append(i)
-    for rows in positions.values():
-        if len(rows) < 2:
-            continue
-        seen = [{k: json.dumps(v, sort_keys=True) for k, v in configs[i].items()} for i in rows]
-        varying = sorted(k for k in set().union(*seen) if len({s.get(k) for s in seen}) > 1)
-        for i in rows if varying else ():
-            shown = [f"{k}={_hp_value(configs[i][k]) if k in configs[i] else NONE_LABEL}" for k in varying]
-            labels[i] = f"{labels[i]} ({', '.join(shown)})"
+    keys = [k for k in row_keys(runs) if k != "method"]
+    within = [tuple(row) for row in runs[keys].astype(str).itertuples(index=False)]
+    labels = variant_labels(runs["method"].astype(str).tolist(), settings, within)
     return pd.Series(labels, index=runs.index, name="method")
-
-
-
-def _hp_value(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
 
 
 

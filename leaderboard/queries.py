@@ -30,7 +30,10 @@ from results_db import ResultsDB, default_db_url
 from results_db.models import SCHEMA_VERSION, Run, Score, ScoreItems, TrainLog
 from results_db.records import json_column
 
-# What the main view needs of a run; the JSON columns (config, package versions...) are read per run only.
+from bench.report.pooling import row_settings
+
+# What the main view needs of a run; the JSON columns (package versions...) are read per run only, but for the
+# config, whose settings say which runs are seeds of one row (`run_list`).
 # (No timestamps: parsing 10,000 of them costs more than the rest of the list; the Run view reads them per run.)
 RUN_LIST_COLUMNS = (
     "id", "kind", "model", "method", "backbone", "suite", "train_corpus", "budget_label", "seed", "status",
@@ -152,15 +155,6 @@ def _columns(db: ResultsDB, table: str) -> set[str]:
     return {c["name"] for c in inspect(db.engine).get_columns(table)}
 
 
-def _version(value: Any) -> int | None:
-    """A version number stored in a config (SQLite may hand back text); None when absent or not a whole number."""
-    try:
-        value = json.loads(value) if isinstance(value, str) else value
-    except ValueError:
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _in_domain(value: Any) -> str:
     """Config's in_domain list (JSON text on SQLite, a list on PostgreSQL) as "scifact, nfcorpus"; "" when absent."""
     if isinstance(value, str):
@@ -180,14 +174,10 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
     method_config = table.c.config["method_config"].label("method_config")  # tells --hp variants of a method apart
     in_domain = table.c.config["in_domain"].label("in_domain")  # evaluated datasets the training corpus is
     weights = table.c.config["model_fingerprint"].as_string().label("model_fingerprint")  # an evaluated model's weights
-    train = table.c.config["train"].label("train_config")  # training settings: runs that differ never pool as seeds
-    evaluation = table.c.config["eval"].label("eval_config")
     comparison = table.c.config["comparison"].as_string().label("comparison")  # a `bench run` row's comparison
-    # the versions of the training code (RunSpec.configs): runs of other recipe or method code never pool as seeds
-    recipe = table.c.config["train_recipe"].label("train_recipe")
-    method_version = table.c.config["method_version"].label("method_version")
+    config = table.c.config.label("run_config")  # whole: which runs are seeds of one row (pooling.row_settings)
     stmt = select(*[table.c[name] for name in wanted], limit.label("config_limit"), method_config, in_domain,
-                  weights, train, evaluation, comparison, recipe, method_version).order_by(table.c.id)  # fmt: skip
+                  weights, comparison, config).order_by(table.c.id)  # fmt: skip
     with db.engine.connect() as conn:
         frame = _frame(conn, stmt)
     for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind", "sweep", "sweep_point",
@@ -196,30 +186,13 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
     frame["model_info"] = [json_column(v) for v in frame["model_info"]] if "model_info" in frame else [{} for _ in range(len(frame))]
     frame["method_config"] = [json_column(v) for v in frame["method_config"]] if "method_config" in frame else [{} for _ in range(len(frame))]
     frame["in_domain"] = [_in_domain(v) for v in frame["in_domain"]] if "in_domain" in frame else ""
-    none = [None] * len(frame)
-    frame["run_settings"] = [run_settings(json_column(t), json_column(e), _version(r), _version(v)) for t, e, r, v in
-                             zip(frame.get("train_config", none), frame.get("eval_config", none),
-                                 frame.get("train_recipe", none), frame.get("method_version", none))]  # fmt: skip
-    frame = frame.drop(columns=[c for c in ("train_config", "eval_config", "train_recipe", "method_version") if c in frame])
+    # what a run shares with the other seeds of its row, as bench results reads it (bench.report.pooling)
+    frame["row_settings"] = [row_settings(json_column(c)) for c in frame.get("run_config", [None] * len(frame))]
+    frame = frame.drop(columns=[c for c in ("run_config",) if c in frame])
     frame["id"] = frame["id"].astype(int)
     frame["seed"] = pd.to_numeric(frame["seed"]).fillna(0).astype(int)
     frame["config_limit"] = pd.to_numeric(frame["config_limit"], errors="coerce")
     return frame
-
-
-SCORING_EVAL_KEYS = ("max_len", "pooling")  # evaluation settings that change a score (attacks and limit: own columns)
-
-
-def run_settings(train: dict, evaluation: dict, recipe: Any = None, method_version: Any = None) -> dict[str, Any]:
-    """The settings of a `bench run` row besides its method's hyper-parameters that change what it computes: every
-    training setting but the seed ("train.lr"), the versions of the training code of a trained row ("train.recipe",
-    "method.version"; 1 when the row predates them), and the evaluation's max_len and pooling ("eval.max_len")."""
-    out = {f"train.{k}": v for k, v in (train or {}).items() if k != "seed"}
-    if train:
-        out["train.recipe"] = recipe if isinstance(recipe, int) else 1
-        out["method.version"] = method_version if isinstance(method_version, int) else 1
-    out.update({f"eval.{k}": (evaluation or {})[k] for k in SCORING_EVAL_KEYS if k in (evaluation or {})})
-    return out
 
 
 def score_limits(db: ResultsDB, suite: str) -> pd.DataFrame:

@@ -37,6 +37,16 @@ def _spearman(values: list[float], gold: list[float]) -> float:
     return float(100.0 * spearmanr(values, gold).statistic)
 
 
+def _config(method: str, seed: int, trains: bool, limit: int | None = None, model: str = "") -> dict:
+    """A run's config as `bench run` / `bench eval` write it: runs of one group differ in their seed alone (the
+    settings that make seeds of one row: bench.report.pooling.row_settings)."""
+    scoring = {"max_len": 256, "pooling": "mean", "limit": limit}
+    if not trains:
+        return {"model": model, "suite": ["sts@elong", "diag"], **scoring, "seed": seed}
+    return {"method": method, "train": {"lr": 3e-5, "batch_size": 64, "seed": seed}, "eval": scoring,
+            "method_config": {"temperature": 0.05}}  # fmt: skip
+
+
 def fill_db(path: Path) -> Path:
     """Six runs: STS (clean + elong-2, with per-item values), diag measures, train logs, full provenance."""
     db = ResultsDB(path)
@@ -60,7 +70,7 @@ def fill_db(path: Path) -> Path:
             budget_label=budget,
             budget_asked={"steps": int(budget.split("=")[1])} if trains else {},
             budget_consumed={"steps": int(budget.split("=")[1]), "seconds": 12.5 + i} if trains else {},
-            config={"method": method, "lr": 3e-5, "batch_size": 64, "temperature": 0.05},
+            config=_config(method, seed, trains, model=backbone),
             config_hash=f"hash{i}",
             seed=seed,
             code_version=f"abc123{i}",
@@ -127,7 +137,7 @@ def fill_extras(path: Path) -> Path:
             kind=kind, model=method if reference else f"runs/{method}-{i}", method="" if reference else method,
             backbone="" if reference else "bert-tiny", suite="sts", train_corpus="" if reference else "wiki1m",
             budget_label="" if reference else "steps=100", seed=seed, sweep=sweep, sweep_point=f"{method}-s{seed}" if sweep else "",
-            config={"eval": {"limit": limit}} if limit else {}, status="running",
+            config={} if reference else _config(method, seed, True, limit), status="running",
             model_info={"n_parameters": 109_000_000, "embed_dim": 768} if reference else {},
         )  # fmt: skip
         records = []

@@ -5,10 +5,15 @@ settings, bench.experiment.run_spec.comparison_key), whichever command made it. 
 Inside a comparison, runs are labelled by method, with the hyper-parameters that tell two configurations of one
 method apart ("laser3-self (m_mode=twice)"); the runs of one label are its seeds. A configuration computed twice
 (same config hash: a re-run) counts once, the newest finished row.
+
+Which runs are seeds of one row is decided here once, for every view: two runs are when their configs are the same
+but for the seed (`row_settings`, `row_key`); `bench results` labels by it (`method_labels`) and so does the
+leaderboard (leaderboard.grouping.hyperparameter_labels), with `variant_labels`, so the two never pool different runs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -54,20 +59,76 @@ def row_label(row: dict) -> str:
     return method
 
 
+def row_settings(config: dict) -> dict[str, Any]:
+    """What a run shares with every other seed of its row, each setting by the name a label shows it: its config
+    less its seed (a trained row's `train.seed`, an evaluation's `seed`) and less the comparison hash (a hash of
+    settings that are here one by one). The method's hyper-parameters go by their own names ("m_mode"), the training
+    and scoring settings as "train.lr" and "eval.max_len", the versions of a trained row's code as "train.recipe"
+    and "method.version" (1 for a row that predates them), every other key by its name ("emb_dtype",
+    "corpus_texts"). An evaluated model is known by its weights' fingerprint where recorded, not by how its name
+    was typed (the label shows the name). Every view's rows are the classes of this (`row_key`)."""
+    config = config if isinstance(config, dict) else {}
+    nested = ("comparison", "seed", "method_config", "train", "eval", "train_recipe", "method_version")
+    out = {k: v for k, v in config.items() if k not in nested}
+    if config.get("model_fingerprint"):
+        out.pop("model", None)
+    out.update({f"eval.{k}": v for k, v in (config.get("eval") or {}).items()})
+    train = config.get("train")
+    if isinstance(train, dict):
+        out.update({f"train.{k}": v for k, v in train.items() if k != "seed"})
+        out["train.recipe"] = config.get("train_recipe", 1)
+        out["method.version"] = config.get("method_version", 1)
+    out.update(config.get("method_config") or {})
+    return out
+
+
+def row_key(row: dict) -> str:
+    """The row a run is a seed of, in every view (`bench results`, `bench run`'s table, the API, the leaderboard):
+    its label's method and its `row_settings`. Two runs with one key differ only in their seed."""
+    return json.dumps([row_label(row), row_settings(_config(row))], sort_keys=True, default=str)
+
+
+def shown_value(value: Any) -> str:
+    """A setting's value in a label: text as it is, anything else as JSON ("0.0001", "[\"2\", \"rand\"]")."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+MISSING = "—"  # a setting a row's config lacks (an older row, a default left out of the config)
+
+
+def variant_labels(labels: list[str], settings: list[dict], within: list[Any] | None = None) -> list[str]:
+    """Each label with the settings (`row_settings`) whose values differ among the rows of that label (and of one
+    `within` value: the leaderboard's backbone, budget, corpus and subset): "laser3-self (m_mode=twice)". Rows of one
+    label and different settings never read alike: where two values would be written the same, the label ends with
+    a short hash of its settings."""
+    within = [None] * len(labels) if within is None else within
+    whole = [json.dumps(s, sort_keys=True, default=str) for s in settings]  # one text per row: most groups are alike
+    out = list(labels)
+    positions: dict[tuple, list[int]] = {}
+    for i, key in enumerate(zip(labels, within)):
+        positions.setdefault(key, []).append(i)
+    for rows in positions.values():
+        distinct = {whole[i]: settings[i] for i in rows}
+        if len(distinct) < 2:
+            continue
+        texts = {w: {k: json.dumps(v, sort_keys=True, default=str) for k, v in s.items()} for w, s in distinct.items()}
+        varying = sorted(k for k in set().union(*texts.values()) if len({t.get(k) for t in texts.values()}) > 1)
+        named = {w: f" ({', '.join(f'{k}={shown_value(s[k]) if k in s else MISSING}' for k in varying)})"
+                 for w, s in distinct.items()}  # fmt: skip
+        clash = {n for n in named.values() if list(named.values()).count(n) > 1}
+        for w in named:
+            if named[w] in clash:  # two settings written alike ("1" and 1): told apart by their hash
+                named[w] += f" #{hashlib.sha1(w.encode()).hexdigest()[:6]}"
+        for i in rows:
+            out[i] = labels[i] + named[whole[i]]
+    return out
+
+
 def method_labels(rows: list[dict]) -> list[str]:
-    """Each row's label (`row_label`), with the hyper-parameters whose values differ among the rows of that label."""
-    # a method's version (MethodSpec.version, `method_version`; 1 before it was recorded) tells two codes of one
-    # method apart as a hyper-parameter does: their runs are never pooled as seeds of one label
-    configs = [{**(_config(r).get("method_config") or {}), "method-version": _config(r).get("method_version", 1)} for r in rows]
-    labels = [row_label(r) for r in rows]
-    for method in dict.fromkeys(labels):
-        mine = [i for i, label in enumerate(labels) if label == method]
-        seen = [{k: json.dumps(v, sort_keys=True) for k, v in configs[i].items()} for i in mine]
-        varying = sorted(k for k in set().union(*seen) if len({s.get(k) for s in seen}) > 1) if seen else []
-        for i in mine if varying else ():
-            shown = ", ".join(f"{k}={json.loads(seen[mine.index(i)][k]) if k in configs[i] else '-'}" for k in varying)
-            labels[i] = f"{method} ({shown})"
-    return labels
+    """Each row's label (`row_label`), with the settings whose values differ among the rows of that label
+    (`variant_labels`): inside one comparison, the hyper-parameters and method version that tell two
+    configurations of one method apart."""
+    return variant_labels([row_label(r) for r in rows], [row_settings(_config(r)) for r in rows])
 
 
 def by_method(rows: list[dict], finished_only: bool = False) -> dict[str, list[int]]:
@@ -111,7 +172,7 @@ def seeds_key(row: dict) -> str | None:
     """What a trained run shares with the other seeds of its comparison: its config less the method and the seed
     (`bench run --seed`, the training seed). Runs of one sweep or claim differ only in --seed from one point to
     the next, so each has a comparison of its own; this key pools them. None for an untrained or evaluated row
-    (it joins by its comparison)."""
+    (it joins by its comparison). Runs of one `row_key` share it: a row's seeds are always in one comparison."""
     config = _config(row)
     train = config.get("train")
     if not isinstance(train, dict):
