@@ -194,7 +194,7 @@ def test_cqadupstack_is_the_mean_of_its_forums(monkeypatch):
         value = float(CQADUPSTACK_FORUMS.index(dataset.split("-", 1)[1]))
         return [ScoreRecord(suite, dataset, m, value, n=2) for m in retrieval.METRICS]
 
-    monkeypatch.setattr(retrieval, "load_retrieval", lambda name, ctx: None)
+    monkeypatch.setattr(retrieval, "load_retrieval", lambda name, ctx, share=False: None)
     monkeypatch.setattr(retrieval, "score_retrieval", fake_score)
     ((suite, _),) = parse_suites("beir14")
     recs = suite.evaluate(None, "cqadupstack", EvalContext())

@@ -20,13 +20,13 @@ import os
 import threading
 import zlib
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.data.errors import DataError
-from bench.runtime import stages
+from bench.runtime import distributed, stages
 
 if TYPE_CHECKING:  # numpy loads when a lazy corpus is read: `bench --help` and option parsing never need it
     import numpy as np
@@ -61,20 +61,26 @@ def read_lines(path: str | os.PathLike[str]) -> Iterator[str]:
         yield line
 
 
-def read_lines_at(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, str]]:
-    """(line number, byte offset of the line in the (decompressed) file, line text) with `read_lines`' checks."""
+def read_lines_at(path: str | os.PathLike[str], start: int = 0, end: int | None = None,
+                  first_lineno: int = 1) -> Iterator[tuple[int, int, str]]:  # fmt: skip
+    """(line number, byte offset of the line in the (decompressed) file, line text) with `read_lines`' checks.
+
+    `start`/`end`: only the lines that start in that byte range (`start` must be a line start, `first_lineno` its
+    line number: a torchrun rank reads its share of a corpus this way, bench.data.corpus_share)."""
     p = Path(path)
     cap = max_line_bytes()
-    lineno = 0
-    offset = 0
+    lineno = first_lineno - 1
+    offset = start
     try:
         with _open_binary(p) as fh:
-            while True:
+            if start:
+                fh.seek(start)
+            while end is None or offset < end:
                 raw = fh.readline(cap + 1)
                 if not raw:
                     return
                 lineno += 1
-                if lineno == 1 and raw.startswith(BOM):  # Windows editors start UTF-8 files with one: not text
+                if offset == 0 and raw.startswith(BOM):  # Windows editors start UTF-8 files with one: not text
                     raw = raw[len(BOM):]
                     offset = len(BOM)
                 if len(raw) > cap:
@@ -138,9 +144,11 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, An
         yield lineno, obj
 
 
-def read_jsonl_at(path: str | os.PathLike[str]) -> Iterator[tuple[int, int, dict[str, Any]]]:
-    """(line number, byte offset, object) for each non-blank line, checked as `read_jsonl` checks it."""
-    for lineno, offset, line in read_lines_at(path):
+def read_jsonl_at(path: str | os.PathLike[str], start: int = 0, end: int | None = None,
+                  first_lineno: int = 1) -> Iterator[tuple[int, int, dict[str, Any]]]:  # fmt: skip
+    """(line number, byte offset, object) for each non-blank line, checked as `read_jsonl` checks it (`start`,
+    `end`, `first_lineno`: as `read_lines_at`)."""
+    for lineno, offset, line in read_lines_at(path, start, end, first_lineno):
         if not line.strip():
             continue
         yield lineno, offset, parse_json_object(line, path, lineno)
@@ -190,6 +198,7 @@ class _Duplicates:
         self.path, self.kind = path, kind
         self.first_line: dict[str, int] = {}
         self.repeats: list[tuple[str, int, int]] = []  # id, first line, repeated line
+        self.more = 0  # repeats counted but not kept (a torchrun rank's report keeps the first few)
 
     def see(self, key: str, lineno: int) -> None:
         first = self.first_line.setdefault(key, lineno)
@@ -201,15 +210,15 @@ class _Duplicates:
         self.repeats.append((key, first, lineno))
 
     def report(self) -> int:
-        if self.repeats:
+        n = len(self.repeats) + self.more
+        if n and distributed.is_main():  # under torchrun every rank reads the same counts: one warning
             shown = "; ".join(f"{k!r} at lines {a} and {b}" for k, a, b in self.repeats[:5])
-            more = f" and {len(self.repeats) - 5} more" if len(self.repeats) > 5 else ""
+            more = f" and {n - 5} more" if n > 5 else ""
             log.warning(
                 "%s: %d duplicate %s id(s): %s%s. As BEIR's GenericDataLoader does, the last record of each id is "
-                "used; the count is recorded with the scores (Score.info)", self.path, len(self.repeats), self.kind,
-                shown, more,
+                "used; the count is recorded with the scores (Score.info)", self.path, n, self.kind, shown, more,
             )
-        return len(self.repeats)
+        return n
 
 
 class _UnknownDocs:
@@ -227,7 +236,7 @@ class _UnknownDocs:
             self.shown.append((doc_id, lineno))
 
     def report(self) -> int:
-        if self.count:
+        if self.count and distributed.is_main():
             shown = ", ".join(f"{d!r} (line {n})" for d, n in self.shown)
             log.warning("%s: %d judgement(s) name documents that are not in %s (%s%s); they are kept as relevant "
                         "documents no search can return, as BEIR scores them (recall and nDCG count them as missed); "
@@ -255,13 +264,74 @@ class _Blank:
         if self.count >= total:
             raise DataError(f"{self.path}: none of its {total} documents has a title or a text; a retrieval dataset "
                             "needs documents with content (check the 'text' field of each line)")  # fmt: skip
-        log.warning("%s: %d of %d documents have neither title nor text (first: %r at line %d); they are kept and "
-                    "encoded as empty texts; the count is recorded with the scores (Score.info)", self.path,
-                    self.count, total, *self.first)  # fmt: skip
+        if distributed.is_main():
+            log.warning("%s: %d of %d documents have neither title nor text (first: %r at line %d); they are kept "
+                        "and encoded as empty texts; the count is recorded with the scores (Score.info)", self.path,
+                        self.count, total, *self.first)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- BEIR
 Document = dict[str, str]  # {"title", "text"}
+
+
+@dataclass(frozen=True)
+class CorpusShard:
+    """Where one torchrun rank's share of a corpus sits (bench.data.corpus_share): the documents whose records
+    start in bytes [start, end) of the file, rows first_row.. of the whole corpus's `total` documents."""
+
+    rank: int
+    world: int
+    start: int
+    end: int
+    first_row: int
+    total: int
+
+
+class CorpusIndex:
+    """A corpus.jsonl's records indexed as they are read, in file order: each id's row (the position of its first
+    record), the byte offset of its last record (lazy; in memory: the last record's document) and the line of its
+    first record, with the duplicate and blank-document checks. One process indexes the whole file; a torchrun
+    rank its byte range (bench.data.corpus_share)."""
+
+    def __init__(self, path: Path, lazy: bool):
+        self.path, self.lazy = path, lazy
+        self.docs: dict[str, Document] = {}
+        self.rows: dict[str, int] = {}  # doc id -> row (its first record's position): the one map of every id
+        self.offsets = array("q")
+        self.first_lines = array("q")  # row -> line of its first record (for the duplicate report)
+        self.duplicates = _Duplicates(path, "document")
+        self.blank = _Blank(path)
+
+    def read(self, records: Iterator[tuple[int, int, dict[str, Any]]]) -> CorpusIndex:
+        path, lazy, rows = self.path, self.lazy, self.rows
+        for lineno, offset, obj in records:
+            _require(obj, ("_id", "text"), path, lineno)
+            doc_id = str(obj["_id"])
+            row = rows.get(doc_id)
+            title = text_field(obj, "title", path, lineno, optional=True)
+            text = text_field(obj, "text", path, lineno)
+            if not text.strip() and not title.strip():
+                self.blank.see(doc_id, lineno)
+            if not lazy:
+                self.docs[doc_id] = {"title": title, "text": text}
+            if row is not None:  # a repeated id: the last record wins, at the first one's position (as a dict)
+                self.duplicates.repeat(doc_id, self.first_lines[row], lineno)
+                if lazy:
+                    self.offsets[row] = offset
+            else:
+                rows[doc_id] = len(self.first_lines)
+                self.first_lines.append(lineno)
+                if lazy:
+                    self.offsets.append(offset)
+        return self
+
+    def mapping(self, shard: CorpusShard | None = None) -> Mapping[str, Document]:
+        """The documents: a LazyCorpus over the file (lazy), else the dict of parsed records."""
+        if not self.lazy:
+            return self.docs
+        import numpy as np
+
+        return LazyCorpus(self.path, self.rows, np.frombuffer(self.offsets, dtype=np.int64), shard)
 
 
 class LazyCorpus(Mapping[str, Document]):
@@ -275,8 +345,9 @@ class LazyCorpus(Mapping[str, Document]):
     while it is read: its size and modification time are checked at each batch read.
     """
 
-    def __init__(self, path: Path, rows: dict[str, int], offsets: np.ndarray):
+    def __init__(self, path: Path, rows: dict[str, int], offsets: np.ndarray, shard: CorpusShard | None = None):
         self.path = path
+        self.shard = shard  # under torchrun with a sharded read: where these documents sit in the whole corpus
         self._rows = rows  # doc id -> row (the position of its first occurrence)
         self._offsets = offsets  # row -> byte offset of the record kept (the last one, for a repeated id)
         stat = path.stat()
@@ -345,6 +416,20 @@ class LazyCorpus(Mapping[str, Document]):
 
 
 @dataclass
+class CorpusRead:
+    """A corpus.jsonl as `read_beir` uses it: the documents (or under torchrun this rank's share of them) and the
+    whole corpus's checks."""
+
+    docs: Mapping[str, Document]
+    duplicates: Callable[[], int]  # warns (once) and returns the count of repeated ids
+    blank_docs: int  # records with neither title nor text
+    held: Callable[[Sequence[str]], list[bool]]  # which of these ids the corpus holds
+
+
+CorpusReader = Callable[[Path, str, bool], CorpusRead]  # (corpus.jsonl, dataset name, lazy) -> CorpusRead
+
+
+@dataclass
 class RetrievalData:
     name: str
     corpus: Mapping[str, Document]  # doc id -> {"title", "text"}: a dict, or a LazyCorpus over the jsonl file
@@ -395,12 +480,26 @@ def relevance_grade(text: str, path: Path | str, lineno: int) -> int:
     return int(value)
 
 
+def read_corpus(path: Path, name: str, lazy: bool) -> CorpusRead:
+    """The whole corpus.jsonl, in one process."""
+    index = CorpusIndex(path, lazy).read(read_jsonl_at(path))
+    docs = index.mapping()
+    if not docs:
+        raise DataError(f"{path}: the corpus of {name!r} is empty; a retrieval dataset needs documents")
+    index.blank.report(len(docs))
+    return CorpusRead(docs, index.duplicates.report, index.blank.count, lambda ids: [d in docs for d in ids])
+
+
 def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | None = None,
-              lazy: bool | None = None) -> RetrievalData:  # fmt: skip
+              lazy: bool | None = None, corpus_reader: CorpusReader | None = None) -> RetrievalData:  # fmt: skip
     """A BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv; each plain or .gz).
 
     `lazy` (default: whenever corpus.jsonl is a plain file) keeps the corpus on disk as a `LazyCorpus`; a .gz
     corpus cannot be read at an offset and is held in memory as a dict (decompress it to evaluate a large corpus).
+    `corpus_reader`: how corpus.jsonl is read (default `read_corpus`, the whole file). Under torchrun,
+    `bench.data.corpus_share.read_share` has this rank index only its byte range of a plain corpus.jsonl: `corpus` is
+    then its share of the documents, a LazyCorpus whose `shard` places it in the whole corpus; the counts
+    (duplicates, blank documents, judged documents not in the corpus) stay the whole corpus's.
     """
     root = Path(folder)
     name = name or root.name
@@ -420,38 +519,8 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
     elif lazy and corpus_path.suffix == ".gz":
         raise DataError(f"{corpus_path}: a .gz corpus cannot be read lazily; decompress it (gunzip) first")
 
-    corpus: dict[str, Document] = {}
-    rows: dict[str, int] = {}  # doc id -> row (its first record's position): the one map of every id
-    offsets = array("q")
-    first_lines = array("q")  # row -> line of its first record (for the duplicate report)
-    doc_dups = _Duplicates(corpus_path, "document")
-    blank = _Blank(corpus_path)
-    for lineno, offset, obj in read_jsonl_at(corpus_path):
-        _require(obj, ("_id", "text"), corpus_path, lineno)
-        doc_id = str(obj["_id"])
-        row = rows.get(doc_id)
-        title = text_field(obj, "title", corpus_path, lineno, optional=True)
-        text = text_field(obj, "text", corpus_path, lineno)
-        if not text.strip() and not title.strip():
-            blank.see(doc_id, lineno)
-        if not lazy:
-            corpus[doc_id] = {"title": title, "text": text}
-        if row is not None:  # a repeated id: the last record wins, at the first one's position (as a dict)
-            doc_dups.repeat(doc_id, first_lines[row], lineno)
-            if lazy:
-                offsets[row] = offset
-        else:
-            rows[doc_id] = len(first_lines)
-            first_lines.append(lineno)
-            if lazy:
-                offsets.append(offset)
-    import numpy as np
-
-    del first_lines
-    docs: Mapping[str, Document] = LazyCorpus(corpus_path, rows, np.frombuffer(offsets, dtype=np.int64)) if lazy else corpus
-    if not docs:
-        raise DataError(f"{corpus_path}: the corpus of {name!r} is empty; a retrieval dataset needs documents")
-    blank.report(len(docs))
+    corpus = (read_corpus if corpus_reader is None else corpus_reader)(corpus_path, name, lazy)
+    docs, doc_dups, anomalies = corpus.docs, corpus.duplicates, {"blank_docs": corpus.blank_docs}
 
     all_queries: dict[str, str] = {}
     query_lines: dict[str, int] = {}
@@ -462,10 +531,10 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
         query_dups.see(query_id, lineno)
         all_queries[query_id] = text_field(obj, "text", queries_path, lineno)
         query_lines[query_id] = lineno
-    duplicates = {k: n for k, n in (("corpus", doc_dups.report()), ("queries", query_dups.report())) if n}
+    duplicates = {k: n for k, n in (("corpus", doc_dups()), ("queries", query_dups.report())) if n}
 
     qrels: dict[str, dict[str, int]] = {}
-    unknown = _UnknownDocs(qrels_path, corpus_path)
+    judged: list[tuple[str, int]] = []  # (doc id, line) of every judgement, checked against the corpus after
     with open_text(qrels_path) as fh:
         reader = csv.reader(fh, delimiter="\t")
         for lineno, row in enumerate(reader, 1):
@@ -474,8 +543,7 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
             if len(row) < 3:
                 raise DataError(f"{qrels_path}:{lineno}: expected 'query-id<TAB>corpus-id<TAB>score', got {row!r}")
             qid, did, score = row[0], row[1], row[2]
-            if did not in docs:  # kept: a relevant document no search can return counts as missed (as BEIR scores it)
-                unknown.see(did, lineno)
+            judged.append((did, lineno))
             if qid not in all_queries:
                 raise DataError(f"{qrels_path}:{lineno}: query-id {qid!r} is not in {queries_path.name}")
             qrels.setdefault(qid, {})[did] = relevance_grade(score, qrels_path, lineno)
@@ -484,7 +552,13 @@ def read_beir(folder: str | os.PathLike[str], split: str = "test", name: str | N
     # Only judged queries are evaluated, as in BEIR; each must have a text to search with.
     queries = {qid: nonblank(all_queries[qid], f"the text of query {qid!r}", queries_path, query_lines[qid]) for qid in qrels}
     files = [str(corpus_path), str(queries_path), str(qrels_path)]
-    anomalies = {k: n for k, n in (("qrels_unknown_docs", unknown.report()), ("blank_docs", blank.count)) if n}
+    unknown = _UnknownDocs(qrels_path, corpus_path)
+    names = list(dict.fromkeys(d for d, _ in judged))
+    missing = {d for d, there in zip(names, corpus.held(names)) if not there}
+    for did, lineno in judged:  # kept: a relevant document no search can return counts as missed (as BEIR scores it)
+        if did in missing:
+            unknown.see(did, lineno)
+    anomalies = {k: n for k, n in (("qrels_unknown_docs", unknown.report()), *anomalies.items()) if n}
     return RetrievalData(name, docs, queries, qrels, files, duplicates, anomalies)
 
 

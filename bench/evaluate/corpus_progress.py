@@ -10,6 +10,9 @@ file is the one the first call read. So while it reads, the evaluation keeps a n
 updated as each chunk is read (the digest is extended, never recomputed), and deleted when the corpus is scored. A
 call that finds a note checks the file first: another size, or other bytes where the first call read, is refused in
 one line naming the file and the note to delete to score the file as it is now.
+
+A torchrun rank that reads only its byte range of the file (bench.data.corpus_share) keeps a note of its own, keyed
+by that range, whose digest starts at the range's first byte (`start`; "start" in the note).
 """
 
 from __future__ import annotations
@@ -31,12 +34,13 @@ BLOCK = 1 << 20
 class CorpusProgress:
     """The note of one (corpus file, model) evaluation (see the module docstring)."""
 
-    def __init__(self, corpus: Path, who: str, cache_dir: Path):
+    def __init__(self, corpus: Path, who: str, cache_dir: Path, start: int = 0):
         self.corpus = Path(corpus)
         key = hashlib.sha256(f"{self.corpus.resolve()}|{who}".encode()).hexdigest()[:24]
         self.note = Path(cache_dir) / FOLDER / f"{key}.json"
+        self.start = start  # the first byte read: the digest covers [start, read_bytes)
         self._sha = hashlib.sha256()
-        self._hashed = 0
+        self._hashed = start
         self._writable = True
 
     def check(self) -> None:
@@ -44,20 +48,21 @@ class CorpusProgress:
         try:
             note = json.loads(self.note.read_text())
             size, read, digest = int(note["size"]), int(note["read_bytes"]), str(note["sha256"])
+            start = int(note.get("start", 0))
         except (OSError, ValueError, KeyError, TypeError):
             return  # no note (or not one of ours): nothing was left half done
         now = self.corpus.stat().st_size
         what = None
         if now != size:
             what = f"its size is {now:,} bytes, not {size:,}"
-        elif _prefix_digest(self.corpus, read) != digest:
-            what = f"its first {read:,} bytes differ"
+        elif _range_digest(self.corpus, start, read) != digest:
+            what = f"its bytes {start:,} to {read:,} differ" if start else f"its first {read:,} bytes differ"
         if what:
             raise DataError(f"{self.corpus} changed since an interrupted evaluation of it read it ({what}), so its "
                             f"committed chunks are not this file's; delete {self.note} to score the file as it is now")  # fmt: skip
 
     def read_up_to(self, end: int) -> None:
-        """The evaluation has read the file's bytes [0, end): extend the digest and write the note (best effort)."""
+        """The evaluation has read the file's bytes [start, end): extend the digest and write the note (best effort)."""
         if end <= self._hashed or not self._writable:
             return
         try:
@@ -72,7 +77,7 @@ class CorpusProgress:
                     left -= len(block)
             self._hashed = end - left
             note = {"path": str(self.corpus), "size": self.corpus.stat().st_size, "read_bytes": self._hashed,
-                    "sha256": self._sha.hexdigest()}  # fmt: skip
+                    "sha256": self._sha.hexdigest(), **({"start": self.start} if self.start else {})}  # fmt: skip
             self.note.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.note.with_name(f".{self.note.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps(note))
@@ -85,10 +90,11 @@ class CorpusProgress:
         self.note.unlink(missing_ok=True)
 
 
-def _prefix_digest(path: Path, size: int) -> str:
+def _range_digest(path: Path, start: int, end: int) -> str:
     sha = hashlib.sha256()
     with open(path, "rb") as fh:
-        left = size
+        fh.seek(start)
+        left = end - start
         while left > 0:
             block = fh.read(min(BLOCK, left))
             if not block:

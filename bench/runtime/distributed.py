@@ -197,13 +197,18 @@ def barrier() -> None:
 
 def broadcast_from_main(obj: Any) -> Any:
     """Rank 0's value of a picklable object, on every rank."""
+    return broadcast_from(obj, 0)
+
+
+def broadcast_from(obj: Any, src: int) -> Any:
+    """Rank `src`'s value of a picklable object, on every rank (the others' `obj` is ignored)."""
     if not active():
         return obj
     import torch.distributed as dist
 
     box = [obj]
     with _guard("a broadcast"):
-        dist.broadcast_object_list(box, src=0, device=_comm_device())
+        dist.broadcast_object_list(box, src=src, device=_comm_device())
     return box[0]
 
 

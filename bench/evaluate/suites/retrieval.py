@@ -36,12 +36,13 @@ import pytrec_eval
 
 from bench.data import BEIR14, get_info, read_beir
 from bench.data.catalog import CQADUPSTACK_FORUMS, ignores_identical_ids
+from bench.data.corpus_share import read_share
 from bench.data.errors import DataError
 from bench.data.readers import RetrievalData
 from bench.evaluate.attacks import Distractors
 from bench.evaluate.corpus_progress import CorpusProgress
 from bench.evaluate.search import exact_search
-from bench.evaluate.sharded_search import corpus_sharded, sharded_search
+from bench.evaluate.sharded_search import GatheredIds, ShareIds, corpus_sharded, gathered_ids, sharded_search
 from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop
 from bench.runtime import stages
@@ -80,16 +81,18 @@ def retrieval_metrics(qrels: dict[str, dict[str, int]], run: Run) -> dict[str, d
 
 
 # ------------------------------------------------------------------------------ search
-def to_run(
-    query_ids: list[str], doc_ids: list[str], scores: np.ndarray, indices: np.ndarray, ignore_identical_ids: bool, k: int
-) -> Run:
+def to_run(query_ids: list[str], doc_ids: Sequence[str] | GatheredIds, scores: np.ndarray, indices: np.ndarray,
+           ignore_identical_ids: bool, k: int) -> Run:  # fmt: skip
+    """`doc_ids`: every document's id by row, or (a rank that read only its share) the ids of the rows retrieved."""
     run: Run = {}
+    names = getattr(doc_ids, "names", None)
     for row, qid in enumerate(query_ids):
         hits: dict[str, float] = {}
-        for s, j in zip(scores[row], indices[row]):
+        row_ids = names(indices[row]) if names is not None else doc_ids
+        for pos, (s, j) in enumerate(zip(scores[row], indices[row])):
             if j < 0:  # not retrieved (a lexical model marks documents sharing no term this way)
                 continue
-            did = doc_ids[int(j)]
+            did = row_ids[pos] if names is not None else doc_ids[int(j)]
             if ignore_identical_ids and did == qid:
                 continue
             hits[did] = float(s)
@@ -136,10 +139,11 @@ def is_lexical(model: Any) -> bool:
     return callable(getattr(model, "search", None)) and not callable(getattr(model, "encode", None))
 
 
-def search_run(model: Any, queries: list[str], docs: Sequence[str], query_ids: list[str], doc_ids: list[str], *,
-               ignore_identical_ids: bool, desc: str, q_emb: np.ndarray | None = None) -> Run:  # fmt: skip
+def search_run(model: Any, queries: list[str], docs: Sequence[str], query_ids: list[str], doc_ids: list[str] | ShareIds,
+               *, ignore_identical_ids: bool, desc: str, q_emb: np.ndarray | None = None) -> Run:  # fmt: skip
     """Rank the documents for every query with the model: exact cosine for encoders, the model's own search for BM25.
-    `q_emb`: the queries' embeddings when the caller has them (queries are the same in every attacked variant)."""
+    `q_emb`: the queries' embeddings when the caller has them (queries are the same in every attacked variant).
+    `doc_ids` a `ShareIds`: `docs` is this rank's share of the corpus (a sharded read, bench.data.corpus_share)."""
     k = TOP_K + (1 if ignore_identical_ids else 0)  # one spare: the query itself may be dropped
     if is_lexical(model):
         scores, indices = model.search(docs, queries, k)
@@ -147,7 +151,10 @@ def search_run(model: Any, queries: list[str], docs: Sequence[str], query_ids: l
         if q_emb is None:
             q_emb = model.encode(queries, desc=f"{desc} queries")
         if corpus_sharded(model):  # under torchrun: each rank encodes and searches its share of the corpus
-            scores, indices = sharded_search(model, q_emb, docs, k, desc)
+            share = doc_ids.shard if isinstance(doc_ids, ShareIds) else None
+            scores, indices = sharded_search(model, q_emb, docs, k, desc, share)
+            if isinstance(doc_ids, ShareIds):
+                doc_ids = gathered_ids(indices, doc_ids)
         else:
             d_emb = model.encode(docs, desc=f"{desc} corpus")
             device = getattr(model, "device_name", "cpu")
@@ -157,15 +164,24 @@ def search_run(model: Any, queries: list[str], docs: Sequence[str], query_ids: l
 
 
 # ------------------------------------------------------------------------------- data
-def load_retrieval(dataset: str, ctx: EvalContext) -> RetrievalData:
+def load_retrieval(dataset: str, ctx: EvalContext, share: bool = False) -> RetrievalData:
+    """`share`: under torchrun, this rank reads only its byte range of the corpus (bench.data.corpus_share)."""
+    reader = read_share if share else None
     with stages.timed("read"):
         data = load_dataset(dataset, ctx, "beir", "a retrieval (BEIR) dataset",
-                            lambda located: read_beir(located.path, name=dataset))  # fmt: skip
+                            lambda located: read_beir(located.path, name=dataset, corpus_reader=reader))  # fmt: skip
     data = keep_positive_queries(data)
     limit = ctx.limit_for(dataset, len(data.qrels), "judged queries")
     if limit:
         data = limit_slice(data, limit)
     return data
+
+
+def reads_share(model: Any, ctx: EvalContext) -> bool:
+    """Whether each rank reads only its byte range of a corpus file: under torchrun, for an encoder searching its share
+    (bench.evaluate.sharded_search), in a clean run without --limit. Attacks draw their random choices in corpus
+    order and pad from documents anywhere in it, and --limit picks documents anywhere in it: those read it whole."""
+    return corpus_sharded(model) and not ctx.limit and not ctx.attacks()
 
 
 def keep_positive_queries(data: RetrievalData) -> RetrievalData:
@@ -211,7 +227,9 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
     `pool(seed)`: the distractor sentences of `@pad` (default: the documents no query judges relevant)."""
     query_ids = list(data.qrels)
     queries = [data.queries[q] for q in query_ids]
-    doc_ids = list(data.corpus)
+    doc_ids = list(data.corpus)  # a rank that read only its share: its documents' ids (rows share.first_row..)
+    share = getattr(data.corpus, "shard", None)
+    run_ids = doc_ids if share is None else ShareIds(doc_ids, share)
     progress = corpus_progress(model, data)
     # BM25 scores title and text as fields of their own (bench.evaluate.lexical); encoders read title + " " + text
     clean_docs = CorpusTexts(data, doc_ids, fields=is_lexical(model), progress=progress)
@@ -224,7 +242,7 @@ def score_retrieval(model: Any, data: RetrievalData, dataset: str, ctx: EvalCont
         variant = v.name
         docs = v.texts(clean_docs, salt=f"{dataset}|{variant}|docs")
         info = v.info(docs)
-        run = search_run(model, queries, docs, query_ids, doc_ids, ignore_identical_ids=ignore_identical,
+        run = search_run(model, queries, docs, query_ids, run_ids, ignore_identical_ids=ignore_identical,
                          desc=f"{dataset} {variant}", q_emb=q_emb)  # fmt: skip
         with stages.timed("scoring"):
             per_query = retrieval_metrics(data.qrels, run)
@@ -255,7 +273,14 @@ def corpus_progress(model: Any, data: RetrievalData) -> CorpusProgress | None:
     folder = getattr(model, "cache_dir", None)
     if path is None or folder is None or not getattr(model, "use_cache", False) or is_lexical(model):
         return None
-    progress = CorpusProgress(path, f"{getattr(model, 'name', '')}|{getattr(model, 'max_len', '')}", folder)
+    who = f"{getattr(model, 'name', '')}|{getattr(model, 'max_len', '')}"
+    share = getattr(data.corpus, "shard", None)
+    if share is not None:  # a rank that reads its byte range keeps a note of that range (a note per rank)
+        return _checked(CorpusProgress(path, f"{who}|bytes {share.start}-{share.end}", folder, start=share.start))
+    return _checked(CorpusProgress(path, who, folder))
+
+
+def _checked(progress: CorpusProgress) -> CorpusProgress:
     progress.check()
     return progress
 
@@ -273,13 +298,13 @@ class RetrievalSuite:
     def evaluate(self, model: Any, dataset: str, ctx: EvalContext) -> list[ScoreRecord]:
         if dataset == "cqadupstack":
             return self._cqadupstack(model, ctx)
-        return score_retrieval(model, load_retrieval(dataset, ctx), dataset, ctx, self.name)
+        return score_retrieval(model, load_retrieval(dataset, ctx, reads_share(model, ctx)), dataset, ctx, self.name)
 
     def _cqadupstack(self, model: Any, ctx: EvalContext) -> list[ScoreRecord]:
         forum_records: list[ScoreRecord] = []
         for forum in CQADUPSTACK_FORUMS:
             name = f"cqadupstack-{forum}"
-            forum_records += score_retrieval(model, load_retrieval(name, ctx), name, ctx, self.name)
+            forum_records += score_retrieval(model, load_retrieval(name, ctx, reads_share(model, ctx)), name, ctx, self.name)
         means = []
         for variant in ctx.variants():
             for metric in METRICS:
