@@ -74,6 +74,19 @@ class SeedEvidence:
         """Whether (g, h) is judged over seeds: a side has several (else one run against one: the paired bootstrap)."""
         return self.seeds(dataset, g) > 1 or self.seeds(dataset, h) > 1
 
+    def has(self, dataset: str, group: int) -> bool:
+        """Whether a row's seeds on a dataset are here (every one of them with per-item values)."""
+        return group in self.items.get(dataset, {})
+
+    def ci(self, dataset: str, g: int, h: int) -> stats.DifferenceCI | None:
+        """mean(h) - mean(g) over their seeds (`seed_ci`): the one computation of a pair's difference over seeds,
+        for the rank (`pairwise_cis`) and the difference from the reference (leaderboard.significance); None where
+        a side has no seeds here, or no interval can be drawn."""
+        if not (self.has(dataset, g) and self.has(dataset, h)):
+            return None
+        per, names = self.items[dataset], self.keys.get(dataset, {})
+        return seed_ci(per[g], per[h], names[g], names[h], (self.varies(dataset, g), self.varies(dataset, h)))
+
     def mean_score(self, dataset: str, group: int) -> float | None:
         """The mean over its seeds of a row's score on a dataset (None without seeds here)."""
         found = self.items.get(dataset, {}).get(group)
@@ -117,13 +130,11 @@ def pairwise_cis(items: dict[int, dict], keys: dict[int, Hashable] | None = None
     out = {}
     for i, g in enumerate(groups):
         for h in groups[i + 1 :]:
-            if seeds is not None and seeds.pooled(dataset, g, h):
-                per, names = seeds.items.get(dataset, {}), seeds.keys.get(dataset, {})
-                if g in per and h in per:
-                    ci = seed_ci(per[g], per[h], names[g], names[h], (seeds.varies(dataset, g), seeds.varies(dataset, h)))
-                    if ci is not None:
-                        out[(g, h)] = ci
-                    continue
+            if seeds is not None and seeds.pooled(dataset, g, h) and seeds.has(dataset, g) and seeds.has(dataset, h):
+                ci = seeds.ci(dataset, g, h)
+                if ci is not None:
+                    out[(g, h)] = ci
+                continue
             pair_keys = None if keys is None else (keys.get(g), keys.get(h))
             try:
                 out[(g, h)] = stats.paired_bootstrap(items[g], items[h], resamples=resamples, level=level, keys=pair_keys)

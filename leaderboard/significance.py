@@ -8,7 +8,8 @@ run: the paired bootstrap of the two (`stats.paired_bootstrap`); several seeds o
 `stats.seed_item_ci` on every seed's run rescored on the same resamples of the items all of them share (between-
 seed variance + item bootstrap, Welch-Satterthwaite t; under 3 seeds the item bootstrap alone, seed variance not
 estimated), exactly as `bench results` computes a method's difference from its reference, with the same inputs
-and p-value. Stars are corrected over the family a table shows (Holm, `bench.report.stats.corrected_stars`, the
+and p-value. The rank and the difference read a row's seeds through one `ranking.SeedEvidence` (`seed_evidence`):
+which pairs are judged over seeds, their interval (`SeedEvidence.ci`) and whether a star may be given. Stars are corrected over the family a table shows (Holm, `bench.report.stats.corrected_stars`, the
 function `bench results` uses).
 
 No streamlit here: the main view caches what these return.
@@ -88,17 +89,6 @@ def trained_groups(runs: pd.DataFrame) -> set[int]:
     return {int(c) for c, k in zip(codes, kind) if k == "train"}
 
 
-def seed_difference(reference_ids: tuple[int, ...], row_ids: tuple[int, ...], items: dict[int, dict],
-                    key: Callable[[int], Hashable], seeds_vary: tuple[bool, bool]) -> stats.DifferenceCI | None:  # fmt: skip
-    """mean(row) - mean(reference) over their seeds' runs (`ranking.seed_ci`, the rank's computation), every run
-    rescored on the same resamples of the items all of them share; None when a run has no per-item values or they
-    share too few items (as `bench results`, no interval then)."""
-    if any(s not in items for s in (*reference_ids, *row_ids)):
-        return None
-    return ranking.seed_ci([items[s] for s in reference_ids], [items[s] for s in row_ids],
-                           [key(s) for s in reference_ids], [key(s) for s in row_ids], seeds_vary)  # fmt: skip
-
-
 @dataclass(frozen=True)
 class ItemEvidence:
     """The per-item scores a row's difference from the reference is bootstrapped over: reps, per dataset each row's
@@ -134,7 +124,7 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
     ref = long[long["group"] == reference]
     mine = long[long["group"].isin([g for g in rows if g != reference])]
     reps, items, key, trained = evidence.reps, evidence.items, evidence.key, evidence.trained
-    seed_reps = evidence.seed_reps or {}
+    seeds = seed_evidence(evidence.seed_reps or {}, items, key, set(trained))  # as the rank reads them
     verdicts: dict[int, list[list]] = {}  # per row: [difference, low, high, p] per dataset
     found_on: dict[int, list[str]] = {}  # per row: the datasets of its verdicts
     if not ref.empty and not mine.empty:
@@ -151,12 +141,10 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
                     verdicts.setdefault(g, []).append(plain)
                     found_on.setdefault(g, []).append(dataset)
                 continue
-            ref_ids, row_ids = seed_reps.get(dataset, {}).get(reference), seed_reps.get(dataset, {}).get(g)
-            if (ref_ids is not None and row_ids is not None and (len(ref_ids) > 1 or len(row_ids) > 1)) or \
-                    count > 1 or ref_count[dataset] > 1:  # fmt: skip
-                varies = (reference in trained or len(ref_ids or ()) > 1, g in trained or len(row_ids or ()) > 1)
-                ci = None if ref_ids is None or row_ids is None else seed_difference(ref_ids, row_ids, items, key, varies)
-                judged = ci is not None and stats.seed_variance_estimated((len(ref_ids), len(row_ids)), varies)
+            both = seeds.has(dataset, reference) and seeds.has(dataset, g)
+            if (both and seeds.pooled(dataset, reference, g)) or count > 1 or ref_count[dataset] > 1:
+                ci = seeds.ci(dataset, reference, g)  # the rank's computation (ranking.SeedEvidence)
+                judged = ci is not None and seeds.judged(dataset, reference, g)
                 verdicts.setdefault(g, []).append(plain if ci is None else [ci.difference, ci.low, ci.high, ci.p, judged])
                 found_on.setdefault(g, []).append(dataset)
                 continue
@@ -167,8 +155,7 @@ def reference_differences(long: pd.DataFrame, reference: int, rows: list[int], d
                 ci = stats.paired_bootstrap(items[sa], items[sb], keys=(key(sa), key(sb)))
             except ValueError:
                 continue
-            judged = stats.seed_variance_estimated((1, 1), (reference in trained, g in trained))
-            verdicts.setdefault(g, []).append([ci.difference, ci.low, ci.high, ci.p, judged])
+            verdicts.setdefault(g, []).append([ci.difference, ci.low, ci.high, ci.p, seeds.judged(dataset, reference, g)])
             found_on.setdefault(g, []).append(dataset)
     family = [v for found in verdicts.values() for v in found]
     for v, star in zip(family, stats.corrected_stars([v[3] for v in family], correction, judged=[v[4] for v in family])):
