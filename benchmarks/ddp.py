@@ -15,8 +15,9 @@ Scale case (issue 41): `--scale [--scale-docs 40000] [--ranks 1,2,4]` runs the w
 beir:synthetic` (a random tiny BERT on MiniLM's tokenizer, gloo on CPU, one thread a rank; the corpus of
 benchmarks/gpu_scale.py from the STS-B and SciFact files of ../shared/data) at each number of ranks and prints the
 largest single process's peak resident memory (a rank's), sampled every 0.5 s, with the wall time and nDCG@10 (the
-same at every number of ranks): each rank encodes and searches its own share of the corpus
-(bench.evaluate.sharded_search), so a rank's memory stays flat, or falls, as ranks are added.
+same at every number of ranks), and the documents each rank indexed: each rank reads only its byte range of
+corpus.jsonl (bench.data.corpus_share) and encodes and searches that share (bench.evaluate.sharded_search), so a
+rank's index of ids and offsets shrinks as 1/N and its memory stays flat, or falls, as ranks are added.
 
 On CPU the gain is bounded by the cores: on a 2-core machine 2 processes x 1 thread against 1 process x 2 threads
 mostly measures how well torch's intra-op threading uses the second core. On GPUs the launcher is torchrun
@@ -84,6 +85,14 @@ def _worker(rank: int, world: int, port: int, args: argparse.Namespace, model_di
         distributed.shutdown()
 
 
+def indexed_per_rank(log: str) -> list[int]:
+    """The documents each rank indexed, from rank 0's line (bench.data.corpus_share); [] when one process read all."""
+    import re
+
+    found = re.search(r"documents indexed over \d+ ranks.*\(documents per rank: ([0-9, ]+)\)", log)
+    return [int(n.replace(",", "")) for n in found.group(1).split(", ")] if found else []
+
+
 def scale_case(args: argparse.Namespace) -> int:
     """Per-rank peak memory of the whole cold bench eval as ranks grow (see the module docstring)."""
     import subprocess
@@ -116,8 +125,10 @@ def scale_case(args: argparse.Namespace) -> int:
                 print(f"{ranks} rank(s): bench eval failed ({code}):\n{(run / 'log.txt').read_text()[-2000:]}")
                 return 1
             score = gpu_scale.read_score(run / "runs.sqlite").get("ndcg_at_10")
+            indexed = indexed_per_rank((run / "log.txt").read_text()) or [args.scale_docs]
             print(f"{ranks} rank(s): peak RSS of a rank {tree.largest / 2**20:7.0f} MiB, all processes "
-                  f"{tree.peak / 2**20:7.0f} MiB, wall {wall:6.1f} s, nDCG@10 {score}", flush=True)  # fmt: skip
+                  f"{tree.peak / 2**20:7.0f} MiB, documents a rank indexes {max(indexed):>9,} "
+                  f"({', '.join(f'{n:,}' for n in indexed)}), wall {wall:6.1f} s, nDCG@10 {score}", flush=True)  # fmt: skip
     return 0
 
 
