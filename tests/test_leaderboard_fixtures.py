@@ -42,7 +42,7 @@ def _config(method: str, seed: int, trains: bool, limit: int | None = None, mode
     settings that make seeds of one row: bench.report.pooling.row_settings)."""
     scoring = {"max_len": 256, "pooling": "mean", "limit": limit}
     if not trains:
-        return {"model": model, "suite": ["sts@elong", "diag"], **scoring, "seed": seed}
+        return {"model": model, "suite": ["sts@elong", "diag"], **scoring, "batch_size": 64, "seed": seed}
     return {"method": method, "train": {"lr": 3e-5, "batch_size": 64, "seed": seed}, "eval": scoring,
             "method_config": {"temperature": 0.05}}  # fmt: skip
 

@@ -130,3 +130,20 @@ def test_settings_written_alike_still_make_two_rows():
     assert labels[0] == labels[2] and len(set(labels)) == 3
     assert labels[0].startswith("simcse (lr=1) #") and labels[3] == "simcse (lr=—)"
     assert variant_labels(["a", "b"], [{"x": 1}, {"x": 2}]) == ["a", "b"]  # other labels: nothing to tell apart
+
+
+def test_one_model_scored_on_other_suites_by_two_commands_is_one_row(tmp_path):
+    """What a run scored (its suites, its attacked variants) is not a setting of the model: `bench run --suite
+    sts:stsb` then `--suite sts:stsb@elong` with the same method and settings give one row "simcse" (the board keeps
+    each seed's latest score per dataset and variant), not "simcse (suite=...)" rows that split one model."""
+    from bench.report.pooling import row_key
+
+    db = ResultsDB(tmp_path / "r.sqlite")
+    first = add_run(db, {"method": "simcse", "seeds": "0", "no_baseline": True}, "simcse", 0)
+    second = add_run(db, {"method": "simcse", "seeds": "0", "no_baseline": True, "suite": "sts:stsb@elong",
+                          "elong": "2"}, "simcse", 0, shift=3.0)  # fmt: skip
+    runs = {int(r["id"]): r for r in db.runs().to_dict("records")}
+    assert runs[first]["config"]["suite"] != runs[second]["config"]["suite"]
+    assert row_key(runs[first]) == row_key(runs[second])
+    board = board_rows(db)
+    assert list(board) == ["simcse · steps=30"] and board["simcse · steps=30"] == frozenset({second})

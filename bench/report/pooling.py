@@ -59,20 +59,28 @@ def row_label(row: dict) -> str:
     return method
 
 
+# What a run scored, not how: the suites, and the attacked variants each adds (`--elong`, `--attack`, the needle's
+# lengths). A model scored on STS by one command and on BEIR by another is one row with both columns (the board keeps
+# each seed's latest score per dataset and variant), not two rows told apart by "suite=...".
+SCORED_SELECTION = ("suite", "elong", "attack", "suite_options")
+# Which weights an evaluated model is: its label names the model, and the board tells two weights of one name apart
+# by their fingerprint (leaderboard.grouping.weights_labels); the fingerprint is absent from rows older than it.
+WEIGHTS = ("model", "model_fingerprint")
+
+
 def row_settings(config: dict) -> dict[str, Any]:
     """What a run shares with every other seed of its row, each setting by the name a label shows it: its config
     less its seed (a trained row's `train.seed`, an evaluation's `seed`) and less the comparison hash (a hash of
     settings that are here one by one). The method's hyper-parameters go by their own names ("m_mode"), the training
     and scoring settings as "train.lr" and "eval.max_len", the versions of a trained row's code as "train.recipe"
     and "method.version" (1 for a row that predates them), every other key by its name ("emb_dtype",
-    "corpus_texts"). An evaluated model is known by its weights' fingerprint where recorded, not by how its name
-    was typed (the label shows the name). Every view's rows are the classes of this (`row_key`)."""
+    "corpus_texts"). Left out: what was scored (`SCORED_SELECTION`: one row gathers a model's suites) and an evaluated
+    model's name and weights (`WEIGHTS`: its label and the board's weights label say them). Every view's rows are the
+    classes of this (`row_key`)."""
     config = config if isinstance(config, dict) else {}
     nested = ("comparison", "seed", "method_config", "train", "eval", "train_recipe", "method_version")
-    out = {k: v for k, v in config.items() if k not in nested}
-    if config.get("model_fingerprint"):
-        out.pop("model", None)
-    out.update({f"eval.{k}": v for k, v in (config.get("eval") or {}).items()})
+    out = {k: v for k, v in config.items() if k not in nested and k not in SCORED_SELECTION + WEIGHTS}
+    out.update({f"eval.{k}": v for k, v in (config.get("eval") or {}).items() if k not in SCORED_SELECTION})
     train = config.get("train")
     if isinstance(train, dict):
         out.update({f"train.{k}": v for k, v in train.items() if k != "seed"})
