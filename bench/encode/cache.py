@@ -11,7 +11,9 @@ function of the tokenizer, which belongs to the namespace's model.
 
 Writes commit in chunks (the encoder commits every chunk it finishes, and what it has on an exception), so a run
 killed after hours keeps everything but the chunk in flight. SQLite (WAL) keeps concurrent readers and writers
-(several ranks or runs) safe.
+(several ranks or runs) safe. Within a process, the encoder writes through a second handle on the same file
+(`EmbeddingCache.writer`: its own connection, used by the commit thread) while its main thread reads through the
+first: WAL readers never wait for the writer.
 """
 
 from __future__ import annotations
@@ -152,13 +154,15 @@ class EmbeddingCache:
     fills up, or a write that cannot get the lock, stops the writes (with one warning) and the run goes on.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], namespace: str):
+    def __init__(self, directory: str | os.PathLike[str], namespace: str, any_thread: bool = False):
         self.directory = Path(directory)
         self.namespace = namespace
         self.path = self.directory / cache_file_name(namespace)
         self.writable = True
         self.readable = True
         self._warned_bad_rows = False
+        self._any_thread = any_thread  # the connection may be used by another thread than its maker's (one at a time)
+        self._file_id: tuple[int, int] | None = None  # (device, inode) of the file the connection opened
         try:
             self._conn = self._open()
         except (sqlite3.DatabaseError, CacheUnavailable) as exc:
@@ -170,7 +174,7 @@ class EmbeddingCache:
     def _open(self) -> sqlite3.Connection:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=60)
+            conn = sqlite3.connect(self.path, timeout=60, check_same_thread=not self._any_thread)
         except (OSError, sqlite3.Error) as exc:
             raise CacheUnavailable(f"embedding cache {self.path}: {exc}") from exc
         try:
@@ -193,13 +197,24 @@ class EmbeddingCache:
             if is_disk_full(exc) or not (is_corruption(exc) or truncated(self.path)):
                 raise CacheUnavailable(f"embedding cache {self.path}: {exc}") from exc
             raise
+        self._file_id = self._current_file()
         return conn
 
+    def _current_file(self) -> tuple[int, int] | None:
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return None
+        return stat.st_dev, stat.st_ino
+
     def _set_aside(self, exc: BaseException) -> None:
-        """Move a corrupt cache file (and its -wal/-shm) out of the way, keeping it for inspection."""
+        """Move a corrupt cache file (and its -wal/-shm) out of the way, keeping it for inspection; unless another
+        handle (the commit thread's writer, another run) already did and rebuilt it: that new file is not touched."""
         conn = getattr(self, "_conn", None)
         if conn is not None:
             conn.close()
+        if self._file_id is not None and self._current_file() != self._file_id:
+            return  # the corrupt file this connection read was moved away already: the caller opens the new one
         target = set_aside(self.path, self.directory)
         log.warning("embedding cache file %s is corrupt (%s); moved it to %s and rebuilding it (those texts are encoded again)",
                     self.path, " ".join(str(exc).split()), target)  # fmt: skip
@@ -321,6 +336,27 @@ class EmbeddingCache:
 
         with stages.timed("cache writes"):
             self._guarded("write", op, lambda: None, write=True)
+
+    # ------------------------------------------------------- a second thread
+    def writer(self) -> "EmbeddingCache":
+        """A second handle on this file, with its own connection, for one other thread to write through while this
+        handle reads (WAL: the reads never wait for the writes). It writes only while this handle may (a disk
+        that filled stopped both, with one warning); hand it back to `adopt` once its thread is done."""
+        handle = EmbeddingCache(self.directory, self.namespace, any_thread=True)
+        handle.writable = self.writable
+        return handle
+
+    def adopt(self, handle: "EmbeddingCache") -> None:
+        """Close a `writer` handle whose thread is done and keep what it learnt: writes it stopped stay stopped
+        here, and a file it set aside and rebuilt is the one this handle reads from now on."""
+        handle.close()
+        self.writable = self.writable and handle.writable
+        if handle._file_id != self._file_id and self.readable:
+            self._conn.close()
+            try:
+                self._conn = self._open()
+            except (CacheUnavailable, sqlite3.Error) as exc:
+                self._stop("open the rebuilt file", exc, reads_too=True)
 
     def __len__(self) -> int:
         return int(self._guarded("read", lambda: self._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0], lambda: 0, write=False))

@@ -122,8 +122,9 @@ class Encoder:
         self.chunk_size = ACCELERATOR_CHUNK_TEXTS if self.shape_bounded else CHUNK_TEXTS
         self.first_chunk_size = FIRST_CHUNK_TEXTS
         self.prefetch = True  # tokenise the next chunk on a second thread while this one is encoded
-        # commit a chunk (host copy, normalising, cache write) while the next one runs: on an accelerator (pipeline)
-        self.overlap_commits = self.shape_bounded
+        # commit each chunk (host copy, normalising, matrix and cache writes) on a thread of its own while the next one
+        # runs (bench.encode.commits); False: on the calling thread, as soon as it has run
+        self.background_commits = True
         self.memmap_bytes = int(environment.number("LENBENCH_MEMMAP_BYTES", MEMMAP_BYTES))
         self.forward_calls = 0
         self.texts_encoded = 0

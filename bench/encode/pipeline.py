@@ -5,19 +5,19 @@
 The texts are walked in chunks (`bench.encode.chunks.chunk_bounds`). Per chunk: its texts are looked up in the
 embedding cache by text (`lookup_chunk`), the rest are tokenised (on a second thread, while the previous chunk runs
 through the model), looked up again by model input, and the distinct missing inputs are encoded in length-sorted
-batches (`run_chunk`); each vector is written into the output matrix and the chunk is committed to the cache
-(`commit_chunk`), also when an exception interrupts it. On an accelerator (`overlap_commits`) a chunk's vectors
-are copied to pinned host memory behind its batches (an event marks the copy done) and the chunk is committed only
-once the next chunk's batches are queued, so the device-to-host copy, the normalising and the cache write of one
-chunk overlap the next chunk's forward passes instead of leaving the GPU waiting; on the CPU each chunk is
-committed as soon as it has run, as before. What runs a batch is the encoder's (`PipelineHost._forward`, its backend);
-what this module owns is the order of the work and what is kept of it.
+batches (`run_chunk`); their vectors are queued for the host (`Backend.host_copy`: on CUDA a copy into pinned memory
+behind the batches) and the chunk goes to the committer (`bench.encode.commits`), which writes each vector into the
+output matrix and the chunk into the cache on a thread of its own, in chunk order, one chunk at a time, also when
+an exception interrupts the run. So this thread, the critical path, goes on to the next chunk's lookup, planning and
+forward passes while the previous chunk is normalised and written (and, on an accelerator, while its vectors come
+back from the device); an input that the chunk before encoded is taken from that chunk, not the cache, so a
+repeated text gets its first vector whether or not that commit is done. What runs a batch is the encoder's
+(`PipelineHost._forward`, its backend); what this module owns is the order of the work and what is kept of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -25,7 +25,7 @@ import numpy as np
 from bench.encode.batching import ShapedBatch, at_own_shapes, pad_batch, plan_batches, plan_shapes
 from bench.encode.cache import EmbeddingCache, ids_key, text_key
 from bench.encode.chunks import RAMP, Chunk, Done, chunk_bounds
-from bench.encode.finite import rerun_non_finite
+from bench.encode.commits import Committer, RunChunk, in_flight_rows
 from bench.encode.inputs import ModelInputs, TokenRows
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class PipelineHost(Protocol):
     chunk_size: int
     first_chunk_size: int
     prefetch: bool  # tokenise the next chunk on a second thread
-    overlap_commits: bool  # commit a chunk once the next one's batches are queued (an accelerator)
+    background_commits: bool  # commit each chunk on a thread of its own while the next one runs (bench.encode.commits)
     engine: "Backend"
     shapes: set[tuple[int, int]]
     forward_calls: int
@@ -72,8 +72,7 @@ def encode_chunks(enc: PipelineHost, texts: Sequence[str], out: np.ndarray | Non
                   cache: EmbeddingCache | None, normalize: bool) -> None:  # fmt: skip
     """Fill `out` (None: the cache only) with the texts' vectors, chunk by chunk: chunk k+1 is looked up in the cache
     here and tokenised on a second thread (the tokenizer releases the GIL and runs on its own threads) while chunk
-    k's batches run through the model. With `enc.overlap_commits` (an accelerator) chunk k is committed only after
-    chunk k+1's batches are queued: its vectors come to the host while the device runs k+1."""
+    k's batches run through the model, and chunk k-1 is committed on a third (`enc.background_commits`)."""
     from bench.runtime import progress
 
     n = len(texts)
@@ -85,9 +84,10 @@ def encode_chunks(enc: PipelineHost, texts: Sequence[str], out: np.ndarray | Non
         from concurrent.futures import ThreadPoolExecutor
 
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lenbench-tokenize")
-    pending: tuple[Chunk, Any] | None = None  # looked up, being tokenised
-    running: RunChunk | None = None  # its batches queued, its vectors on their way to the host, not committed
+    committer: Committer | None = None
     try:
+        committer = Committer(enc, cache, normalize, background=enc.background_commits and len(bounds) > 1)
+        pending: tuple[Chunk, Any] | None = None  # looked up, being tokenised
         for start, stop in bounds:
             chunk = lookup_chunk(enc, list(texts[start:stop]), out, start, cache, bar)
             todo_texts = [chunk.texts[i] for i in chunk.todo]
@@ -97,31 +97,20 @@ def encode_chunks(enc: PipelineHost, texts: Sequence[str], out: np.ndarray | Non
             if future is None and todo_texts:
                 future = Done(model_inputs(enc, todo_texts))
             if pending is not None:
-                running = step(enc, running, run_chunk(enc, *pending, cache, batch_size, normalize, bar), cache, normalize)
+                run_chunk(enc, *pending, cache, committer, batch_size, bar)
             pending = (chunk, future)
         if pending is not None:
-            running = step(enc, running, run_chunk(enc, *pending, cache, batch_size, normalize, bar), cache, normalize)
-        pending = None
+            run_chunk(enc, *pending, cache, committer, batch_size, bar)
+    except BaseException:
+        if committer is not None:  # what ran is committed, also when an exception interrupts
+            committer.close(failing=True)
+        raise
+    else:
+        committer.close(failing=False)  # raises an exception of the last commit
     finally:
-        try:
-            if running is not None:  # what was encoded is committed, also when an exception interrupts
-                commit_chunk(enc, running, cache, normalize)
-        finally:
-            bar.close()
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
-
-
-def step(enc: PipelineHost, running: "RunChunk | None", launched: "RunChunk | None", cache: EmbeddingCache | None,
-         normalize: bool) -> "RunChunk | None":  # fmt: skip
-    """Commit the chunk that was running (its successor's batches are queued by now); the new one runs on, or is
-    committed at once without `enc.overlap_commits` (the CPU: its vectors are already here)."""
-    if running is not None:
-        commit_chunk(enc, running, cache, normalize)
-    if launched is not None and not enc.overlap_commits:
-        commit_chunk(enc, launched, cache, normalize)
-        return None
-    return launched
+        bar.close()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def model_inputs(enc: PipelineHost, texts: list[str]) -> tuple[TokenRows, list[bytes]]:
@@ -145,38 +134,23 @@ def lookup_chunk(enc: PipelineHost, texts: list[str], out: np.ndarray | None, st
     return Chunk(texts, out, rows, tkeys, np.flatnonzero(~hit))
 
 
-@dataclass
-class RunChunk:
-    """A chunk whose batches have run (or are queued on the device): what committing it needs."""
-
-    chunk: Chunk
-    ids: TokenRows  # the model inputs of the chunk's texts to encode
-    keys: list[bytes]
-    hit2: np.ndarray  # cache hits by model input
-    first: dict[bytes, int]  # distinct model input -> its first text (index into the todo texts)
-    encoded: np.ndarray  # indices into the todo texts whose vectors `vectors` brings, in its order
-    vectors: Any  # .result(): the pooled vectors, float32 on the host (bench.encode.backends: host_copy)
-    complete: bool  # every distinct input ran (else an exception interrupted it: only what ran is committed)
-    bar: Any  # the progress bar (repeated inputs count when committed)
-
-
-def run_chunk(enc: PipelineHost, chunk: Chunk, tokenized: Any, cache: EmbeddingCache | None, batch_size: int,
-              normalize: bool, bar: Any) -> RunChunk | None:  # fmt: skip
-    """Cache hits by model input, then the distinct missing model inputs through the model in length-sorted batches;
-    their vectors stay where the model ran (the GPU), and one copy of them to the host is queued behind them. An
+def run_chunk(enc: PipelineHost, chunk: Chunk, tokenized: Any, cache: EmbeddingCache | None, committer: Committer,
+              batch_size: int, bar: Any) -> None:  # fmt: skip
+    """Cache hits by model input (and the inputs the chunk before encoded, whose commit may be in flight), then the
+    distinct missing model inputs through the model in length-sorted batches; their vectors stay where the model ran
+    (the GPU), one copy of them to the host is queued behind them, and the chunk goes to the committer. An
     interrupted chunk commits what ran before the exception goes on."""
     todo, out, rows, tkeys = chunk.todo, chunk.out, chunk.rows, chunk.tkeys
     if not len(todo):
-        return None
+        return
     ids, keys = tokenized.result()
-    if cache is not None:
-        hit2 = cache.fill(keys, out, rows[todo])
-        cache.put_aliases([(tkeys[i], keys[j]) for j, i in enumerate(todo) if hit2[j]])
-        bar.update(int(hit2.sum()))
-    else:
-        hit2 = np.zeros(len(todo), dtype=bool)
+    hit2 = cache.fill(keys, out, rows[todo]) if cache is not None else np.zeros(len(todo), dtype=bool)
+    before = committer.in_flight() if cache is not None else None
+    copied, copied_from = in_flight_hits(before, keys, hit2)
+    bar.update(int(hit2.sum()))
     first: dict[bytes, int] = {}  # distinct model inputs: each is encoded once
-    for j in np.flatnonzero(~hit2):
+    misses = np.flatnonzero(~hit2)
+    for j in misses:
         first.setdefault(keys[j], j)
     distinct = np.fromiter(first.values(), dtype=np.int64, count=len(first))
     lengths = ids.lengths[distinct]
@@ -187,40 +161,36 @@ def run_chunk(enc: PipelineHost, chunk: Chunk, tokenized: Any, cache: EmbeddingC
     def ran(complete: bool) -> RunChunk:
         encoded = np.concatenate([b for b, _ in done]) if done else np.zeros(0, dtype=np.int64)
         vectors = enc.engine.host_copy([v for _, v in done]) if done else Done(None)
-        return RunChunk(chunk, ids, keys, hit2, first, encoded, vectors, complete, bar)
+        return RunChunk(chunk, ids, keys, hit2, first, encoded, vectors, complete, copied, copied_from,
+                        before.chunk.out if before is not None else None)  # fmt: skip
 
     try:
         for shaped in plan:
             batch = distinct[shaped.members]
-            done.append((batch, embed_ids(enc, ids.take(batch), shaped)))
+            with committer.engine_lock:
+                done.append((batch, embed_ids(enc, ids.take(batch), shaped)))
             enc.texts_encoded += len(batch)
             bar.update(len(batch))
     except BaseException:
-        commit_chunk(enc, ran(False), cache, normalize)
+        committer.submit(ran(False), failing=True)
         raise
-    return ran(True)
+    committer.submit(ran(True))
+    bar.update(len(misses) - len(first))  # repeated inputs: their first one's vector, copied when committed
 
 
-def commit_chunk(enc: PipelineHost, run: RunChunk, cache: EmbeddingCache | None, normalize: bool) -> None:
-    """Write a run chunk's vectors into the matrix and the cache (waiting for their copy to the host), and copy the
-    vectors of repeated inputs."""
-    todo, out, rows, tkeys = run.chunk.todo, run.chunk.out, run.chunk.rows, run.chunk.tkeys
-    keys, hit2, first, encoded = run.keys, run.hit2, run.first, run.encoded
-    if len(encoded):
-        vectors = host_vectors(enc, run.vectors.result(), normalize, run.ids.take(encoded))
-        out[rows[todo[encoded]]] = vectors
-        if cache is not None:
-            done_keys = [keys[j] for j in encoded]
-            finished = set(done_keys)
-            aliases = [(tkeys[i], keys[j]) for j, i in enumerate(todo) if not hit2[j] and keys[j] in finished]
-            cache.put(done_keys, vectors, aliases)
-    if not run.complete:
-        return
-    repeats = np.array([j for j in np.flatnonzero(~hit2) if first[keys[j]] != j], dtype=np.int64)
-    if len(repeats):  # repeated inputs: copy the first one's vector
-        sources = np.fromiter((first[keys[j]] for j in repeats), dtype=np.int64, count=len(repeats))
-        out[rows[todo[repeats]]] = out[rows[todo[sources]]]
-        run.bar.update(len(repeats))
+def in_flight_hits(before: RunChunk | None, keys: list[bytes], hit2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The inputs the cache lacked that the chunk `before` encoded (its commit may be in flight): marked as hits in
+    `hit2`; (their indices into the todo texts, their rows in that chunk's matrix)."""
+    empty = np.zeros(0, dtype=np.int64)
+    if before is None or not len(before.encoded) or hit2.all():
+        return empty, empty
+    there = in_flight_rows(before)
+    found = [(j, there[keys[j]]) for j in np.flatnonzero(~hit2) if keys[j] in there]
+    if not found:
+        return empty, empty
+    copied, copied_from = (np.array(x, dtype=np.int64) for x in zip(*found))
+    hit2[copied] = True
+    return copied, copied_from
 
 
 def embed_ids(enc: PipelineHost, ids: TokenRows, shape: ShapedBatch | None = None) -> Any:
@@ -233,13 +203,3 @@ def embed_ids(enc: PipelineHost, ids: TokenRows, shape: ShapedBatch | None = Non
     enc.tokens_run += int(mask[: len(ids)].sum())
     pooled = enc._forward({"input_ids": input_ids, "attention_mask": mask})  # noqa: SLF001 - the encoder's hook
     return pooled[: len(ids)] if len(pooled) > len(ids) else pooled
-
-
-def host_vectors(enc: PipelineHost, pooled: np.ndarray, normalize: bool, inputs: TokenRows) -> np.ndarray:
-    """A chunk's pooled vectors on the host (a text whose vector is not finite at a reduced precision run again at
-    fp32), L2-normalised as F.normalize does when asked."""
-    if enc.precision != "fp32":
-        enc.fp32_reruns += rerun_non_finite(pooled, inputs, enc.pad_id(), enc.engine)
-    if normalize:
-        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-    return pooled
