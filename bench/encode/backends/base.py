@@ -8,7 +8,9 @@ built (`bench.encode.backends.make_backend`); no encoder method asks which one i
 A batch is the padded numpy arrays `bench.encode.batching.pad_batch` makes: {"input_ids": int64 (rows, width),
 "attention_mask": int64 (rows, width)}. `pooled` may leave its vectors where the model ran (a tensor on the GPU):
 the encoder hands a chunk's worth of them to `host_copy` at once, so an accelerator syncs once per chunk, and only
-when the chunk is committed (after the next chunk's batches are queued).
+on the commit thread (bench.encode.commits), while the main thread queues the next chunk's batches. That thread may
+also call `pooled_fp32` (a vector that was not finite), holding the lock the main thread holds around `pooled`:
+a backend is never run by two threads at once.
 """
 
 from __future__ import annotations
