@@ -123,8 +123,8 @@ class Encoder:
         self.first_chunk_size = FIRST_CHUNK_TEXTS
         self.prefetch = True  # tokenise the next chunk on a second thread while this one is encoded
         # commit each chunk (host copy, normalising, matrix and cache writes) on a thread of its own while the next one
-        # runs (bench.encode.commits); False: on the calling thread, as soon as it has run
-        self.background_commits = True
+        # runs (bench.encode.commits); False ($LENBENCH_COMMIT_THREAD=0): on the calling thread, as soon as it has run
+        self.background_commits = environment.optional_flag("LENBENCH_COMMIT_THREAD") is not False
         self.memmap_bytes = int(environment.number("LENBENCH_MEMMAP_BYTES", MEMMAP_BYTES))
         self.forward_calls = 0
         self.texts_encoded = 0
