@@ -246,8 +246,7 @@ def test_an_interrupted_background_encode_commits_what_ran(tiny_model_dir, tmp_p
     texts = sentences(60, seed=1)
     distinct = len({tuple(ids) for ids in load(tiny_model_dir, tmp_path).tokenize(texts).ids})
     first = load(tiny_model_dir, tmp_path)
-    first.chunk_size = 16
-    assert first.background_commits
+    first.chunk_size, first.background_commits = 16, True
     events = []
     slow_commits(monkeypatch, events)
     calls = {"n": 0}
