@@ -44,7 +44,7 @@ VARIABLES: dict[str, Variable] = {
         Variable("LENBENCH_ALLOW_PICKLE", "flag", "--allow-pickle by default"),
         Variable("LENBENCH_ONNX_FUSE", "flag", "ONNX Runtime's transformer fusion (unset: by the model's width)"),
         Variable("LENBENCH_COMMIT_THREAD", "flag",
-                 "encoded chunks committed on a background thread (unset: yes; 0: on the encoding thread)"),
+                 "encoded chunks committed on a background thread (unset: on an accelerator and from 3 cores)"),
         Variable("LENBENCH_CUDNN_ATTENTION", "flag", "torch's default attention kernels on CUDA, cuDNN's included"),
         Variable("LENBENCH_DB", "text", "the results database"),
         Variable("LENBENCH_DATA", "text", "a data folder"),

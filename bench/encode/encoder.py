@@ -56,6 +56,7 @@ from bench.encode.st_config import folder_pooling
 from bench.runtime import stages
 from bench.runtime.device import is_accelerator
 from bench.runtime.errors import ConfigError
+from bench.runtime.pools import usable_cores
 
 if TYPE_CHECKING:  # torch is imported only when a model must run
     import torch
@@ -123,8 +124,10 @@ class Encoder:
         self.first_chunk_size = FIRST_CHUNK_TEXTS
         self.prefetch = True  # tokenise the next chunk on a second thread while this one is encoded
         # commit each chunk (host copy, normalising, matrix and cache writes) on a thread of its own while the next one
-        # runs (bench.encode.commits); False ($LENBENCH_COMMIT_THREAD=0): on the calling thread, as soon as it has run
-        self.background_commits = environment.optional_flag("LENBENCH_COMMIT_THREAD") is not False
+        # runs (bench.encode.commits), or on the calling thread as soon as it has run: $LENBENCH_COMMIT_THREAD, else
+        # the thread on an accelerator and from three cores (on two, the tokenizer and the forward fill both)
+        chosen = environment.optional_flag("LENBENCH_COMMIT_THREAD")
+        self.background_commits = chosen if chosen is not None else self.shape_bounded or usable_cores() > 2
         self.memmap_bytes = int(environment.number("LENBENCH_MEMMAP_BYTES", MEMMAP_BYTES))
         self.forward_calls = 0
         self.texts_encoded = 0

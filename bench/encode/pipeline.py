@@ -8,9 +8,10 @@ through the model), looked up again by model input, and the distinct missing inp
 batches (`run_chunk`); their vectors are queued for the host (`Backend.host_copy`: on CUDA a copy into pinned memory
 behind the batches) and the chunk goes to the committer (`bench.encode.commits`), which writes each vector into the
 output matrix and the chunk into the cache on a thread of its own, in chunk order, one chunk at a time, also when
-an exception interrupts the run. So this thread, the critical path, goes on to the next chunk's lookup, planning and
-forward passes while the previous chunk is normalised and written (and, on an accelerator, while its vectors come
-back from the device); an input that the chunk before encoded is taken from that chunk, not the cache, so a
+an exception interrupts the run (`enc.background_commits`: on an accelerator and from three cores; else each chunk
+is committed here as soon as it ran). So this thread, the critical path, goes on to the next chunk's lookup, planning
+and forward passes while the previous chunk is normalised and written (and, on an accelerator, while its vectors
+come back from the device); an input that the chunk before encoded is taken from that chunk, not the cache, so a
 repeated text gets its first vector whether or not that commit is done. What runs a batch is the encoder's
 (`PipelineHost._forward`, its backend); what this module owns is the order of the work and what is kept of it.
 """
