@@ -174,7 +174,8 @@ def one_at_a_time(folder: str | os.PathLike[str], what: str, poll: float = 0.1) 
     to explain) while the body runs, so that processes preparing a file of that cache folder take turns and the
     later ones read what the first wrote. Two different files of one folder are prepared one after the other too:
     each preparation already uses every core it may, so little is lost, and one lock is all there is to reason
-    about. The kernel drops the lock when its holder exits or is killed, so a dead holder never blocks anyone. The wait polls (a signal ends it at once) and says once, after a moment, what it waits for. Where
+    about. The kernel drops the lock when its holder exits or is killed, so a dead holder never blocks anyone. The
+    wait polls (a signal ends it at once) and says once, after a moment, what it waits for. Where
     the folder cannot be made or locked (read-only, no flock on this platform or file system), the body runs
     unlocked: the caches' writes are atomic, so the cost is only the duplicated work this avoids."""
     try:
@@ -195,7 +196,8 @@ def one_at_a_time(folder: str | os.PathLike[str], what: str, poll: float = 0.1) 
                 break
             except BlockingIOError:
                 if not told and time.monotonic() - start > WAIT_NOTE_S:
-                    log.warning("waiting for another process preparing %s in %s (it is read from there after)", what, folder)
+                    log.warning("waiting for another process preparing %s in %s (it is read from there after)",
+                                what, folder)  # fmt: skip
                     told = True
                 time.sleep(poll)
             except OSError:  # a file system without flock: run unlocked
