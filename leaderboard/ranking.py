@@ -130,7 +130,7 @@ def pairwise_cis(items: dict[int, dict], keys: dict[int, Hashable] | None = None
     out = {}
     for i, g in enumerate(groups):
         for h in groups[i + 1 :]:
-            if seeds is not None and seeds.pooled(dataset, g, h) and seeds.has(dataset, g) and seeds.has(dataset, h):
+            if seeds is not None and seeds.pooled(dataset, g, h):  # over seeds, or no verdict (a side lacks items)
                 ci = seeds.ci(dataset, g, h)
                 if ci is not None:
                     out[(g, h)] = ci

@@ -100,3 +100,14 @@ def test_the_rank_judges_rows_of_several_seeds_over_their_seeds_as_bench_results
         assert ci.method == "seeds+items" and (ranks.better["d1"] == {(1, 0)}) == real == (ci.p < 0.05), (offsets, ci)
         # the representative alone (the last seed) would be called better either way
         assert stats.paired_bootstrap(items(BASE), mine[-1]).p < 0.05
+
+
+def test_a_row_of_several_seeds_against_one_without_per_item_values_gets_no_verdict_from_one_run_each():
+    """The rank judges a row of several seeds over its seeds; where the other row's seeds lack per-item values there
+    is no such interval, and no verdict: not one representative run against the other (the Δ column's rule too)."""
+    clear = {0: items(BASE), 1: items(BASE + 1.0 + _noise())}
+    assert ranking.rank_groups({"d1": clear}).better["d1"] == {(1, 0)}  # the two runs alone would be told apart
+    three = [clear[1], items(BASE + 1.0 + _noise()), items(BASE + 1.0 + _noise())]
+    evidence = ranking.SeedEvidence(items={"d1": {1: three}}, keys={"d1": {1: ["s0", "s1", "s2"]}}, trained={0, 1})
+    assert ranking.pairwise_cis(clear, seeds=evidence, dataset="d1") == {}
+    assert ranking.rank_groups({"d1": clear}, seeds=evidence).better["d1"] == set()
