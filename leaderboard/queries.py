@@ -165,30 +165,35 @@ def _in_domain(value: Any) -> str:
     return ", ".join(str(v) for v in value) if isinstance(value, list) else ""
 
 
+def _subset_limit(config: dict) -> Any:
+    """The `--limit` a run's config asked for: a `bench run` row's eval.limit, else a `bench eval` row's limit."""
+    evaluation = config.get("eval")
+    limit = evaluation.get("limit") if isinstance(evaluation, dict) else None
+    return config.get("limit") if limit is None else limit
+
+
 def run_list(db: ResultsDB) -> pd.DataFrame:
     """One row per run: RUN_LIST_COLUMNS, sweep, model_info (a dict) and the subset limit its config asked for."""
     table = Run.__table__
     present = _columns(db, "runs")
     wanted = [*RUN_LIST_COLUMNS, *(c for c in RUN_EXTRA_COLUMNS if c in present)]
-    limit = func.coalesce(table.c.config[("eval", "limit")].as_integer(), table.c.config["limit"].as_integer())
-    method_config = table.c.config["method_config"].label("method_config")  # tells --hp variants of a method apart
-    in_domain = table.c.config["in_domain"].label("in_domain")  # evaluated datasets the training corpus is
-    weights = table.c.config["model_fingerprint"].as_string().label("model_fingerprint")  # an evaluated model's weights
-    comparison = table.c.config["comparison"].as_string().label("comparison")  # a `bench run` row's comparison
-    config = table.c.config.label("run_config")  # whole: which runs are seeds of one row (pooling.row_settings)
-    stmt = select(*[table.c[name] for name in wanted], limit.label("config_limit"), method_config, in_domain,
-                  weights, comparison, config).order_by(table.c.id)  # fmt: skip
+    config = table.c.config.label("run_config")  # whole: its settings say which runs are seeds of one row
+    stmt = select(*[table.c[name] for name in wanted], config).order_by(table.c.id)
     with db.engine.connect() as conn:
         frame = _frame(conn, stmt)
+    configs = [json_column(c) for c in frame.get("run_config", [None] * len(frame))]
+    frame = frame.drop(columns=[c for c in ("run_config",) if c in frame])
+    frame["config_limit"] = [_subset_limit(c) for c in configs]  # the subset the config asked for (--limit)
+    frame["method_config"] = [json_column(c.get("method_config")) for c in configs]  # tells --hp variants apart
+    frame["in_domain"] = [_in_domain(c.get("in_domain")) for c in configs]  # evaluated datasets the corpus is
+    frame["model_fingerprint"] = [c.get("model_fingerprint") for c in configs]  # an evaluated model's weights
+    frame["comparison"] = [c.get("comparison") for c in configs]  # a `bench run` row's comparison
     for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind", "sweep", "sweep_point",
                 "model_fingerprint", "comparison"):  # fmt: skip
         frame[col] = frame[col].fillna("").astype(str) if col in frame else ""
     frame["model_info"] = [json_column(v) for v in frame["model_info"]] if "model_info" in frame else [{} for _ in range(len(frame))]
-    frame["method_config"] = [json_column(v) for v in frame["method_config"]] if "method_config" in frame else [{} for _ in range(len(frame))]
-    frame["in_domain"] = [_in_domain(v) for v in frame["in_domain"]] if "in_domain" in frame else ""
     # what a run shares with the other seeds of its row, as bench results reads it (bench.report.pooling)
-    frame["row_settings"] = [row_settings(json_column(c)) for c in frame.get("run_config", [None] * len(frame))]
-    frame = frame.drop(columns=[c for c in ("run_config",) if c in frame])
+    frame["row_settings"] = [row_settings(c) for c in configs]
     frame["id"] = frame["id"].astype(int)
     frame["seed"] = pd.to_numeric(frame["seed"]).fillna(0).astype(int)
     frame["config_limit"] = pd.to_numeric(frame["config_limit"], errors="coerce")
