@@ -9,7 +9,6 @@ dataset.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
