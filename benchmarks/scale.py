@@ -88,7 +88,7 @@ def child_fill(folder: str, cache: str, emb_dtype: str) -> None:
     """Fill the embedding cache with random vectors for every document and query of the folder."""
     import numpy as np
 
-    from bench.data.readers import read_beir
+    from bench.data.beir import read_beir
     from bench.encode.encoder import Encoder
     from bench.evaluate.models import load_model
     from bench.evaluate.suites.retrieval import CorpusTexts
@@ -109,7 +109,7 @@ def child_fill(folder: str, cache: str, emb_dtype: str) -> None:
 
 
 def child_measure(model_name: str, folder: str, cache: str, n_queries: int, emb_dtype: str) -> None:
-    from bench.data.readers import read_beir
+    from bench.data.beir import read_beir
     from bench.evaluate.models import load_model
     from bench.evaluate.suites.base import EvalContext
     from bench.evaluate.suites.retrieval import keep_positive_queries, score_retrieval

@@ -112,7 +112,7 @@ def tokenizer_rate(root: Path, limit: int = TOKENIZER_SAMPLE) -> tuple[float, in
     + text, as the encoder reads them), in 2,048-text batches on the tokenizer's own threads."""
     from tokenizers import Tokenizer
 
-    from bench.data.readers import document_text
+    from bench.data.beir import document_text
     from bench.encode.backbones import reference_tokenizer_dir
 
     tok = Tokenizer.from_file(str(reference_tokenizer_dir() / "tokenizer.json"))
@@ -134,7 +134,7 @@ def token_id_read_rate(root: Path, cache: Path, model: str, chunk: int = 16_384)
     """(documents per second, documents) at which a second model with the same tokenizer reads the corpus's token
     ids back from the store the cold run wrote (digests, lookup, the ids as one flat array per chunk: what it does
     instead of tokenising), in accelerator-sized chunks; the texts are read from the file beforehand (not timed)."""
-    from bench.data.readers import document_text
+    from bench.data.beir import document_text
     from bench.encode.backbones import reference_tokenizer_dir
     from bench.encode.loading import load_tokenizer
     from bench.encode.token_ids import TokenIdCache

@@ -156,7 +156,7 @@ def _beir_folder(root, name="tiny"):
 def test_beir_corpus_reads_documents_only(tmp_path, monkeypatch):
     """--corpus beir:NAME: title + text of each document (as evaluation encodes them); the only file opened is
     corpus.jsonl, so corrupt queries and qrels go unnoticed, and the corpus names its dataset."""
-    import bench.data.readers as readers
+    import bench.data.lines as readers
 
     folder = _beir_folder(tmp_path)
     opened = []

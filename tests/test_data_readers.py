@@ -128,7 +128,7 @@ LAZY_CORPUS = [
 
 
 def test_lazy_corpus_reads_what_the_eager_reader_holds(tmp_path):
-    from bench.data.readers import LazyCorpus
+    from bench.data.lazy_corpus import LazyCorpus
 
     root = make_beir(tmp_path / "toy", LAZY_CORPUS, QUERIES, [("q1", "d1", 1), ("q1", "7", 0)])
     with open(root / "corpus.jsonl", "a") as fh:  # a blank line is skipped by both

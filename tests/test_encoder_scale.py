@@ -85,7 +85,7 @@ def test_memmap_and_in_ram_matrices_give_identical_scores(tiny_model_dir, tmp_pa
     docs = sentences(40, seed=3, lo=3, hi=20)
     write_toy_beir(root, docs, sentences(6, seed=4))
     ctx = EvalContext(data_dir=str(tmp_path / "data"), attacked=True, elong=["2"])
-    from bench.data.readers import read_beir
+    from bench.data.beir import read_beir
 
     data = read_beir(root, name="toy")
     in_ram = load(tiny_model_dir, tmp_path, use_cache=False)

@@ -44,7 +44,7 @@ def test_a_bad_environment_value_is_one_line_naming_the_variable(name, value, ac
 
 
 def test_a_bad_line_cap_is_blamed_on_the_variable_not_on_the_data_file(tmp_path, monkeypatch):
-    from bench.data.readers import read_lines
+    from bench.data.lines import read_lines
 
     data = tmp_path / "corpus.txt"
     data.write_text("one line\n")

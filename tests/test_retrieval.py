@@ -10,7 +10,7 @@ from bench.evaluate.suites import EvalContext, parse_suites
 from bench.evaluate import search
 from bench.evaluate.suites import retrieval
 from bench.evaluate.suites.retrieval import exact_search, limit_slice, retrieval_metrics, to_run
-from bench.data.readers import RetrievalData
+from bench.data.beir import RetrievalData
 from results_db import ResultsDB
 
 DOCS = {

@@ -43,7 +43,7 @@ class Packaged:
     distribution: str  # what `pip install` takes
     module: str  # the top-level package holding the file
     file: str  # path inside that package
-    format: str  # reader format of that copy (bench.data.readers.STS_FORMATS)
+    format: str  # reader format of that copy (bench.data.sts.STS_FORMATS)
     install: str  # the exact command that installs it
 
     def path(self) -> Path | None:

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from bench.data.catalog import CATALOG, TRAIN_CORPORA, locate
 from bench.data.errors import DataError
-from bench.data.readers import find_file, open_text, read_jsonl
+from bench.data.lines import find_file, open_text, read_jsonl
 from bench.runtime.paths import cache_dir
 
 DEFAULT_CORPUS = "wiki-offline"
@@ -174,7 +174,7 @@ IN_DOMAIN_KINDS = {"beir": "beir", "knn": "labelled"}  # --corpus prefix -> cata
 
 
 def _document_text(obj: dict) -> str:
-    """A BEIR document as the evaluation encodes it (bench.data.readers.document_text): title, then text."""
+    """A BEIR document as the evaluation encodes it (bench.data.beir.document_text): title, then text."""
     title = " ".join(str(obj.get("title") or "").split())
     text = " ".join(str(obj.get("text") or "").split())
     return f"{title} {text}".strip() if title else text

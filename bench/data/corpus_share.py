@@ -29,8 +29,10 @@ from pathlib import Path
 import numpy as np
 
 from bench.data.errors import DataError
-from bench.data.readers import CorpusIndex, CorpusRead, CorpusShard, LazyCorpus, _Blank, _Duplicates, read_corpus
-from bench.data.readers import read_jsonl_at
+from bench.data.beir import CorpusRead, read_corpus
+from bench.data.lazy_corpus import CorpusIndex, CorpusShard, LazyCorpus
+from bench.data.lines import read_jsonl_at
+from bench.data.records import _Blank, _Duplicates
 from bench.runtime import distributed
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.data.readers import CorpusShard
+from bench.data.lazy_corpus import CorpusShard
 from bench.evaluate.search import exact_search, merge_numpy
 from bench.runtime import distributed
 

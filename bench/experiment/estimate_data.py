@@ -109,7 +109,8 @@ class Member:
 
 def measure_member(info: DatasetInfo, located: Located | None) -> Member:
     """Count a dataset that is here, or take its published figures (items 0 when it has none)."""
-    from bench.data.readers import STS_FORMATS, read_labelled
+    from bench.data.labelled import read_labelled
+    from bench.data.sts import STS_FORMATS
 
     if located is None:
         figures = published(info.name)

@@ -65,7 +65,7 @@ class HeldoutSuite:
     def evaluate(self, model: Any, dataset: str, ctx: EvalContext) -> list[ScoreRecord]:
         from bench.data.corpus import wiki_offline_file
 
-        from bench.data.readers import RetrievalData
+        from bench.data.beir import RetrievalData
         from bench.evaluate.suites.retrieval import score_retrieval
 
         ids, queries, docs = known_item_pairs()

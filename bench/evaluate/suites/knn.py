@@ -31,7 +31,7 @@ from sklearn.neighbors import KNeighborsClassifier
 
 from bench.data import get_info, read_labelled
 from bench.data.errors import DataError
-from bench.data.readers import LabelledData
+from bench.data.labelled import LabelledData
 from bench.evaluate.attacks import Distractors
 from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop

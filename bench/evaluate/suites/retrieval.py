@@ -38,7 +38,7 @@ from bench.data import BEIR14, get_info, read_beir
 from bench.data.catalog import CQADUPSTACK_FORUMS, ignores_identical_ids
 from bench.data.corpus_share import read_share
 from bench.data.errors import DataError
-from bench.data.readers import RetrievalData
+from bench.data.beir import RetrievalData
 from bench.evaluate.attacks import Distractors
 from bench.evaluate.corpus_progress import CorpusProgress
 from bench.evaluate.search import exact_search

@@ -10,7 +10,7 @@ from scipy.stats import spearmanr
 
 from bench.data import STS_FORMATS, STS_SUITE, get_info
 from bench.data.errors import DataError
-from bench.data.readers import check_gold_varies
+from bench.data.sts import check_gold_varies
 from bench.evaluate.attacks import Distractors
 from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop
