@@ -86,7 +86,7 @@ def evaluated_model_labels(runs: pd.DataFrame) -> pd.Series:
     "simcse/encoder"), not "vanilla", as bench eval and bench results name them (bench.report.pooling.evaluated_label):
     a comparison's untrained row stays the reference, and an evaluated model is a row of its own with its difference
     from it. Where no comparison scored that backbone, the row scored as `bench eval --model BACKBONE` stands in as the
-    reference (views.main)."""
+    reference (views.board_table)."""
     method = runs["method"].copy()
     if "comparison" not in runs or "kind" not in runs or "model" not in runs:
         return method
