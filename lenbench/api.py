@@ -181,7 +181,7 @@ def evaluate(model: str, suites: str | Sequence[str], *, db: str | os.PathLike[s
 
     options: `bench eval`'s options by name (limit=300, max_len=256, pooling="mean", elong="2,rand" or ["2", "rand"],
     attack=[...], seed=0, data_dir=..., download=True, device="cpu", backend="onnx", no_cache=True,
-    allow_pickle=True, ...); estimate=True returns what it will cost (bench.experiment.estimate.Estimate: .seconds,
+    allow_pickle=True, ...); estimate=True returns what it will cost (bench.experiment.estimate.evaluation.Estimate: .seconds,
     .lines()) and scores nothing."""
     from bench.evaluate.suites import parse_suites
     from bench.experiment.command_options import command_text
@@ -194,8 +194,8 @@ def evaluate(model: str, suites: str | Sequence[str], *, db: str | os.PathLike[s
     opts = _typed(EvalOptions, given)
     spec = EvalSpec.from_options(opts)
     parse_suites(spec.suite_args)  # an unknown suite: refused before anything is written
-    if opts.estimate:  # what it will cost, nothing scored or recorded: bench.experiment.estimate.Estimate
-        from bench.experiment.estimate import estimate_evaluation
+    if opts.estimate:  # what it will cost, nothing scored or recorded: bench.experiment.estimate.evaluation.Estimate
+        from bench.experiment.estimate.evaluation import estimate_evaluation
 
         return estimate_evaluation(spec)  # type: ignore[return-value]
     with _job(quiet or opts.no_progress, command_text("eval", _as_typed(opts, given))):
@@ -213,7 +213,7 @@ def run(methods: str | Sequence[str] | None = None, suites: str | Sequence[str] 
     options: `bench run`'s options by name (backbone="minilm", corpus="wiki-offline", seeds=[0, 1, 2], limit=300,
     max_len=64, batch_size=16, lr=3e-5, hp=["simcse.temperature=0.1"], eval_every=50, preset="scratch", out="runs",
     report_to=["tensorboard"], reference="vanilla", ...); estimate=True returns what it will cost
-    (bench.experiment.estimate_run.RunEstimate) and runs nothing."""
+    (bench.experiment.estimate.run.RunEstimate) and runs nothing."""
     from bench.experiment.run_job import prepare_run, run_prepared
     from bench.experiment.command_options import command_text
     from bench.experiment.run_spec import RunSpec
@@ -222,8 +222,8 @@ def run(methods: str | Sequence[str] | None = None, suites: str | Sequence[str] 
     given = {"method": methods, "suite": suites, "budget": budget, "db": _db_text(db),
              "no_progress": quiet or None, **options}  # fmt: skip
     typed = _typed(RunSpec, given)
-    if typed.estimate:  # what it will cost, nothing trained or recorded: bench.experiment.estimate_run.RunEstimate
-        from bench.experiment.estimate_run import estimate_run
+    if typed.estimate:  # what it will cost, nothing trained or recorded: bench.experiment.estimate.run.RunEstimate
+        from bench.experiment.estimate.run import estimate_run
 
         return estimate_run(typed)  # type: ignore[return-value]
     prepared = prepare_run(typed, world=1)

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from bench.cli import main
-from bench.experiment.estimate import estimate_evaluation
+from bench.experiment.estimate.evaluation import estimate_evaluation
 from bench.experiment.eval_spec import EvalOptions, EvalSpec
 from results_db import ResultsDB
 from results_db.records import json_column
@@ -54,7 +54,7 @@ def test_the_estimate_counts_the_files_and_its_time_is_near_the_measured_one(tmp
     assert actual / 3 <= ds.seconds <= actual * 3, (ds.seconds, actual)  # loose: a shared machine's timings
     assert runtime["wall_seconds"] > 0  # the whole command's time, which an estimate predicts
 
-    from bench.experiment.estimate_report import add_actual
+    from bench.experiment.estimate.report import add_actual
 
     add_actual(est, ResultsDB(db))  # the earlier identical run's time, beside the prediction
     assert est.datasets[0].actual_seconds == pytest.approx(actual)
@@ -66,7 +66,7 @@ def test_the_samples_of_one_estimate_share_no_document(tmp_path):
     samples together came near the corpus's size, the estimate counted a quarter of its texts."""
     import random
 
-    from bench.experiment.estimate_data import sample_lines
+    from bench.experiment.estimate.data import sample_lines
 
     write_beir(tmp_path / "toy", 300, 5)
     corpus, taken, rng = tmp_path / "toy" / "corpus.jsonl", set(), random.Random(0)

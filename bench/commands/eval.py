@@ -60,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
 def print_estimate(spec: EvalSpec, args: argparse.Namespace) -> int:
     """`--estimate`: the estimate's table (bench.experiment.estimate), with the times of an earlier identical run
     from the database when there is one (it is only read, never created)."""
-    from bench.experiment.estimate import estimate_evaluation
-    from bench.experiment.estimate_report import add_actual
+    from bench.experiment.estimate.evaluation import estimate_evaluation
+    from bench.experiment.estimate.report import add_actual
 
     est = estimate_evaluation(spec, say=print)
     with existing_db(args) as db:

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
     t_start = time.time()
     if args.estimate:
-        from bench.experiment.estimate_run import estimate_run
+        from bench.experiment.estimate.run import estimate_run
 
         print("\n".join(estimate_run(RunSpec.from_args(args), say=print).lines()))
         return 0

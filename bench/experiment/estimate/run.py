@@ -1,6 +1,6 @@
 """What a `bench run` will cost before it starts (`bench run ... --estimate`): the total over its methods x seeds
 (and the untrained backbone once), training from the budget and evaluation from the backbone's evaluation estimate
-(bench.experiment.estimate), in wall time on this machine and, on a GPU, GPU-hours.
+(bench.experiment.estimate.evaluation), in wall time on this machine and, on a GPU, GPU-hours.
 
 Training is calibrated per method: a few real steps of `train_method` on the first texts of the training corpus
 (made-up text when the corpus is not here yet) in a scratch folder give the seconds per step, and the rest of that
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench.experiment.estimate import Estimate, estimate_evaluation
+from bench.experiment.estimate.evaluation import Estimate, estimate_evaluation
 from bench.runtime.progress import duration
 
 CALIBRATION_STEPS = 4
@@ -61,7 +61,7 @@ class RunEstimate:
                 + self.evaluated_runs * self.eval_seconds_per_run)  # fmt: skip
 
     def lines(self) -> list[str]:
-        from bench.experiment.estimate_report import size
+        from bench.experiment.estimate.report import size
 
         runs = sum(t.seeds for t in self.training)
         out = [f"run estimate: {runs} trained run(s) and {self.evaluated_runs - runs} untrained, each scored"]
@@ -86,7 +86,7 @@ def training_texts(spec: Any, notes: list[str]) -> list[str]:
     """The first texts of the run's training corpus; made-up ones (and a note) when it is not here."""
     from bench.data.corpus import load_corpus
     from bench.data.errors import DataError
-    from bench.experiment.estimate_data import filler_words
+    from bench.experiment.estimate.data import filler_words
 
     try:
         return list(load_corpus(spec.corpus, data_dir=spec.data_dir, limit=CALIBRATION_TEXTS).texts)

@@ -2,7 +2,7 @@
 cheaply from its files (newlines of a corpus, the judged queries of its qrels; STS and kNN files are small and read
 whole), or from the publishers' figures when it is not here (bench.data.published, with what to download); and
 small random samples of it written as a dataset of the same kind in a scratch folder, which the real suite then
-scores (bench.experiment.estimate calibrates on them).
+scores (bench.experiment.estimate.evaluation calibrates on them).
 
 A sample of a missing BEIR set is made of wiki-offline words at the set's published mean lengths.
 """

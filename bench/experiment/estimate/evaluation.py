@@ -1,8 +1,8 @@
 """What an evaluation will cost before it starts (`bench eval ... --estimate`; `bench run --estimate` builds on it,
-bench.experiment.estimate_run): per dataset its documents, queries, texts and tokens, the disk its caches will
+bench.experiment.estimate.run): per dataset its documents, queries, texts and tokens, the disk its caches will
 take, the memory it needs, and its time on this machine; then the process's fixed costs and the totals.
 
-Nothing heavy runs and nothing is recorded. The sizes come from the files (bench.experiment.estimate_data: newline
+Nothing heavy runs and nothing is recorded. The sizes come from the files (bench.experiment.estimate.data: newline
 counts, qrels), or from the publishers' figures where a dataset is not here yet (then the line says what to
 download and how big). The time comes from a calibration of a few seconds with the model, backend, precision and
 batching the evaluation will use: every dataset is scored twice for real, by its own suite, on two random samples
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench.experiment.estimate_data import Member, filler_words, measure_member, members, write_sample
+from bench.experiment.estimate.data import Member, filler_words, measure_member, members, write_sample
 
 CALIBRATION_SECONDS = 2.5  # the larger sample of each dataset is sized to take about this long
 PILOT_ITEMS = 16  # the first sample
@@ -93,8 +93,8 @@ class Estimate:
         return sum(dict(((name, url), size) for d in self.datasets for name, url, size in d.download).values())
 
     def lines(self) -> list[str]:
-        """The table `bench eval --estimate` prints (bench.experiment.estimate_report)."""
-        from bench.experiment.estimate_report import estimate_lines
+        """The table `bench eval --estimate` prints (bench.experiment.estimate.report)."""
+        from bench.experiment.estimate.report import estimate_lines
 
         return estimate_lines(self)
 
