@@ -105,7 +105,7 @@ def test_resume_never_takes_over_a_live_row(setup, capsys):
 def test_curve_points_are_scored_with_the_final_scores_evaluation_settings():
     """The learning-curve hook takes its context from the run's evaluation settings (attacks, seed, pooling,
     max_len), on the curve's item limit: a curve never scores other attacks than the final table."""
-    from bench.experiment.comparison import curve_hook
+    from bench.experiment.curves import curve_hook
     from bench.experiment.run_spec import RunSpec
 
     spec = RunSpec.from_values(dict(method="simcse", suite=["sts:stsb@elong,pad"], elong="2", attack=["pad=start-2"],

@@ -53,7 +53,7 @@ def test_the_encoder_keeps_the_value_it_was_given_resolved(tiny_model_dir):
 
 
 def test_a_run_spec_carries_one_value_to_the_final_scores_and_the_curve_hook():
-    from bench.experiment.comparison import curve_hook
+    from bench.experiment.curves import curve_hook
     from bench.experiment.run_spec import RunSpec
 
     spec = RunSpec.from_values(dict(method="simcse", suite=["heldout"], precision="bf16", emb_dtype="fp16",

@@ -54,7 +54,7 @@ def test_a_selection_of_beir_sets_gets_no_paper_pointer(tmp_path, monkeypatch):
 def test_the_eta_counts_training_only_once_it_has_been_timed():
     """After the untrained baseline nothing says how long training takes: the line says so instead of guessing from
     the baseline's (evaluation-only) time; after a training the rest is measured training + evaluation per run."""
-    from bench.experiment.comparison import Eta
+    from bench.experiment.progress_lines import Eta
 
     eta = Eta([False, True, True])  # vanilla, then two trained methods
     eta.done(None, 90.0)

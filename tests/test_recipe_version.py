@@ -113,7 +113,7 @@ def test_rerun_trains_and_scores_a_finished_run_again_in_a_new_row(setup, capsys
 def test_a_new_row_never_takes_another_rows_folder(tmp_path):
     """Two commands of one comparison started in the same second share --out/STAMP-COMPARISON: a new row (a re-run,
     or another method version) gets a folder of its own, never the finished row's encoder and TRAINED marker."""
-    from bench.experiment.comparison import new_run_folder
+    from bench.experiment.run_files import new_run_folder
 
     first = new_run_folder(tmp_path, "simcse", 0, per_seed=False)
     assert first == tmp_path / "simcse"

@@ -37,7 +37,7 @@ import argparse
 import time
 
 from bench.commands.common import RawRegistryHelp, add_options, open_db, start_processes
-from bench.experiment.comparison import elapsed_eta, stop_reason  # noqa: F401 - re-exported
+from bench.experiment.progress_lines import elapsed_eta, stop_reason  # noqa: F401 - re-exported
 from bench.experiment.run_spec import RunSpec
 from bench.runtime import distributed
 
