@@ -219,6 +219,21 @@ class ResultsDB:
             s.flush()
             return int(row.id)
 
+    def database_id(self) -> str:
+        """This database's own id (results_db.database_id), stamped now in a database made before ids were; a
+        read-only open of such a database has none to give (a ResultsDBError)."""
+        from results_db.database_id import read_database_id, stamp_database_id
+
+        with self.engine.connect() as conn:
+            found = read_database_id(conn)
+        if found:
+            return found
+        if self.read_only:
+            raise ResultsDBError(f"results database {self.location.shown} has no database id yet (a command that "
+                                 "writes stamps one)")  # fmt: skip
+        with self.session() as s:
+            return stamp_database_id(s.connection())
+
     # ------------------------------------------------------------------ reads
     def claim_verdicts(self, latest: bool = True) -> list[dict[str, Any]]:
         """Stored claim verdicts, newest first; `latest`: only the newest per (claim, scale). A database from before
