@@ -9,7 +9,8 @@ import logging
 import sys
 
 # Subcommand modules, in the order `bench --help` lists them.
-COMMANDS = ("run", "sweep", "claim", "eval", "results", "export", "import_", "push", "methods", "data", "cache", "leaderboard")
+COMMANDS = ("run", "sweep", "claim", "eval", "results", "export", "import_", "push", "methods", "data", "cache", "db",
+            "leaderboard")
 
 
 # A disk that is full (or a file-size or quota limit): the same for the user, whichever file was being written.

@@ -245,7 +245,7 @@ class Store:
     def __init__(self, db: str | os.PathLike[str] | None = None):
         from results_db import ResultsDB
 
-        self.db = ResultsDB(_db_text(db), create=False)
+        self.db = ResultsDB(_db_text(db), read_only=True)  # a read never changes the file
 
     def runs(self) -> Any:
         """Every run row (a 'running' row whose process is gone shows as 'stale')."""

@@ -257,9 +257,12 @@ def stamp(conn: Connection, version: int) -> None:
 
 
 def create_schema(conn: Connection) -> None:
-    """A new database: every table at the current version."""
+    """A new database: every table at the current version, and its own id (results_db.database_id)."""
+    from results_db.database_id import stamp_database_id
+
     Base.metadata.create_all(conn)
     stamp(conn, SCHEMA_VERSION)
+    stamp_database_id(conn)
 
 
 def upgrade(conn: Connection, current: int) -> list[Migration]:

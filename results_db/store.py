@@ -39,12 +39,14 @@ from results_db.migrations import Migration
 from results_db.models import Base, ClaimVerdict, CurvePoint, Run, Score, ScoreItems, TrainLog, utcnow
 from results_db.records import ItemValues, ScoreRecord
 from results_db.schema import describe_write_error, is_database_fault, prepare_schema
+from results_db.snapshot import OlderSchema, read_older
 
 
 class ResultsDB:
-    """The results database. `create=False` (reads, --resume) never creates one; `read_only=True` also never
-    migrates or writes (SQLite mode=ro + query_only); `init_foreign=True` adds lenbench's tables to a database
-    that holds another application's tables (refused otherwise)."""
+    """The results database. `create=False` (--resume) never creates one, but upgrades an older schema in place;
+    `read_only=True` (every command that only reads) never migrates or writes (SQLite mode=ro + query_only): an
+    older schema is read through an upgraded in-memory copy (`results_db.snapshot`); `init_foreign=True` adds
+    lenbench's tables to a database that holds another application's tables (refused otherwise)."""
 
     def __init__(
         self,
@@ -71,7 +73,10 @@ class ResultsDB:
         self.engine = open_engine(self.location)
         connection_settings(self.engine, read_only)
         self.migrated: list[Migration] = []
-        if not read_only:
+        self.older: OlderSchema | None = None  # read_only on an older schema: read through an upgraded copy
+        if read_only:
+            self.engine, self.older = read_older(self.engine, self.location)
+        else:
             self.migrated = prepare_schema(self.engine, self.location.shown, create=create, init_foreign=init_foreign)
         self._Session = sessionmaker(self.engine, expire_on_commit=False)
 
@@ -213,6 +218,21 @@ class ResultsDB:
             s.add(row)
             s.flush()
             return int(row.id)
+
+    def database_id(self) -> str:
+        """This database's own id (results_db.database_id), stamped now in a database made before ids were; a
+        read-only open of such a database has none to give (a ResultsDBError)."""
+        from results_db.database_id import read_database_id, stamp_database_id
+
+        with self.engine.connect() as conn:
+            found = read_database_id(conn)
+        if found:
+            return found
+        if self.read_only:
+            raise ResultsDBError(f"results database {self.location.shown} has no database id yet (a command that "
+                                 "writes stamps one)")  # fmt: skip
+        with self.session() as s:
+            return stamp_database_id(s.connection())
 
     # ------------------------------------------------------------------ reads
     def claim_verdicts(self, latest: bool = True) -> list[dict[str, Any]]:

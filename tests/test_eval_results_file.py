@@ -1,6 +1,6 @@
 """A `bench eval` row (and `lenbench.evaluate`'s) gets results.json as a `bench run` row does: beside the database in
-`evals/<run id>-<model>/`, recorded as the row's folder, written before the row is finished, valid against the
-schema, its scores the database's; a reused evaluation whose file is missing gets it written again."""
+`evals/<database>-<id>/<run id>-<model>/`, recorded as the row's folder, written before the row is finished, valid against the
+schema, its scores the database's (two databases in one folder each keep their own files); a reused evaluation whose file is missing gets it written again."""
 
 from __future__ import annotations
 
@@ -19,12 +19,25 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 ROWS = [(f"sentence {i} about a cat", f"a cat {i} sentence", float(i % 5)) for i in range(12)]
 
 
-def _eval(tmp_path: Path, model: Path, *extra: str) -> int:
+def _eval(tmp_path: Path, model: Path, *extra: str, db: str = "r.sqlite", limit: int = 10) -> int:
     write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", ROWS)
     (tmp_path / "db").mkdir(exist_ok=True)
     return main(["eval", "--model", str(model), "--suite", "sts:stsb", "--data-dir", str(tmp_path / "data"),
-                 "--db", str(tmp_path / "db" / "r.sqlite"), "--max-len", "32", "--limit", "10", "--no-progress",
+                 "--db", str(tmp_path / "db" / db), "--max-len", "32", "--limit", str(limit), "--no-progress",
                  *extra])  # fmt: skip
+
+
+def test_two_databases_in_one_folder_keep_distinct_result_files(tmp_path, tiny_model_dir):
+    """Run 1 of a.sqlite and run 1 of b.sqlite, beside each other: each results.json stays its own database's."""
+    assert _eval(tmp_path, tiny_model_dir, db="a.sqlite", limit=10) == 0
+    assert _eval(tmp_path, tiny_model_dir, db="b.sqlite", limit=12) == 0
+    files = {}
+    for name, n in (("a.sqlite", 10), ("b.sqlite", 12)):
+        db = ResultsDB(tmp_path / "db" / name)
+        files[name] = Path(db.get_run(1)["output_dir"]) / "results.json"
+        document = json.loads(files[name].read_text())
+        assert {s["n"] for s in document["scores"]} == {n}  # its own run 1, not the other database's
+    assert files["a.sqlite"] != files["b.sqlite"]
 
 
 def _results_lines(out: str) -> list[str]:
@@ -38,7 +51,8 @@ def test_an_eval_row_writes_a_valid_results_json_beside_the_database(tmp_path, t
     db = ResultsDB(tmp_path / "db" / "r.sqlite")
     run = db.get_run(1)
     folder = Path(run["output_dir"])
-    assert folder.parent == (tmp_path / "db" / "evals").resolve() and folder.name.startswith("1-")
+    assert folder.parent.parent == (tmp_path / "db" / "evals").resolve() and folder.name.startswith("1-")
+    assert folder.parent.name == f"r-{db.database_id()[:12]}"  # keyed by the database: no other database lands there
     path = folder / "results.json"
     assert printed == [f"results {path}"]  # its path, printed once
     document = json.loads(path.read_text())

@@ -78,11 +78,13 @@ def test_schema_1_is_upgraded_in_place_keeping_its_rows(tmp_path):
     assert ResultsDB(path).migrated == []  # the second open has nothing to do
 
 
-def test_bench_results_upgrades_an_old_database_and_says_so(tmp_path, capsys):
+def test_bench_results_reads_an_old_database_as_it_is_and_names_the_upgrade(tmp_path, capsys):
     path = make_schema_1(tmp_path / "old.sqlite")
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
     assert main(["results", "--db", str(path)]) == 0
     captured = capsys.readouterr()
-    assert f"upgraded {path} to schema {SCHEMA_VERSION}" in captured.err and "81.50" in captured.out
+    assert "81.50" in captured.out and f"`bench db upgrade --db {path}` upgrades it" in captured.err
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before and meta(path)["schema_version"] == "1"
 
 
 def test_schema_2_gains_curve_points_in_place(tmp_path):

@@ -42,7 +42,7 @@ def claim(args: argparse.Namespace) -> int:
     print(f"database {redact(db_arg)}; {len(arms_)} arms: " + ", ".join(f"{a.name} ({a.role}, {len(a.points)} run"
                                                                           f"{'s' if len(a.points) > 1 else ''})" for a in arms_))  # fmt: skip
     if args.status:
-        print("\n".join(state_lines(arm_states(ResultsDB(db_url, create=False), arms_))))
+        print("\n".join(state_lines(arm_states(ResultsDB(db_url, read_only=True), arms_))))
         return 0
     start = time.monotonic()
     code = 0
@@ -51,7 +51,7 @@ def claim(args: argparse.Namespace) -> int:
         code = run_missing(arms_, db_url, folder, args.jobs, args.retries, wait_minutes=args.wait)
         if code == 130:
             return code
-    db = ResultsDB(db_url, create=not args.no_run)
+    db = ResultsDB(db_url, read_only=True) if args.no_run else ResultsDB(db_url)  # --no-run only reads
     found, missing, ids = judge(db, spec, args.scale)
     rows = verdict_rows(spec, found, missing_rows(missing))
     verdict, line = summary(spec, args.scale, rows)

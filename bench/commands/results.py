@@ -51,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
     from results_db import ResultsDB
     from results_db.liveness import with_liveness
 
-    db = ResultsDB(args.db, create=False)  # a misspelled path is an error, not a new empty database
-    for step in db.migrated:
-        print(f"upgraded {db.location.shown} to schema {step.version} ({step.summary})", file=sys.stderr)
+    # a read: a misspelled path is an error, not a new empty database, and an older schema is read as it is (the
+    # file never changes; `bench db upgrade` upgrades it)
+    db = ResultsDB(args.db, read_only=True)
     runs = with_liveness(db.runs())  # a "running" row whose process is gone shows as "stale"
     if args.run:
         missing = sorted(set(args.run) - set(runs["id"].tolist()))

@@ -1,7 +1,12 @@
 """Where a `bench eval` row keeps its files, and writing them: the row has no run folder of its own (a trained run
 has `--out`), so its results.json goes beside the database, in one folder per row:
 
-    <database folder>/evals/<run id>-<model label>/results.json     (a server database: ./evals/... instead)
+    <database folder>/evals/<database file stem>-<database id>/<run id>-<model label>/results.json
+
+(a server database: ./evals/<database name>-<database id>/... instead). The database's own id (results_db.database_id)
+keeps the rows of two databases in one folder, or of a database made again under an old one's name, apart: run 1 of
+a.sqlite and run 1 of b.sqlite never share a folder. Rows recorded before (`evals/<run id>-<model label>/`) keep
+their recorded folder and are read and rewritten there.
 
 The folder is recorded as the row's `output_dir`, as a trained run's folder is. The file is written through
 `Recording(artifacts=...)` (bench.experiment.record), so an evaluation row is finished only once its results.json
@@ -19,9 +24,17 @@ EVALS = "evals"  # the folder of evaluation rows beside the database
 
 
 def evals_root(db: Any) -> Path:
-    """<database folder>/evals, absolute; ./evals for a database that is not a file (a server)."""
-    path = getattr(getattr(db, "location", None), "path", None)
-    return (Path(path).resolve().parent if path is not None else Path.cwd().resolve()) / EVALS
+    """This database's folder of evaluation rows, absolute: <database folder>/evals/<file stem>-<id>; for a
+    database that is not a file (a server) ./evals/<database name>-<id>."""
+    location = db.location
+    if location.path is not None:
+        base, name = Path(location.path).resolve().parent, Path(location.path).stem
+    else:
+        from sqlalchemy.engine import make_url
+
+        base, name = Path.cwd().resolve(), make_url(location.url).database or "database"
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.")[:48] or "database"
+    return base / EVALS / f"{slug}-{db.database_id()[:12]}"
 
 
 def row_folder_name(run_id: int, label: str) -> str:
