@@ -131,11 +131,18 @@ def _name(func: ast.expr) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
+# where a Range may be built: by the objects that own a value (their RANGES), in the declarations of the options no
+# object owns, and for the numbers of the commands whose options are not declared
+RANGE_OWNERS = ("bench/encode/options.py", "bench/train/config.py", "bench/experiment/options.py",
+                "bench/experiment/option_ranges.py")
+
+
 def test_each_default_and_range_is_written_once_in_the_source():
-    """A declared option's range is built only in its declaration; no parser argument, spec field or other
-    declaration writes a declared option's default again: the command modules call no add_argument for a declared
-    flag, the specs' fields are `_opt(name)`, and a default owned by EncoderOptions or TrainConfig is read there
-    (the declaration names it, `E.max_len`), not written as a literal a second time."""
+    """A range is built only by the object that owns the value or, for an option nothing else owns, in its
+    declaration; no parser argument, spec field or other declaration writes a declared option's default again: the
+    command modules call no add_argument for a declared flag, the specs write no field of a declared option (they
+    are made from the declarations, `declared_fields`), and a default owned by EncoderOptions or TrainConfig is read
+    there (the declaration names it, `E.max_len`), not written as a literal a second time."""
     from bench.experiment.options import OPTIONS
 
     flags = {o.flag for o in OPTIONS}
@@ -143,8 +150,7 @@ def test_each_default_and_range_is_written_once_in_the_source():
     offences, literal_defaults = [], {}
     for where, tree in _sources():
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _name(node.func) == "Range" and where not in (
-                    "bench/experiment/options.py", "bench/experiment/option_ranges.py"):  # fmt: skip
+            if isinstance(node, ast.Call) and _name(node.func) == "Range" and where not in RANGE_OWNERS:
                 offences.append(f"{where}:{node.lineno}: a Range outside the declarations")
             if isinstance(node, ast.Call) and _name(node.func) == "add_argument" and node.args and where in DECLARED_PARSERS:
                 first = node.args[0]
@@ -159,8 +165,7 @@ def test_each_default_and_range_is_written_once_in_the_source():
                     if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
                         value = item.value
                         if node.name in ("RunSpec", "EvalOptions") and item.target.id in names:
-                            if not (isinstance(value, ast.Call) and _name(value.func) == "_opt"):
-                                offences.append(f"{where}:{item.lineno}: {node.name}.{item.target.id} written, not declared")
+                            offences.append(f"{where}:{item.lineno}: {node.name}.{item.target.id} written, not declared")
                         elif isinstance(value, ast.Constant) and value.value not in (None, False, "", 0, 1):
                             literal_defaults.setdefault((item.target.id, value.value), []).append(where)
     offences += [f"{name}={value!r} written in {places}" for (name, value), places in literal_defaults.items()
@@ -188,3 +193,43 @@ def test_the_readme_option_table_is_the_declarations():
     assert shown == markdown_table(), ("README's option table differs from the declarations; paste the output of "
                                        "`python -c 'from bench.experiment.options import markdown_table; "
                                        "print(markdown_table())'` between its markers")
+
+
+# ------------------------------------------------------------------------------ ranges are the owners'
+@pytest.mark.parametrize("owner, field, option, command", [
+    ("bench.train.config", "max_len", "max_len", "run"),
+    ("bench.train.config", "batch_size", "batch_size", "run"),
+    ("bench.train.config", "checkpoint_minutes", "checkpoint_minutes", "run"),
+    ("bench.encode.options", "max_len", "eval_max_len", "run"),
+    ("bench.encode.options", "batch_tokens", "batch_tokens", "eval"),
+])  # fmt: skip
+def test_an_option_filling_an_owned_field_checks_the_owners_range(owner, field, option, command):
+    """The range an option is checked against on the command line is the one its owner checks when made: a value
+    the parser lets through is one the owner takes (before, --max-len 4 to 7 passed the parser and TrainConfig
+    refused it later; --checkpoint-minutes 0, 'no time rule' to TrainConfig, was refused by the parser)."""
+    import importlib
+
+    from bench.experiment.options import declared
+
+    assert declared(command, option).range is importlib.import_module(owner).RANGES[field]
+
+
+def test_the_training_length_below_what_training_takes_is_refused_on_the_command_line():
+    from bench.experiment.option_ranges import check_numbers
+    from bench.runtime.errors import ConfigError
+    from bench.train.config import TrainConfig
+
+    with pytest.raises(ConfigError, match=r"--max-len 6: must be >= 8"):
+        check_numbers({"max_len": 6}, command="run")
+    with pytest.raises(ConfigError, match="max_len must be >= 8"):
+        TrainConfig(max_len=6)
+    check_numbers({"checkpoint_minutes": 0.0}, command="run")  # the owner's "no time rule"
+    assert TrainConfig(checkpoint_minutes=0).checkpoint_minutes == 0
+
+
+def test_a_declaration_restating_its_owners_range_is_refused():
+    from bench.experiment.options import RUN, Option
+    from bench.experiment.option_types import Range
+
+    with pytest.raises(TypeError, match="train.max_len.*leave it to the owner"):
+        Option("max_len", "restated", (RUN,), 64, int, range=Range(1, 9, "3"), field="train.max_len")
