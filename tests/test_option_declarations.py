@@ -5,6 +5,7 @@ Python API's keywords and their checks, the range check, the line that redoes a 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,27 @@ def test_a_declaration_restating_its_owners_range_is_refused():
 
     with pytest.raises(TypeError, match="train.max_len.*leave it to the owner"):
         Option("max_len", "restated", (RUN,), 64, int, range=Range(1, 9, "3"), field="train.max_len")
+
+
+def test_the_cli_reference_lists_every_command_and_option_from_the_parsers():
+    """bench.cli.cli_reference (docs/reference/cli.md): a section per command `bench --help` lists, a row per
+    option with its default, the range checked and whether it is part of the identity."""
+    from bench.cli import build_parser, cli_reference
+    from bench.experiment.options import OPTIONS
+
+    text = cli_reference()
+    sections = {part.split("`", 1)[0]: part for part in text.split("## `bench ")[1:]}
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert set(sections) == set(commands)
+    for option in OPTIONS:
+        if option.hidden:
+            continue
+        for command in option.commands:
+            rows = [line for line in sections[command].splitlines() if re.match(rf"\| `{option.flag}[ `]", line)]
+            assert rows, f"{option.flag} of bench {command} missing from the reference"
+            cells = [c.strip() for c in rows[0].split(" | ")]
+            if option.range is not None:
+                assert option.range.describe() in rows[0]
+            assert cells[3] == ("yes" if option.identity else ""), (command, option.name, cells)
+    run_max_len = next(line for line in sections["run"].splitlines() if line.startswith("| `--max-len"))
+    assert "| `64` | 8 to 100,000 | yes |" in run_max_len  # TrainConfig's range, not the encoder's
