@@ -84,6 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def cli_reference() -> str:
+    """The CLI reference as Markdown (every command, option, default, allowed values, identity and help), from the
+    parsers `bench` builds (bench.commands.reference): docs/reference/cli.md is this text."""
+    from bench.commands.reference import cli_reference as render
+
+    return render(build_parser())
+
+
 def main(argv: list[str] | None = None) -> int:
     given = None if argv is None else list(argv)  # called in-process (a script, a test): rows record this, not sys.argv
     argv = list(sys.argv[1:] if argv is None else argv)

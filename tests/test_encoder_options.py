@@ -14,7 +14,7 @@ from bench.runtime.errors import ConfigError
 
 @pytest.mark.parametrize("changes, message", [
     ({"pooling": "max"}, "pooling 'max' is not one of mean, cls"),
-    ({"max_len": 2}, "max_len must be at least 4 tokens, got 2"),
+    ({"max_len": 2}, "max_len must be >= 4 and <= 100,000, got 2"),
     ({"batch_size": "64"}, "batch_size '64' is not a whole number"),
     ({"precision": "fp8"}, "precision 'fp8' is not one of auto, fp32, bf16, fp16"),
     ({"backend": "tensorrt"}, "backend 'tensorrt' is not one of auto, torch, onnx"),

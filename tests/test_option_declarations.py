@@ -5,6 +5,7 @@ Python API's keywords and their checks, the range check, the line that redoes a 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -131,11 +132,18 @@ def _name(func: ast.expr) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
+# where a Range may be built: by the objects that own a value (their RANGES), in the declarations of the options no
+# object owns, and for the numbers of the commands whose options are not declared
+RANGE_OWNERS = ("bench/encode/options.py", "bench/train/config.py", "bench/experiment/options.py",
+                "bench/experiment/option_ranges.py")
+
+
 def test_each_default_and_range_is_written_once_in_the_source():
-    """A declared option's range is built only in its declaration; no parser argument, spec field or other
-    declaration writes a declared option's default again: the command modules call no add_argument for a declared
-    flag, the specs' fields are `_opt(name)`, and a default owned by EncoderOptions or TrainConfig is read there
-    (the declaration names it, `E.max_len`), not written as a literal a second time."""
+    """A range is built only by the object that owns the value or, for an option nothing else owns, in its
+    declaration; no parser argument, spec field or other declaration writes a declared option's default again: the
+    command modules call no add_argument for a declared flag, the specs write no field of a declared option (they
+    are made from the declarations, `declared_fields`), and a default owned by EncoderOptions or TrainConfig is read
+    there (the declaration names it, `E.max_len`), not written as a literal a second time."""
     from bench.experiment.options import OPTIONS
 
     flags = {o.flag for o in OPTIONS}
@@ -143,8 +151,7 @@ def test_each_default_and_range_is_written_once_in_the_source():
     offences, literal_defaults = [], {}
     for where, tree in _sources():
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _name(node.func) == "Range" and where not in (
-                    "bench/experiment/options.py", "bench/experiment/option_ranges.py"):  # fmt: skip
+            if isinstance(node, ast.Call) and _name(node.func) == "Range" and where not in RANGE_OWNERS:
                 offences.append(f"{where}:{node.lineno}: a Range outside the declarations")
             if isinstance(node, ast.Call) and _name(node.func) == "add_argument" and node.args and where in DECLARED_PARSERS:
                 first = node.args[0]
@@ -159,8 +166,7 @@ def test_each_default_and_range_is_written_once_in_the_source():
                     if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
                         value = item.value
                         if node.name in ("RunSpec", "EvalOptions") and item.target.id in names:
-                            if not (isinstance(value, ast.Call) and _name(value.func) == "_opt"):
-                                offences.append(f"{where}:{item.lineno}: {node.name}.{item.target.id} written, not declared")
+                            offences.append(f"{where}:{item.lineno}: {node.name}.{item.target.id} written, not declared")
                         elif isinstance(value, ast.Constant) and value.value not in (None, False, "", 0, 1):
                             literal_defaults.setdefault((item.target.id, value.value), []).append(where)
     offences += [f"{name}={value!r} written in {places}" for (name, value), places in literal_defaults.items()
@@ -198,3 +204,67 @@ def test_the_cli_reference_is_generated_from_the_declarations():
             section = shown.split(f"## `bench {command}`", 1)[1].split("\n## ", 1)[0]
             assert f"`{opt.flag}" in section, f"bench {command} {opt.flag} is missing from the CLI reference"
             assert opt.help.split("{", 1)[0][:40].replace("|", "\\|") in section, (command, opt.flag)
+
+
+# ------------------------------------------------------------------------------ ranges are the owners'
+@pytest.mark.parametrize("owner, field, option, command", [
+    ("bench.train.config", "max_len", "max_len", "run"),
+    ("bench.train.config", "batch_size", "batch_size", "run"),
+    ("bench.train.config", "checkpoint_minutes", "checkpoint_minutes", "run"),
+    ("bench.encode.options", "max_len", "eval_max_len", "run"),
+    ("bench.encode.options", "batch_tokens", "batch_tokens", "eval"),
+])  # fmt: skip
+def test_an_option_filling_an_owned_field_checks_the_owners_range(owner, field, option, command):
+    """The range an option is checked against on the command line is the one its owner checks when made: a value
+    the parser lets through is one the owner takes (before, --max-len 4 to 7 passed the parser and TrainConfig
+    refused it later; --checkpoint-minutes 0, 'no time rule' to TrainConfig, was refused by the parser)."""
+    import importlib
+
+    from bench.experiment.options import declared
+
+    assert declared(command, option).range is importlib.import_module(owner).RANGES[field]
+
+
+def test_the_training_length_below_what_training_takes_is_refused_on_the_command_line():
+    from bench.experiment.option_ranges import check_numbers
+    from bench.runtime.errors import ConfigError
+    from bench.train.config import TrainConfig
+
+    with pytest.raises(ConfigError, match=r"--max-len 6: must be >= 8"):
+        check_numbers({"max_len": 6}, command="run")
+    with pytest.raises(ConfigError, match="max_len must be >= 8"):
+        TrainConfig(max_len=6)
+    check_numbers({"checkpoint_minutes": 0.0}, command="run")  # the owner's "no time rule"
+    assert TrainConfig(checkpoint_minutes=0).checkpoint_minutes == 0
+
+
+def test_a_declaration_restating_its_owners_range_is_refused():
+    from bench.experiment.options import RUN, Option
+    from bench.experiment.option_types import Range
+
+    with pytest.raises(TypeError, match="train.max_len.*leave it to the owner"):
+        Option("max_len", "restated", (RUN,), 64, int, range=Range(1, 9, "3"), field="train.max_len")
+
+
+def test_the_cli_reference_lists_every_command_and_option_from_the_parsers():
+    """bench.cli.cli_reference (docs/reference/cli.md): a section per command `bench --help` lists, a row per
+    option with its default, the range checked and whether it is part of the identity."""
+    from bench.cli import build_parser, cli_reference
+    from bench.experiment.options import OPTIONS
+
+    text = cli_reference()
+    sections = {part.split("`", 1)[0]: part for part in text.split("## `bench ")[1:]}
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert set(sections) == set(commands)
+    for option in OPTIONS:
+        if option.hidden:
+            continue
+        for command in option.commands:
+            rows = [line for line in sections[command].splitlines() if re.match(rf"\| `{option.flag}[ `]", line)]
+            assert rows, f"{option.flag} of bench {command} missing from the reference"
+            cells = [c.strip() for c in rows[0].split(" | ")]
+            if option.range is not None:
+                assert option.range.describe() in rows[0]
+            assert cells[3] == ("yes" if option.identity else ""), (command, option.name, cells)
+    run_max_len = next(line for line in sections["run"].splitlines() if line.startswith("| `--max-len"))
+    assert "| `64` | 8 to 100,000 | yes |" in run_max_len  # TrainConfig's range, not the encoder's

@@ -16,12 +16,22 @@ from bench.encode import backends
 from bench.encode.pooling import POOLINGS
 from bench.runtime.device import PRECISIONS
 from bench.runtime.errors import ConfigError
+from bench.runtime.ranges import INT64_MAX, Range, check_ranges
 
 # inference backend (bench.encode.backends); auto: onnx on the CPU when onnxruntime is installed, else torch
 BACKENDS = ("auto", *backends.BACKENDS)
 EMB_DTYPES = ("fp32", "fp16")  # precision of the returned embedding matrix
 CPU_ROWS = 64  # texts per batch on the CPU when no batch size is asked (also what an unasked size hashes as)
 ACCELERATOR_ROWS = 1024  # texts per batch on an accelerator when none is asked (the token budget bounds it first)
+
+
+# The numbers' allowed values, checked when an EncoderOptions is made; `bench eval`'s and `bench run`'s options that
+# fill these fields check their values against the same ranges (bench.experiment.options reads them here).
+RANGES: dict[str, Range] = {
+    "max_len": Range(4, 100_000, "256"),
+    "batch_size": Range(1, 65_536, "64"),
+    "batch_tokens": Range(1, INT64_MAX, "16384"),
+}
 
 
 @dataclass(frozen=True)
@@ -47,15 +57,14 @@ class EncoderOptions:
             value = getattr(self, name)
             if (value is not None or name != "pooling") and value not in allowed:
                 raise ConfigError(f"{name} {value!r} is not one of {', '.join(allowed)}")
-        for name, low in (("max_len", 4), ("batch_size", 1), ("batch_tokens", 1)):
+        for name, rule in RANGES.items():
             value = getattr(self, name)
             if value is None and name != "max_len":  # the device's default (bench.encode.batching.device_batching)
                 continue
             if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                raise ConfigError(f"{name} {value!r} is not a whole number (at least {low})")
+                raise ConfigError(f"{name} {value!r} is not a whole number ({rule.describe()})")
             object.__setattr__(self, name, int(value))  # numpy's integers too
-            if value < low:
-                raise ConfigError(f"{name} must be at least {low}{' tokens' if name == 'max_len' else ''}, got {value}")
+        check_ranges(self, RANGES)
         if self.device is not None and not isinstance(self.device, str):
             object.__setattr__(self, "device", str(self.device))  # a torch.device
         for name in ("use_cache", "allow_pickle"):
@@ -81,4 +90,5 @@ def hashed_batch_size(rows: int | None) -> int:
 
 ENCODER_DEFAULTS = EncoderOptions()  # the parsers' and settings' defaults (`ENCODER_DEFAULTS.max_len`, ...)
 
-__all__ = ["ACCELERATOR_ROWS", "BACKENDS", "CPU_ROWS", "EMB_DTYPES", "ENCODER_DEFAULTS", "POOLINGS", "EncoderOptions", "hashed_batch_size"]
+__all__ = ["ACCELERATOR_ROWS", "BACKENDS", "CPU_ROWS", "EMB_DTYPES", "ENCODER_DEFAULTS", "POOLINGS", "RANGES", "EncoderOptions",
+           "hashed_batch_size"]

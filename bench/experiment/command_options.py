@@ -2,8 +2,10 @@
 `EvalOptions` for `bench eval`), and Python values turned into those fields as the command's parser would turn its
 argument strings into them.
 
-A spec's field is `spec_field(command, name)`: its default and type are the declaration's, so the command line,
-a sweep point (TOML values) and the Python API (`lenbench.run`, `lenbench.evaluate`) share one declaration.
+A spec's fields are made from the declarations (`declared_fields(command)`, a class decorator): one field per
+option read back from the spec's own attribute, with the declaration's default and type, so the command line, a
+sweep point (TOML values) and the Python API (`lenbench.run`, `lenbench.evaluate`) share one declaration and a new
+option needs no line in the spec.
 `typed_options` accepts what a Python caller writes:
 
 - a number where the option is a number (numpy's too), True/False (or 1/0) for a flag;
@@ -18,8 +20,8 @@ A bad value is a ValueError that names the keyword as the caller wrote it ("limi
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
-from dataclasses import Field, field, fields, replace
+from collections.abc import Callable, Iterable
+from dataclasses import Field, dataclass, field, fields, replace
 from typing import Any
 
 from bench.experiment.option_types import FLAG, OptionValueError, positive_int  # noqa: F401 - re-exported
@@ -34,6 +36,36 @@ def spec_field(command: str, name: str) -> Any:
     if isinstance(option.default, list):
         return field(default_factory=lambda: list(option.default), metadata=meta)
     return field(default=option.default, metadata=meta)
+
+
+def own_attribute(option: Option) -> str | None:
+    """The spec attribute an option is read back from when it is the spec's own (not a field of its TrainConfig or
+    EncoderOptions, the opposite of a flag, or a setting the suites read), else None."""
+    path = option.paths()[0]
+    return None if "." in path or path.startswith("!") or path == SUITE_OPTIONS else path
+
+
+def declared_fields(command: str) -> Callable[[type], type]:
+    """A class decorator: the class as a dataclass whose first fields are `bench COMMAND`'s options read back from
+    the spec's own attributes, in declaration order, each with its declared default and type (`spec_field`); the
+    fields the class writes itself (its nested TrainConfig / EncoderOptions, the suites' options) follow."""
+
+    def make(cls: type) -> type:
+        own = dict(cls.__dict__.get("__annotations__", {}))
+        declared: dict[str, str] = {}
+        for name, option in options_of(command).items():
+            attribute = own_attribute(option)
+            if attribute is None or attribute in declared:
+                continue
+            if attribute in own:
+                raise TypeError(f"{cls.__name__}.{attribute} is written in the class and declared as an option of "
+                                f"`bench {command}`: remove it from the class")  # fmt: skip
+            declared[attribute] = option.annotation()
+            setattr(cls, attribute, spec_field(command, name))
+        cls.__annotations__ = {**declared, **own}
+        return dataclass(cls)
+
+    return make
 
 
 def keyword(name: str) -> str:

@@ -13,35 +13,17 @@ from typing import Any
 
 from bench.encode.options import EncoderOptions
 from bench.experiment.identity import scoring_identity
-from bench.experiment.command_options import nested_default, spec_field, spec_kwargs, spec_values, typed_options
+from bench.experiment.command_options import declared_fields, nested_default, spec_kwargs, spec_values, typed_options
 from bench.experiment.options import options_of
 from bench.experiment.settings import EvalSettings, attack_settings
 
 
-def _opt(name: str) -> Any:
-    """An EvalOptions field: `bench eval`'s option `name`, as declared (bench.experiment.options)."""
-    return spec_field("eval", name)
-
-
-@dataclass
+@declared_fields("eval")
 class EvalOptions:
-    """Every option of `bench eval`, with the declared defaults: the evaluation's own, and how the model is loaded
-    and run (`encoder`, an EncoderOptions carried whole to the encoder)."""
+    """Every option of `bench eval`, with the declared defaults: the evaluation's own, one field each, made from the
+    declarations (`declared_fields`: the model, suites, limit, seed...), and how the model is loaded and run
+    (`encoder`, an EncoderOptions carried whole to the encoder)."""
 
-    model: str = _opt("model")
-    suite: list[str] = _opt("suite")
-    elong: str = _opt("elong")
-    attack: list[str] | None = _opt("attack")
-    limit: int | None = _opt("limit")
-    seed: int = _opt("seed")
-    nproc: int | None = _opt("nproc")
-    data_dir: str | None = _opt("data_dir")
-    download: bool = _opt("download")
-    db: str | None = _opt("db")
-    db_init_foreign: bool = _opt("db_init_foreign")
-    no_progress: bool = _opt("no_progress")
-    rerun: bool = _opt("rerun")  # score again in a new row even when this evaluation has a finished one
-    estimate: bool = _opt("estimate")  # print what it will cost (bench.experiment.estimate); score nothing
     encoder: EncoderOptions = field(default_factory=lambda: nested_default("eval", "encoder", EncoderOptions))
     suite_options: dict[str, Any] = field(default_factory=dict)  # options the suites read (needle_lengths), as given
 

@@ -21,14 +21,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.encode.options import ACCELERATOR_ROWS, BACKENDS, CPU_ROWS, EMB_DTYPES, ENCODER_DEFAULTS as E, POOLINGS
+from bench.encode.options import RANGES as ENCODER_RANGES
 from bench.evaluate.attacks.elong import DEFAULT_ELONG
 from bench.experiment.option_types import FLAG, INT64_MAX, SEED_MAX, Range, positive_int
 from bench.runtime.device import PRECISIONS
-from bench.train.config import TRAIN_DEFAULTS as T
+from bench.train.config import RANGES as TRAIN_RANGES, TRAIN_DEFAULTS as T
 
 RUN, EVAL, CLAIM, SWEEP = "run", "eval", "claim", "sweep"
 COMMANDS = (RUN, EVAL, CLAIM, SWEEP)
 ALWAYS, CHANGED = "always", "changed"  # Option.redo: in the redo line always, or when not at its default
+
+# The objects that own the values of options filling their fields ("train.x", "encoder.x"): each checks its fields'
+# ranges when made (TrainConfig, EncoderOptions), and an option filling such a field takes that range, never its own.
+OWNER_RANGES: dict[str, dict[str, Range]] = {"train": TRAIN_RANGES, "encoder": ENCODER_RANGES}
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,9 @@ class Option:
     default: Any = None
     type: Callable[[Any], Any] | None = str  # how a value becomes the option's type; FLAG: a flag (True/False)
     choices: tuple = ()
-    range: Range | None = None  # a number's allowed values (bench.experiment.option_types.Range)
+    # a number's allowed values (bench.runtime.ranges.Range): for an option filling a field of TrainConfig or
+    # EncoderOptions the owner's (OWNER_RANGES), read when declared; only an option no object owns declares its own
+    range: Range | None = None
     many: bool = False  # repeatable (--suite A --suite B); a list in Python
     joined: bool = False  # comma-separated (--seeds 0,1,2); a list in Python is joined
     # the spec field(s) it fills: "" is the spec attribute of its name; "train.x" / "encoder.x" a field of the spec's
@@ -57,10 +64,41 @@ class Option:
     group: str | None = None  # the --help section (bench sweep's "slurm")
     env_default: Callable[[], Any] | None = None  # a default read from the environment when the parser is built
 
+    def __post_init__(self) -> None:
+        owned = self.owner_range()
+        if owned is not None and self.range is not None:
+            raise TypeError(f"option {self.name!r} declares a range its owner ({self.owner_field()}) already checks: "
+                            "leave it to the owner")  # fmt: skip
+        if owned is not None:
+            object.__setattr__(self, "range", owned)
+
+    def owner_field(self) -> str | None:
+        """The first field this option fills whose owner declares a range for it ("train.max_len"), or None."""
+        for path in self.paths():
+            head, _, rest = path.lstrip("!").partition(".")
+            if rest in OWNER_RANGES.get(head, {}):
+                return path
+        return None
+
+    def owner_range(self) -> Range | None:
+        path = self.owner_field()
+        if path is None:
+            return None
+        head, _, rest = path.partition(".")
+        return OWNER_RANGES[head][rest]
+
     def paths(self) -> tuple[str, ...]:
         """The spec fields this option fills (the first is the one it is read back from)."""
         paths = self.field if isinstance(self.field, tuple) else (self.field,)
         return tuple(path or self.name for path in paths)
+
+    def annotation(self) -> str:
+        """The Python type of the option's value in its spec, as an annotation ("int | None", "list[str]")."""
+        if self.type is FLAG:
+            return "bool"
+        base = {int: "int", float: "float", positive_int: "int"}.get(self.type, "str")
+        base = f"list[{base}]" if self.many else base
+        return base if self.default is not None else f"{base} | None"
 
     @property
     def flag(self) -> str:
@@ -92,13 +130,10 @@ def _allow_pickle_default() -> bool:
     return allow_pickle_default()
 
 
-MAX_LEN = Range(4, 100_000, "256")
-BATCH = Range(1, 65_536, "64")
 COUNT = Range(1, INT64_MAX, "300")  # a number of items or texts
 JOBS = Range(1, 4096, "2")
 RETRIES = Range(0, 100, "1")
 SEED = Range(0, SEED_MAX, "0")
-TOKENS = Range(1, INT64_MAX, "16384")
 
 OPTIONS: tuple[Option, ...] = (
     # ----------------------------------------------------------------------------- what is compared (bench run)
@@ -119,14 +154,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("corpus", "wiki-offline (packaged), wiki1m, msmarco, a .txt[.gz] (line per text) or BEIR "
            "corpus.jsonl[.gz]/folder", (RUN,), "wiki-offline", identity=True, redo=ALWAYS, trained=True),
     # ----------------------------------------------------------------------------- training (bench run)
-    Option("max_len", "training max tokens per text (paper 256)", (RUN,), T.max_len, int, range=MAX_LEN,
+    Option("max_len", "training max tokens per text (paper 256)", (RUN,), T.max_len, int,
            field="train.max_len", identity=True, redo=ALWAYS, trained=True),
-    Option("batch_size", "training batch size (paper 64)", (RUN,), T.batch_size, int, range=BATCH,
+    Option("batch_size", "training batch size (paper 64)", (RUN,), T.batch_size, int,
            field="train.batch_size", identity=True, redo=ALWAYS, trained=True),
-    Option("lr", "AdamW learning rate", (RUN,), T.lr, float, range=Range(0, 1, "3e-5", low_open=True),
+    Option("lr", "AdamW learning rate", (RUN,), T.lr, float,
            field="train.lr", identity=True, redo=ALWAYS, trained=True),
     Option("warmup_steps", "steps of linear learning-rate warm-up from 0 before the linear decay to 0", (RUN,),
-           T.warmup_steps, int, range=Range(0, INT64_MAX, "100"), field="train.warmup_steps", identity=True, redo=ALWAYS, trained=True),
+           T.warmup_steps, int, field="train.warmup_steps", identity=True, redo=ALWAYS, trained=True),
     Option("corpus_limit", "train on the first N corpus texts only", (RUN,), None, int, range=Range(1, INT64_MAX, "10000"),
            identity=True, redo=CHANGED, trained=True),
     Option("hp", "method hyper-parameter, e.g. laser3-self.m_mode=twice", (RUN,), [], many=True,
@@ -137,7 +172,7 @@ OPTIONS: tuple[Option, ...] = (
            "run is scored on the same items", (RUN,), None, joined=True, metavar="S,S,...", identity=True, redo=CHANGED,
            trained=True),
     Option("seed", "seed of random elongation, kNN splits and diagnostics, and the training seed "
-           "without --seeds", (RUN,), T.seed, int, range=SEED, field=("seed", "train.seed"), identity=True,
+           "without --seeds", (RUN,), T.seed, int, field=("seed", "train.seed"), identity=True,
            redo=ALWAYS),
     Option("seed", "seed of random elongation, kNN splits and diagnostics", (EVAL,), 0, int, range=SEED,
            identity=True),
@@ -147,24 +182,24 @@ OPTIONS: tuple[Option, ...] = (
     Option("pooling", "default: the model folder's, else mean", (EVAL,), E.pooling, choices=POOLINGS,
            field="encoder.pooling", identity=True),
     Option("eval_max_len", "evaluation max tokens (elongated texts fit)", (RUN,), E.max_len, int,
-           range=MAX_LEN, field="encoder.max_len", identity=True, redo=ALWAYS),
+           field="encoder.max_len", identity=True, redo=ALWAYS),
     Option("max_len", "max tokens per text, special tokens included", (EVAL,), E.max_len, int,
-           range=MAX_LEN, field="encoder.max_len", identity=True),
+           field="encoder.max_len", identity=True),
     Option("elong", "elongation variants of @elong suites (2,4,8,rand is the full set, about twice the evaluation "
            "time)", (RUN, EVAL), DEFAULT_ELONG, joined=True, identity=True, redo=ALWAYS),
     Option("no_baseline", "do not evaluate the untrained backbone", (RUN,), False, FLAG, redo=ALWAYS),
     Option("eval_batch_size", f"texts per encoding batch when scoring; default: the device's ({CPU_ROWS} on the CPU, up "
-           f"to {ACCELERATOR_ROWS:,} within --eval-batch-tokens on a GPU)", (RUN,), E.batch_size, int, range=BATCH,
+           f"to {ACCELERATOR_ROWS:,} within --eval-batch-tokens on a GPU)", (RUN,), E.batch_size, int,
            field="encoder.batch_size", identity=True, redo=CHANGED),
     Option("batch_size", f"texts per encoding batch; default: the device's ({CPU_ROWS} on the CPU, up to "
-           f"{ACCELERATOR_ROWS:,} within --batch-tokens on a GPU)", (EVAL,), E.batch_size, int, range=BATCH,
+           f"{ACCELERATOR_ROWS:,} within --batch-tokens on a GPU)", (EVAL,), E.batch_size, int,
            field="encoder.batch_size", identity=True),
     Option("eval_batch_tokens", "token slots (texts x longest) per encoding batch when scoring; default: the device's "
            "(as bench eval's --batch-tokens); how texts are batched, never what they score: outside the config hash",
-           (RUN,), E.batch_tokens, int, range=TOKENS, field="encoder.batch_tokens"),
+           (RUN,), E.batch_tokens, int, field="encoder.batch_tokens"),
     Option("batch_tokens", "token slots (texts x longest) per encoding batch; default: the device's (on the CPU 2048 "
            "torch / 256 onnx; on a GPU 16,384-65,536 by its memory, over length-sorted texts; --batch-size still caps the "
-           "texts)", (EVAL,), E.batch_tokens, int, range=TOKENS, field="encoder.batch_tokens"),
+           "texts)", (EVAL,), E.batch_tokens, int, field="encoder.batch_tokens"),
     Option("attack", "variants of an attack family for SUITE@FAMILY suites, repeatable: e.g. --attack pad=start-2,end-2 "
            "(default each family's set: pad = start, middle, end x m 2, 4; shuffle = one variant); --attack elong=2,rand "
            "is --elong 2,rand", (RUN, EVAL), None, many=True, metavar="FAMILY=PARAM[,PARAM]", identity=True, redo=CHANGED),
@@ -206,12 +241,12 @@ OPTIONS: tuple[Option, ...] = (
            metavar="N"),
     # ----------------------------------------------------------------------------- how a run runs (bench run)
     Option("checkpoint_every", "steps between checkpoints (default: none by steps; every --checkpoint-minutes and at the "
-           "stop)", (RUN,), T.checkpoint_every, int, range=Range(1, INT64_MAX, "500"), field="train.checkpoint_every"),
+           "stop)", (RUN,), T.checkpoint_every, int, field="train.checkpoint_every"),
     Option("checkpoint_minutes", "minutes of training between checkpoints at most: a kill loses no more than this", (RUN,),
-           T.checkpoint_minutes, float, range=Range(0, 10**6, "10", low_open=True), field="train.checkpoint_minutes"),
+           T.checkpoint_minutes, float, field="train.checkpoint_minutes"),
     Option("loader_workers", "processes that build training batches while the step before runs (default: the cores "
            "left beside the training processes; 0: built on the training thread). Results are identical for every N, so "
-           "it is not part of a run's config", (RUN,), T.loader_workers, int, range=Range(0, 4096, "4"), metavar="N",
+           "it is not part of a run's config", (RUN,), T.loader_workers, int, metavar="N",
            field="train.loader_workers"),
     Option("keep_checkpoints", "keep the training checkpoints after a successful run (default: deleted; the encoder "
            "stays)", (RUN,), False, FLAG, field=("keep_checkpoints", "train.checkpoint_at_end")),

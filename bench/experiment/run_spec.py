@@ -11,8 +11,8 @@ training corpus's text count (`corpus_texts`) and, for a corpus file, the digest
 caller passes them (`bench run` from the corpus it loaded, a sweep from what an earlier load noted,
 `bench.data.corpus.known_text_count` and `known_corpus_digest`).
 
-A new `bench run` option is a declaration in bench.experiment.options and a field here (`_opt(name)`), or no field
-at all for an option the suites read (`suite_options`, hashed when given); one that changes results also goes into
+A new `bench run` option is a declaration in bench.experiment.options, which makes its field here (or, for an
+option the suites read, its entry in `suite_options`, hashed when given); one that changes results also goes into
 `configs` (which changes no stored hash when it is left out at its default, as emb_dtype).
 """
 
@@ -32,7 +32,7 @@ from bench.experiment.command_options import (  # noqa: F401 - OptionValueError,
     nested_default,
     option_argv as _option_argv,
     positive_int,
-    spec_field,
+    declared_fields,
     spec_kwargs,
     spec_values,
     typed_options,
@@ -48,50 +48,14 @@ DEFAULT_BUDGET = declared("run", "budget").default
 DEFAULT_BACKBONE = declared("run", "backbone").default
 
 
-def _opt(name: str) -> Any:
-    """A RunSpec field: `bench run`'s option `name`, as declared (bench.experiment.options)."""
-    return spec_field("run", name)
 
-
-@dataclass
+@declared_fields("run")
 class RunSpec:
-    """Every option of `bench run` (see the module docstring): the comparison's own options, the training settings
-    every method shares (`train`, a TrainConfig) and how every row's encoder is loaded and scored (`encoder`, an
-    EncoderOptions), each a value carried whole; defaults, types and help are the declarations'."""
+    """Every option of `bench run` (see the module docstring): the comparison's own options, one field each, made
+    from the declarations (`declared_fields`: the methods, suites, budget, seeds, --out, --sweep...), the training
+    settings every method shares (`train`, a TrainConfig) and how every row's encoder is loaded and scored
+    (`encoder`, an EncoderOptions), each a value carried whole; defaults, types and help are the declarations'."""
 
-    method: str = _opt("method")
-    suite: list[str] | None = _opt("suite")
-    budget: str = _opt("budget")
-    backbone: str = _opt("backbone")
-    corpus: str = _opt("corpus")
-    corpus_limit: int | None = _opt("corpus_limit")
-    seed: int = _opt("seed")  # the evaluation seed (attacks, kNN splits), and the training seed without --seeds
-    seeds: str | None = _opt("seeds")
-    reference: str | None = _opt("reference")
-    hp: list[str] = _opt("hp")
-    keep_checkpoints: bool = _opt("keep_checkpoints")
-    estimate: bool = _opt("estimate")  # print what it will cost (bench.experiment.estimate); train and score nothing
-    resume: bool = _opt("resume")
-    rerun: bool = _opt("rerun")  # train and score again even when a finished run has this hash: outside the hash
-    no_baseline: bool = _opt("no_baseline")
-    out: str = _opt("out")
-    elong: str = _opt("elong")
-    attack: list[str] | None = _opt("attack")  # FAMILY=PARAM[,PARAM]: variants of the other attack families
-    limit: int | None = _opt("limit")
-    no_progress: bool = _opt("no_progress")
-    report_to: str = _opt("report_to")  # experiment trackers (bench.runtime.trackers): a view, outside the config hash
-    preset: str | None = _opt("preset")  # bench.experiment.presets: options filled in by name
-    # Learning curves (bench.evaluate.curve): recorded in trained rows' configs outside the hash (training unchanged).
-    eval_every: int | None = _opt("eval_every")
-    curve_suite: list[str] | None = _opt("curve_suite")
-    curve_limit: int | None = _opt("curve_limit")
-    sweep: str = _opt("sweep")  # set by `bench sweep` on each point it runs: Run.sweep / Run.sweep_point, outside the hash
-    sweep_point: str = _opt("sweep_point")
-    nproc: int | None = _opt("nproc")
-    data_dir: str | None = _opt("data_dir")
-    download: bool = _opt("download")
-    db: str | None = _opt("db")
-    db_init_foreign: bool = _opt("db_init_foreign")
     train: TrainConfig = field(default_factory=lambda: nested_default("run", "train", TrainConfig))
     encoder: EncoderOptions = field(default_factory=lambda: nested_default("run", "encoder", EncoderOptions))
     suite_options: dict[str, Any] = field(default_factory=dict)  # options the suites read (needle_lengths), as given

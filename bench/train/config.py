@@ -13,6 +13,7 @@ from typing import Any
 from bench.encode.options import ENCODER_DEFAULTS
 from bench.runtime.device import TRAIN_PRECISIONS
 from bench.runtime.errors import ConfigError
+from bench.runtime.ranges import INT64_MAX, SEED_MAX, Range, check_ranges
 
 # The version of the shared training recipe: how the trainer turns a seed into batches (the text stream, each draw's
 # generator, bench.train.loader) and steps. It is part of every trained run's identity (RunSpec.configs records it as
@@ -22,6 +23,22 @@ from bench.runtime.errors import ConfigError
 #   1: rows before the recipe was recorded (one generator for the whole run)
 #   2: every draw has its own generator, draw_rng(seed, draw)
 TRAIN_RECIPE_VERSION = 2
+
+
+# The numbers' allowed values, checked when a TrainConfig is made; `bench run`'s options that fill these fields check
+# their values against the same ranges (bench.experiment.options reads them here).
+RANGES: dict[str, Range] = {
+    "max_len": Range(8, 100_000, "256"),
+    "batch_size": Range(2, 65_536, "64"),  # two texts at least: in-batch negatives
+    "lr": Range(0, 1, "3e-5", low_open=True),
+    "warmup_steps": Range(0, INT64_MAX, "100"),
+    "seed": Range(0, SEED_MAX, "0"),
+    "checkpoint_every": Range(0, INT64_MAX, "500"),  # 0 or None: no step rule
+    "checkpoint_minutes": Range(0, 10**6, "10"),  # 0: no time rule
+    "log_every": Range(1, INT64_MAX, "1"),
+    "loader_workers": Range(0, 4096, "4"),
+    "nan_check_every": Range(1, INT64_MAX, "10"),
+}
 
 
 @dataclass
@@ -52,16 +69,7 @@ class TrainConfig:
     nan_check_every: int | None = None  # steps between reads of the loss; None: 1 on CPU, 10 on an accelerator
 
     def __post_init__(self) -> None:
-        if self.max_len < 8:
-            raise ConfigError(f"max_len must be at least 8 tokens, got {self.max_len}")
-        if self.batch_size < 2:
-            raise ConfigError(f"batch_size must be at least 2 (in-batch negatives), got {self.batch_size}")
-        if not self.lr > 0:
-            raise ConfigError(f"lr must be positive, got {self.lr}")
-        if self.warmup_steps < 0 or (self.checkpoint_every or 0) < 0 or self.checkpoint_minutes < 0 or self.log_every < 1:
-            raise ConfigError("warmup_steps, checkpoint_every and checkpoint_minutes must be >= 0 and log_every >= 1")
-        if (self.loader_workers is not None and self.loader_workers < 0) or (self.nan_check_every or 1) < 1:
-            raise ConfigError("loader_workers must be >= 0 and nan_check_every >= 1")
+        check_ranges(self, RANGES)
         if self.precision not in TRAIN_PRECISIONS:  # fp16 would need loss scaling: it is an evaluation precision
             raise ConfigError(f"training precision {self.precision!r} is not one of {', '.join(TRAIN_PRECISIONS)} "
                               "(fp16 is for evaluation only; train with --precision bf16 or auto)")
