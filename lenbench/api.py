@@ -143,6 +143,13 @@ class Results:
             return difference_numbers(self.db, scores, reference, [])
         return difference_numbers(self.db, with_run_columns(self.db, scores), reference, list(self.runs))
 
+    def citations(self) -> str:
+        """The BibTeX of exactly what these runs' tables rest on (lenbench, each method, suite, dataset and attack,
+        the bootstrap and Holm's correction), each entry once, with a comment saying what it is cited for."""
+        from bench.report.citations import for_runs, render
+
+        return render(for_runs(self.db, self.run_ids))
+
     def curves(self) -> Any:
         """Learning-curve points of these runs (bench run --eval-every), one row per run, step and score."""
         from bench.report.curves import curve_frame, with_final
@@ -263,6 +270,13 @@ class Store:
             raise ConfigError(f"no run {', '.join(map(str, missing))} in {self.db.location.shown}; Store.runs() lists "
                               "the runs it holds")  # fmt: skip
         return scores_frame(self.db, runs, ids)
+
+    def citations(self, run_ids: int | Iterable[int] | None = None) -> str:
+        """The BibTeX of what the tables of these runs (all when None) rest on, as `bench results --cite` prints it."""
+        from bench.report.citations import for_runs, render
+
+        ids = self.scores(run_ids)["run_id"].unique().tolist() if run_ids is not None else self.db.runs()["id"].tolist()
+        return render(for_runs(self.db, ids))
 
     @staticmethod
     def _run_id(value: Any) -> int:

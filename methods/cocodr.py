@@ -36,6 +36,7 @@ class CocodrAdapter(Laser3IntraAdapter):
 
 
 SPEC = MethodSpec(
+    cite=("yu2022cocodr",),
     name="cocodr-pt",
     paper="Yu, Xiong, Sun, Zhang & Overwijk 2022, COCO-DR: Combating Distribution Shifts in Zero-Shot Dense "
     "Retrieval with Contrastive and Distributionally Robust Learning (EMNLP 2022), its contrastive pre-training "

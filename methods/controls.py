@@ -162,28 +162,31 @@ class EdaPositiveAdapter(_AnchorControl):
         return anchor, " ".join(w for w, _, _ in replaced)
 
 
-def _spec(name: str, summary: str, claim: str, config_cls: type, factory: Any) -> MethodSpec:
+def _spec(name: str, summary: str, claim: str, config_cls: type, factory: Any, cite: tuple[str, ...]) -> MethodSpec:
+    # a control cites the paper whose claim it tests (and what its positive is made with)
     return MethodSpec(name=name, paper=PAPER, summary=summary, config_cls=config_cls, factory=factory, control=True,
-                      claim=claim)  # fmt: skip
+                      claim=claim, cite=cite)  # fmt: skip
 
 
 SPEC_DELETE = _spec(
     "delete-words", "anchor = first sentence; positive = the anchor with each word deleted (p = 0.1); InfoNCE t=0.05",
     "LA(SER)^3: a positive that changes the text without self-reference; SimCSE: dropout beats word deletion",
-    DeleteWordsConfig, DeleteWordsAdapter,
+    DeleteWordsConfig, DeleteWordsAdapter, ("xiao2023length", "gao2021simcse"),
 )
 SPEC_SPAN = _spec(
     "random-span", "anchor = first sentence; positive = the anchor with n*(m-1) random words inserted, m drawn as "
     "laser3-self's elongation (the same length, no self-reference); InfoNCE t=0.05",
     "LA(SER)^3: elongation by self-reference, beyond a change of length", RandomSpanConfig, RandomSpanAdapter,
+    ("xiao2023length",),
 )
 SPEC_IDENTITY = _spec(
     "identity", "anchor = first sentence; positive = the anchor itself, dropout off: only the in-batch negatives",
     "SimCSE: dropout is a minimal augmentation that works (no augmentation at all)", ControlConfig, IdentityAdapter,
+    ("gao2021simcse",),
 )
 SPEC_EDA = _spec(
     "eda-positive", "anchor = first sentence; positive = EDA synonym replacement of it (rate 0.1, WordNet); "
     "InfoNCE t=0.05", "PaSeR: its generative objective beats contrastive training on its own augmentation",
-    EdaPositiveConfig, EdaPositiveAdapter,
+    EdaPositiveConfig, EdaPositiveAdapter, ("wu2022paser", "wei2019eda", "miller1995wordnet"),
 )
 SPECS = [SPEC_DELETE, SPEC_SPAN, SPEC_IDENTITY, SPEC_EDA]

@@ -63,6 +63,7 @@ class CropAdapter(PairContrastiveAdapter):
 
 
 SPEC = MethodSpec(
+    cite=("anonymous2024crop",),
     name="crop",
     paper="Is Self-Supervision Enough for Training Sentence Embeddings? (anonymous ICLR submission under "
     "double-blind review, OpenReview), crop-based self-supervision",

@@ -348,6 +348,7 @@ def ema_update(target: torch.nn.Module, source: torch.nn.Module, momentum: float
 
 
 SPEC = MethodSpec(
+    cite=("wu2022esimcse",),
     name="esimcse",
     paper="Wu et al. 2022, ESimCSE: Enhanced Sample Building Method for Contrastive Learning of Unsupervised "
     "Sentence Embedding (COLING 2022, arXiv:2109.04380)",

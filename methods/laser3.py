@@ -100,6 +100,7 @@ class Laser3IntraAdapter(_Laser3Base):
 
 
 SPEC_SELF = MethodSpec(
+    cite=("xiao2023length",),
     name="laser3-self",
     paper=PAPER,
     summary="anchor = first sentence; positive = anchor elongated m times, m ~ U{1..(max_len-2)//n}; "
@@ -109,6 +110,7 @@ SPEC_SELF = MethodSpec(
     aliases=("laser3",),
 )
 SPEC_INTRA = MethodSpec(
+    cite=("xiao2023length",),
     name="laser3-intra",
     paper=PAPER,
     summary="anchor = first sentence elongated m times; positive = the rest of the document (msmarco setting)",

@@ -158,6 +158,7 @@ class MlmAdapter(BaseAdapter):
 
 
 SPEC = MethodSpec(
+    cite=("devlin2019bert",),
     name="mlm",
     paper="Devlin, Chang, Lee & Toutanova 2019, BERT: Pre-training of Deep Bidirectional Transformers for Language "
     "Understanding (NAACL 2019), masked-language modelling; compared with SimCSE in Zhang, Comparative Analysis "

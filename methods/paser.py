@@ -370,6 +370,7 @@ class PaserAdapter(BaseAdapter):
 
 
 SPEC = MethodSpec(
+    cite=("wu2022paser", "wei2019eda", "miller1995wordnet"),
     name="paser",
     paper="Wu & Zhao 2022, Sentence Representation Learning with Generative Objective rather than Contrastive "
     "Objective (PaSeR, EMNLP 2022)",

@@ -66,6 +66,7 @@ class SimcseAdapter(PairContrastiveAdapter):
 
 
 SPEC = MethodSpec(
+    cite=("gao2021simcse", "zhang2023minbertsimcse"),
     name="simcse",
     paper="Gao, Yao & Chen 2021, SimCSE: Simple Contrastive Learning of Sentence Embeddings (EMNLP 2021); the "
     "self-reference baseline of Xiao et al. 2023 (LA(SER)^3)",

@@ -31,6 +31,7 @@ class VanillaAdapter(BaseAdapter):
 
 
 SPEC = MethodSpec(
+    cite=("lenbench",),
     name="vanilla",
     paper="none: the backbone checkpoint without training (the reference row of every comparison)",
     summary="no training: the backbone checkpoint as it is, mean pooling",

@@ -1,4 +1,4 @@
-"""The Python API (lenbench.evaluate / run / load): the README's example runs as printed (a tiny model in place of
+"""The Python API (lenbench.evaluate / run / load): the example of docs/reference/api.md runs as printed (a tiny model in place of
 minilm, a small corpus) and gives the numbers the command line gives on the same settings; options are checked by
 the same declarations and checks as the commands' parser."""
 
@@ -14,14 +14,13 @@ from bench.cli import main
 from bench.runtime.errors import ConfigError
 from results_db import ResultsDB
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "reference" / "api.md"  # its example is run here
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _example() -> str:
-    section = README.read_text().split("## Python API", 1)[1]
-    return section.split("```python\n", 1)[1].split("```", 1)[0]
+    return PAGE.read_text().split("```python\n", 1)[1].split("```", 1)[0]
 
 
 def test_readme_example_gives_the_command_lines_numbers(tiny_model_dir, tmp_path, monkeypatch, capsys):
@@ -33,7 +32,7 @@ def test_readme_example_gives_the_command_lines_numbers(tiny_model_dir, tmp_path
     code = _example().replace('"minilm"', repr(tiny)).replace(
         "lenbench.run(", "lenbench.run(" + ", ".join(f"{k}={v!r}" for k, v in small.items()) + ", ")
     namespace: dict = {}
-    exec(compile(code, "README.md (Python API)", "exec"), namespace)  # noqa: S102 - the README's own example
+    exec(compile(code, "docs/reference/api.md", "exec"), namespace)  # noqa: S102 - the page's own example
     ev, cmp, store, frame = namespace["ev"], namespace["cmp"], namespace["store"], namespace["frame"]
 
     cli_db = str(tmp_path / "cli.sqlite")

@@ -40,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="multiplicity correction of the '*' on differences, over each table's differences: holm "
                         "(family-wise error, default), bh (Benjamini-Hochberg, false discovery rate) or none; the "
                         "printed intervals are always uncorrected")
+    p.add_argument("--cite", action="store_true",
+                   help="print, instead of the tables, the BibTeX of exactly what they rest on: lenbench, each "
+                        "method, suite, dataset and attack shown, and the significance procedures (--correction)")
     p.set_defaults(func=run)
 
 
@@ -63,6 +66,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.curves:
         return print_curves(db, runs["id"].tolist(), args.format)
+    if args.cite:
+        from bench.report.citations import for_runs, render
+
+        correction = None if args.runs_only else args.correction
+        print(render(for_runs(db, runs["id"].tolist(), correction=correction)), end="")
+        return 0
     if args.runs_only:
         # a `bench eval` row by the model it scored, as every table names it (bench.report.pooling.row_label)
         frame = runs[RUN_COLUMNS].assign(method=[row_label(r) for r in runs.to_dict("records")])

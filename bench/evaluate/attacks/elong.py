@@ -222,6 +222,7 @@ FAMILY = AttackFamily(
     summary="each text copied m times and joined with a space, cut at max_len (LA(SER)^3); rand: m ~ U{1..max_m}",
     axis="m (length factor)",
     defaults=tuple(DEFAULT_ELONG.split(",")),
+    cite=("xiao2023length",),
     make=make,
     order=0,
     param_help="integers >= 2 or 'rand' (e.g. --elong 2,4,8,rand)",

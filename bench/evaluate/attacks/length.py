@@ -37,6 +37,7 @@ FAMILY = AttackFamily(
     summary="context length of the needle suite's documents (tokens)",
     axis="context length (tokens)",
     defaults=("64", "128", "256", "512", "1024"),
+    cite=("mohtashami2023landmark", "kamradt2023needle"),
     make=make,
     order=90,
     selectable=False,

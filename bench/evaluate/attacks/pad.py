@@ -107,6 +107,7 @@ FAMILY = AttackFamily(
     "its length, cut at max_len",
     axis="m (length factor)",
     defaults=tuple(f"{p}-{m}" for p in POSITIONS for m in (2, 4)),
+    cite=("lenbench",),
     make=make,
     order=10,
     ordered=False,  # positions start / middle / end are categories, not points of one axis

@@ -49,6 +49,7 @@ FAMILY = AttackFamily(
     summary="the item's sentences in a seeded random order, cut at max_len",
     axis="sentence order",
     defaults=("",),
+    cite=("lenbench",),
     make=make,
     order=20,
     ordered=False,  # one variant: nothing to join

@@ -37,6 +37,7 @@ class SuiteMeta:
     version: int = 1
     usage: str = ""  # how a suite string names it, in help texts (e.g. "beir:NAME[,NAME]"); "" shows the name alone
     metrics: tuple[str, ...] = ()  # every metric its scores are stored under; () when that varies (mteb: per task)
+    cite: tuple[str, ...] = ()  # keys of bench/report/references.bib or whole BibTeX entries (bench.report.citations)
 
     @property
     def averages(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -46,28 +47,30 @@ class SuiteMeta:
 
 STS = SuiteMeta("sts", "bench.evaluate.suites.sts:make_suite", "spearman", "sentence pairs", sets=("sts7",),
                 usage="sts[:NAME]", metrics=("spearman",),
-                summary="STS sets (Spearman x100)")
+                cite=("muennighoff2023mteb",), summary="STS sets (Spearman x100)")
 BEIR = SuiteMeta("beir", "bench.evaluate.suites.retrieval:make_suite", "ndcg_at_10", "queries", sets=("beir14",),
                  usage="beir:NAME[,NAME]", metrics=("ndcg_at_10", "recall_at_100", "mrr_at_10"),
-                 summary="retrieval (nDCG@10, recall@100, MRR@10)")
+                 cite=("thakur2021beir",), summary="retrieval (nDCG@10, recall@100, MRR@10)")
 HELDOUT = SuiteMeta("heldout", "bench.evaluate.suites.heldout:make_suite", "ndcg_at_10", "queries",
                     metrics=("ndcg_at_10", "mrr_at_10"),
-                    summary="constructed known-item task (bench run offline default)")
+                    cite=("lenbench",), summary="constructed known-item task (bench run offline default)")
 KNN = SuiteMeta("knn", "bench.evaluate.suites.knn:make_suite", "knn_acc_euclidean", "test texts",
                 usage="knn[:NAME]", metrics=("knn_acc_euclidean", "knn_acc_cosine"),
-                summary="kNN accuracy (k=10)")
+                cite=("anonymous2024crop",), summary="kNN accuracy (k=10)")
 MTEB = SuiteMeta("mteb", "bench.evaluate.suites.mteb_suite:make_suite", "main_score", "task items",
                  usage="mteb:TASK[,TASK]",
-                 summary="MTEB tasks run by the mteb package")
+                 cite=("muennighoff2023mteb",), summary="MTEB tasks run by the mteb package")
 NEEDLE = SuiteMeta("needle", "bench.evaluate.suites.needle:make_suite", "ndcg_at_1", "queries", metrics=("ndcg_at_1",),
+                   cite=("mohtashami2023landmark", "kamradt2023needle"),
                    summary="synthetic passkey / needle retrieval per context length")  # variants: len-64 ..., no clean
 POSITION = SuiteMeta("position", "bench.evaluate.suites.position:make_suite", "ndcg_at_1", "queries",
                      usage="position[:passkey|needle]", metrics=("ndcg_at_1",),
+                     cite=("mohtashami2023landmark", "kamradt2023needle"),
                      summary="the needle suite's facts at depths 0-1 of a fixed-length context; PSI")  # no clean
 # pair_cos_shift is 0 on the clean variant by definition: the attacked variants are what it is read on.
 DIAG = SuiteMeta("diag", "bench.evaluate.suites.diag:make_suite", "intra_sim_adj", "sentence pairs", ranked=False,
                  plot_metrics=("pair_cos_shift", "intra_sim_adj", "anisotropy", "positional_jsd"),
-                 summary="LA(SER)^3 length diagnostics on STS-B test")
+                 cite=("xiao2023length",), summary="LA(SER)^3 length diagnostics on STS-B test")
 BUILTIN = {meta.name: f"{__name__}:{attr}" for attr, meta in
            (("STS", STS), ("BEIR", BEIR), ("HELDOUT", HELDOUT), ("KNN", KNN), ("MTEB", MTEB), ("NEEDLE", NEEDLE),
             ("POSITION", POSITION), ("DIAG", DIAG))}  # fmt: skip

@@ -1,7 +1,8 @@
-"""The commands the README suggests work on a fresh machine (after ./setup.sh, no ../shared/data), or stop with one
-line naming the missing data and where it comes from. Read from README.md itself, so README and test cannot drift.
+"""The commands the documentation suggests work on a fresh machine (after ./setup.sh, no ../shared/data), or stop
+with one line naming the missing data and where it comes from. Read from the pages themselves
+(docs/concepts/suites-and-attacks.md, docs/howto/package-a-method.md), so page and test cannot drift.
 
-Kept fast: a tiny model stands in for minilm and --limit keeps a few items (the commands are the README's otherwise).
+Kept fast: a tiny model stands in for minilm and --limit keeps a few items (the commands are the pages' otherwise).
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ import pytest
 
 from bench.cli import main
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+REPO = Path(__file__).resolve().parent.parent
+EVAL_PAGE = REPO / "docs" / "concepts" / "suites-and-attacks.md"  # docs/concepts/suites-and-attacks.md
+METHOD_PAGE = REPO / "docs" / "howto" / "package-a-method.md"  # docs/howto/package-a-method.md
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _eval_block() -> dict[str, list[list[str]]]:
-    """The `bench eval` examples of the README, by the comment heading their group."""
-    text = README.read_text()
-    block = text.split("## Evaluating an encoder: `bench eval`", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    """The `bench eval` examples of the page, by the comment heading their group."""
+    text = EVAL_PAGE.read_text()
+    block = text.split("```bash", 1)[1].split("```", 1)[0]
     groups: dict[str, list[list[str]]] = {}
     current = ""
     for line in block.splitlines():
@@ -34,7 +37,7 @@ def _eval_block() -> dict[str, list[list[str]]]:
 
 def _group(word: str) -> list[list[str]]:
     (commands,) = [c for heading, c in _eval_block().items() if word in heading]
-    assert commands, f"no commands under the README heading containing {word!r}"
+    assert commands, f"no commands under the page heading containing {word!r}"
     return commands
 
 
@@ -56,15 +59,15 @@ def _quick(argv: list[str], model: Path, work: Path) -> list[str]:
                    *(["--elong", "2"] if elong else [])]  # fmt: skip
 
 
-def test_readme_commands_for_a_fresh_machine_work(fresh, tiny_model_dir, capsys):
+def test_documented_commands_for_a_fresh_machine_work(fresh, tiny_model_dir, capsys):
     for argv in _group("right after ./setup.sh"):
         rc = main(_quick(argv, tiny_model_dir, fresh))
         out = capsys.readouterr()
-        assert rc == 0, f"README command {' '.join(argv)} failed: {out.err}"
+        assert rc == 0, f"documented command {' '.join(argv)} failed: {out.err}"
         assert "run " in out.out
 
 
-def test_readme_commands_that_need_data_say_what_is_missing(fresh, tiny_model_dir, capsys):
+def test_documented_commands_that_need_data_say_what_is_missing(fresh, tiny_model_dir, capsys):
     for argv in _group("need a data folder"):
         rc = main(_quick(argv, tiny_model_dir, fresh))
         err = capsys.readouterr().err
@@ -82,12 +85,12 @@ def test_readme_adapter_example_trains(fresh, tiny_model_dir, tmp_path, capsys, 
     an installed entry point; tests/test_plugin.py covers the entry point)."""
     from bench.train import registry
 
-    code = README.read_text().split("# mypkg/shuffle.py", 1)[1].split("```", 1)[0]
+    code = METHOD_PAGE.read_text().split("# mypkg/shuffle.py", 1)[1].split("```", 1)[0]
     namespace: dict = {}
-    exec(compile(code, "README.md (Adding a method)", "exec"), namespace)  # noqa: S102 - the README's own example
+    exec(compile(code, "docs/howto/package-a-method.md", "exec"), namespace)  # noqa: S102 - the page's own example
     monkeypatch.setattr(registry, "METHODS", registry.METHODS.fresh())
     registry.register(namespace["SPEC"])
-    run_line = re.search(r"^bench run --method shuffle .*$", README.read_text(), re.M).group(0).split()[1:]
+    run_line = re.search(r"^bench run --method shuffle .*$", METHOD_PAGE.read_text(), re.M).group(0).split()[1:]
     argv = [str(tiny_model_dir) if a.startswith("random-bert") else a for a in run_line]
     argv = [a.replace("steps=50", "steps=2") for a in argv]  # 2 steps instead of 50
     corpus = tmp_path / "corpus.txt"
@@ -100,13 +103,13 @@ def test_readme_adapter_example_trains(fresh, tiny_model_dir, tmp_path, capsys, 
 
 
 def test_readme_plugin_package_installs_and_registers(tmp_path):
-    """The 'Adding a method' files, copied from the README as printed (pyproject.toml and mypkg/shuffle.py), make a
+    """The 'Adding a method' files, copied from the page as printed (pyproject.toml and mypkg/shuffle.py), make a
     package pip installs offline; its entry point gives `bench methods` the method with the config's checked ranges."""
     import os
     import subprocess
     import sys
 
-    text = README.read_text()
+    text = METHOD_PAGE.read_text()
     pyproject = text.split("# mypkg/pyproject.toml\n", 1)[1].split("```", 1)[0]
     module = text.split("# mypkg/shuffle.py\n", 1)[1].split("```", 1)[0]
     assert "[build-system]" in pyproject and "[project]" in pyproject
@@ -120,7 +123,7 @@ def test_readme_plugin_package_installs_and_registers(tmp_path):
                            "--quiet", "--disable-pip-version-check", "--target", str(target), str(src)],
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(README.parent)])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(REPO)])}
     listed = subprocess.run([sys.executable, "-m", "bench", "methods"], capture_output=True, text=True, env=env, timeout=300)
     assert listed.returncode == 0 and "shuffle" in listed.stdout, listed.stdout + listed.stderr
     check = subprocess.run([sys.executable, "-c", "from bench.train.registry import get_method; "
