@@ -70,9 +70,18 @@ def table_frame(table: MainTable, part: main_board.Leaderboard, variant: str, ro
     return shown, [*variant_columns, *[c for c in datasets if c in shown]], full
 
 
-def best_cells(shown: pd.DataFrame, score_columns: list[str], part: main_board.Leaderboard) -> dict[str, list[bool]]:
-    """Per score column, the rows to highlight: the best value and every value tied with it, where an imported
-    reference row's score ties within the rounding its file stated (`leaderboard.comparable`)."""
+def best_cells(shown: pd.DataFrame, score_columns: list[str], part: main_board.Leaderboard, table: MainTable,
+               variant: str) -> dict[str, list[bool]]:  # fmt: skip
+    """Per score column, the rows to highlight as best: what the significance rank says, not the largest number.
+
+    On the ranked variant's columns (its headline column and each dataset's), a row the rank judged is best when its
+    rank on that dataset is 1: the top row and every row the Holm-corrected paired bootstrap does not call worse
+    than it (`leaderboard.ranking`, the test `bench results` stars with), so rows that cannot be told apart are all
+    best; on an average column, a row best on every dataset. A row the rank did not judge (no per-item scores, as an
+    imported result; past the MAX_RANKED first rows) is best only when its value ties the column's top within the
+    rounding its file stated (`leaderboard.comparable`). Another variant's columns have no test behind them (the rank
+    runs on one variant): nothing is highlighted there."""
+    groups = [int(g) for g in part.groups[: len(shown)]]
     imported = (part.info["type"] == grouping.REFERENCE).to_numpy()[: len(shown)] if "type" in part.info else np.zeros(len(shown), bool)
 
     def numbers(column: str) -> np.ndarray:
@@ -84,12 +93,29 @@ def best_cells(shown: pd.DataFrame, score_columns: list[str], part: main_board.L
     coarsest = np.nanmax(np.stack(list(step_of.values())), axis=0) if step_of else np.zeros(len(shown))
     out = {}
     for c in score_columns:
+        judged_on = _judged_datasets(c, part, table, variant)
+        if judged_on is None:
+            out[c] = [False] * len(shown)
+            continue
         values = numbers(c)
         steps = step_of.get(c)
         if steps is None:
             steps = np.maximum(comparable.steps(values, imported), coarsest)
-        out[c] = comparable.best_cells(values, steps).tolist()
+        by_value = comparable.best_cells(values, steps)
+        judged = [all(g in table.tested.get(d, ()) for d in judged_on) for g in groups]
+        tied = [all(g in table.tied_best.get(d, ()) for d in judged_on) for g in groups]
+        out[c] = [bool(t) if j else bool(v) for j, t, v in zip(judged, tied, by_value)]
     return out
+
+
+def _judged_datasets(column: str, part: main_board.Leaderboard, table: MainTable, variant: str) -> list[str] | None:
+    """The datasets the rank judged that a score column shows (an average column: all of them), None for a column
+    with no test behind it (another variant's, a family mean)."""
+    if column in part.datasets:
+        return [column]
+    if column == variant:  # the ranked variant's headline: one dataset, or the average over them
+        return [table.headline] if table.headline in part.datasets else list(part.datasets)
+    return None
 
 
 def table_title(subset: str, backbone: str, part: main_board.Leaderboard) -> str:
@@ -115,7 +141,9 @@ def notes_line(table: MainTable, highlight: bool) -> str:
     board = table.board
     seeds = int(board.info["seeds"].sum())
     parts = [f"{counted(len(board), 'row')}, {counted(seeds, 'seed run')}", "cell: mean ± 95% CI (n = seeds)"]
-    parts.append("highlighted: best per column, ties included" if highlight else "geometry: no 'best' highlighted")
+    correction = stats.CORRECTION_NAMES[ranking.CORRECTION]
+    parts.append(f"highlighted: best, and every row not significantly worse than it ({correction}), on the ranked variant"
+                 if highlight else "geometry: no 'best' highlighted")  # fmt: skip
     if table.reference:
         parts.append(f"Δ vs {literal(table.reference)}: 95% CI, * = real after {stats.CORRECTION_NAMES[ranking.CORRECTION]}")
     parts.append("rank: 1 = not significantly worse than the best" if table.ranked_rows else "rank: – (no per-item scores stored)")
@@ -133,9 +161,12 @@ def _statistics(table: MainTable, highlight: bool, variant: str) -> None:
     notes = ["A cell is the mean over seeds, shown as mean ± 95% CI half-width (n=seeds, Student t) from 3 seeds on; "
              "with 2 seeds as mean (n=2): their variance is not estimated."]  # fmt: skip
     if highlight:
-        notes.append("Highlighted: the best value in each column of each table, and every value tied with it (an "
-                     "imported score is known to the digits its file gave: a difference below half a step of them "
-                     "is a tie).")  # fmt: skip
+        notes.append("Highlighted: on the ranked variant's columns, the rows of rank 1 on that dataset (the best and "
+                     "every row the paired bootstrap, after the "
+                     f"{stats.CORRECTION_NAMES[ranking.CORRECTION]} correction, does not call worse: rows that cannot "
+                     "be told apart are all highlighted; on an average column, rows of rank 1 on every dataset). A row "
+                     "without per-item scores is highlighted when its value ties the top within its stated rounding. "
+                     "Other variants' columns are not tested, so not highlighted: rank on them to see theirs.")  # fmt: skip
     else:
         notes.append("diag measures describe geometry; no value is 'best', so none is highlighted.")
     if not board.complete_average:

@@ -55,6 +55,8 @@ class MainTable:
     ranked_rows: int = 0
     bar_ci: dict[int, dict[str, tuple[float, float]]] = field(default_factory=dict)  # group -> dataset -> CI
     better: dict[str, set[tuple[int, int]]] = field(default_factory=dict)  # dataset -> (h, g): h significantly better
+    tested: dict[str, set[int]] = field(default_factory=dict)  # dataset -> the groups the rank judged on it
+    tied_best: dict[str, set[int]] = field(default_factory=dict)  # dataset -> groups of rank 1 (not worse than the best)
 
 
 def _headline(board: main_board.Leaderboard) -> str:
@@ -109,6 +111,8 @@ def main_table(query: BoardQuery) -> MainTable:
     mean_rank = pd.Series(dtype=float)
     low, high = pd.Series(dtype=float), pd.Series(dtype=float)
     better: dict[str, set[tuple[int, int]]] = {}
+    tested: dict[str, set[int]] = {}
+    tied_best: dict[str, set[int]] = {}
     trained = significance.trained_groups(runs)
     seeds = significance.seed_evidence(seed_reps, items, key, trained)
     for _, _, part in board.tables():  # ranked only among rows of the same backbone and subset
@@ -116,6 +120,10 @@ def main_table(query: BoardQuery) -> MainTable:
         mean_rank, low, high = (pd.concat([a, b]) for a, b in ((mean_rank, ranks.mean_rank), (low, ranks.low), (high, ranks.high)))
         for dataset, pairs in ranks.better.items():
             better.setdefault(dataset, set()).update(pairs)
+        for dataset in ranks.per_dataset.columns:
+            judged = ranks.per_dataset[dataset].dropna().index
+            tested.setdefault(str(dataset), set()).update(int(g) for g in judged)
+            tied_best.setdefault(str(dataset), set()).update(int(g) for g in judged if ranks.per_dataset.loc[g, dataset] == 1)
     ranked = int(mean_rank.notna().sum())
     board = board.with_ranks(mean_rank, low, high)
 
@@ -130,7 +138,7 @@ def main_table(query: BoardQuery) -> MainTable:
             if int(g) in texts:
                 delta[i] = texts[int(g)]
     bar_ci = _score_cis(board, reps, items, key)
-    return MainTable(board, headline, variants, means, halves, counts, delta, reference, ranked, bar_ci, better)
+    return MainTable(board, headline, variants, means, halves, counts, delta, reference, ranked, bar_ci, better, tested, tied_best)
 
 
 def board_runs(location: str, version: tuple[int, ...], suite: str, filters: grouping.RunFilters,

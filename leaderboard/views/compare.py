@@ -13,6 +13,7 @@ from bench.report import stats
 from bench.report.pooling import row_label
 from leaderboard import cache, comparable, grouping
 from leaderboard.queries import DBState
+from leaderboard.numbers import p_text
 from leaderboard.text import literal
 from leaderboard.views import curves
 from leaderboard.views.common import MISSING, csv_button, is_absent, pick_metric, pick_suite
@@ -22,6 +23,7 @@ RESAMPLES = stats.DEFAULT_RESAMPLES
 CORRECTION = "holm"  # over the differences of the table shown, as `bench results` and the main board
 REAL = f"difference is real ({stats.CORRECTION_NAMES[CORRECTION]}-corrected)"
 NOT_REAL = "not shown to differ"
+P_WIDTH = 90  # pixels: a p-value of 7 characters ("9.2e-08", "< 1e-12") and the sort arrow
 ONE_SEED = "one seed of a trained run: no verdict (3+ seeds per method, `bench results`)"
 SUMMARY_FIELDS = ("method", "backbone", "model", "budget_label", "train_corpus", "seed", "status", "code_version", "config_hash")
 
@@ -226,15 +228,16 @@ def show(state: DBState) -> None:
     if table.empty:
         st.info("Pick at least one variant in the sidebar.")
         return
-    numbers = {**{c: "{:.2f}" for c in ("A", "B", "B − A", "CI low", "CI high")}, "p": "{:.3g}"}
+    numbers = {c: "{:.2f}".format for c in ("A", "B", "B − A", "CI low", "CI high")} | {"p": p_text}
     # a missing number stays a null cell, which the grid draws as its placeholder: its raw value is what the grid's
     # accessible table and a copied cell read (an infinity there was read out as 'Infinity')
     st.dataframe(
-        table.style.format({c: (lambda v, f=f: MISSING if is_absent(v) else f.format(v)) for c, f in numbers.items()}),
+        table.style.format({c: (lambda v, f=f: MISSING if is_absent(v) else f(v)) for c, f in numbers.items()}),
         hide_index=True,
         key="cmp_table",
         width="stretch",
         placeholder=MISSING,
+        column_config={"p": st.column_config.Column(width=P_WIDTH)},  # '9.2e-08' whole (a 1-letter header sized it)
     )
     st.caption(
         f"95% paired bootstrap CI of B − A, uncorrected; note: real after {stats.CORRECTION_NAMES[CORRECTION]} over "

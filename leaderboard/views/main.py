@@ -82,7 +82,7 @@ def show(state: DBState) -> None:
         if len(tables) > 1 or label:  # each table says what its rows share (and are ranked among)
             st.subheader(table_title(label, backbone, part))
         shown, score_columns, full = table_frame(table, part, variant, rows)
-        best = best_cells(shown, score_columns, part) if highlight and len(part) > 1 else None
+        best = best_cells(shown, score_columns, part, table, variant) if highlight and len(part) > 1 else None
         help_text = columns.help_texts()
         help_text.update({c: "shortened; full names: " + "; ".join(literal(t) for t in values) for c, values in full.items()})
         for v in table.variants:
