@@ -108,7 +108,7 @@ def db_state(db: str | os.PathLike[str] | None = None) -> DBState:
 
 def open_readonly(location: str) -> ResultsDB:
     """A ResultsDB whose engine cannot write (raises FileNotFoundError for a missing SQLite file)."""
-    return ResultsDB(location, read_only=True)
+    return ResultsDB(location, read_only=True, refuse_unreadable=False)  # the page words each refusal itself
 
 
 def schema_refusal(db: ResultsDB, shown: str) -> str:

@@ -38,7 +38,7 @@ from results_db.location import (
 from results_db.migrations import Migration
 from results_db.models import Base, ClaimVerdict, CurvePoint, Run, Score, ScoreItems, TrainLog, utcnow
 from results_db.records import ItemValues, ScoreRecord
-from results_db.schema import describe_write_error, is_database_fault, prepare_schema
+from results_db.schema import check_readable, describe_write_error, is_database_fault, prepare_schema
 from results_db.snapshot import OlderSchema, read_older
 
 
@@ -56,6 +56,7 @@ class ResultsDB:
         create: bool = True,
         init_foreign: bool = False,
         allow_in_memory: bool = False,
+        refuse_unreadable: bool = True,
     ):
         self.location = locate(db if db is not None else default_db_url(), read_only=read_only)
         if not allow_in_memory and self.location.path is None and is_in_memory_text(self.location.url):
@@ -66,15 +67,19 @@ class ResultsDB:
         self.url = self.location.url
         self.read_only = read_only
         if self.location.path is not None:
-            # Read-only opens (the leaderboard) report an unreadable file through the SQLAlchemy errors of their reads.
+            # A read-only open refuses what a write refuses (corrupt, foreign, newer), in the same words, before
+            # reading; the leaderboard (refuse_unreadable=False) shows those faults on its page from its own reads.
             check_sqlite_file(
-                self.location.path, must_exist=read_only or not create, writable=not read_only and create, content=not read_only
+                self.location.path, must_exist=read_only or not create, writable=not read_only and create,
+                content=refuse_unreadable,
             )
         self.engine = open_engine(self.location)
         connection_settings(self.engine, read_only)
         self.migrated: list[Migration] = []
         self.older: OlderSchema | None = None  # read_only on an older schema: read through an upgraded copy
         if read_only:
+            if refuse_unreadable:
+                check_readable(self.engine, self.location.shown)
             self.engine, self.older = read_older(self.engine, self.location)
         else:
             self.migrated = prepare_schema(self.engine, self.location.shown, create=create, init_foreign=init_foreign)
