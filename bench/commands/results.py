@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         if args.format in ("csv", "json"):
             from bench.report.results_file import scores_frame
 
-            frame = scores_frame(db, runs, scores["run_id"].unique().tolist())
+            frame = scores_frame(db, runs, scores["run_id"].unique().tolist(), comparison_labels(runs))
     if args.format == "csv":
         if "info" in frame:  # a JSON column: written as JSON, as --format json and the database hold it
             frame = frame.assign(info=[None if v is None else json.dumps(v, sort_keys=True) for v in frame["info"]])
@@ -101,6 +101,14 @@ def run(args: argparse.Namespace) -> int:
             if text:
                 print(text)
     return 0
+
+
+def comparison_labels(runs) -> dict[int, str]:  # noqa: ANN001
+    """Run id -> the label its comparison's tables (and the API's `to_pandas()` and `differences()`) give it: the
+    method, with the settings that tell two configurations of it apart in that comparison (docs/reference/naming.md)."""
+    from bench.report.pooling import comparison_groups, method_labels
+
+    return {int(r["id"]): label for group in comparison_groups(runs) for r, label in zip(group, method_labels(group))}
 
 
 def print_curves(db: ResultsDB, run_ids: list[int], fmt: str) -> int:
