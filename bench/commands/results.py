@@ -130,7 +130,10 @@ def print_tables(db: ResultsDB, runs, reference: str | None, correction: str = "
     from bench.report.pooling import method_labels
     from bench.report.pooling import comparison_groups, resolve_reference, row_label
 
+    from bench.claim.reference import claim_reference
+
     groups = comparison_groups(runs)
+    verdicts = db.claim_verdicts() if reference is None else []
     if reference and not any(reference in (r["method"], label) for group in groups
                              for r, label in zip(group, method_labels(group))):
         raise ConfigError(f"--reference {reference!r}: no listed run has that method")
@@ -144,6 +147,9 @@ def print_tables(db: ResultsDB, runs, reference: str | None, correction: str = "
             listing = ", ".join(f"{r['method']} #{r['id']} [{r['status']}]" for r in group)
             print(f"comparison {comparison}: {listing}")
         ref, note = resolve_reference(reference, list(by_method))
+        claimed = claim_reference(verdicts, group, by_method) if reference is None else None
+        if claimed is not None:  # a claim's runs: against the row its file names as the reference
+            ref, note = claimed, f"reference: {claimed}, the reference row of the claim these runs test"
         if note:
             print(note)
         from bench.report.tables import comparison_report  # (scipy: imported when a table is printed)
