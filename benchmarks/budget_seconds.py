@@ -15,36 +15,13 @@ from pathlib import Path
 
 import torch
 
-
-class SleepingAdapter:
-    name = "sleeping"
-
-    def __init__(self, step: float):
-        self.step = step
-
-    def setup(self, model):
-        return []
-
-    def make_batch(self, texts, rng):
-        return {"x": torch.ones(len(texts), 4), "n_examples": len(texts), "n_tokens": len(texts) * 7}
-
-    def loss(self, model, batch):
-        time.sleep(self.step)
-        return model(batch["x"]).pow(2).mean(), {}
-
-    def after_step(self, model):
-        return None
-
-    def state_dict(self):
-        return {}
-
-    def load_state_dict(self, state):
-        return None
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout: its tests' probe adapter
 
 
 def main(argv: list[str] | None = None) -> int:
     from bench.train.budget import Budget
     from bench.train.trainer import TrainConfig, TrainJob, train
+    from tests.test_budget import CountingAdapter  # the unit test's probe: each step sleeps `sleep` seconds
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--step", type=float, default=0.05, help="seconds each step sleeps")
@@ -55,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         for limit in (float(x) for x in args.limits.split(",")):
             cfg = TrainConfig(batch_size=4, progress=False, checkpoint_every=0, loader_workers=0)
             job = TrainJob(texts, Budget(seconds=limit), cfg, Path(tmp) / f"s{limit}", save_encoder_dir=None)
-            result = train(SleepingAdapter(args.step), torch.nn.Linear(4, 1), None, job)
+            result = train(CountingAdapter(sleep=args.step), torch.nn.Linear(4, 1), None, job)
             over = result.consumed.seconds - limit
             print(f"seconds={limit:<5g} stopped by {result.stopped_by:8s} after {result.consumed.steps:4d} steps at "
                   f"{result.consumed.seconds:.3f} s: overshoot {over:+.3f} s = {over / args.step:.2f} x one step")

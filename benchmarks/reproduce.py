@@ -92,8 +92,9 @@ def record_claim(claim: Path, scale: str, db: str | None, out: Path) -> int:
         print(f"bench claim failed (exit {done.returncode}); {out} is unchanged", file=sys.stderr)
         return done.returncode
     data = json.loads(out.read_text()) if out.exists() else {"claims": []}
+    code = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     entry = {"file": claim.as_posix(), "scale": scale, "machine": f"{os.cpu_count()} CPU cores, {platform.platform()}",
-             "seconds": round(took), "verdicts": done.stdout}  # fmt: skip
+             "code": code or "unknown", "seconds": round(took), "verdicts": done.stdout}  # fmt: skip
     data["claims"] = [c for c in data["claims"] if (c["file"], c["scale"]) != (entry["file"], scale)] + [entry]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=2) + "\n")

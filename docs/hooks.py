@@ -121,7 +121,7 @@ def claims() -> str:
     data = json.loads(path.read_text())
     out = []
     for claim in data["claims"]:
-        out += [f"### {claim['file']} (scale {claim['scale']})", "", f"Measured on {claim['machine']}: "
+        out += [f"### {claim['file']} (scale {claim['scale']})", "", f"Measured on {claim['machine']}, code {claim.get('code', 'unknown')}: "
                 f"{claim['seconds']} s.", "", "```text", claim["verdicts"].rstrip(), "```", ""]  # fmt: skip
     return "\n".join(out)
 
