@@ -97,15 +97,17 @@ def prepare_schema(engine: Engine, shown: str, *, create: bool = True, init_fore
         raise ResultsDBError(describe_db_error(exc, shown)) from None
 
 
-def check_readable(engine: Engine, shown: str) -> None:
+def check_readable(engine: Engine, shown: str) -> int | None:
     """What a read-only open refuses before reading anything, as `prepare_schema` refuses it for a write: a corrupt
-    file, an empty database, another application's, a newer schema. An older schema passes (it is read as it is)."""
+    file, an empty database, another application's, a newer schema. An older schema passes (it is read as it is).
+    Returns the stamped version (None: unstamped), so the open reads it once."""
     try:
         with engine.connect() as conn:
             tables, version = _user_tables(conn), read_version(conn, shown)
     except SQLAlchemyError as exc:
         raise ResultsDBError(describe_db_error(exc, shown)) from None
     _check_schema_state(tables, version, shown, create=False, init_foreign=False)
+    return version
 
 
 def describe_write_error(exc: BaseException, shown: str) -> str:

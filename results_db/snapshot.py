@@ -71,13 +71,12 @@ def upgraded_copy(path: Path, version: int) -> Engine:
     return engine
 
 
-def read_older(engine: Engine, location: Location) -> tuple[Engine, OlderSchema | None]:
-    """The engine a read-only reader uses: `engine` itself for a current schema, an upgraded in-memory copy for an
-    older SQLite file (one line on stderr says so and names the upgrade command); a server database of an older
-    schema is refused with that line."""
+def read_older(engine: Engine, location: Location, version: int | None) -> tuple[Engine, OlderSchema | None]:
+    """The engine a read-only reader uses: `engine` itself for a current schema (`version` None), an upgraded
+    in-memory copy for an older SQLite file of `version` (`older_version`; one line on stderr says so and names the
+    upgrade command); a server database of an older schema is refused with that line."""
     from results_db.models import SCHEMA_VERSION
 
-    version = older_version(engine, location.shown)
     if version is None:
         return engine, None
     hint = upgrade_hint(location.shown)

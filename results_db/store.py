@@ -36,10 +36,10 @@ from results_db.location import (
     open_engine,
 )
 from results_db.migrations import Migration
-from results_db.models import Base, ClaimVerdict, CurvePoint, Run, Score, ScoreItems, TrainLog, utcnow
+from results_db.models import SCHEMA_VERSION, Base, ClaimVerdict, CurvePoint, Run, Score, ScoreItems, TrainLog, utcnow
 from results_db.records import ItemValues, ScoreRecord
 from results_db.schema import check_readable, describe_write_error, is_database_fault, prepare_schema
-from results_db.snapshot import OlderSchema, read_older
+from results_db.snapshot import OlderSchema, older_version, read_older
 
 
 class ResultsDB:
@@ -78,9 +78,12 @@ class ResultsDB:
         self.migrated: list[Migration] = []
         self.older: OlderSchema | None = None  # read_only on an older schema: read through an upgraded copy
         if read_only:
-            if refuse_unreadable:
-                check_readable(self.engine, self.location.shown)
-            self.engine, self.older = read_older(self.engine, self.location)
+            if refuse_unreadable:  # the version is read once, by the check
+                stamped = check_readable(self.engine, self.location.shown)
+                version = stamped if stamped is not None and stamped < SCHEMA_VERSION else None
+            else:
+                version = older_version(self.engine, self.location.shown)
+            self.engine, self.older = read_older(self.engine, self.location, version)
         else:
             self.migrated = prepare_schema(self.engine, self.location.shown, create=create, init_foreign=init_foreign)
         self._Session = sessionmaker(self.engine, expire_on_commit=False)

@@ -30,10 +30,11 @@ class Resolved:
                 "attention": attention_policy(self.device).name}  # fmt: skip
 
 
-def resolve_auto(device: Any = None, precision: str | None = "auto", backend: str | None = None) -> Resolved:
-    """`device` (None: cuda when this torch can use a GPU, else cpu), `precision` (auto: the fastest that keeps the
-    fp32 scores on that device, for scoring and for training) and, when given, `backend` (auto: the first usable of
-    bench.encode.backends.AUTO_ORDER; a named one that cannot run there is a ConfigError) as they will run."""
+def resolve_auto(device: Any = None, precision: str | None = None, backend: str | None = None) -> Resolved:
+    """`device` (None: cuda when this torch can use a GPU, else cpu), `precision` (auto or None: the fastest that
+    keeps the fp32 scores on that device, for scoring and for training) and, when given, `backend` (auto: the first
+    usable of bench.encode.backends.AUTO_ORDER; a named one that cannot run there is a ConfigError) as they will
+    run."""
     from bench.encode import backends
     from bench.runtime.device import resolve_device, resolve_precision
 

@@ -170,16 +170,16 @@ def object_encoder(source: ModelObject, options: EncoderOptions, *, cache_dir: s
     if st is not None:  # Transformer + Pooling (+ Normalize): lenbench's encoder on its weights
         model, tokenizer, pooling = st
         fingerprint = object_fingerprint(obj, tokenizer)
-        return Encoder(model, tokenizer, replace(options, pooling=options.pooling or pooling), cache_dir=cache_dir,
-                       name=_label(source, fingerprint), fingerprint=fingerprint)  # fmt: skip
+        return Encoder.of_object(model, tokenizer, replace(options, pooling=options.pooling or pooling),
+                                 cache_dir=cache_dir, name=_label(source, fingerprint), fingerprint=fingerprint)
     if _is_transformers_model(obj):
         if source.tokenizer is None:
             raise ConfigError(f"model {source.shown}: a transformers {type(obj).__name__} needs its tokenizer: pass "
                               "tokenizer= or a (model, tokenizer) pair (e.g. lenbench.evaluate((model, AutoTokenizer."
                               "from_pretrained(path)), 'sts'))")  # fmt: skip
         fingerprint = object_fingerprint(obj, source.tokenizer)
-        return Encoder(obj, source.tokenizer, replace(options, pooling=options.pooling or "mean"), cache_dir=cache_dir,
-                       name=_label(source, fingerprint), fingerprint=fingerprint)  # fmt: skip
+        return Encoder.of_object(obj, source.tokenizer, replace(options, pooling=options.pooling or "mean"),
+                                 cache_dir=cache_dir, name=_label(source, fingerprint), fingerprint=fingerprint)
     if not callable(getattr(obj, "encode", None)):
         raise ConfigError(f"model {source.shown} ({type(obj).__qualname__}): give a model folder or hub id as a "
                           "string, a SentenceTransformer, a transformers model with tokenizer=, or an object with "

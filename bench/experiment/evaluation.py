@@ -50,9 +50,6 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
     """Score `spec.model` on `spec.suite_args` and record it (see the module docstring). db: a results_db.ResultsDB
     on rank 0 (None: nothing recorded), or `open_db`, called once the inputs are checked (a bad input never creates
     a database file); command: what Run.command records (default: this process's command line)."""
-    from bench.encode.loading import resolve_model
-    from bench.encode.model_info import model_info
-    from bench.evaluate.models import LEXICAL_MODELS
     from bench.evaluate.runner import check_model, evaluate, locate_datasets
     from bench.evaluate.suites import parse_suites
     from bench.runtime.provenance import code_version, package_versions
@@ -73,19 +70,7 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
         spec, model = spec.load()
     check_model(model, suites)  # e.g. bm25 on sts: refused before a run is recorded
     describe = model.describe()
-    # a folder's info is read from its files; the torch module is passed only when already loaded (hub ids), so a warm
-    # run over cached texts still loads no model
-    loaded = getattr(model, "model", None) if getattr(model, "model_loaded", False) else None
-    if spec.source is not None:
-        from bench.encode.objects import object_info
-
-        info = object_info(model, spec.source)
-    else:
-        info = {} if spec.model.lower() in LEXICAL_MODELS else model_info(resolve_model(spec.model), loaded)
-    runtime = {**distributed.describe(), "device": describe.get("device"),  # "backend" there: gloo/nccl
-               **({"encoder_backend": describe["backend"], "emb_dtype": describe["emb_dtype"],
-                   "precision": describe.get("precision")} if "emb_dtype" in describe else {}),
-               **(model.attention_info() if callable(getattr(model, "attention_info", None)) else {})}  # fmt: skip
+    info, runtime = _model_info_and_runtime(spec, model, describe)
     command = command if command is not None else command_line()
     chash = spec.config_hash(describe)
     # this evaluation's lease (a second process asking for it waits), then its finished row if one scored these data
@@ -151,6 +136,28 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
             db.merge_runtime(run_id, {"texts_encoded_per_rank": encoded,
                                       **({"fp32_reruns": sum(r or 0 for r in reruns)} if describe.get("precision", "fp32") != "fp32" else {})})
     return EvaluationResult(run_id, spec.label, records, db, time.time() - t0)
+
+
+def _model_info_and_runtime(spec: EvalSpec, model: Any, describe: dict[str, Any]) -> tuple[dict, dict]:
+    """What the run row records of the model (its files' or object's info) and of where it ran."""
+    from bench.encode.loading import resolve_model
+    from bench.encode.model_info import model_info
+    from bench.evaluate.models import LEXICAL_MODELS
+
+    # a folder's info is read from its files; the torch module is passed only when already loaded (hub ids), so a warm
+    # run over cached texts still loads no model
+    loaded = getattr(model, "model", None) if getattr(model, "model_loaded", False) else None
+    if spec.source is not None:
+        from bench.encode.objects import object_info
+
+        info = object_info(model, spec.source)
+    else:
+        info = {} if spec.model.lower() in LEXICAL_MODELS else model_info(resolve_model(spec.model), loaded)
+    runtime = {**distributed.describe(), "device": describe.get("device"),  # "backend" there: gloo/nccl
+               **({"encoder_backend": describe["backend"], "emb_dtype": describe["emb_dtype"],
+                   "precision": describe.get("precision")} if "emb_dtype" in describe else {}),
+               **(model.attention_info() if callable(getattr(model, "attention_info", None)) else {})}  # fmt: skip
+    return info, runtime
 
 
 def _create_row(db: Any, held: Any, **fields: Any) -> int:
