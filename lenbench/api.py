@@ -225,7 +225,7 @@ def evaluate(model: Any, suites: str | Sequence[str], *, db: str | os.PathLike[s
     if opts.estimate:  # what it will cost, nothing scored or recorded: bench.experiment.estimate.evaluation.Estimate
         from bench.experiment.estimate.evaluation import estimate_evaluation
 
-        return estimate_evaluation(spec)  # type: ignore[return-value]
+        return estimate_evaluation(spec, calibration_seconds=opts.calibration_seconds)  # type: ignore[return-value]
     with _job(quiet or opts.no_progress, command_text("eval", _as_typed(opts, given))):
         result = run_evaluation(spec, open_db=lambda: ResultsDB(opts.db, init_foreign=opts.db_init_foreign),
                                 say=_say(quiet))  # fmt: skip

@@ -65,6 +65,14 @@ class RandomSpanConfig(ControlConfig):
 class EdaPositiveConfig(ControlConfig):
     rate: float = hp(0.1, gt=0, le=1)  # EDA's alpha: the share of words replaced by a synonym
 
+    def __post_init__(self) -> None:
+        from methods import eda
+
+        super().__post_init__()
+        # Here, not when the adapter is built: `bench run` validates every method's config before it loads or trains
+        # anything, so a missing WordNet is its one error line instead of a failure after the other methods trained.
+        eda.require_wordnet("eda-positive")
+
 
 class _AnchorControl(PairContrastiveAdapter):
     """The anchor as laser3-self takes it; subclasses say what the positive is."""
@@ -145,10 +153,7 @@ class EdaPositiveAdapter(_AnchorControl):
         from methods import eda
 
         super().__init__(config, tokenizer=tokenizer, max_len=max_len, seed=seed)
-        if not eda.wordnet_available():
-            raise ValueError(f"eda-positive: no WordNet database in {eda.wordnet_dir()}; install Debian's wordnet-base "
-                             "(apt-get install -y wordnet-base) or set LENBENCH_WORDNET")  # fmt: skip
-        self.wordnet = eda.load_wordnet(str(eda.wordnet_dir()))
+        self.wordnet = eda.load_wordnet(str(eda.require_wordnet("eda-positive")))
 
     def text_pair(self, text: str, rng: random.Random) -> tuple[str, str | None] | None:
         from methods import eda

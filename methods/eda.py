@@ -5,7 +5,8 @@ The synonyms come from the Princeton WordNet 3.0 dict files of Debian's `wordnet
 nltk's WordNetCorpusReader cannot be used on that folder (it also needs a `lexnames` file the package does not
 ship, and nltk >= 3.9 refuses roots outside nltk.data.path). Lookup follows WordNet's morphy: exception lists,
 then the standard detachment rules (e.g. "dogs" -> "dog"), as `wordnet.synsets(word)` does in the EDA code.
-`LENBENCH_WORDNET` overrides the folder.
+`LENBENCH_WORDNET` overrides the folder; without it, /usr/share/wordnet, else `<venv>/share/wordnet` (where
+./setup.sh unpacks Debian's package when it cannot install it as root).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import functools
 import os
 import random
 import re
+import sys
 from pathlib import Path
 
 from methods.rake import STOP_WORDS
@@ -29,10 +31,33 @@ _MORPHY_RULES = {
 }
 
 
+# What a missing WordNet tells the user to do, in the one line a method that needs it stops with.
+WORDNET_FIX = ("run ./setup.sh (it installs Debian's wordnet-base), or apt-get install -y wordnet-base, "
+               "or set LENBENCH_WORDNET=<folder of WordNet 3.0 dict files>")  # fmt: skip
+
+
+class WordNetMissingError(FileNotFoundError, ValueError):
+    """A method needs WordNet and there is none (a ValueError too: `bench run` reports it as a bad setting, in one
+    line, before anything trains)."""
+
+
 def wordnet_dir() -> Path:
+    """LENBENCH_WORDNET; else the first of /usr/share/wordnet and <venv>/share/wordnet that holds WordNet (the
+    first when neither does)."""
     from bench import environment
 
-    return Path(environment.text("LENBENCH_WORDNET") or DEFAULT_WORDNET_DIR)
+    if given := environment.text("LENBENCH_WORDNET"):
+        return Path(given)
+    candidates = [Path(DEFAULT_WORDNET_DIR), Path(sys.prefix) / "share" / "wordnet"]
+    return next((c for c in candidates if wordnet_available(c)), candidates[0])
+
+
+def require_wordnet(method: str) -> Path:
+    """The WordNet folder `method` will read, or WordNetMissingError naming the folder and the fix."""
+    folder = wordnet_dir()
+    if not wordnet_available(folder):
+        raise WordNetMissingError(f"{method} needs WordNet 3.0 and there is none in {folder}: {WORDNET_FIX}")
+    return folder
 
 
 def wordnet_available(folder: Path | None = None) -> bool:
@@ -47,8 +72,7 @@ class WordNet:
         self.folder = Path(folder)
         if not wordnet_available(self.folder):
             raise FileNotFoundError(
-                f"no WordNet database in {self.folder} (needs index.* and data.* for noun/verb/adj/adv; "
-                "install Debian's wordnet-base: apt-get install -y wordnet-base)"
+                f"no WordNet database in {self.folder} (needs index.* and data.* for noun/verb/adj/adv): {WORDNET_FIX}"
             )
         self._index: dict[str, dict[str, list[int]]] = {}
         self._exceptions: dict[str, dict[str, list[str]]] = {}

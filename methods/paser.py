@@ -173,8 +173,7 @@ class PaserHeads(nn.Module):
         self.mlm_head = mlm_head
 
 
-class WordNetMissingError(FileNotFoundError, ValueError):
-    """synonyms_source asks for WordNet and there is none (a ValueError too: a bad hyper-parameter value)."""
+WordNetMissingError = eda.WordNetMissingError  # synonyms_source asks for WordNet and there is none
 
 
 _WARNED_NO_WORDNET: set[str] = set()
@@ -193,13 +192,13 @@ def resolve_synonyms_source(requested: str) -> str:
         return f"wordnet:{path}"
     if kind == "wordnet":
         raise WordNetMissingError(
-            f"paser: synonyms_source={requested!r} but no WordNet database in {path}; "
-            "install Debian's wordnet-base (apt-get install -y wordnet-base) or set synonyms_source=none"
+            f"paser: synonyms_source={requested!r} needs WordNet 3.0 and there is none in {path}: {eda.WORDNET_FIX}, "
+            "or set paser.synonyms_source=none"
         )
     if str(path) not in _WARNED_NO_WORDNET:
         _WARNED_NO_WORDNET.add(str(path))
         log.warning(
-            "paser: no WordNet database in %s (apt-get install -y wordnet-base): training WITHOUT the EDA synonym "
+            "paser: no WordNet database in %s (" + eda.WORDNET_FIX + "): training WITHOUT the EDA synonym "
             "replacement of the paper (synonyms_source recorded as 'none')",
             path,
         )

@@ -992,3 +992,27 @@ def test_a_corpus_changed_since_an_interrupted_evaluation_is_refused_in_one_line
     notes[0].unlink()
     assert main(world.eval("beir:scifact")) == 0  # the file as it is now, scored; the note goes with the finished scoring
     assert not notes[0].exists()
+
+
+def test_a_method_that_needs_wordnet_without_it_stops_in_one_line_before_anything_trains(world, capsys, monkeypatch):
+    """eda-positive read WordNet when its adapter was built, inside training: after the methods before it had
+    trained, with a message that named apt only. Now its config refuses, with the rest of the settings."""
+    import bench.encode.loading
+
+    def no_loading(*a, **k):
+        raise AssertionError("a model was loaded before the missing WordNet was reported")
+
+    monkeypatch.setattr(bench.encode.loading, "load_transformer", no_loading)
+    (world.root / "no-wordnet").mkdir()
+    monkeypatch.setenv("LENBENCH_WORDNET", str(world.root / "no-wordnet"))
+    (world.root / "corpus.txt").write_text("".join(f"text {i} here. another one {i}.\n" for i in range(40)))
+    before = rows_digest(world.db)
+    capsys.readouterr()
+    argv = ["run", "--method", "simcse,eda-positive", "--backbone", str(world.model), "--corpus",
+            str(world.root / "corpus.txt"), "--budget", "steps=2", "--suite", "sts:stsb", "--data-dir", str(world.data),
+            "--db", str(world.db), "--out", str(world.root / "runs"), "--no-progress"]  # fmt: skip
+    assert main(argv) == 2
+    line = _one_error_line(capsys, r"eda-positive needs WordNet 3\.0 and there is none in .*no-wordnet: run \./setup\.sh")
+    assert "LENBENCH_WORDNET" in line
+    assert rows_digest(world.db) == before and len(ResultsDB(world.db).runs()) == 1  # nothing trained or recorded
+    assert not (world.root / "runs").exists() or not any((world.root / "runs").iterdir())

@@ -63,7 +63,7 @@ def print_estimate(spec: EvalSpec, args: argparse.Namespace) -> int:
     from bench.experiment.estimate.evaluation import estimate_evaluation
     from bench.experiment.estimate.report import add_actual
 
-    est = estimate_evaluation(spec, say=print)
+    est = estimate_evaluation(spec, calibration_seconds=args.calibration_seconds, say=print)
     with existing_db(args) as db:
         add_actual(est, db)
     print("\n".join(est.lines()))

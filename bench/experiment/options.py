@@ -257,6 +257,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("estimate", "run nothing heavy and record nothing: print each dataset's documents, queries, tokens, cache "
            "disk, memory and time on this machine (from a calibration of a few seconds; a dataset that is not here: its "
            "published size and what to download)", (EVAL,), False, FLAG),
+    Option("calibration_seconds", "with --estimate: how long its calibration may take in all (default 15 s; longer: "
+           "larger samples, a tighter estimate)", (RUN, EVAL), 15.0, float, range=Range(1, 10**5, "15"),
+           metavar="SECONDS"),
     Option("resume", "continue the unfinished runs of these settings whose process is gone (never a live one)", (RUN,),
            False, FLAG),
     Option("rerun", "train and score again even when a finished run with these settings exists (a new row; the old one "

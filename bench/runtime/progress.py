@@ -202,7 +202,7 @@ def duration(seconds: float) -> str:
     minutes, sec = divmod(int(round(seconds)), 60)
     if minutes < 60:
         return f"{minutes} min {sec:02d} s"
-    hours, minutes = divmod(minutes, 60)
+    hours, minutes = divmod(int(round(seconds / 60)), 60)  # to the nearest minute: 303 h 37 min 47 s is 303 h 38 min
     return f"{hours} h {minutes:02d} min"
 
 

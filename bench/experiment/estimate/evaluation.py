@@ -33,7 +33,11 @@ from typing import Any
 
 from bench.experiment.estimate.data import Member, filler_words, measure_member, members, write_sample
 
-CALIBRATION_SECONDS = 2.5  # the larger sample of each dataset is sized to take about this long
+# The whole calibration of `bench eval/run --estimate` (--calibration-seconds): the process start, the model's first
+# call, then an equal share of what is left for each dataset's samples (and, for a run, each method's steps).
+CALIBRATION_BUDGET = 15.0
+CALIBRATION_SECONDS = 2.5  # one dataset's samples, where no budget is given
+MIN_DATASET_SECONDS = 0.0  # a dataset past the budget still gets its pilot: no dataset goes unmeasured
 PILOT_ITEMS = 16  # the first sample
 MAX_SAMPLE_ITEMS = 20_000
 # Memory the cold path holds per document beyond its embedding row (its id, its corpus offsets, the run's share):
@@ -89,8 +93,20 @@ class Estimate:
         return sum(d.cache_bytes for d in self.datasets)
 
     @property
+    def downloads(self) -> dict[str, tuple[list[str], int]]:
+        """url -> (the datasets it holds, its approximate bytes): each file once, however many datasets it holds
+        (cqadupstack.zip: 12 forums, fetched once; bench.data.download unpacks them all)."""
+        out: dict[str, tuple[list[str], int]] = {}
+        for d in self.datasets:
+            for name, url, size in d.download:
+                names, _ = out.setdefault(url, ([], size))
+                if name not in names:
+                    names.append(name)
+        return out
+
+    @property
     def download_bytes(self) -> int:
-        return sum(dict(((name, url), size) for d in self.datasets for name, url, size in d.download).values())
+        return sum(size for _, size in self.downloads.values())
 
     def lines(self) -> list[str]:
         """The table `bench eval --estimate` prints (bench.experiment.estimate.report)."""
@@ -201,29 +217,45 @@ class Calibrator:
         return queries * documents / self.search_rates[dim]
 
 
+@dataclass
+class Fit:
+    """What the samples of one dataset say: seconds and cache bytes per text, the fixed rest of each, and the
+    largest sample's texts written, texts encoded and tokens run (to scale the counts from)."""
+
+    text_seconds: float
+    fixed_seconds: float
+    text_cache_bytes: float
+    fixed_cache_bytes: float
+    sample: tuple[float, int, int, int, int]
+
+
 def fit(cal: Calibrator, suite: Any, dataset: str, sub: Any, group: list[Member], items: int, texts: int,
-        disjoint: bool) -> tuple[float, float, tuple[float, int, int, int, int]]:  # fmt: skip
-    """(seconds per text, fixed seconds, the largest sample's measures) from a pilot of PILOT_ITEMS items and
-    samples at least four times larger each, sized by the rate measured so far, until one takes half of
-    CALIBRATION_SECONDS or more (three at most). The slope is taken between the pilot and the largest sample: far
-    apart, so that the noise of a shared machine moves it least."""
+        disjoint: bool, budget: float) -> Fit:  # fmt: skip
+    """A pilot of PILOT_ITEMS items, then samples at least four times larger each, sized by the rate measured so
+    far to fill what is left of `budget` seconds (three at most; none when the pilot took the budget). Time and cache
+    bytes are each a line through the pilot and the largest sample: far apart, so that the noise of a shared machine
+    moves the slope least, and what every evaluation pays once (an index, a database file's pages) stays out of
+    the per-text cost that is multiplied up to the whole dataset."""
     n = min(PILOT_ITEMS, items)
     pilot = cal.run(suite, dataset, sub, group, n, "s0")
-    used = n  # samples never overlap (STS and kNN: consecutive slices; BEIR: lines not taken before)
+    used, spent = n, pilot[0]  # samples never overlap (STS and kNN: consecutive slices; BEIR: lines not taken before)
     cur, slope = pilot, pilot[0] / max(pilot[1], 1)  # fixed costs included: a rate on the slow side
     for round_ in range(1, 4):
-        room = items - used
-        wanted = int(CALIBRATION_SECONDS / max(slope, 1e-9) * items / max(texts, 1))
-        if room <= n or (cur is not pilot and cur[0] >= CALIBRATION_SECONDS / 2):
+        room, left = items - used, budget - spent
+        if room <= n or left < pilot[0] or (cur is not pilot and cur[0] >= left):
             break
+        wanted = int(left / max(slope, 1e-9) * items / max(texts, 1))
         n = int(min(max(4 * n, wanted), MAX_SAMPLE_ITEMS, room))
         cur = cal.run(suite, dataset, sub, group, n, f"s{round_}", skip=used if disjoint else 0)
-        used += n
+        used, spent = used + n, spent + cur[0]
         grew = cur[1] > pilot[1] and cur[0] > pilot[0]
         slope = (cur[0] - pilot[0]) / (cur[1] - pilot[1]) if grew else cur[0] / max(cur[1], 1)
-    if cur is pilot:  # the dataset is no larger than its pilot: the pilot was its whole cost
-        return slope, 0.0, pilot
-    return slope, max(0.0, pilot[0] - slope * pilot[1]), cur
+    if cur is pilot:  # the dataset is no larger than its pilot, or the budget allowed no more: the pilot's rates
+        return Fit(slope, 0.0, pilot[4] / max(pilot[1], 1), 0.0, pilot)
+    wider = cur[1] - pilot[1]
+    cache_slope = max(0.0, (cur[4] - pilot[4]) / wider) if wider > 0 else cur[4] / max(cur[1], 1)
+    return Fit(slope, max(0.0, pilot[0] - slope * pilot[1]), cache_slope, max(0.0, pilot[4] - cache_slope * pilot[1]),
+               cur)  # fmt: skip
 
 
 def limited(member: Member, limit: int | None) -> Member:
@@ -240,8 +272,9 @@ def limited(member: Member, limit: int | None) -> Member:
 
 
 def estimate_dataset(cal: Calibrator, suite: Any, families: tuple[str, ...], dataset: str,
-                     emb_bytes: int) -> DatasetEstimate:  # fmt: skip
-    """One dataset of one suite: its size, and the costs scaled from two timed samples."""
+                     emb_bytes: int, budget: float = CALIBRATION_SECONDS) -> DatasetEstimate:  # fmt: skip
+    """One dataset of one suite: its size, and the costs scaled from timed samples that take about `budget`
+    seconds together."""
     from bench.evaluate.runner import suite_variants
 
     kind = getattr(suite, "data_kind", None)
@@ -249,17 +282,18 @@ def estimate_dataset(cal: Calibrator, suite: Any, families: tuple[str, ...], dat
     unit = {"beir": "documents", "sts": "pairs"}.get(kind, "texts")
     est = DatasetEstimate(suite.name, dataset, sum(m.items for m in group), sum(m.queries for m in group), unit)
     est.download = [(m.info.name, m.info.source, m.figures.download_bytes if m.figures else 0)
-                    for m in group if m.located is None]  # fmt: skip
+                    for m in group if m.located is None]  # fmt: skip - one file per url (Estimate.downloads)
     if est.documents == 0:
         est.note = "its size is not known here: " + "; ".join(m.info.source for m in group)
         return est
     sub = replace(cal.ctx, attacked=bool(families), families=tuple(families) or cal.ctx.families)
     total_texts = sum(m.texts for m in group)
     disjoint = all(m.rows is not None for m in group)  # STS and kNN samples are slices of one order
-    slope, fixed, sample = fit(cal, suite, dataset, sub, group, est.documents, total_texts, disjoint)
-    scale = total_texts / max(sample[1], 1)
-    est.texts, est.tokens, est.cache_bytes = (int(v * scale) for v in sample[2:5])
-    est.seconds = fixed + slope * total_texts
+    fitted = fit(cal, suite, dataset, sub, group, est.documents, total_texts, disjoint, budget)
+    scale = total_texts / max(fitted.sample[1], 1)
+    est.texts, est.tokens = (int(v * scale) for v in fitted.sample[2:4])
+    est.cache_bytes = int(fitted.fixed_cache_bytes + fitted.text_cache_bytes * total_texts)
+    est.seconds = fitted.fixed_seconds + fitted.text_seconds * total_texts
     dim = _dim(cal.model)
     if kind == "beir" and dim:
         variants = len(suite_variants(suite, sub))
@@ -282,8 +316,10 @@ def _dim(model: Any) -> int:
         return 0
 
 
-def estimate_evaluation(spec: Any, *, say: Callable[..., None] = lambda *a, **k: None) -> Estimate:
-    """The estimate of `spec` (an EvalSpec) on this machine; see the module docstring. `say` hears progress."""
+def estimate_evaluation(spec: Any, *, calibration_seconds: float = CALIBRATION_BUDGET,
+                        say: Callable[..., None] = lambda *a, **k: None) -> Estimate:  # fmt: skip
+    """The estimate of `spec` (an EvalSpec) on this machine, its calibration taking about `calibration_seconds` in
+    all (more: larger samples, a tighter estimate); see the module docstring. `say` hears progress."""
     from bench.encode.cache import default_cache_dir
     from bench.evaluate.runner import check_model
     from bench.evaluate.suites import parse_suites
@@ -302,29 +338,45 @@ def estimate_evaluation(spec: Any, *, say: Callable[..., None] = lambda *a, **k:
         load = time.monotonic() - t0
         base = rss_bytes()
         cal = Calibrator(model, spec.settings.context(), scratch, filler_words(), str(getattr(model, "device_name", "cpu")))
-        out = estimate_suites(cal, suites, 2 if spec.settings.encoder.emb_dtype == "fp16" else 4, say)
+        deadline = started + calibration_seconds
+        out = estimate_suites(cal, suites, 2 if spec.settings.encoder.emb_dtype == "fp16" else 4, say, deadline)
         config_hash = _config_hash(spec, model)
+        close_caches(model)
     return Estimate(out, start, load, base, time.monotonic() - started, cal.device, str(default_cache_dir()), config_hash)
 
 
 def estimate_suites(cal: Calibrator, suites: list[tuple[Any, tuple[str, ...]]], emb_bytes: int,
-                    say: Callable[..., None]) -> list[DatasetEstimate]:  # fmt: skip
-    """Every dataset of every suite, calibrated with progress bars off (the samples' bars would be noise)."""
+                    say: Callable[..., None], deadline: float | None = None) -> list[DatasetEstimate]:  # fmt: skip
+    """Every dataset of every suite, calibrated with progress bars off (the samples' bars would be noise), each
+    with an equal share of the time left before `deadline` (time.monotonic()); at least MIN_DATASET_SECONDS."""
     from bench.runtime import progress
 
     out: list[DatasetEstimate] = []
+    remaining = sum(len(suite.datasets()) for suite, _ in suites if getattr(suite, "data_kind", None) is not None)
     for suite, families in suites:
         if getattr(suite, "data_kind", None) is None:
             out.append(DatasetEstimate(suite.name, "*", 0, note="not estimated: this suite finds its own data"))
             continue
         for dataset in suite.datasets():
+            left = CALIBRATION_SECONDS * remaining if deadline is None else deadline - time.monotonic()
+            budget = max(MIN_DATASET_SECONDS, left / remaining)
+            remaining -= 1
             say(f"estimate  calibrating {suite.name}:{dataset} ...")
             progress.configure(quiet=True)
             try:
-                out.append(estimate_dataset(cal, suite, tuple(families), dataset, emb_bytes))
+                out.append(estimate_dataset(cal, suite, tuple(families), dataset, emb_bytes, budget))
             finally:
                 progress.restore()
     return out
+
+
+def close_caches(model: Any) -> None:
+    """Close the model's token-id cache while its scratch folder is still there: left to the process's exit, it
+    would write its sorted index into a deleted folder and log that it could not."""
+    enc = getattr(model, "inner", None) or model
+    token_ids = getattr(enc, "token_ids", None)
+    if token_ids is not None:
+        token_ids.close()
 
 
 def _config_hash(spec: Any, model: Any) -> str | None:

@@ -1,7 +1,7 @@
 """The estimate as people read it (`bench eval/run --estimate`), and the actual times of an earlier run of the same
 evaluation beside it, so that an estimate can be checked against what happened.
 
-The last line is `total: SECONDS s ...` (benchmarks/scale.py reads it).
+The last line is `total: SECONDS s ...`, whole seconds (benchmarks/scale_cold.py reads it).
 """
 
 from __future__ import annotations
@@ -27,6 +27,14 @@ def count(n: int) -> str:
     return f"{n:,}"
 
 
+def shared_name(names: list[str]) -> str:
+    """The datasets one file holds, in a few words: `fever`, or `cqadupstack (12 datasets)` for its forums."""
+    if len(names) == 1:
+        return names[0]
+    stem = names[0].split("-")[0]
+    return f"{stem} ({len(names)} datasets)" if all(n.startswith(stem) for n in names) else ", ".join(names)
+
+
 def estimate_lines(est: Any) -> list[str]:
     """One line per dataset, then the fixed costs, what to download and the totals."""
     lines = [f"estimate on {est.device} (cold caches; calibrated in {est.calibration_seconds:.1f} s)",
@@ -45,13 +53,13 @@ def estimate_lines(est: Any) -> list[str]:
             row += "  (not here)"
         lines.append(row)
     lines.append(f"  process start {duration(est.start_seconds)}; model load and first call {duration(est.load_seconds)}")
-    downloads = {(name, url): n for d in est.datasets for name, url, n in d.download}
-    for (name, url), n in downloads.items():
-        lines.append(f"  download {name}: {url}" + (f" (about {size(n)})" if n else ""))
+    downloads = est.downloads
+    for url, (names, n) in downloads.items():
+        lines.append(f"  download {shared_name(names)}: {url}" + (f" (about {size(n)})" if n else ""))
     if downloads:
         lines.append("  (--download fetches them, or put them in a data folder: `bench data list`)")
     tail = f"; an earlier identical run took {duration(est.actual_wall_seconds)}" if est.actual_wall_seconds else ""
-    lines.append(f"total: {est.seconds:.1f} s ({duration(est.seconds)}) wall, peak memory {size(est.peak_memory_bytes)}, "
+    lines.append(f"total: {est.seconds:.0f} s ({duration(est.seconds)}) wall, peak memory {size(est.peak_memory_bytes)}, "
                  f"caches {size(est.cache_bytes)} on disk in {est.cache_dir}"
                  + (f", downloads about {size(est.download_bytes)}" if est.download_bytes else "") + tail)  # fmt: skip
     return lines

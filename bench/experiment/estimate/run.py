@@ -24,7 +24,7 @@ from bench.experiment.estimate.evaluation import Estimate, estimate_evaluation
 from bench.runtime.progress import duration
 
 CALIBRATION_STEPS = 4
-CALIBRATION_TEXTS = 2_000
+CALIBRATION_BATCHES = 5  # texts for the calibration: this many batches (preprocessing them is part of its time)
 
 
 @dataclass
@@ -74,7 +74,7 @@ class RunEstimate:
         out += ["  " + line for line in self.evaluation.lines()[:-1]]
         out += [f"  note: {n}" for n in self.notes]
         gpu = self.evaluation.device.startswith("cuda")
-        out.append(f"total: {self.seconds:.1f} s ({duration(self.seconds)}) wall"
+        out.append(f"total: {self.seconds:.0f} s ({duration(self.seconds)}) wall"
                    + (f", {self.seconds / 3600:.2f} GPU-hours" if gpu else "")
                    + f", peak memory {size(self.evaluation.peak_memory_bytes)}, caches "
                    f"{size(self.evaluation.cache_bytes * self.evaluated_runs)} on disk"
@@ -83,17 +83,19 @@ class RunEstimate:
 
 
 def training_texts(spec: Any, notes: list[str]) -> list[str]:
-    """The first texts of the run's training corpus; made-up ones (and a note) when it is not here."""
+    """The first texts of the run's training corpus, enough for the calibration's steps; made-up ones (and a note)
+    when it is not here."""
     from bench.data.corpus import load_corpus
     from bench.data.errors import DataError
     from bench.experiment.estimate.data import filler_words
 
+    n = max(CALIBRATION_STEPS, CALIBRATION_BATCHES) * spec.train.batch_size
     try:
-        return list(load_corpus(spec.corpus, data_dir=spec.data_dir, limit=CALIBRATION_TEXTS).texts)
+        return list(load_corpus(spec.corpus, data_dir=spec.data_dir, limit=n).texts)
     except DataError as exc:
         notes.append(f"training corpus {spec.corpus!r} is not here ({str(exc).split('. ')[0]}); timed on made-up text")
         words = filler_words()
-        return [" ".join(words[i : i + 30]) for i in range(0, 30 * CALIBRATION_TEXTS, 30)]
+        return [" ".join(words[i : i + 30]) for i in range(0, 30 * n, 30)]
 
 
 def calibrate_training(spec: Any, method: str, texts: list[str], scratch: Path) -> tuple[float, float, float]:
@@ -115,7 +117,9 @@ def calibrate_training(spec: Any, method: str, texts: list[str], scratch: Path) 
 
 
 def estimate_run(spec: Any, *, say: Callable[..., None] = lambda *a, **k: None) -> RunEstimate:
-    """The estimate of a `bench run` (a RunSpec, its preset applied here); see the module docstring."""
+    """The estimate of a `bench run` (a RunSpec, its preset applied here), calibrated in about
+    spec.calibration_seconds: the training steps first, then the evaluation in what is left; see the module
+    docstring."""
     from bench.experiment.eval_spec import EvalSpec
     from bench.experiment.run_job import with_preset
     from bench.train.backbone import load_backbone
@@ -125,10 +129,10 @@ def estimate_run(spec: Any, *, say: Callable[..., None] = lambda *a, **k: None) 
     settings = spec.settings  # a bad option: its ConfigError, before anything runs
     trained = [m for m in settings.methods if get_method(m).trains]
     notes: list[str] = []
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="lenbench-estimate-run-") as tmp:
         scratch = Path(tmp)
         backbone = load_backbone(spec.backbone, cache_dir=scratch / "backbones", allow_pickle=spec.encoder.allow_pickle)[2]
-        evaluation = estimate_evaluation(EvalSpec(str(backbone), settings.suite_args, spec.eval_settings()), say=say)
         texts = training_texts(spec, notes) if trained else []
         training = []
         for method in trained:
@@ -136,6 +140,9 @@ def estimate_run(spec: Any, *, say: Callable[..., None] = lambda *a, **k: None) 
             step, fixed, tokens = calibrate_training(spec, method, texts, scratch)
             training.append(TrainingEstimate(method, len(settings.seeds), _steps(settings, spec.train.batch_size, tokens), step, fixed,
                                              settings.budget.seconds))  # fmt: skip
+        left = spec.calibration_seconds - (time.monotonic() - started)
+        evaluation = estimate_evaluation(EvalSpec(str(backbone), settings.suite_args, spec.eval_settings()),
+                                         calibration_seconds=left, say=say)  # fmt: skip
     evaluated = len(trained) * len(settings.seeds) + (len(settings.rows) - len(trained))
     if spec.eval_every:
         notes.append("learning-curve points (--eval-every) are not included")
