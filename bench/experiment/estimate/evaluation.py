@@ -229,15 +229,15 @@ class Fit:
     sample: tuple[float, int, int, int, int]
 
 
-def fit(cal: Calibrator, suite: Any, dataset: str, sub: Any, group: list[Member], items: int, texts: int,
-        disjoint: bool, budget: float) -> Fit:  # fmt: skip
-    """A pilot of PILOT_ITEMS items, then samples at least four times larger each, sized by the rate measured so
+def fit(cal: Calibrator, target: tuple[Any, str, Any, list[Member]], items: int, texts: int, disjoint: bool,
+        budget: float) -> Fit:  # fmt: skip
+    """`target`: what `Calibrator.run` samples (the suite, the dataset, its context, its members). A pilot of PILOT_ITEMS items, then samples at least four times larger each, sized by the rate measured so
     far to fill what is left of `budget` seconds (three at most; none when the pilot took the budget). Time and cache
     bytes are each a line through the pilot and the largest sample: far apart, so that the noise of a shared machine
     moves the slope least, and what every evaluation pays once (an index, a database file's pages) stays out of
     the per-text cost that is multiplied up to the whole dataset."""
     n = min(PILOT_ITEMS, items)
-    pilot = cal.run(suite, dataset, sub, group, n, "s0")
+    pilot = cal.run(*target, n, "s0")
     used, spent = n, pilot[0]  # samples never overlap (STS and kNN: consecutive slices; BEIR: lines not taken before)
     cur, slope = pilot, pilot[0] / max(pilot[1], 1)  # fixed costs included: a rate on the slow side
     for round_ in range(1, 4):
@@ -246,7 +246,7 @@ def fit(cal: Calibrator, suite: Any, dataset: str, sub: Any, group: list[Member]
             break
         wanted = int(left / max(slope, 1e-9) * items / max(texts, 1))
         n = int(min(max(4 * n, wanted), MAX_SAMPLE_ITEMS, room))
-        cur = cal.run(suite, dataset, sub, group, n, f"s{round_}", skip=used if disjoint else 0)
+        cur = cal.run(*target, n, f"s{round_}", skip=used if disjoint else 0)
         used, spent = used + n, spent + cur[0]
         grew = cur[1] > pilot[1] and cur[0] > pilot[0]
         slope = (cur[0] - pilot[0]) / (cur[1] - pilot[1]) if grew else cur[0] / max(cur[1], 1)
@@ -289,7 +289,7 @@ def estimate_dataset(cal: Calibrator, suite: Any, families: tuple[str, ...], dat
     sub = replace(cal.ctx, attacked=bool(families), families=tuple(families) or cal.ctx.families)
     total_texts = sum(m.texts for m in group)
     disjoint = all(m.rows is not None for m in group)  # STS and kNN samples are slices of one order
-    fitted = fit(cal, suite, dataset, sub, group, est.documents, total_texts, disjoint, budget)
+    fitted = fit(cal, (suite, dataset, sub, group), est.documents, total_texts, disjoint, budget)
     scale = total_texts / max(fitted.sample[1], 1)
     est.texts, est.tokens = (int(v * scale) for v in fitted.sample[2:4])
     est.cache_bytes = int(fitted.fixed_cache_bytes + fitted.text_cache_bytes * total_texts)
