@@ -164,7 +164,12 @@ def test_bm25_ignores_identical_ids_for_arguana(tmp_path):
 
 def test_bm25_only_runs_retrieval_suites(tmp_path, capsys):
     db = tmp_path / "r.sqlite"
-    write_sts(tmp_path / "data" / "sts" / "stsb-test.tsv", [("a b", "a c", 1.0), ("d e", "d f", 2.0), ("g", "h", 3.0)])
+    data = tmp_path / "data"  # every dataset these suites name, here: the refusal is the model's, not a missing file's
+    for name in ("stsb-test", "sts12", "sts13", "sts14", "sts15", "sts16", "sickr"):
+        write_sts(data / "sts" / f"{name}.tsv", [("a b", "a c", 1.0), ("d e", "d f", 2.0), ("g", "h", 3.0)])
+    (data / "knn").mkdir(parents=True)
+    (data / "knn" / "agnews_test.jsonl").write_text("".join(json.dumps({"text": f"t {i}", "label": i % 2}) + "\n" for i in range(8)))
+    write_beir(data / "beir" / "scifact", DOCS, QUERIES, QRELS)
     for suite in ("sts:stsb", "knn", "mteb:STSBenchmark", "diag", "sts+beir:scifact"):
         assert main(["eval", "--model", "bm25", "--suite", suite, "--data-dir", str(tmp_path / "data"), "--db", str(db)]) == 2
         err = capsys.readouterr().err

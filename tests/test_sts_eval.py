@@ -70,7 +70,8 @@ def test_bad_input_gives_one_clear_error_and_keeps_earlier_runs(tiny_model_dir, 
 
     assert main(["eval", "--model", str(tiny_model_dir), "--suite", "nosuch", "--db", str(db_path)]) == 2
     assert "unknown suite 'nosuch'" in capsys.readouterr().err
-    assert main(["eval", "--model", str(tmp_path / "no-model"), "--suite", "sts", "--db", str(db_path)]) == 2
+    assert main(["eval", "--model", str(tmp_path / "no-model"), "--suite", "sts:stsb", "--data-dir", str(data_dir),
+                 "--db", str(db_path)]) == 2  # fmt: skip
     assert "no-model" in capsys.readouterr().err
 
     # A corrupt file fails its dataset; the run is marked failed, datasets finished before it stay scored.
