@@ -74,10 +74,14 @@ def _limit(limit: float | int | None) -> int:
 
 
 def why_apart(limit_a: float | int | None, limit_b: float | int | None, version_a: int | None = 1,
-              version_b: int | None = 1) -> str:  # fmt: skip
-    """Why two scores of one dataset are not compared ('' when they are): other items, or another scoring."""
+              version_b: int | None = 1, subset_a: str = "", subset_b: str = "") -> str:  # fmt: skip
+    """Why two scores of one dataset are not compared ('' when they are): other items (another N, or a sample
+    against the first N or another seed's sample: `subset_a`/`subset_b`, bench.evaluate.subsets.subset_label), or
+    another scoring."""
     if _limit(limit_a) != _limit(limit_b):
         return f"scored on other items (A on {items_label(limit_a)}, B on {items_label(limit_b)}): not compared"
+    if str(subset_a or "") != str(subset_b or ""):
+        return f"scored on other items (A on the {subset_a or 'full set'}, B on the {subset_b or 'full set'}): not compared"
     va, vb = int(version_a or 1), int(version_b or 1)
     if va != vb:
         return f"scoring versions differ (v{va} vs v{vb}): not compared"

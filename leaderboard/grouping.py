@@ -64,7 +64,9 @@ def group_runs(runs: pd.DataFrame) -> pd.DataFrame:
     out["type"] = np.where(reference, REFERENCE, np.where(out["budget_label"] != "", "trained", "untrained"))
     limit = out["config_limit"] if "config_limit" in out else pd.Series(np.nan, index=out.index)
     limit = pd.to_numeric(limit, errors="coerce").fillna(0).to_numpy()
-    out["subset"] = [f"limit {int(x)}" if x > 0 else "" for x in limit]
+    asked = out["config_subset"].fillna("").astype(str).tolist() if "config_subset" in out else [""] * len(out)
+    # 'sample of 300' and 'first 300' are other items: rows of their own, never pooled or ranked together
+    out["subset"] = [label or (f"limit {int(x)}" if x > 0 else "") for x, label in zip(limit, asked)]
     stored = out.to_dict("records")  # each declared column (leaderboard.columns) read from what the run stored
     for column in columns.stored():
         out[column.name] = [column.value(run) for run in stored]
@@ -194,15 +196,18 @@ class RunFilters:
 
 
 def mark_subsets(runs: pd.DataFrame, limits: pd.DataFrame) -> pd.DataFrame:
-    """runs with "subset" also set ("limit N", N the largest subset of its scores) for runs that have a subset
-    score (Score.info limit) in `limits` but no limit in their config."""
+    """runs with "subset" also set for runs that have a subset score (Score.info limit) in `limits` but no limit in
+    their config: the largest subset of its scores, as `limits` names it ('sample of 300', 'first 300'; "limit N"
+    where `limits` has no row_subset)."""
     if limits.empty:
         return runs
     out = runs.copy()
-    largest = limits.groupby("run_id")["limit"].max()
+    named = limits.assign(_label=limits["row_subset"] if "row_subset" in limits else
+                          [f"limit {int(x)}" for x in limits["limit"]])  # fmt: skip
+    largest = named.sort_values("limit").groupby("run_id")["_label"].last()
     found = out["id"].map(largest)
     unlabelled = (out["subset"].astype(str) == "").to_numpy() & found.notna().to_numpy()
-    out.loc[unlabelled, "subset"] = [f"limit {int(x)}" for x in found[unlabelled]]
+    out.loc[unlabelled, "subset"] = list(found[unlabelled])
     return out
 
 

@@ -231,20 +231,24 @@ def with_cqadupstack_mean(scores: pd.DataFrame) -> pd.DataFrame:
 
 def subset_labels(run_ids: np.ndarray, groups_of_runs: np.ndarray, n_groups: int, runs: pd.DataFrame,
                   limits: pd.DataFrame | None) -> list[str]:  # fmt: skip
-    """Per group: "stsb[300], sts12[300]" for datasets scored on a subset, or "limit N" when only the run's config
-    says so; "" for full-set groups."""
+    """Per group: "stsb (sample of 300 of 1,379), ..." for datasets scored on a subset ("stsb[300]" where the limits
+    lack the label), or the config's "sample of N" / "first N" when only the run's config says so ("limit N" where
+    the runs lack config_subset); "" for full-set groups."""
     labels: list[set[str]] = [set() for _ in range(n_groups)]
     group_of = dict(zip(run_ids.tolist(), groups_of_runs.tolist()))
     if limits is not None and not limits.empty:
-        for run_id, dataset, limit in limits[["run_id", "dataset", "limit"]].itertuples(index=False):
+        shown = limits["subset_label"] if "subset_label" in limits else [""] * len(limits)  # 'sample of N of M'
+        for run_id, dataset, limit, label in zip(limits["run_id"], limits["dataset"], limits["limit"], shown):
             g = group_of.get(int(run_id))
             if g is not None:
-                labels[g].add(f"{dataset}[{int(limit)}]")
+                labels[g].add(f"{dataset} ({label})" if label else f"{dataset}[{int(limit)}]")
     if "config_limit" in runs:
-        for run_id, limit in runs.loc[runs["config_limit"].fillna(0) > 0, ["id", "config_limit"]].itertuples(index=False):
+        asked = runs["config_subset"] if "config_subset" in runs else pd.Series("", index=runs.index)
+        limited = runs["config_limit"].fillna(0) > 0
+        for run_id, limit, label in zip(runs.loc[limited, "id"], runs.loc[limited, "config_limit"], asked[limited]):
             g = group_of.get(int(run_id))
             if g is not None and not labels[g]:
-                labels[g].add(f"limit {int(limit)}")
+                labels[g].add(label or f"limit {int(limit)}")
     return [", ".join(sorted(x)) for x in labels]
 
 

@@ -30,6 +30,7 @@ from results_db import ResultsDB, default_db_url
 from results_db.models import SCHEMA_VERSION, Run, Score, ScoreItems, TrainLog
 from results_db.records import json_column
 
+from bench.evaluate.subsets import subset_label
 from bench.report.pooling import row_settings
 
 # What the main view needs of a run; the JSON columns (package versions...) are read per run only, but for the
@@ -172,6 +173,14 @@ def _subset_limit(config: dict) -> Any:
     return config.get("limit") if limit is None else limit
 
 
+def _subset_asked(config: dict) -> str:
+    """The subset a run's config asked for, as a row of the board names it: 'sample of 300' (', seed 4'), 'first 300'
+    (a config without limit_mode: the first N, as every --limit was before the sample), '' for the full sets."""
+    evaluation = config.get("eval")
+    scoring = evaluation if isinstance(evaluation, dict) and evaluation.get("limit") is not None else config
+    return subset_label({k: scoring.get(k) for k in ("limit", "limit_mode", "limit_seed")})
+
+
 def run_list(db: ResultsDB) -> pd.DataFrame:
     """One row per run: RUN_LIST_COLUMNS, sweep, model_info (a dict) and the subset limit its config asked for."""
     table = Run.__table__
@@ -184,6 +193,7 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
     configs = [json_column(c) for c in frame.get("run_config", [None] * len(frame))]
     frame = frame.drop(columns=[c for c in ("run_config",) if c in frame])
     frame["config_limit"] = [_subset_limit(c) for c in configs]  # the subset the config asked for (--limit)
+    frame["config_subset"] = [_subset_asked(c) for c in configs]  # and which N of it: 'sample of 300', 'first 300'
     frame["method_config"] = [json_column(c.get("method_config")) for c in configs]  # tells --hp variants apart
     frame["in_domain"] = [_in_domain(c.get("in_domain")) for c in configs]  # evaluated datasets the corpus is
     frame["model_fingerprint"] = [c.get("model_fingerprint") for c in configs]  # an evaluated model's weights
@@ -202,13 +212,19 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
 
 
 def score_limits(db: ResultsDB, suite: str) -> pd.DataFrame:
-    """(run_id, dataset, limit) of the clean scores of a suite that were computed on a subset (`--limit`)."""
+    """(run_id, dataset, limit, subset_label, row_subset) of the clean scores of a suite that were computed on a
+    subset (`--limit`); subset_label is how the score is shown: 'sample of 300 of 1,379' (bench.evaluate.subsets),
+    row_subset the same less the dataset's size ('sample of 300'), what tells the board's rows apart."""
     if "info" not in _columns(db, "scores"):
-        return pd.DataFrame({"run_id": pd.Series(dtype=int), "dataset": pd.Series(dtype=object), "limit": pd.Series(dtype=float)})
+        return pd.DataFrame({"run_id": pd.Series(dtype=int), "dataset": pd.Series(dtype=object),
+                             "limit": pd.Series(dtype=float), "subset_label": pd.Series(dtype=object),
+                             "row_subset": pd.Series(dtype=object)})
     s = Score.__table__
     limit = s.c.info["limit"].as_integer()
+    drawn = (s.c.info["limit_of"].as_integer().label("limit_of"), s.c.info["limit_mode"].as_string().label("limit_mode"),
+             s.c.info["limit_seed"].as_integer().label("limit_seed"))
     stmt = (
-        select(s.c.run_id, s.c.dataset, limit.label("limit"))
+        select(s.c.run_id, s.c.dataset, limit.label("limit"), *drawn)
         # A run's subset is the same in every variant: the clean rows say it.
         .where(s.c.suite == suite, s.c.variant == "clean", s.c.info.isnot(None), limit.isnot(None))
         .group_by(s.c.run_id, s.c.dataset)
@@ -216,7 +232,12 @@ def score_limits(db: ResultsDB, suite: str) -> pd.DataFrame:
     with db.engine.connect() as conn:
         frame = _frame(conn, stmt)
     frame["limit"] = pd.to_numeric(frame["limit"], errors="coerce")
-    return frame[frame["limit"] > 0].reset_index(drop=True)
+    frame = frame[frame["limit"] > 0].reset_index(drop=True)
+    drawn = [{k: v for k, v in row.items() if v is not None and v == v}
+             for row in frame[["limit", "limit_of", "limit_mode", "limit_seed"]].to_dict("records")]  # NaN: absent
+    frame["subset_label"] = [subset_label(row) for row in drawn]
+    frame["row_subset"] = [subset_label({k: v for k, v in row.items() if k != "limit_of"}) for row in drawn]
+    return frame.drop(columns=["limit_of", "limit_mode", "limit_seed"])
 
 
 def suite_versions(db: ResultsDB, suite: str) -> pd.DataFrame:
@@ -325,8 +346,8 @@ def run_detail(db: ResultsDB, run_id: int) -> dict[str, Any] | None:
 
 
 def run_scores(db: ResultsDB, run_id: int) -> pd.DataFrame:
-    """Every score of one run, with whether per-item values (for the bootstrap) are stored, its subset limit and its
-    suite's scoring version (Score.info suite_version; 1 before it was recorded)."""
+    """Every score of one run, with whether per-item values (for the bootstrap) are stored, its subset limit and
+    label less the dataset's size ('sample of 300', 'first 300', '' for the whole dataset) and its suite's scoring version (Score.info suite_version; 1 before it was recorded)."""
     s, items = Score.__table__, ScoreItems.__table__
     has_info = "info" in _columns(db, "scores")
     limit = s.c.info["limit"].as_integer() if has_info else literal_column("NULL")
@@ -335,6 +356,7 @@ def run_scores(db: ResultsDB, run_id: int) -> pd.DataFrame:
         select(
             s.c.id.label("score_id"), s.c.suite, s.c.dataset, s.c.variant, s.c.metric, s.c.value, s.c.n,
             (items.c.score_id.isnot(None)).label("has_items"), limit.label("limit"), scoring.label("suite_version"),
+            *([s.c.info] if has_info else []),  # which items: the subset's label (bench.evaluate.subsets)
         )  # fmt: skip
         .select_from(s.outerjoin(items, items.c.score_id == s.c.id))
         .where(s.c.run_id == int(run_id))
@@ -343,7 +365,10 @@ def run_scores(db: ResultsDB, run_id: int) -> pd.DataFrame:
     with db.engine.connect() as conn:
         frame = pd.read_sql(stmt, conn)
     frame["has_items"] = frame["has_items"].astype(bool)
-    return frame
+    # the size a legacy row lacks is left out, so a first-N row and an older one of the same N still compare
+    frame["subset_label"] = ([subset_label({k: v for k, v in json_column(i).items() if k != "limit_of"})
+                              for i in frame["info"]] if has_info else "")  # fmt: skip
+    return frame.drop(columns=["info"], errors="ignore")
 
 
 def train_log(db: ResultsDB, run_id: int) -> pd.DataFrame:

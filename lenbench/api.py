@@ -127,7 +127,8 @@ class Results:
 
     def to_pandas(self) -> Any:
         """One row per score: run_id, kind, method, model, backbone, budget, corpus, seed, status, suite, dataset,
-        variant, metric, value (x100), n, subset (--limit N or empty), ci_low, ci_high (95% bootstrap), info."""
+        variant, metric, value (x100), n, subset (--limit N or empty), subset_label ('sample of N of M', '' for a
+        whole dataset), ci_low, ci_high (95% bootstrap), info."""
         from bench.report.results_file import scores_frame
 
         labels = {i: method for method, ids in self.runs.items() for i in ids}

@@ -90,9 +90,12 @@ def test_an_estimate_for_data_that_is_not_here_names_what_to_download_and_its_si
     assert f"  download fever: {url} (about 1.1 GiB)" in out
     total = out[-1]
     assert total.startswith("total: ") and float(total.split()[1]) > 0 and "downloads about 1.1 GiB" in total
-    limited = estimate_evaluation(spec(tiny_model_dir, "beir:fever", tmp_path / "empty", backend="torch", device="cpu",
+    sampled = estimate_evaluation(spec(tiny_model_dir, "beir:fever", tmp_path / "empty", backend="torch", device="cpu",
                                        limit=50))  # fmt: skip
-    assert (limited.datasets[0].documents, limited.datasets[0].queries) == (550, 50)  # --limit's slice: 10 others each
+    assert (sampled.datasets[0].documents, sampled.datasets[0].queries) == (5_416_568, 50)  # 50 queries, whole corpus
+    limited = estimate_evaluation(spec(tiny_model_dir, "beir:fever", tmp_path / "empty", backend="torch", device="cpu",
+                                       limit=50, limit_mode="first"))  # fmt: skip
+    assert (limited.datasets[0].documents, limited.datasets[0].queries) == (550, 50)  # the first N's slice: 10 others each
     assert limited.datasets[0].seconds < float(total.split()[1]) / 100
 
 

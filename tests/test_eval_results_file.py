@@ -63,7 +63,8 @@ def test_an_eval_row_writes_a_valid_results_json_beside_the_database(tmp_path, t
     stored = {(s["dataset"], s["metric"], s["variant"]): s["value"] for _, s in db.scores([1]).iterrows()}
     written = {(s["dataset"], s["metric"], s["variant"]): s["value"] for s in document["scores"]}
     assert stored and written == pytest.approx(stored)
-    assert {s["n"] for s in document["scores"]} == {10} and document["scores"][0]["subset"] == {"limit": 10}
+    assert {s["n"] for s in document["scores"]} == {10} and document["scores"][0]["subset"] == {
+        "limit": 10, "of": 12, "mode": "sample", "seed": 0, "label": "sample of 10 of 12"}
 
 
 def test_a_reused_eval_row_gets_its_missing_results_json_written_again(tmp_path, tiny_model_dir, capsys):

@@ -67,7 +67,9 @@ def test_a_database_of_the_previous_release_is_re_keyed_and_its_rows_found_again
     """The fixture was written by lenbench at schema 6 (`bench run --method simcse --backbone random-bert-tiny
     --budget steps=2 --batch-size 4 --max-len 32 --corpus-limit 200 --suite sts:stsb --limit 20` on a CPU), whose
     hashes left the resolved precision out (train.precision "auto"). After the migration, the same command computes
-    every stored hash and the stored comparison, so `bench run` finds and reuses the rows."""
+    every stored hash and the stored comparison, so `bench run` finds and reuses the rows. That release's `--limit 20`
+scored the first 20 pairs: the command that scores them so today says `--limit-mode first`; the plain `--limit 20`
+now draws a sample, other items, and finds none of them."""
     from bench.cli import build_parser
     from bench.experiment.run_spec import RunSpec
     from results_db import ResultsDB
@@ -76,7 +78,8 @@ def test_a_database_of_the_previous_release_is_re_keyed_and_its_rows_found_again
     shutil.copy(RELEASE, db_path)
     before = _stored(db_path)
     invoked = before[0][5].split("   # from: ")[1]
-    spec = RunSpec.from_args(build_parser().parse_args(shlex.split(invoked)[1:]))
+    sampled = RunSpec.from_args(build_parser().parse_args(shlex.split(invoked)[1:]))
+    spec = RunSpec.from_args(build_parser().parse_args([*shlex.split(invoked)[1:], "--limit-mode", "first"]))
     corpus_texts = next(c["corpus_texts"] for *_, c, _, _ in before if "corpus_texts" in c)
     configs = spec.configs(corpus_texts)
     assert {h for *_, h, _ in before}.isdisjoint(h for _, h in configs.per_run.values())  # not found before it
@@ -87,6 +90,7 @@ def test_a_database_of_the_previous_release_is_re_keyed_and_its_rows_found_again
         expected_config, expected_hash = configs.per_run[(method, seed)]
         assert chash == expected_hash and config["comparison"] == configs.comparison, run_id
         assert {k: v for k, v in config.items() if k not in ("curves", "in_domain")} == expected_config, run_id
+    assert {h for *_, h, _ in after}.isdisjoint(h for _, h in sampled.configs(corpus_texts).per_run.values())
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "8"
 
@@ -107,7 +111,7 @@ def test_the_migration_keys_a_cuda_row_by_what_it_ran_at(monkeypatch, tmp_path):
     ResultsDB(db_path, create=False).engine.dispose()
     after = {m: (c, h) for _, m, _, c, h, _ in _stored(db_path)}
     invoked = _stored(db_path)[0][5].split("   # from: ")[1]
-    argv = shlex.split(invoked)[2:]
+    argv = [*shlex.split(invoked)[2:], "--limit-mode", "first"]  # that release's --limit: the first N
     corpus_texts = after["simcse"][0]["corpus_texts"]
     import bench.runtime.device as policy
     from bench.cli import build_parser

@@ -27,6 +27,9 @@ OTHER: dict[str, Any] = {
     "curve_suite": "sts:stsb", "out": "elsewhere", "report_to": "csv", "sweep": "s", "sweep_point": "p",
     "db": "other.sqlite", "precision": "bf16", "pooling": "cls",
 }
+# Options that act only beside another: both commands compared carry it (--limit-mode and --limit-seed pick which
+# --limit items are scored; without --limit every item is).
+REQUIRES: dict[str, dict[str, Any]] = {"limit_mode": {"limit": 32}, "limit_seed": {"limit": 32}}
 
 
 def other_value(option: Any) -> Any:
@@ -58,10 +61,11 @@ def eval_identity(values: dict[str, Any]) -> str:
 
 def changes_identity(command: str, name: str) -> bool:
     option = options_of(command)[name]
-    changed = {**BASE[command], name: other_value(option)}
+    base = {**BASE[command], **REQUIRES.get(name, {})}
+    changed = {**base, name: other_value(option)}
     if command == "run":  # a new result is a row whose hash no row of the base command has (--no-baseline only drops one)
-        return bool(run_identities(changed) - run_identities(BASE[command]))
-    return eval_identity(changed) != eval_identity(BASE[command])
+        return bool(run_identities(changed) - run_identities(base))
+    return eval_identity(changed) != eval_identity(base)
 
 
 CASES = [(command, name) for command in ("run", "eval") for name in options_of(command)]

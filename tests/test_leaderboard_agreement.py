@@ -153,7 +153,7 @@ def test_subset_runs_keep_to_their_own_table_and_never_become_the_reference(main
     assert again["rank"].tolist() == full["rank"].tolist()
     subset = at.dataframe[1].value.set_index("method")
     assert set(subset.index) == {"vanilla", "shuffle"} and set(subset["n"]) == {"40"}
-    assert set(subset["subset"]) == {"stsb[40]"} and (subset["clean"] > vanilla_clean).all()
+    assert set(subset["subset"]) == {"stsb (first 40)"} and (subset["clean"] > vanilla_clean).all()
     # compared with the vanilla row scored on the same 40 items (its own reference), never the full-set one
     assert subset.loc["vanilla", "Δ vs vanilla"] == "reference"
     assert re.fullmatch(r"[+-]\d+\.\d\d\*? \[-?\d+\.\d\d, -?\d+\.\d\d\]", subset.loc["shuffle", "Δ vs vanilla"])

@@ -76,8 +76,8 @@ def test_subset_toggle_shows_and_flags_subset_runs(app):
     app.checkbox(key="main_subsets").check().run()
     frame = rows(app)
     assert "quick" not in frame.index and "subset" not in frame.columns  # the full-set table is unchanged
-    subset = [d for d in app.dataframe if str(d.key or "").startswith("main_table_limit")][0].value.set_index("method")
-    assert list(subset.index) == ["quick"] and subset.loc["quick", "subset"] == "sickr[40], sts12[40], stsb[40]"
+    subset = [d for d in app.dataframe if str(d.key or "").startswith("main_table_first")][0].value.set_index("method")
+    assert list(subset.index) == ["quick"] and subset.loc["quick", "subset"] == "sickr (first 40), sts12 (first 40), stsb (first 40)"
     assert subset.loc["quick", "n"] == "40" and subset.loc["quick", "rank"] == 1.0
     assert any("subset" in s.value and "n = 40" in s.value for s in app.subheader)
 
@@ -123,7 +123,7 @@ def test_robustness_view_hides_then_flags_subset_runs(results_path, monkeypatch)
     assert "quick" not in set(at.dataframe[0].value["method"])  # the --limit run (9) is hidden by default
     at.checkbox(key="rob_subsets").check().run()
     frame = at.dataframe[0].value.set_index("method")
-    assert frame.loc["quick", "subset"] == "limit 40" and frame.loc["quick", "changed elong-2"] == 0.5
+    assert frame.loc["quick", "subset"] == "first 40" and frame.loc["quick", "changed elong-2"] == 0.5
     assert any("subset" in w.value for w in at.warning)
 
 

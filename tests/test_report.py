@@ -4,6 +4,7 @@ the attack-effect measure and the training-loss warning."""
 
 from __future__ import annotations
 
+import re
 import zlib
 
 import numpy as np
@@ -112,10 +113,11 @@ def test_subsets_are_flagged_and_weak_attacks_warned(tmp_path):
     db = ResultsDB(tmp_path / "r.sqlite")
     ref, new = _sts_run(db, "vanilla", 1.0, changed=0.3, limit=40), _sts_run(db, "simcse", 2.0, changed=0.3, limit=40)
     text = comparison_report(db, {"vanilla": [ref], "simcse": [new]})
-    assert " stsb[40] " in text and " stsb " not in text  # every table names the subset
+    # every table names the subset; a row without a limit mode predates the sample: its items were the first 40
+    assert " stsb (first 40) " in text and not re.search(r" stsb (?!\(first 40\))", text)
     attacks = text[text.index("attacks ("):].splitlines()
-    assert attacks[2].split() == ["stsb[40]", "elong-2", "30%", "25%"]  # one row: both methods saw the same attack
-    assert attacks[3].startswith("warning: elong-2 changed only 30% of stsb[40]'s texts")
+    assert attacks[2].split() == ["stsb", "(first", "40)", "elong-2", "30%", "25%"]  # one row: both saw the same attack
+    assert attacks[3].startswith("warning: elong-2 changed only 30% of stsb (first 40)'s texts")
 
 
 @pytest.mark.parametrize("variant,changed,truncated", [("elong-rand", 0.44, 0.01), ("elong-2", 0.27, 0.73), ("elong-rand", 0.0, 0.73)])
@@ -158,10 +160,10 @@ def test_eval_records_limit_and_attack_fractions_in_score_info(tiny_model_dir, t
     write_sts(data / "sts" / "stsb-test.tsv", rows)
     db = tmp_path / "r.sqlite"
     rc = main(["eval", "--model", str(tiny_model_dir), "--suite", "sts:stsb@elong", "--elong", "2", "--limit", "5",
-               "--data-dir", str(data), "--db", str(db), "--max-len", "32", "--no-cache"])  # fmt: skip
-    assert rc == 0
+               "--limit-mode", "first", "--data-dir", str(data), "--db", str(db), "--max-len", "32", "--no-cache"])  # fmt: skip
+    assert rc == 0  # the first 5 pairs: the long one among them
     out = capsys.readouterr().out
-    assert "stsb[5]" in out and "elong-2" in out
+    assert "stsb (first 5 of 8)" in out and "elong-2" in out
     info = ResultsDB(db).scores().set_index("variant")["info"]
     # 10 texts (5 pairs x 2 sides); the long one was already cut at max_len, so m=2 left its input as it was
     pick = lambda d, keys: {k: d[k] for k in keys if k in d}  # noqa: E731 - beside bench.evaluate.score_info's keys

@@ -184,9 +184,8 @@ def evaluate(
             for rec in recs:  # what each score carries (bench.evaluate.score_info); a suite's own keys win
                 rec.info = {**measured, **(rec.info or {})}
             if sub.limit:  # a subset is never mistaken for the full set, nor the full set for a subset
-                key = "limit" if mine.limit_applies is not False else "limit_above_size"
-                for rec in recs:
-                    rec.info = {**(rec.info or {}), key: sub.limit}
+                for rec in recs:  # which items: N of M, sampled under a seed or the first (bench.evaluate.subsets)
+                    rec.info = {**(rec.info or {}), **mine.subset_info()}
             if db is not None and run_id is not None:
                 db.add_scores(run_id, recs)
                 record_seconds(db, run_id, f"{suite.name}/{dataset}", seconds)

@@ -71,7 +71,8 @@ class EvalSpec:
 
             parse_lengths(args.suite_options["needle_lengths"])  # a bad list: one clear error before anything is recorded
         settings = EvalSettings(
-            encoder=args.encoder, elong=elong, limit=args.limit, seed=args.seed,
+            encoder=args.encoder, elong=elong, limit=args.limit, limit_mode=args.limit_mode, limit_seed=args.limit_seed,
+            seed=args.seed,
             data_dir=args.data_dir, fetch=args.download, attack_params=attack_params,
             options={k: v for k, v in args.suite_options.items() if v},
         )

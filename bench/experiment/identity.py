@@ -38,6 +38,9 @@ def scoring_identity(settings: Any, pooling: str | None, precision: str) -> dict
         **({"attacks": settings.attack_params} if settings.attack_params else {}),  # only when asked: older rows hash as before
         **{k: v for k, v in settings.options.items() if v},  # the suites' options, only when given (needle_lengths)
         "limit": settings.limit,
+        # which items: only for a sample, so a first-N row (what --limit scored before the sample) hashes as before
+        **({"limit_mode": settings.limit_mode, "limit_seed": settings.limit_seed}
+           if settings.limit and settings.limit_mode != "first" else {}),
         **({"precision": precision} if precision != "fp32" else {}),
     }
 

@@ -23,6 +23,7 @@ from typing import Any
 from bench.encode.options import ACCELERATOR_ROWS, BACKENDS, CPU_ROWS, EMB_DTYPES, ENCODER_DEFAULTS as E, POOLINGS
 from bench.encode.options import RANGES as ENCODER_RANGES
 from bench.evaluate.attacks.elong import DEFAULT_ELONG
+from bench.evaluate.subsets import LIMIT_MODES, SAMPLE
 from bench.experiment.option_types import FLAG, INT64_MAX, SEED_MAX, Range, positive_int
 from bench.runtime.device import PRECISIONS
 from bench.train.config import RANGES as TRAIN_RANGES, TRAIN_DEFAULTS as T
@@ -206,8 +207,14 @@ OPTIONS: tuple[Option, ...] = (
            "is --elong 2,rand", (RUN, EVAL), None, many=True, metavar="FAMILY=PARAM[,PARAM]", identity=True, redo=CHANGED),
     Option("needle_lengths", "context lengths (tokens) of the needle suite (default 64,128,256,512,1024)", (EVAL,), None,
            joined=True, metavar="N,N,...", field="suite_options", identity=True),
-    Option("limit", "only the first N items of each dataset (quick checks; flagged as DATASET[N] in every table and "
-           "recorded in each score's info)", (RUN, EVAL), None, positive_int, range=COUNT, identity=True, redo=CHANGED),
+    Option("limit", "score N items of each dataset, a seeded random sample (stratified by class for kNN, by query for "
+           "retrieval; see --limit-mode) for quick checks; shown as 'sample of N of M' beside every such score and "
+           "recorded in its info", (RUN, EVAL), None, positive_int, range=COUNT, identity=True, redo=CHANGED),
+    Option("limit_mode", "which N items --limit scores: sample (a random sample drawn with --limit-seed, the same items "
+           "for every model and run) or first (the first N in file order)", (RUN, EVAL), SAMPLE, choices=LIMIT_MODES,
+           identity=True, redo=CHANGED),
+    Option("limit_seed", "seed of the --limit sample, default 0 (separate from --seed, so every training seed is "
+           "scored on the same items)", (RUN, EVAL), 0, int, range=SEED, identity=True, redo=CHANGED),
     Option("emb_dtype", "embedding matrix precision; fp16 halves the memory of large corpora",
            (RUN, EVAL), E.emb_dtype, choices=EMB_DTYPES, field="encoder.emb_dtype", identity=True, redo=CHANGED),
     Option("precision", "model precision: fp32, bf16 or fp16 (evaluation casts the weights; training runs bf16 autocast "

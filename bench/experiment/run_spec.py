@@ -112,7 +112,8 @@ class RunSpec:
         """How every row's encoder is loaded and scored (the same for all methods, SPEC §1); the learning curves run
         at these options too (with the torch backend, and no cache)."""
         return EvalSettings(
-            encoder=self.encoder, elong=self.settings.elong, limit=self.limit, seed=self.seed,
+            encoder=self.encoder, elong=self.settings.elong, limit=self.limit, limit_mode=self.limit_mode,
+            limit_seed=self.limit_seed, seed=self.seed,
             data_dir=self.data_dir, fetch=self.download, attack_params=self.settings.attack_params,
             options=dict(self.suite_options),
         )

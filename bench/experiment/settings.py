@@ -12,7 +12,9 @@ from bench.encode.options import EncoderOptions
 class EvalSettings:
     encoder: EncoderOptions = field(default_factory=EncoderOptions)  # how the model is loaded and run, carried whole
     elong: list[str] = field(default_factory=lambda: _default_elong())  # variants of @elong suites (--elong's default)
-    limit: int | None = None  # first N items of each dataset
+    limit: int | None = None  # N items of each dataset (bench.evaluate.subsets)
+    limit_mode: str = "sample"  # which N: a seeded sample, or the first N ("first")
+    limit_seed: int = 0  # the sample's seed
     seed: int = 0  # random elongation, kNN splits, diagnostics
     data_dir: str | None = None
     fetch: bool = False  # download missing datasets
@@ -25,7 +27,7 @@ class EvalSettings:
 
         return EvalContext(data_dir=self.data_dir, seed=self.seed, elong=self.elong,
                            attack_params=self.attack_params, options=dict(self.options), limit=self.limit,
-                           fetch=self.fetch, batch_size=self.encoder.batch_size)  # fmt: skip
+                           limit_mode=self.limit_mode, limit_seed=self.limit_seed, fetch=self.fetch, batch_size=self.encoder.batch_size)  # fmt: skip
 
     def load(self, model: str) -> Any:
         """The model as these settings score it: BM25 for 'bm25', else a (lazy) encoder."""

@@ -111,6 +111,6 @@ def curves_text(frame: pd.DataFrame) -> str:
             return f"{point['final_value']:.2f} ({_label(row[3].split('[')[0], point['final_subset'])}, n={int(point['final_n'])})"
 
         wide["final"] = [final(tuple(r)) for r in wide[index].itertuples(index=False)]
-    head = ("learning curves (step 0 = the untrained model; n = items each point rests on, DATASET[N] = the first N; "
-            "final = the run's reported score and its n)")
+    head = ("learning curves (step 0 = the untrained model; n = items each point rests on, DATASET[N] = a subset of N "
+            "items, a seeded sample unless --limit-mode first; final = the run's reported score and its n)")
     return head + "\n" + wide.to_string(index=False, float_format=lambda v: f"{v:.2f}", na_rep="")

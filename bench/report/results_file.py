@@ -11,8 +11,8 @@ finishes, and readable without lenbench (the layout is the JSON Schema `results.
      "scores":     [{suite, dataset, metric, variant, value, n, subset, interval, info}],
      "curves":     [{step, suite, dataset, metric, variant, value, n, subset}]}
 
-Scores are x100 (as every table shows them; "scale": 100 says so in the file). The command's --db is absolute. `subset` is null for a whole dataset, else {"limit": N} (a `--limit`
-run: the first N items). `interval` is the 95% percentile bootstrap of that score over its items (the same
+Scores are x100 (as every table shows them; "scale": 100 says so in the file). The command's --db is absolute. `subset` is null for a whole dataset, else {"limit": N, "of": M,
+"mode": "sample" or "first", "seed": S, "label": "sample of N of M"} (a `--limit` run: bench.evaluate.subsets). `interval` is the 95% percentile bootstrap of that score over its items (the same
 resamples as every difference lenbench reports, `bench.report.stats.score_interval`), null when the items were not
 kept or are too few.
 """
@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from bench.evaluate.subsets import subset_label
 from bench.report.portable import SCALE, absolute_model, command_with_absolute_db, config_as_scored
 from results_db.records import json_column
 
@@ -57,9 +58,21 @@ def _when(value: Any) -> str | None:
         return str(value)
 
 
-def _subset(info: dict[str, Any]) -> dict[str, int] | None:
-    limit = info.get("limit")
-    return {"limit": int(limit)} if limit else None
+SUBSET_KEYS = {"limit": "limit", "limit_of": "of", "limit_mode": "mode", "limit_seed": "seed"}  # info -> file
+
+
+def _subset(info: dict[str, Any]) -> dict[str, Any] | None:
+    """A score's subset as the file gives it: limit, of, mode, seed and the label every table shows."""
+    if not info.get("limit"):
+        return None
+    out: dict[str, Any] = {name: int(info[key]) if key != "limit_mode" else str(info[key])
+                           for key, name in SUBSET_KEYS.items() if info.get(key) is not None}  # fmt: skip
+    return {**out, "label": subset_label(info)}
+
+
+def _subset_info(subset: dict[str, Any] | None) -> dict[str, Any]:
+    """A file's subset back as Score.info's keys (limit, limit_of, limit_mode, limit_seed)."""
+    return {key: subset[name] for key, name in SUBSET_KEYS.items() if name in (subset or {})}
 
 
 def score_entries(db: Any, run_id: int) -> list[dict[str, Any]]:
@@ -82,7 +95,7 @@ def score_entries(db: Any, run_id: int) -> list[dict[str, Any]]:
             "subset": _subset(info),
             "interval": None if low is None or high is None else {"low": low, "high": high, "level": DEFAULT_LEVEL,
                                                                   "method": "percentile bootstrap over items"},
-            "info": {k: v for k, v in info.items() if k != "limit"},
+            "info": {k: v for k, v in info.items() if k not in SUBSET_KEYS},
         })  # fmt: skip
     return out
 
@@ -95,12 +108,12 @@ def curve_entries(db: Any, run_id: int) -> list[dict[str, Any]]:
 
 
 SCORE_COLUMNS = ["run_id", "kind", "method", "model", "backbone", "budget", "corpus", "seed", "status", "suite", "dataset",
-                 "variant", "metric", "value", "n", "subset", "ci_low", "ci_high", "info"]
+                 "variant", "metric", "value", "n", "subset", "subset_label", "ci_low", "ci_high", "info"]
 
 
 def scores_frame(db: Any, runs: Any, run_ids: Any, method_labels: dict[int, str] | None = None) -> Any:
     """One row per score (SCORE_COLUMNS) with what it rests on and how it was made: the run's backbone, budget,
-    training corpus and seed, n, the subset (`--limit` N, empty for the whole dataset) and the 95% bootstrap interval
+    training corpus and seed, n, the subset (`--limit` N, empty for the whole dataset, and its label 'sample of N of M') and the 95% bootstrap interval
     of the score over its items; what `bench results --format csv|json` and the Python API's `to_pandas()` give.
     runs: db.runs() (or a part holding run_ids); method_labels: run id -> the label a comparison shows."""
     import pandas as pd
@@ -119,8 +132,9 @@ def scores_frame(db: Any, runs: Any, run_ids: Any, method_labels: dict[int, str]
                 "model": run["model"], "backbone": run["backbone"] or None, "budget": run["budget_label"] or None,
                 "corpus": run["train_corpus"] or None, "seed": int(run["seed"]), "status": run["status"],
                 **{k: entry[k] for k in ("suite", "dataset", "variant", "metric", "value", "n")},
-                "subset": (entry["subset"] or {}).get("limit"), "ci_low": interval.get("low"), "ci_high": interval.get("high"),
-                "info": {**entry["info"], **(entry["subset"] or {})} or None,
+                "subset": (entry["subset"] or {}).get("limit"), "subset_label": (entry["subset"] or {}).get("label", ""),
+                "ci_low": interval.get("low"), "ci_high": interval.get("high"),
+                "info": {**entry["info"], **_subset_info(entry["subset"])} or None,
             })  # fmt: skip
     return pd.DataFrame(rows, columns=SCORE_COLUMNS)
 

@@ -1,6 +1,6 @@
 """The comparison tables the CLI prints (`bench run`, `bench results`, `bench eval`): what a reviewer asks for.
 
-For each dataset: n (items scored) and a `[N]` flag on a `--limit` subset (`stsb[300]`); per method the clean and
+For each dataset: n (items scored) and its subset beside a `--limit` one (`stsb (sample of 300 of 1,379)`); per method the clean and
 attacked scores (the mean over seeds when a method has several runs, +- 95% t-interval from 3 seeds on); for
 each method against the reference row the difference with a 95% interval (`bench.report.stats.seed_item_ci`: a
 paired bootstrap over the items the database keeps, STS pairs, retrieval queries, kNN test items, plus the
@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from bench.evaluate.attacks import CLEAN, describe_variant, order_variants
+from bench.evaluate.subsets import labelled_dataset
 from bench.evaluate.suites.metadata import items_word
 from bench.report import stats
 from bench.report.stats import DEFAULT_RESAMPLES, mean_ci
@@ -35,9 +36,9 @@ def _info(value: Any) -> dict:
 
 
 def dataset_label(dataset: str, info: Any) -> str:
-    """'stsb' or, for a `--limit 300` subset, 'stsb[300]'."""
-    limit = _info(info).get("limit")
-    return f"{dataset}[{limit}]" if limit else dataset
+    """'stsb' or, for a `--limit 300` subset, 'stsb (sample of 300 of 1,379)' (bench.evaluate.subsets): a subset's
+    scores sit in rows of their own, never beside the full set's or another subset's."""
+    return labelled_dataset(dataset, info)
 
 
 def _variant_order(variants: Sequence[str]) -> list[str]:
@@ -326,7 +327,8 @@ def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]
     if scores.empty:
         return "(no scores)"
     scores = with_run_columns(db, scores)
-    parts = ["scores (n = items per dataset; DATASET[N] = a --limit subset of N items"
+    parts = ["scores (n = items per dataset; DATASET (sample of N of M) = a --limit subset: N of its M items, drawn at "
+             "random"
              + ("; several seeds: their mean, ±half-width of the 95% t-interval from 3 seeds on"
                 if any(len(r) > 1 for r in runs_by_method.values()) else "")
              + ")", _to_text(scores_table(scores, methods))]  # fmt: skip

@@ -4,14 +4,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 import pandas as pd
 
+from bench.evaluate.subsets import subset_label
 from bench.report.stats import MIN_SEEDS, mean_ci
-from bench.report.tables import dataset_label
 from bench.sweep.points import Point
 from bench.sweep.spec import Published, SweepSpec
 from bench.sweep.state import PointState, estimate_seconds, seconds_per_example, training_examples
@@ -92,18 +91,8 @@ def _run_frame(db, states: list[PointState]) -> pd.DataFrame:  # noqa: ANN001
         return scores
     scores = scores[~scores["variant"].astype(str).str.startswith("change")]
     scores = scores.assign(cell=scores["run_id"].map(lambda r: done[r].cell), seed=scores["run_id"].map(lambda r: done[r].seed),
-                           limit=scores["info"].map(_limit))  # a --limit subset: flagged DATASET[N] in the table
+                           limit=scores["info"].map(subset_label))  # a --limit subset: named beside its dataset
     return scores[["run_id", "cell", "seed", "suite", "dataset", "metric", "variant", "value", "limit"]]
-
-
-def _limit(info: Any) -> int:
-    """The `--limit` a score was computed under (0: the whole dataset)."""
-    if isinstance(info, str):
-        try:
-            info = json.loads(info)
-        except ValueError:
-            info = {}
-    return int((info or {}).get("limit") or 0) if isinstance(info, dict) else 0
 
 
 def _averages(scores: pd.DataFrame, over: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
@@ -120,7 +109,7 @@ def _averages(scores: pd.DataFrame, over: dict[str, tuple[str, ...]] | None = No
         if len(grp) < 2:
             continue
         rows.append({"run_id": run_id, "cell": cell, "seed": seed, "suite": suite, "dataset": AVERAGE, "metric": metric,
-                     "variant": variant, "value": float(grp["value"].mean()), "limit": int(grp["limit"].max())})
+                     "variant": variant, "value": float(grp["value"].mean()), "limit": max(grp["limit"])})
     return pd.DataFrame(rows)
 
 
@@ -149,7 +138,7 @@ def comparison_table(db, spec: SweepSpec, states: list[PointState], metric: str 
         ci = mean_ci(grp.sort_values("seed")["value"].tolist())
         pub = None if limit else published.get((cell, suite, dataset, met, variant))  # a subset is not the paper's set
         rows.append({
-            "cell": cell, "suite": suite, "dataset": dataset_label(dataset, {"limit": limit}), "metric": met,
+            "cell": cell, "suite": suite, "dataset": f"{dataset} ({limit})" if limit else dataset, "metric": met,
             "variant": variant, "seeds": ci.n,
             "mean": ci.mean, "95% CI": f"n/a ({ci.n} seed{'s' if ci.n > 1 else ''}: seed variance not estimated)"
             if ci.n < MIN_SEEDS else f"[{ci.low:.2f}, {ci.high:.2f}]",

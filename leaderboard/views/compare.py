@@ -52,7 +52,8 @@ def comparison_table(location: str, version: tuple[int, ...], scores_a: pd.DataF
     ones = [1] * len(both)
     scoring = (both.get("suite_version A", ones), both.get("suite_version B", ones))
     limits = (both.get("limit A", [None] * len(both)), both.get("limit B", [None] * len(both)))
-    apart = [comparable.why_apart(la, lb, va, vb) for la, lb, va, vb in zip(*limits, *scoring)]
+    subsets = (both.get("subset_label A", [""] * len(both)), both.get("subset_label B", [""] * len(both)))
+    apart = [comparable.why_apart(la, lb, va, vb, sa, sb) for la, lb, va, vb, sa, sb in zip(*limits, *scoring, *subsets)]
     out.loc[[bool(a) for a in apart], "B − A"] = math.nan
     for sid_a, sid_b, a, b, why in zip(both["score_id A"], both["score_id B"], out["A"], out["B"], apart):
         step_a = comparable.stated_step(a) if imported[0] else 0.0
@@ -92,9 +93,11 @@ def why_not_comparable(scores_a: pd.DataFrame, scores_b: pd.DataFrame) -> str:
     if both.empty:
         return "they share no scored (suite, dataset, variant, metric)"
     ones = [1] * len(both)
-    reasons = [comparable.why_apart(la, lb, va, vb) for la, lb, va, vb in zip(
+    blank = [""] * len(both)
+    reasons = [comparable.why_apart(la, lb, va, vb, sa, sb) for la, lb, va, vb, sa, sb in zip(
         both.get("limit A", [None] * len(both)), both.get("limit B", [None] * len(both)),
-        both.get("suite_version A", ones), both.get("suite_version B", ones))]  # fmt: skip
+        both.get("suite_version A", ones), both.get("suite_version B", ones),
+        both.get("subset_label A", blank), both.get("subset_label B", blank))]  # fmt: skip
     if any(not r for r in reasons):
         return ""
     return reasons[0].removesuffix(": not compared")

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from bench.encode.options import ENCODER_DEFAULTS
 from bench.evaluate.attacks import CLEAN, Attack, attacks_for, parse_elong_variants
+from bench.evaluate.subsets import SAMPLE, Subset, draw
 from results_db.records import ScoreRecord
 
 T = TypeVar("T")
@@ -36,13 +37,16 @@ class EvalContext:
     elong: list[str] = field(default_factory=lambda: parse_elong_variants(None))  # the elong family's parameters
     families: tuple[str, ...] = ("elong",)  # the suite's suffix: `@elong,pad` -> ("elong", "pad")
     attack_params: dict[str, list[str]] = field(default_factory=dict)  # `--attack pad=start-2`; absent: defaults
-    limit: int | None = None  # use only the first N items of each dataset (smoke tests, CI slices)
+    limit: int | None = None  # score N items of each dataset (smoke tests, CI slices): see bench.evaluate.subsets
+    limit_mode: str = SAMPLE  # which N: a seeded sample (SAMPLE) or the first N in file order (FIRST)
+    limit_seed: int = 0  # the sample's seed (--limit-seed: not --seed, so every training seed scores the same items)
     fetch: bool = False  # try downloading missing datasets from their sources
     files_read: set[str] = field(default_factory=set)
     batch_size: int | None = ENCODER_DEFAULTS.batch_size  # texts per encoding batch (the encoder's option; None: the device's)
     options: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # dataset -> where it was read from (printed by the CLI)
     limit_applies: bool | None = None  # per dataset: False when `limit` reaches its whole set (see `limit_for`)
+    limit_of: int | None = None  # per dataset: how many items the --limit was drawn from
 
     def rng(self, salt: str = "") -> random.Random:
         return random.Random(f"{self.seed}|{salt}")
@@ -55,12 +59,30 @@ class EvalContext:
             return None
         if self.limit < size:
             self.limit_applies = True
+            self.limit_of = size
             return self.limit
         if self.limit_applies is not False:  # once per dataset
             log.warning("%s: --limit %d is not below its %s %s; scored the whole set (recorded as the full set, not "
                         "as a subset)", dataset, self.limit, f"{size:,}", unit)  # fmt: skip
         self.limit_applies = False
         return None
+
+    def subset(self, dataset: str, size: int, unit: str, strata: list[str] | None = None) -> Subset | None:
+        """The items of `dataset` (`size` of them) that --limit scores (bench.evaluate.subsets.draw; `strata`: one
+        class per item, for a stratified sample), None when it is scored whole (see `limit_for`)."""
+        limit = self.limit_for(dataset, size, unit)
+        return None if limit is None else draw(size, limit, self.limit_seed, dataset, self.limit_mode, strata)
+
+    def subset_info(self) -> dict[str, Any]:
+        """What a score of this context's dataset records of its --limit (Score.info): the subset's N, M, mode and
+        seed, or `limit_above_size` when the limit reached the whole set; {} without --limit."""
+        if not self.limit:
+            return {}
+        if self.limit_applies is False:
+            return {"limit_above_size": self.limit}
+        seed = {"limit_seed": self.limit_seed} if self.limit_mode == SAMPLE else {}
+        of = {"limit_of": self.limit_of} if self.limit_of else {}
+        return {"limit": self.limit, **of, "limit_mode": self.limit_mode, **seed}
 
     def note_source(self, located: Any) -> None:
         """Remember where a dataset came from (a `bench.data.Located`), once per dataset."""

@@ -69,9 +69,9 @@ class HeldoutSuite:
         from bench.evaluate.suites.retrieval import score_retrieval
 
         ids, queries, docs = known_item_pairs()
-        limit = ctx.limit_for(dataset, len(ids), "held-out articles")
-        if limit:
-            ids, queries, docs = ids[:limit], queries[:limit], docs[:limit]
+        subset = ctx.subset(dataset, len(ids), "held-out articles")
+        if subset:
+            ids, queries, docs = subset.take(ids), subset.take(queries), subset.take(docs)
         if len(ids) < 2:
             raise SuiteError("heldout: fewer than 2 held-out documents; nothing to rank")
         files = [str(wiki_offline_file())]

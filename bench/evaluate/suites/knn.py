@@ -47,9 +47,9 @@ RAW_POOL_CHUNK = 512  # texts whose token embeddings are held in memory at once
 def load_labelled(dataset: str, ctx: EvalContext) -> LabelledData:
     data = load_dataset(dataset, ctx, "labelled", "a labelled-text dataset (knn needs {'text','label'} jsonl)",
                         lambda located: read_labelled(located.path, name=dataset))  # fmt: skip
-    limit = ctx.limit_for(dataset, len(data.texts), "texts")
-    if limit:
-        data = LabelledData(data.name, data.texts[:limit], data.labels[:limit], data.files)
+    subset = ctx.subset(dataset, len(data.texts), "texts", strata=data.labels)  # each class keeps its share
+    if subset:
+        data = LabelledData(data.name, subset.take(data.texts), subset.take(data.labels), data.files)
     return data
 
 

@@ -16,9 +16,11 @@ Attacked variants (`@elong`, `@pad`, `@shuffle`, through `bench.evaluate.suites.
 (token-aware within the model's max_len; BM25 gets the word-level form), queries stay clean. `@pad` draws its
 distractor sentences from documents no query judges relevant, so padding never inserts an answer.
 
-`--limit N` evaluates a deterministic slice that stays a meaningful retrieval problem: the first N judged
-queries (in qrels-file order), and a corpus made of every document judged for them plus the first
-`LIMIT_DISTRACTORS_PER_QUERY * N` other documents in corpus-file order (distractors).
+`--limit N` scores a seeded random sample of N judged queries (bench.evaluate.subsets) against the whole corpus, so
+the score estimates the full set's: only the queries are sampled, each kept with its judgements. `--limit-mode first`
+keeps the slice lenbench scored before the sample: the first N judged queries (in qrels-file order) and a corpus of
+every document judged for them plus the first `LIMIT_DISTRACTORS_PER_QUERY * N` other documents in corpus-file order
+(distractors), a far easier search than the full corpus.
 
 cqadupstack (in beir14) is evaluated forum by forum (`cqadupstack-android`, ...) and written both per forum and as
 dataset "cqadupstack" = the unweighted mean of the 12 forums (how BEIR and MTEB report it). The mean rows carry no
@@ -43,6 +45,7 @@ from bench.evaluate.attacks import Distractors
 from bench.evaluate.corpus_progress import CorpusProgress
 from bench.evaluate.search import exact_search
 from bench.evaluate.sharded_search import GatheredIds, ShareIds, corpus_sharded, gathered_ids, sharded_search
+from bench.evaluate.subsets import FIRST, Subset
 from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop
 from bench.runtime import stages
@@ -171,16 +174,17 @@ def load_retrieval(dataset: str, ctx: EvalContext, share: bool = False) -> Retri
         data = load_dataset(dataset, ctx, "beir", "a retrieval (BEIR) dataset",
                             lambda located: read_beir(located.path, name=dataset, corpus_reader=reader))  # fmt: skip
     data = keep_positive_queries(data)
-    limit = ctx.limit_for(dataset, len(data.qrels), "judged queries")
-    if limit:
-        data = limit_slice(data, limit)
+    subset = ctx.subset(dataset, len(data.qrels), "judged queries")
+    if subset:
+        data = limit_slice(data, subset)
     return data
 
 
 def reads_share(model: Any, ctx: EvalContext) -> bool:
     """Whether each rank reads only its byte range of a corpus file: under torchrun, for an encoder searching its share
     (bench.evaluate.sharded_search), in a clean run without --limit. Attacks draw their random choices in corpus
-    order and pad from documents anywhere in it, and --limit picks documents anywhere in it: those read it whole."""
+    order and pad from documents anywhere in it, and --limit-mode first picks documents anywhere in it (a --limit
+    sample is kept to one reader too, for now): those read it whole."""
     return corpus_sharded(model) and not ctx.limit and not ctx.attacks()
 
 
@@ -192,12 +196,21 @@ def keep_positive_queries(data: RetrievalData) -> RetrievalData:
     return replace(data, queries={q: data.queries[q] for q in qrels}, qrels=qrels)
 
 
-def limit_slice(data: RetrievalData, limit: int, distractors_per_query: int = LIMIT_DISTRACTORS_PER_QUERY) -> RetrievalData:
-    """First `limit` queries; corpus = their judged documents + the first `distractors_per_query*limit` others."""
-    if limit < 1:
-        raise DataError(f"--limit must be a positive number of queries, got {limit}")
-    qids = list(data.qrels)[:limit]
+def limit_slice(data: RetrievalData, subset: Subset | int,
+                distractors_per_query: int = LIMIT_DISTRACTORS_PER_QUERY) -> RetrievalData:  # fmt: skip
+    """The queries of `subset` (positions among the judged queries; an int N: the first N), each with its qrels. A
+    sample keeps the whole corpus: its queries face the search the full set's do, so the score estimates the full
+    set's. The first N (`--limit-mode first`) keep lenbench's earlier slice: their judged documents and the first
+    `distractors_per_query` other documents per query in corpus-file order."""
+    if isinstance(subset, int):
+        if subset < 1:
+            raise DataError(f"--limit must be a positive number of queries, got {subset}")
+        subset = Subset(tuple(range(min(subset, len(data.qrels)))), len(data.qrels), FIRST, 0)
+    qids = subset.take(list(data.qrels))
     qrels = {q: data.qrels[q] for q in qids}
+    queries = {q: data.queries[q] for q in qids}
+    if subset.mode != FIRST:
+        return replace(data, queries=queries, qrels=qrels)
     judged = {d for rels in qrels.values() for d in rels}
     keep = set(judged)
     budget = distractors_per_query * len(qids)
@@ -209,7 +222,7 @@ def limit_slice(data: RetrievalData, limit: int, distractors_per_query: int = LI
             budget -= 1
     kept = [did for did in data.corpus if did in keep]  # corpus-file order kept
     corpus = dict(zip(kept, data.documents(kept)))
-    return replace(data, corpus=corpus, queries={q: data.queries[q] for q in qids}, qrels=qrels)
+    return replace(data, corpus=corpus, queries=queries, qrels=qrels)
 
 
 def retrieval_pool(data: RetrievalData, docs: Sequence):  # noqa: ANN201 - a pool factory

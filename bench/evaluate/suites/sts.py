@@ -31,11 +31,11 @@ def load_sts(dataset: str, ctx: EvalContext):
     split = get_info(dataset, kind="sts").split
     data = load_dataset(dataset, ctx, "sts", "an STS dataset",
                         lambda located: STS_FORMATS[located.format](located.path, name=dataset, split=split))  # fmt: skip
-    limit = ctx.limit_for(dataset, len(data.scores), "pairs")
-    if limit:
-        data.sentences1 = data.sentences1[:limit]
-        data.sentences2 = data.sentences2[:limit]
-        data.scores = data.scores[:limit]
+    subset = ctx.subset(dataset, len(data.scores), "pairs")
+    if subset:
+        data.sentences1 = subset.take(data.sentences1)
+        data.sentences2 = subset.take(data.sentences2)
+        data.scores = subset.take(data.scores)
     return data
 
 
@@ -53,7 +53,7 @@ class STSSuite:
         gold = np.asarray(data.scores, dtype=np.float64)
         if len(gold) < 3:
             raise DataError(f"STS dataset {dataset!r} has {len(gold)} pairs; Spearman needs at least 3")
-        check_gold_varies(data.scores, f"STS dataset {dataset!r}" + (f" (its first {ctx.limit} pairs)" if ctx.limit_applies else ""))
+        check_gold_varies(data.scores, f"STS dataset {dataset!r}" + (f" (the {ctx.limit} pairs of its --limit)" if ctx.limit_applies else ""))
         ids = [str(i) for i in range(len(gold))]
         records = []
         for v in variant_loop(model, ctx, measured=data.sentences1 + data.sentences2, pool=sts_pool(data), dataset=dataset):

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bench.evaluate.subsets import FIRST, SAMPLE
 from bench.experiment.estimate.data import Member, filler_words, measure_member, members, write_sample
 
 # The whole calibration of `bench eval/run --estimate` (--calibration-seconds): the process start, the model's first
@@ -258,9 +259,10 @@ def fit(cal: Calibrator, target: tuple[Any, str, Any, list[Member]], items: int,
                cur)  # fmt: skip
 
 
-def limited(member: Member, limit: int | None) -> Member:
-    """The part of a dataset `--limit N` scores: N pairs or texts; N judged queries of a BEIR set, with their
-    judged documents and LIMIT_DISTRACTORS_PER_QUERY others each (bench.evaluate.suites.retrieval.limit_slice)."""
+def limited(member: Member, limit: int | None, mode: str = SAMPLE) -> Member:
+    """The part of a dataset `--limit N` scores: N pairs or texts; N judged queries of a BEIR set, against its whole
+    corpus for a sample, with their judged documents and LIMIT_DISTRACTORS_PER_QUERY others each for the first N
+    (bench.evaluate.suites.retrieval.limit_slice)."""
     if not limit:
         return member
     if member.info.kind != "beir":
@@ -268,6 +270,8 @@ def limited(member: Member, limit: int | None) -> Member:
     from bench.evaluate.suites.retrieval import LIMIT_DISTRACTORS_PER_QUERY
 
     queries = min(member.queries, limit)
+    if mode != FIRST:
+        return replace(member, queries=queries)
     return replace(member, items=min(member.items, queries * (1 + LIMIT_DISTRACTORS_PER_QUERY)), queries=queries)
 
 
@@ -278,7 +282,7 @@ def estimate_dataset(cal: Calibrator, suite: Any, families: tuple[str, ...], dat
     from bench.evaluate.runner import suite_variants
 
     kind = getattr(suite, "data_kind", None)
-    group = [limited(m, cal.ctx.limit) for m in find_members(dataset, kind, cal.ctx)]
+    group = [limited(m, cal.ctx.limit, cal.ctx.limit_mode) for m in find_members(dataset, kind, cal.ctx)]
     unit = {"beir": "documents", "sts": "pairs"}.get(kind, "texts")
     est = DatasetEstimate(suite.name, dataset, sum(m.items for m in group), sum(m.queries for m in group), unit)
     est.download = [(m.info.name, m.info.source, m.figures.download_bytes if m.figures else 0)
