@@ -2,7 +2,7 @@
 
 A page holds a marker line `<!-- generated: NAME -->`; `on_page_markdown` replaces it with `GENERATORS[NAME]()`:
 the command line from the parsers `bench` itself builds (every command, option, default, allowed values and help),
-results.json from its JSON schema, the published-score reproduction and the claim verdicts from the JSON files the
+results.json from its JSON schema, the database schema from its SQLAlchemy models, the published-score reproduction and the claim verdicts from the JSON files the
 benchmarks write (docs/results/), and the citations from the declarations `bench results --cite` reads.
 """
 
@@ -121,8 +121,25 @@ def claims() -> str:
     data = json.loads(path.read_text())
     out = []
     for claim in data["claims"]:
-        out += [f"### {claim['file']} (scale {claim['scale']})", "", f"Measured on {claim['machine']}: "
+        out += [f"### {claim['file']} (scale {claim['scale']})", "", f"Measured on {claim['machine']}, code {claim.get('code', 'unknown')}: "
                 f"{claim['seconds']} s.", "", "```text", claim["verdicts"].rstrip(), "```", ""]  # fmt: skip
+    return "\n".join(out)
+
+
+def database() -> str:
+    """Each table of the results database and its columns, from the SQLAlchemy models (results_db/models.py)."""
+    from results_db.models import SCHEMA_VERSION, Base
+
+    out = [f"Schema version {SCHEMA_VERSION}.", ""]
+    for table in Base.metadata.sorted_tables:
+        out += [f"### `{table.name}`", "", "| column | type | null | key |", "|---|---|---|---|"]
+        for col in table.columns:
+            key = "primary" if col.primary_key else ", ".join(f"→ `{fk.target_fullname}`" for fk in col.foreign_keys)
+            out.append(f"| `{col.name}` | {_cell(col.type)} | {'yes' if col.nullable else 'no'} | {key} |")
+        for index in sorted(table.indexes, key=lambda i: i.name or ""):
+            unique = "unique " if index.unique else ""
+            out.append(f"\n{unique}index `{index.name}` on {', '.join(f'`{c.name}`' for c in index.columns)}")
+        out.append("")
     return "\n".join(out)
 
 
@@ -145,7 +162,7 @@ def citations() -> str:
 
 
 GENERATORS: dict[str, Callable[[], str]] = {"cli": cli, "results-json": results_json, "reproduction": reproduction,
-                                            "claims": claims, "citations": citations}  # fmt: skip
+                                            "claims": claims, "database": database, "citations": citations}  # fmt: skip
 
 
 def render(markdown: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bench.report.pooling import evaluated_label, model_name, row_settings, variant_labels  # noqa: F401  (model_name: re-exported)
+from bench.report.pooling import declared_mark, evaluated_label, model_name, row_settings, variant_labels  # noqa: F401  (model_name: re-exported)
 from leaderboard import columns
 
 NONE_LABEL = "—"  # what an empty budget / corpus (an untrained `bench eval` run) shows as
@@ -93,7 +93,9 @@ def evaluated_model_labels(runs: pd.DataFrame) -> pd.Series:
     in_comparison = runs["comparison"].fillna("").astype(str) != ""
     evaluated = (runs["kind"] == "eval") & (runs["method"] == "vanilla") & ~in_comparison
     evaluated &= runs["model"].astype(str) != ""
-    method.loc[evaluated] = [evaluated_label("vanilla", m) for m in runs.loc[evaluated, "model"]]
+    identity = runs["model_identity"] if "model_identity" in runs else pd.Series("", index=runs.index)
+    method.loc[evaluated] = [evaluated_label("vanilla", m) + declared_mark({"identity": i})  # a caller's name: marked
+                             for m, i in zip(runs.loc[evaluated, "model"], identity.loc[evaluated])]  # fmt: skip
     return method
 
 

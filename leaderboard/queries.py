@@ -188,6 +188,7 @@ def run_list(db: ResultsDB) -> pd.DataFrame:
     frame["in_domain"] = [_in_domain(c.get("in_domain")) for c in configs]  # evaluated datasets the corpus is
     frame["model_fingerprint"] = [c.get("model_fingerprint") for c in configs]  # an evaluated model's weights
     frame["comparison"] = [c.get("comparison") for c in configs]  # a `bench run` row's comparison
+    frame["model_identity"] = [c.get("identity") or "" for c in configs]  # "declared, not derived": a caller's name
     for col in ("method", "backbone", "suite", "train_corpus", "budget_label", "model", "status", "kind", "sweep", "sweep_point",
                 "model_fingerprint", "comparison"):  # fmt: skip
         frame[col] = frame[col].fillna("").astype(str) if col in frame else ""

@@ -71,7 +71,17 @@ def _model_text(model: Any) -> str:
     if isinstance(model, (str, os.PathLike)) and not isinstance(model, bytes) and str(os.fspath(model)).strip():
         return str(os.fspath(model))
     raise ConfigError(f"model={model!r}: give a model folder, a hub id, 'minilm' or 'bm25' as a string "
-                      "(e.g. lenbench.evaluate('minilm', 'sts'))")  # fmt: skip
+                      "(e.g. lenbench.evaluate('minilm', 'sts')), or a model object: a SentenceTransformer, a "
+                      "(transformers model, tokenizer) pair, or an object with encode(list[str])")  # fmt: skip
+
+
+def _name_text(name: Any) -> str | None:
+    """`name=`: a non-empty string (an opaque object's identity; a torch model's label), or None."""
+    from bench.runtime.errors import ConfigError
+
+    if name is None or isinstance(name, str) and name.strip():
+        return name.strip() if isinstance(name, str) else None
+    raise ConfigError(f"name={name!r}: give the model's name as a non-empty string (e.g. name='hash-encoder-v1')")
 
 
 def _as_typed(typed: Any, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -175,9 +185,14 @@ class Results:
 
 
 # ------------------------------------------------------------------------------------------- jobs
-def evaluate(model: str, suites: str | Sequence[str], *, db: str | os.PathLike[str] | None = None,
-             quiet: bool = False, **options: Any) -> Results:  # fmt: skip
-    """Score `model` (a folder, a hub id, 'minilm' or 'bm25') on `suites` and record it: `bench eval`.
+def evaluate(model: Any, suites: str | Sequence[str], *, db: str | os.PathLike[str] | None = None,
+             quiet: bool = False, name: str | None = None, tokenizer: Any = None, **options: Any) -> Results:  # fmt: skip
+    """Score `model` on `suites` and record it: `bench eval`. `model`: a folder, a hub id, 'minilm', 'bm25' or
+    'path/to/file.py:NAME' (a string or path); or an object: a SentenceTransformer, a transformers model with its
+    tokenizer (a `(model, tokenizer)` pair, or `tokenizer=`), or anything with `encode(list[str])` returning an
+    (n, dim) array or tensor (bench.encode.objects). A torch model is known by its weights, class and tokenizer; any
+    other object by `name=` (required for it; the row is marked "identity declared, not derived" and reused only
+    with reuse_declared=True). `name=` also labels a torch model's row.
 
     options: `bench eval`'s options by name (limit=300, max_len=256, pooling="mean", elong="2,rand" or ["2", "rand"],
     attack=[...], seed=0, data_dir=..., download=True, device="cpu", backend="onnx", no_cache=True,
@@ -189,10 +204,23 @@ def evaluate(model: str, suites: str | Sequence[str], *, db: str | os.PathLike[s
     from bench.experiment.evaluation import run_evaluation
     from results_db import ResultsDB
 
-    given = {"model": _model_text(model), "suite": suites, "db": _db_text(db), "no_progress": quiet or None,
-             **options}  # fmt: skip
+    from bench.encode.objects import OBJECT_MODEL, is_model_object, model_object
+
+    # a string or path is loaded by name (_model_text refuses anything else that is not a model object, in one line)
+    source = model_object(model, name=_name_text(name), tokenizer=tokenizer) if is_model_object(model) else None
+    if source is None and (name is not None or tokenizer is not None):
+        from bench.runtime.errors import ConfigError
+
+        raise ConfigError(f"{'name' if name is not None else 'tokenizer'}= is for a model given as an object; "
+                          f"model={model!r} is loaded by its name or folder")  # fmt: skip
+    given = {"model": OBJECT_MODEL if source is not None else _model_text(model), "suite": suites,
+             "db": _db_text(db), "no_progress": quiet or None, **options}  # fmt: skip
     opts = _typed(EvalOptions, given)
     spec = EvalSpec.from_options(opts)
+    if source is not None:
+        from dataclasses import replace
+
+        spec = replace(spec, source=source)  # `model` becomes its name once its encoder is built
     parse_suites(spec.suite_args)  # an unknown suite: refused before anything is written
     if opts.estimate:  # what it will cost, nothing scored or recorded: bench.experiment.estimate.evaluation.Estimate
         from bench.experiment.estimate.evaluation import estimate_evaluation

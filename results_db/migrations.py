@@ -212,6 +212,59 @@ def _to_7(conn: Connection) -> None:
         conn.execute(runs.update().where(runs.c.id == row.id).values(config=config, config_hash=new_hash))
 
 
+# Schema 8: an untrained row that ran as a command of its own (a claim's or a sweep's `bench run --method vanilla
+# --seed N` point) names the comparison of its shared settings with no training corpus counted (corpus_texts 0, no
+# digest: bench.sweep.points), so no trained row shares its key and schema 7 left it under its `auto` key.
+def _untrained_key(config: dict) -> str:
+    """The comparison an untrained point of a trained row's shared settings (and training seed) names."""
+    shared = {k: config[k] for k in SHARED_KEYS_7 if k in config and k != "corpus_sha256"}
+    return _hash({"shared": {**shared, "corpus_texts": 0}})
+
+
+def _as_before_7(config: dict) -> list[dict]:
+    """A resolved trained config as schema 6 may have hashed it: the training precision asked ("auto" or as it ran)
+    and the evaluation's precision left out (auto) or kept (asked)."""
+    out = []
+    evaluation = config.get("eval") if isinstance(config.get("eval"), dict) else None
+    for precision in ("auto", config["train"].get("precision")):
+        train = {**config["train"], "precision": precision}
+        out.append({**config, "train": train})
+        if evaluation is not None and "precision" in evaluation:
+            out.append({**config, "train": train, "eval": {k: v for k, v in evaluation.items() if k != "precision"}})
+    return out
+
+
+def _to_8(conn: Connection) -> None:
+    """An untrained row whose comparison is a trained row's shared settings as schema 6 hashed them (with no corpus
+    counted) gets the key of those settings as resolved (what today's point computes), and the hash of its re-keyed
+    config where its hash was the hash of its config: a claim's untrained reference is found again, as its trained
+    runs were by schema 7. Any other row keeps its key. No row or score is removed."""
+    runs = Base.metadata.tables["runs"]
+    rows = conn.execute(select(Run.id, Run.config, Run.config_hash)).all()
+    configs = {row.id: row.config for row in rows if isinstance(row.config, dict)}
+    untrained = {r.id: r for r in rows if r.id in configs and not isinstance(configs[r.id].get("train"), dict)
+                 and isinstance(configs[r.id].get("comparison"), str)}  # fmt: skip
+    wanted = {r.config["comparison"] for r in untrained.values()}
+    keys: dict[str, str] = {}  # old comparison -> new
+    for config in configs.values():
+        if not isinstance(config.get("train"), dict) or not wanted - set(keys):
+            continue
+        new = _untrained_key(config)
+        for before in _as_before_7(config):
+            old = _untrained_key(before)
+            if old in wanted and old != new:
+                keys.setdefault(old, new)
+    for row in untrained.values():
+        if row.config["comparison"] not in keys:
+            continue
+        config = {**row.config, "comparison": keys[row.config["comparison"]]}
+        hashed = {k: v for k, v in row.config.items() if k not in OUTSIDE_HASH}
+        new_hash = row.config_hash
+        if row.config_hash == _hash(hashed):
+            new_hash = _hash({k: v for k, v in config.items() if k not in OUTSIDE_HASH})
+        conn.execute(runs.update().where(runs.c.id == row.id).values(config=config, config_hash=new_hash))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "runs: host, pid, heartbeat_at, runtime, model_info, sweep, sweep_point; scores: info", _to_2),
     Migration(3, "curve_points: scores of encoders evaluated during training (bench run --eval-every)", _to_3),
@@ -219,6 +272,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "comparisons keyed by their shared settings: runs of several commands pool into one", _to_5),
     Migration(6, "claim_verdicts: the verdicts of `bench claim` (a claim file's comparisons at one scale)", _to_6),
     Migration(7, "config hashes over resolved settings: each row's precisions as its runtime recorded them", _to_7),
+    Migration(8, "untrained points (a claim's reference) keyed by their trained rows' resolved settings", _to_8),
 )
 assert MIGRATIONS[-1].version == SCHEMA_VERSION, "a schema version without its migration step"
 

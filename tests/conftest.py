@@ -62,6 +62,28 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+# Tiny STS sets the tests share (scores are computed from them, never typed): lower-cased, tokenised pairs, and
+# sentence-cased rows; a test takes the first N it needs.
+TOY_PAIRS: list[tuple[str, str, float]] = [
+    ("a man is playing a guitar .", "a man plays the guitar .", 4.8),
+    ("a woman is slicing an onion .", "a woman is cutting an onion .", 4.2),
+    ("a dog runs in the park .", "a cat sleeps on the sofa .", 0.6),
+    ("the stock market fell sharply .", "shares dropped a lot today .", 3.4),
+    ("children play football .", "a plane is taking off .", 0.0),
+    ("a boy rides a bike .", "a child is riding a bicycle .", 4.5),
+    ("two dogs play in the snow .", "dogs are playing in snow .", 4.0),
+    ("a man cuts a tomato .", "a person slices a tomato .", 3.8),
+]
+STS_ROWS: list[tuple[str, str, float]] = [
+    ("A man is playing a guitar.", "A man plays the guitar.", 4.8),
+    ("A woman is slicing onions.", "A man is riding a horse.", 0.4),
+    ("The cat sleeps on the sofa.", "A cat is sleeping on a couch.", 4.5),
+    ("Stocks fell sharply today.", "Children play football outside.", 0.0),
+    ("The train arrived late.", "The train was delayed.", 4.0),
+    ("A dog runs in the park.", "Two dogs are running through a field.", 3.2),
+]
+
+
 def write_sts(path: Path, rows: list[tuple[str, str, float]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = ["sentence1\tsentence2\tscore"] + [f"{a}\t{b}\t{s}" for a, b, s in rows]

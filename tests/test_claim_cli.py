@@ -4,6 +4,7 @@ claim file loads and expands at each of its scales offline."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -223,3 +224,56 @@ def test_a_claims_runs_start_one_seed_of_each_arm_at_a_time():
     assert sorted(order) == sorted((p.method, p.seed) for a in made for p in a.points)  # every run, once
     assert [seed for _, seed in order[: len(made)]] == [0] * len(made)  # every arm's first seed before any second
     assert order[0] == ("laser3-self", 0) and order[1][0] == "vanilla" and order[len(made)] == ("laser3-self", 1)
+
+
+def _store_point_rows(db_path: Path, claim_path: Path, change) -> None:  # noqa: ANN001
+    """A finished row for every point of the claim, as `bench run` keys it, each config passed through `change`
+    (the hash left as it was, so no point finds its row)."""
+    import copy
+
+    spec = load_claim(claim_path)
+    db = ResultsDB(db_path)
+    for arm in arms(spec, "cpu"):
+        for point in arm.points:
+            config = change(copy.deepcopy(point.config))
+            db.create_run(model=str(point.spec.backbone), method=point.method, config=config,
+                          config_hash="0" * 16, status="finished", kind="train")  # fmt: skip
+    db.engine.dispose()
+
+
+def test_no_run_names_the_first_config_field_that_differs_with_both_values(workdir, tiny_model_dir, capsys):
+    path = write_claim(workdir / "tiny.toml", tiny_model_dir)
+    db = workdir / "r.sqlite"
+
+    def shorter(config):  # noqa: ANN001
+        config["eval"]["max_len"] = 16
+        return config
+
+    _store_point_rows(db, path, shorter)
+    assert main(["claim", str(path), "--db", str(db), "--no-run"]) == 1
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if ln.startswith("  ") and ": missing (" in ln]
+    assert len(lines) == 7, out  # every point of every arm, each with its reason
+    assert all(", the closest, has eval.max_len=16, this one asks 32)" in ln for ln in lines), out
+
+
+def test_no_run_says_when_no_run_of_the_method_exists_or_another_code_version_made_it(workdir, tiny_model_dir, capsys):
+    path = write_claim(workdir / "tiny.toml", tiny_model_dir)
+    db = workdir / "r.sqlite"
+
+    def older_recipe(config):  # noqa: ANN001
+        if "train_recipe" in config:
+            config["train_recipe"] = config["train_recipe"] - 1
+        return config
+
+    _store_point_rows(db, path, older_recipe)
+    con = sqlite3.connect(db)
+    con.execute("DELETE FROM runs WHERE method = 'vanilla'")  # the untrained reference: no row of it at all
+    con.commit()
+    con.close()
+    before = db.read_bytes()
+    assert main(["claim", str(path), "--db", str(db), "--no-run"]) == 1
+    out = capsys.readouterr().out
+    assert "vanilla seed 0: missing (no run of vanilla in the database)" in out
+    assert "was made by another code version: train_recipe=" in out
+    assert db.read_bytes() == before  # --no-run only reads

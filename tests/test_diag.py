@@ -25,18 +25,9 @@ from bench.evaluate.suites.diag import (
     token_statistics,
 )
 from results_db import ResultsDB
-from tests.conftest import write_sts
+from tests.conftest import TOY_PAIRS, write_sts
 
-PAIRS = [
-    ("a man is playing a guitar .", "a man plays the guitar .", 4.8),
-    ("a woman is slicing an onion .", "a woman is cutting an onion .", 4.2),
-    ("a dog runs in the park .", "a cat sleeps on the sofa .", 0.6),
-    ("the stock market fell sharply .", "shares dropped a lot today .", 3.4),
-    ("children play football outside .", "a plane is taking off .", 0.0),
-    ("a boy rides a bike .", "a child is riding a bicycle .", 4.5),
-    ("two dogs play in the snow .", "dogs are playing in snow .", 4.0),
-    ("a man cuts a tomato .", "a person slices a tomato .", 3.8),
-]
+PAIRS = TOY_PAIRS
 
 
 @pytest.fixture(scope="module")

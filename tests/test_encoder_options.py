@@ -89,3 +89,37 @@ def test_an_unasked_batch_size_is_the_devices_and_hashes_as_the_old_default(monk
     # the line that redoes a row names an asked size (it is in the hash), never an unasked one
     assert "--eval-batch-size 32" in RunSpec.from_values(dict(method="simcse", suite=["heldout"], eval_batch_size=32)).reproduce_command("simcse", True)
     assert "--eval-batch-size" not in default.reproduce_command("simcse", True)
+
+
+def test_auto_is_resolved_by_one_function_everywhere():
+    """bench.encode.auto.resolve_auto is the only caller of the device policy's resolvers and of the backends'
+    auto choice: the encoder, the identity, the trainer and the runtime record all go through it."""
+    import ast
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    resolvers = {"resolve_device", "resolve_precision", "resolve_backend"}
+    allowed = {"bench/encode/auto.py", "bench/runtime/device.py", "bench/encode/backends/__init__.py"}
+    callers = []
+    for top in ("bench", "lenbench", "results_db", "leaderboard"):
+        for path in sorted((repo / top).rglob("*.py")):
+            where = str(path.relative_to(repo))
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in resolvers:
+                    if where not in allowed:
+                        callers.append(f"{where}:{node.lineno}")
+    assert callers == []
+
+
+def test_a_run_records_the_training_precision_it_trains_at_not_the_evaluations():
+    """On CUDA `auto` scores at fp16 and trains at bf16 autocast: the runtime records both as they run (it recorded
+    fp16 for the training when the resolved evaluation precision was resolved again for training)."""
+    from bench.encode.auto import resolve_auto
+    from bench.experiment.run_job import PreparedRun, run_record
+    from bench.experiment.run_spec import RunSpec
+
+    spec = RunSpec.from_values({"method": "simcse", "suite": ["heldout"], "device": "cuda", "backend": "torch"})
+    runtime = run_record(PreparedRun(spec, {}, None, 16))
+    assert (runtime["device"], runtime["precision"], runtime["train_precision"]) == ("cuda", "fp16", "bf16")
+    assert runtime["encoder_backend"] == "torch"
+    assert resolve_auto("cpu", "auto") == resolve_auto("cpu", "fp32")  # fp32 on the CPU, for both

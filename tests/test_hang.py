@@ -12,19 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_sts
+from tests.conftest import STS_ROWS, write_sts
 
 REPO = Path(__file__).resolve().parent.parent
 BOUND_S = 240  # a healthy run takes well under a minute on 2 loaded cores; the deadlock never ends
 # Enough distinct texts that the corpus preparation reaches the process pool on today's thresholds (64).
 CORPUS = [f"Document {i} is about subject {i % 7}. It has a second sentence, number {i}, with more words." for i in range(160)]
-STS = [
-    ("A man is playing a guitar.", "A man plays the guitar.", 4.8),
-    ("A woman is slicing onions.", "A man is riding a horse.", 0.4),
-    ("The cat sleeps on the sofa.", "A cat is sleeping on a couch.", 4.5),
-    ("Stocks fell sharply today.", "Children play football outside.", 0.0),
-    ("A dog runs in the park.", "A dog is running on grass.", 4.0),
-]
+STS = STS_ROWS[:5]
 
 
 def child_env(**extra: str) -> dict[str, str]:

@@ -88,7 +88,7 @@ def test_a_database_of_the_previous_release_is_re_keyed_and_its_rows_found_again
         assert chash == expected_hash and config["comparison"] == configs.comparison, run_id
         assert {k: v for k, v in config.items() if k not in ("curves", "in_domain")} == expected_config, run_id
     with sqlite3.connect(db_path) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "7"
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "8"
 
 
 def test_the_migration_keys_a_cuda_row_by_what_it_ran_at(monkeypatch, tmp_path):

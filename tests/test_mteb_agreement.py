@@ -17,20 +17,12 @@ import pytest
 from bench.encode.encoder import Encoder
 from bench.evaluate.suites import EvalContext, parse_suites
 from bench.evaluate.suites.mteb_suite import MTEBSuite, local_dataset, local_retrieval_task, mteb_encoder
-from tests.conftest import SHARED_DATA, write_sts
+from tests.conftest import SHARED_DATA, TOY_PAIRS as TOY_PAIRS_ALL, write_sts
 
 STS_SLICE = 120  # STS-B test pairs
 SCIFACT_QUERIES = 12  # SciFact queries (corpus: their judged documents + 10 distractors per query)
 
-TOY_PAIRS = [
-    ("a man is playing a guitar .", "a man plays the guitar .", 4.8),
-    ("a woman is slicing an onion .", "a woman is cutting an onion .", 4.2),
-    ("a dog runs in the park .", "a cat sleeps on the sofa .", 0.6),
-    ("the stock market fell sharply .", "shares dropped a lot today .", 3.4),
-    ("children play football .", "a plane is taking off .", 0.0),
-    ("a boy rides a bike .", "a child is riding a bicycle .", 4.5),
-    ("two dogs play in the snow .", "dogs are playing in snow .", 4.0),
-]
+TOY_PAIRS = TOY_PAIRS_ALL[:7]
 TOY_DOCS = {
     "d1": ("Guitar", "a man plays the electric guitar on stage"),
     "d2": ("Cooking", "slice the onion and fry it in butter"),

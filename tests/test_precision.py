@@ -43,7 +43,8 @@ def test_cuda_runs_attention_without_cudnn_and_the_cpu_keeps_torchs_default(monk
     flags are torch's global ones, so this holds on a CPU build too); the runtime names the choice."""
     import torch
 
-    from bench.runtime.device import attention_policy, forward_context, runtime_fields
+    from bench.encode.auto import resolve_auto
+    from bench.runtime.device import attention_policy, forward_context
 
     cuda = attention_policy("cuda:0")
     assert cuda.name == "sdpa without cuDNN" and attention_policy("cpu").name == "sdpa default"
@@ -53,7 +54,7 @@ def test_cuda_runs_attention_without_cudnn_and_the_cpu_keeps_torchs_default(monk
     assert torch.backends.cuda.cudnn_sdp_enabled() == before
     with forward_context("cpu", "bf16"):
         assert torch.backends.cuda.cudnn_sdp_enabled() == before and torch.is_autocast_enabled("cpu")
-    assert runtime_fields("cuda", "auto") == {"device": "cuda", "precision": "fp16", "train_precision": "bf16",
+    assert resolve_auto("cuda", "auto").runtime() == {"device": "cuda", "precision": "fp16", "train_precision": "bf16",
                                               "attention": "sdpa without cuDNN"}  # fmt: skip
     monkeypatch.setenv("LENBENCH_CUDNN_ATTENTION", "1")
     assert attention_policy("cuda").kernels == ()

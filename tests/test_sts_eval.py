@@ -7,16 +7,9 @@ from bench.encode.encoder import Encoder
 from bench.encode.loading import save_encoder
 from bench.evaluate.suites import EvalContext, parse_suites
 from results_db import ResultsDB
-from tests.conftest import write_sts
+from tests.conftest import TOY_PAIRS, write_sts
 
-PAIRS = [
-    ("a man is playing a guitar .", "a man plays the guitar .", 4.8),
-    ("a woman is slicing an onion .", "a woman is cutting an onion .", 4.2),
-    ("a dog runs in the park .", "a cat sleeps on the sofa .", 0.6),
-    ("the stock market fell sharply .", "shares dropped a lot today .", 3.4),
-    ("children play football .", "a plane is taking off .", 0.0),
-    ("a boy rides a bike .", "a child is riding a bicycle .", 4.5),
-]
+PAIRS = TOY_PAIRS[:6]
 
 
 @pytest.fixture()

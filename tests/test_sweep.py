@@ -21,16 +21,11 @@ from bench.runtime.errors import ConfigError
 from bench.sweep.points import expand
 from bench.sweep.spec import load_spec
 from results_db import ResultsDB
-from tests.conftest import child_process_workdir
+from tests.conftest import STS_ROWS, child_process_workdir
 
 REPO = Path(__file__).resolve().parent.parent
 TEXTS = [f"Sentence {i} talks about subject {i % 6}. A second sentence adds detail number {i}." for i in range(40)]
-STS = [
-    ("A man is playing a guitar.", "A man plays the guitar.", 4.8),
-    ("A woman is slicing onions.", "A man is riding a horse.", 0.4),
-    ("The cat sleeps on the sofa.", "A cat is sleeping on a couch.", 4.5),
-    ("Stocks fell sharply today.", "Children play football outside.", 0.0),
-]
+STS = STS_ROWS[:4]
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -33,7 +33,12 @@ class Arm:
 
 
 def sweep_name(spec: ClaimSpec, scale: str) -> str:
-    return f"claim-{spec.name}-{scale}"
+    return claim_sweep(spec.name, scale)
+
+
+def claim_sweep(claim: str, scale: str) -> str:
+    """The sweep name a claim's runs are recorded under, at one scale."""
+    return f"claim-{claim}-{scale}"
 
 
 def arms(spec: ClaimSpec, scale: str) -> list[Arm]:

@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         if args.format in ("csv", "json"):
             from bench.report.results_file import scores_frame
 
-            frame = scores_frame(db, runs, scores["run_id"].unique().tolist())
+            frame = scores_frame(db, runs, scores["run_id"].unique().tolist(), comparison_labels(runs))
     if args.format == "csv":
         if "info" in frame:  # a JSON column: written as JSON, as --format json and the database hold it
             frame = frame.assign(info=[None if v is None else json.dumps(v, sort_keys=True) for v in frame["info"]])
@@ -101,6 +101,14 @@ def run(args: argparse.Namespace) -> int:
             if text:
                 print(text)
     return 0
+
+
+def comparison_labels(runs) -> dict[int, str]:  # noqa: ANN001
+    """Run id -> the label its comparison's tables (and the API's `to_pandas()` and `differences()`) give it: the
+    method, with the settings that tell two configurations of it apart in that comparison (docs/reference/naming.md)."""
+    from bench.report.pooling import comparison_groups, method_labels
+
+    return {int(r["id"]): label for group in comparison_groups(runs) for r, label in zip(group, method_labels(group))}
 
 
 def print_curves(db: ResultsDB, run_ids: list[int], fmt: str) -> int:
@@ -122,7 +130,10 @@ def print_tables(db: ResultsDB, runs, reference: str | None, correction: str = "
     from bench.report.pooling import method_labels
     from bench.report.pooling import comparison_groups, resolve_reference, row_label
 
+    from bench.claim.reference import claim_reference
+
     groups = comparison_groups(runs)
+    verdicts = db.claim_verdicts() if reference is None else []
     if reference and not any(reference in (r["method"], label) for group in groups
                              for r, label in zip(group, method_labels(group))):
         raise ConfigError(f"--reference {reference!r}: no listed run has that method")
@@ -136,6 +147,9 @@ def print_tables(db: ResultsDB, runs, reference: str | None, correction: str = "
             listing = ", ".join(f"{r['method']} #{r['id']} [{r['status']}]" for r in group)
             print(f"comparison {comparison}: {listing}")
         ref, note = resolve_reference(reference, list(by_method))
+        claimed = claim_reference(verdicts, group, by_method) if reference is None else None
+        if claimed is not None:  # a claim's runs: against the row its file names as the reference
+            ref, note = claimed, f"reference: {claimed}, the reference row of the claim these runs test"
         if note:
             print(note)
         from bench.report.tables import comparison_report  # (scipy: imported when a table is printed)

@@ -85,6 +85,7 @@ class Encoder:
         cache_dir: str | os.PathLike[str] | None = None,
         show_progress: bool = True,
         token_cache: bool | None = None,
+        fingerprint: str | None = None,
         **changes: Any,
     ):
         """`options` (bench.encode.options.EncoderOptions, default its defaults), with `changes` to any of its fields
@@ -92,11 +93,13 @@ class Encoder:
 
         `model` (and `tokenizer`): handed in, they run as they are (a model being trained keeps its weights' dtype);
         None: loaded on first use from `opened` (bench.encode.loading.open_model: the source folder or hub id, and
-        the fingerprint and dimension when its files told them), and then the encoder's own, cast to the precision."""
+        the fingerprint and dimension when its files told them), and then the encoder's own, cast to the precision.
+        `fingerprint`: the identity of a model handed in (bench.encode.objects: its weights and class), instead of
+        its weights' hash taken on first use."""
         options = replace(options or ENCODER_DEFAULTS, **changes)  # an unknown name: TypeError; a bad value: ConfigError
         if options.pooling is None:  # no folder declared one (Encoder.load reads it): mean pooling
             options = replace(options, pooling="mean")
-        source, fingerprint, dim = (opened.source, opened.fingerprint, opened.dim) if opened else (None, None, None)
+        source, fingerprint, dim = (opened.source, opened.fingerprint, opened.dim) if opened else (None, fingerprint, None)
         if model is None and source is None:
             raise ConfigError("Encoder needs a model or a source folder to load it from")
         self.options = options.resolved()  # device, precision and backend as they run (recorded by describe())

@@ -3,8 +3,9 @@
 checks are written here once; the parsers take their defaults from `ENCODER_DEFAULTS`, and nothing between the command
 and the encoder relays the options one by one. Importing this module loads neither numpy nor torch.
 
-`auto` (device, precision, backend) is resolved once, by `EncoderOptions.resolved` (the device and precision policy
-is bench.runtime.device's), and the encoder keeps and records the resolved value (its `describe()`).
+`auto` (device, precision, backend) is resolved by bench.encode.auto.resolve_auto, the one function every reader of
+a resolved value calls (`EncoderOptions.resolved` here), and the encoder keeps and records the resolved value (its
+`describe()`).
 """
 
 from __future__ import annotations
@@ -73,12 +74,10 @@ class EncoderOptions:
     def resolved(self) -> "EncoderOptions":
         """Device, precision and backend as they will run: `auto` and None replaced by bench.runtime.device's policy
         (a backend that cannot run here is a ConfigError). Resolving a resolved value changes nothing."""
-        from bench.runtime.device import resolve_device, resolve_precision
+        from bench.encode.auto import resolve_auto
 
-        device = resolve_device(self.device)
-        precision = resolve_precision(self.precision, device)
-        backend = backends.resolve_backend(self.backend, device, precision)
-        return replace(self, device=device, precision=precision, backend=backend)
+        auto = resolve_auto(self.device, self.precision, self.backend)
+        return replace(self, device=auto.device, precision=auto.precision, backend=auto.backend)
 
 
 def hashed_batch_size(rows: int | None) -> int:

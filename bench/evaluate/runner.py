@@ -26,9 +26,16 @@ def is_embedding_model(model: Any) -> bool:
 def check_model(model: Any, suites: list[tuple[Suite, tuple[str, ...]]]) -> None:
     """Fail before anything is written when a suite cannot score this kind of model (bm25 on sts, knn, ...).
 
-    A suite declares `lexical_ok = True` when it can score a model without `encode` (retrieval: BM25's `search`).
+    A suite declares `lexical_ok = True` when it can score a model without `encode` (retrieval: BM25's `search`), and
+    `needs_tokens = True` when it reads token embeddings (diag), which an object's own encode() does not give.
     """
     if is_embedding_model(model):
+        tokenless = [suite.name for suite, _ in suites if getattr(suite, "needs_tokens", False)]
+        if tokenless and not callable(getattr(model, "token_embeddings", None)):
+            name = getattr(model, "name", type(model).__name__)
+            raise SuiteError(f"model {name!r} is scored through its own encode(), which gives no token embeddings, so "
+                             f"it cannot run {', '.join(dict.fromkeys(tokenless))}; give it as a SentenceTransformer "
+                             "or a transformers model with its tokenizer, or drop that suite")  # fmt: skip
         return
     bad = [suite.name for suite, _ in suites if not getattr(suite, "lexical_ok", False)]
     if bad:

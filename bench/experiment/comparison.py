@@ -38,7 +38,7 @@ from bench.experiment.record import Recording
 from bench.experiment.run_spec import RunConfigs, RunSpec
 from bench.experiment.run_trackers import close_trackers, open_trackers
 from bench.runtime import distributed
-from bench.runtime.device import resolve_device
+from bench.encode.auto import resolve_auto
 from bench.runtime.errors import ConfigError
 
 BACKBONE_NOTES = {
@@ -148,7 +148,7 @@ def start_comparison(spec: RunSpec, db: Any = None, say: Callable[..., None] | N
     main = distributed.is_main()
     if say is None:
         say = print if main else (lambda *a, **k: None)
-    runtime = runtime or {"device": resolve_device(spec.encoder.device)}
+    runtime = runtime or {"device": resolve_auto(spec.encoder.device).device}
     methods = {m: get_method(m) for m in spec.settings.rows}
     trained_methods = [m for m, method_spec in methods.items() if method_spec.trains]
     with distributed.main_first():  # a corpus that must be downloaded is fetched once, by rank 0

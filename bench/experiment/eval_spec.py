@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.encode.opaque import DECLARED
 from bench.encode.options import EncoderOptions
 from bench.experiment.identity import scoring_identity
 from bench.experiment.command_options import declared_fields, nested_default, spec_kwargs, spec_values, typed_options
@@ -45,10 +46,12 @@ class EvalOptions:
 
 @dataclass
 class EvalSpec:
-    model: str  # folder, hub id, 'minilm' or 'bm25'
+    model: str  # folder, hub id, 'minilm', 'bm25', or the name of a model object (file.py:NAME, the API's name=)
     suite_args: list[str]
     settings: EvalSettings = field(default_factory=EvalSettings)
     rerun: bool = False  # score again in a new row even when a finished row of this evaluation exists
+    source: Any = None  # the model as an object (bench.encode.objects.ModelObject); `model` is then its name
+    reuse_declared: bool = False  # a model of declared identity reuses a finished row of its name (else: a new row)
 
     @classmethod
     def from_args(cls, args: Any) -> "EvalSpec":
@@ -72,7 +75,26 @@ class EvalSpec:
             data_dir=args.data_dir, fetch=args.download, attack_params=attack_params,
             options={k: v for k, v in args.suite_options.items() if v},
         )
-        return cls(args.model, suite_args, settings, rerun=args.rerun)
+        from bench.encode.objects import model_from_file
+
+        source = model_from_file(args.model)  # --model path/to/file.py:NAME: the object it names, loaded now
+        return cls(args.model if source is None else source.origin, suite_args, settings, rerun=args.rerun,
+                   source=source, reuse_declared=args.reuse_declared)  # fmt: skip
+
+    def load(self, cache_dir: Any = None) -> tuple["EvalSpec", Any]:
+        """(this spec with `model` the name the model is recorded by, the model as these settings score it): a
+        model object's encoder (bench.encode.objects), else BM25 or an encoder of the folder or hub id (`cache_dir`:
+        its embedding cache, default the usual one)."""
+        from dataclasses import replace
+
+        if self.source is None:
+            from bench.evaluate.models import load_model
+
+            return self, load_model(self.model, self.settings.encoder, cache_dir=cache_dir)
+        from bench.encode.objects import object_encoder
+
+        encoder = object_encoder(self.source, self.settings.encoder, cache_dir=cache_dir)
+        return replace(self, model=encoder.name), encoder
 
     @property
     def method(self) -> str:
@@ -96,6 +118,8 @@ class EvalSpec:
             **scoring_identity(s, describe.get("pooling"), describe.get("precision", "fp32")),
             "seed": s.seed,
             "model_fingerprint": describe.get("fingerprint"),
+            # a model known by the name its caller declared, not by its weights: its rows say so (bench.encode.objects)
+            **({"identity": describe["identity"]} if describe.get("identity") == DECLARED else {}),
             **({"bm25": describe["bm25"]} if "bm25" in describe else {}),  # BM25's settings (stemmer, k1, b...)
         }
         if s.encoder.emb_dtype != "fp32":  # fp16 matrices can move scores in the last digits: part of what was run

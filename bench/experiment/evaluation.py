@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.encode.opaque import DECLARED
 from bench.experiment.eval_files import check_reused, write_eval_results
 from bench.experiment.eval_spec import EvalSpec
 from bench.experiment.record import Recording, command_line, resume_row
@@ -64,15 +65,23 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
     located = locate_datasets(suites, ctx)  # a missing dataset: one error, before anything is recorded
     for found in located:
         say(f"data  {found.describe()}")
+    if spec.source is not None:  # an object: an unusable one is refused before a database file is made
+        spec, model = spec.load()
     if db is None and open_db is not None and main:
         db = open_db()
-    model = spec.settings.load(spec.model)
+    if spec.source is None:
+        spec, model = spec.load()
     check_model(model, suites)  # e.g. bm25 on sts: refused before a run is recorded
     describe = model.describe()
     # a folder's info is read from its files; the torch module is passed only when already loaded (hub ids), so a warm
     # run over cached texts still loads no model
     loaded = getattr(model, "model", None) if getattr(model, "model_loaded", False) else None
-    info = {} if spec.model.lower() in LEXICAL_MODELS else model_info(resolve_model(spec.model), loaded)
+    if spec.source is not None:
+        from bench.encode.objects import object_info
+
+        info = object_info(model, spec.source)
+    else:
+        info = {} if spec.model.lower() in LEXICAL_MODELS else model_info(resolve_model(spec.model), loaded)
     runtime = {**distributed.describe(), "device": describe.get("device"),  # "backend" there: gloo/nccl
                **({"encoder_backend": describe["backend"], "emb_dtype": describe["emb_dtype"],
                    "precision": describe.get("precision")} if "emb_dtype" in describe else {}),
@@ -83,6 +92,12 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
     held = None if db is None else lease_run(db, "eval", chash, spec.method, say, f"[{spec.label}]")
     try:
         done = None if db is None or spec.rerun else finished_evaluation(db, chash, spec.method, located, say)
+        declared = describe.get("identity") == DECLARED
+        if done is not None and declared and not spec.reuse_declared:
+            say(f"run {done} scored a model of this declared name ({spec.model!r}) with these settings on the same "
+                "data, but its identity is declared, not derived: lenbench cannot check the object is the same, so "
+                f"it scores a new row (reuse_declared=True / --reuse-declared reuses run {done})")  # fmt: skip
+            done = None
         if done is not None:  # its results.json is there (written again if not) before it is reused
             check_reused(db, done, spec.label, say)
     except BaseException:
@@ -90,12 +105,18 @@ def run_evaluation(spec: EvalSpec, db: Any = None, *, say: Callable[..., None] |
         raise
     if distributed.broadcast_from_main(done) is not None:
         release_run(db, held)
-        if db is not None:
+        if db is not None and declared:
+            say(f"run {done} scored a model declared as {spec.model!r} with these settings on the same data; reusing "
+                "it by declared identity, as asked (nothing scored; the identity is declared, not derived: lenbench "
+                "did not check the object is the same)")  # fmt: skip
+        elif db is not None:
             say(f"run {done} already scored this model with these settings on the same data; reusing it (nothing "
                 "scored; the same command on changed data, weights or settings scores a new row)")  # fmt: skip
         return EvaluationResult(done if db is not None else None, spec.label, [], db, 0.0, reused=True)
     try:
-        resumed = None if db is None else resume_row(db, "eval", chash, command=command, runtime=runtime)
+        # a declared identity resumes only when asked: the object that died may not be this one
+        resumed = None if db is None or (declared and not spec.reuse_declared) else resume_row(
+            db, "eval", chash, command=command, runtime=runtime)
     except BaseException:
         release_run(db, held)
         raise

@@ -2,8 +2,8 @@
 
 One function says how texts were scored (`scoring_identity`), for `bench run`'s rows (the "eval" part of their
 config) and `bench eval`'s (the top level of theirs), and one what a training ran at (`training_identity`). A
-precision of `auto` (and a device of None) is resolved first (bench.runtime.device, as the encoder and the trainer
-resolve it), so a CPU run (fp32) and a CUDA run of the same command (fp16 weights when scoring, bf16 autocast when
+precision of `auto` (and a device of None) is resolved first, by the function the encoder and the trainer call
+(bench.encode.auto.resolve_auto), so a CPU run (fp32) and a CUDA run of the same command (fp16 weights when scoring, bf16 autocast when
 training) never share a config hash, and rows of different precisions never pool. An evaluation at fp32 leaves the
 precision out, as every row written before it was recorded did. Rows already in a database whose hash left the
 precision out are re-keyed from what their runtime recorded (results_db.migrations, schema 7).
@@ -19,10 +19,10 @@ from bench.encode.options import EncoderOptions, hashed_batch_size
 def resolved_precisions(encoder: EncoderOptions) -> tuple[str, str]:
     """(the evaluation's precision, the training autocast's) as they run on `encoder.device` (None: this machine's
     default device): `auto` resolved by bench.runtime.device."""
-    from bench.runtime.device import resolve_device, resolve_precision
+    from bench.encode.auto import resolve_auto
 
-    device = resolve_device(encoder.device)
-    return resolve_precision(encoder.precision, device), resolve_precision(encoder.precision, device, training=True)
+    auto = resolve_auto(encoder.device, encoder.precision)
+    return auto.precision, auto.train_precision
 
 
 def scoring_identity(settings: Any, pooling: str | None, precision: str) -> dict[str, Any]:

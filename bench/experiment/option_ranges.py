@@ -65,11 +65,14 @@ def check_model_names(values: dict[str, Any], spell: Callable[[str], str] = opti
     """A hub id given offline: one line within seconds, before any row (bench.encode.loading.check_hub_model)."""
     from bench.encode.loading import check_hub_model, resolve_model
     from bench.encode.names import is_generated_backbone
+    from bench.encode.objects import FILE_MODEL, OBJECT_MODEL
     from bench.evaluate.models import LEXICAL_MODELS
 
     for dest in MODEL_OPTIONS:
         name = values.get(dest)
         if not isinstance(name, str) or not name or name.lower() in LEXICAL_MODELS:
+            continue
+        if dest == "model" and (name == OBJECT_MODEL or FILE_MODEL.match(name)):  # an object, or a file naming one
             continue
         try:
             if Path(resolve_model(name)).is_dir():

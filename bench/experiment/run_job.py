@@ -61,12 +61,13 @@ def prepare_run(spec: RunSpec, world: int | None = None) -> PreparedRun:
 
 def run_record(prepared: PreparedRun) -> dict[str, Any]:
     """Run.runtime of this process: world size, per-process batch, and the device, precision and attention kernels
-    as they run here (`EncoderOptions.resolved`: `auto` resolved once; bench.runtime.device.runtime_fields)."""
-    from bench.runtime.device import runtime_fields
+    as they run here, `auto` resolved from the options as given (bench.encode.auto.resolve_auto: the training
+    precision is the autocast's, bf16 on CUDA, not the evaluation's fp16)."""
+    from bench.encode.auto import resolve_auto
 
-    options = prepared.spec.encoder.resolved()
-    return {**distributed.describe(per_rank_batch=prepared.per_rank_batch),
-            **runtime_fields(options.device, options.precision)}  # fmt: skip
+    encoder = prepared.spec.encoder
+    auto = resolve_auto(encoder.device, encoder.precision, encoder.backend)
+    return {**distributed.describe(per_rank_batch=prepared.per_rank_batch), **auto.runtime()}
 
 
 def run_prepared(prepared: PreparedRun, db: Any = None, *, say: Callable[..., None] = print,

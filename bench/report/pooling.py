@@ -51,12 +51,24 @@ def evaluated_label(method: str, model: str) -> str:
     return model_name(model) if method == "vanilla" and str(model or "") else method
 
 
+DECLARED_MARK = " (identity declared, not derived)"  # after the label of a model known only by its caller's name
+
+
 def row_label(row: dict) -> str:
-    """A run row's label: its method; a `bench eval` row outside any `bench run` comparison by its model."""
+    """A run row's label: its method; a `bench eval` row outside any `bench run` comparison by its model, marked
+    when that model's identity was declared by its caller, not derived from its weights (bench.encode.objects)."""
     method = str(row.get("method") or "")
-    if row.get("kind") == "eval" and not _config(row).get("comparison"):
-        return evaluated_label(method, str(row.get("model") or ""))
+    config = _config(row)
+    if row.get("kind") == "eval" and not config.get("comparison"):
+        return evaluated_label(method, str(row.get("model") or "")) + declared_mark(config)
     return method
+
+
+def declared_mark(config: dict) -> str:
+    """DECLARED_MARK for the config of a row whose model identity was declared, else ''."""
+    from bench.encode.opaque import DECLARED
+
+    return DECLARED_MARK if config.get("identity") == DECLARED else ""
 
 
 # What a run scored, not how: the suites, and the attacked variants each adds (`--elong`, `--attack`, the needle's

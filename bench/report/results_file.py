@@ -132,6 +132,8 @@ def _db_path(db: Any) -> Path | None:
 
 def run_results(db: Any, run_id: int) -> dict[str, Any]:
     """The results document of one run (see the module docstring)."""
+    from bench.report.pooling import row_label
+
     run = db.get_run(run_id)
     config = run.get("config") or {}
     trained = run.get("kind") == "train"
@@ -140,7 +142,7 @@ def run_results(db: Any, run_id: int) -> dict[str, Any]:
         "format_version": FORMAT_VERSION,
         "scale": SCALE,
         "run": {
-            "id": int(run["id"]), "kind": run.get("kind"), "method": run.get("method"),
+            "id": int(run["id"]), "kind": run.get("kind"), "method": run.get("method"), "label": row_label(run),
             "model": absolute_model(run.get("model"), run.get("kind")),
             "backbone": run.get("backbone") or None, "seed": run.get("seed"), "status": run.get("status"),
             "comparison": config.get("comparison"), "config_hash": run.get("config_hash") or None,

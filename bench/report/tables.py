@@ -147,7 +147,8 @@ def _seeds_vary(rows: pd.DataFrame) -> bool:
 def difference_numbers(db: ResultsDB, scores: pd.DataFrame, reference: str, methods: Sequence[str],
                        resamples: int = DEFAULT_RESAMPLES, correction: str = "holm") -> pd.DataFrame:  # fmt: skip
     """Each method minus the reference on every (suite, dataset, metric, variant), with its 95% interval, as numbers:
-    columns suite, dataset, metric, variant, method, n, diff, ci_low, ci_high, p (floats; NaN where no interval
+    columns suite, dataset (the catalog name, as in every score frame: docs/reference/naming.md), subset (the
+    `--limit` N, None for the whole dataset), metric, variant, method, n, diff, ci_low, ci_high, p (floats; NaN where no interval
     could be computed, `interval` then says why), significant (the interval excludes 0 after the `correction`,
     Holm by default, over every difference of this table; never where a trained side has fewer than 3 seeds:
     `stats.seed_variance_estimated`) and interval (how it was computed).
@@ -171,7 +172,9 @@ def difference_numbers(db: ResultsDB, scores: pd.DataFrame, reference: str, meth
             mine = group[group["method"] == method].sort_values("run_id")
             if mine.empty:
                 continue
-            row = {"suite": suite, "dataset": label, "metric": metric, "variant": variant, "method": method,
+            subset = _info(group["info"].iloc[0]).get("limit")  # one label: one dataset at one subset
+            row = {"suite": suite, "dataset": group["dataset"].iloc[0], "subset": subset, "metric": metric,
+                   "variant": variant, "method": method,
                    "n": int(mine["n"].max()), "judged": stats.seed_variance_estimated(
                        (ref["run_id"].nunique(), mine["run_id"].nunique()), (_seeds_vary(ref), _seeds_vary(mine)))}  # fmt: skip
             got = _resamples(db, [*ref["id"], *mine["id"]], resamples)
@@ -190,8 +193,8 @@ def difference_numbers(db: ResultsDB, scores: pd.DataFrame, reference: str, meth
                 row.update(diff=float(ci.difference), ci_low=float(ci.low), ci_high=float(ci.high), p=float(ci.p),
                            interval=interval)  # fmt: skip
             rows.append(row)
-    columns = ["suite", "dataset", "metric", "variant", "method", "n", "diff", "ci_low", "ci_high", "p", "significant",
-               "interval"]  # fmt: skip
+    columns = ["suite", "dataset", "subset", "metric", "variant", "method", "n", "diff", "ci_low", "ci_high", "p",
+               "significant", "interval"]  # fmt: skip
     table = pd.DataFrame(rows, columns=[c for c in columns if c != "significant"])
     judged = [r["judged"] for r in rows]
     table.insert(columns.index("significant"), "significant",
@@ -208,6 +211,7 @@ def differences_table(db: ResultsDB, scores: pd.DataFrame, reference: str, metho
     if numbers.empty:
         return pd.DataFrame()
     table = numbers.copy()
+    table["dataset"] = [dataset_label(d, {"limit": s}) for d, s in zip(numbers["dataset"], numbers["subset"])]
     table["diff"] = [_fmt(d) + ("*" if s else "") for d, s in zip(numbers["diff"], numbers["significant"])]
     has_ci = numbers["ci_low"].notna()
     table["ci"] = [f"[{lo:.2f}, {hi:.2f}]" if ok else why for lo, hi, ok, why

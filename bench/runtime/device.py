@@ -164,10 +164,3 @@ def forward_context(device: Any, precision: str, autocast_too: bool = True) -> A
         stack.enter_context(autocast(device, precision))
     return stack
 
-
-def runtime_fields(device: Any, precision: str | None) -> dict[str, str]:
-    """What a run's runtime records of the device policy: the device, the resolved evaluation precision, the training
-    autocast's, and the attention kernels (the same choice the encoder records in each score's info)."""
-    return {"device": str(device), "precision": resolve_precision(precision, device),
-            "train_precision": resolve_precision(precision, device, training=True),
-            "attention": attention_policy(device).name}  # fmt: skip

@@ -35,6 +35,7 @@ class Point:
     options: dict[str, Any] = field(default_factory=dict, compare=False)
     spec: RunSpec = field(default_factory=RunSpec, compare=False)  # the run this point is (without the sweep's own options)
     identity: str = field(default="", compare=False)  # config hash with a stand-in corpus count: equal for duplicates
+    config: dict[str, Any] | None = field(default=None, compare=False, repr=False)  # what config_hash hashes
 
     @property
     def run_args(self) -> dict[str, Any]:
@@ -77,11 +78,11 @@ def expand(spec: SweepSpec, compute_hash: bool = True, count: bool = False) -> l
             labels.update({a: v for a, v in zip(axes, combo)})
             key = " ".join(f"{k}={_label(v)}" for k, v in labels.items()) or "all"
             run = _run_spec(options, spec, key)
-            chash, note, identity = _hash(run, spec, key, count) if compute_hash else (None, "not computed", "")
+            chash, note, identity, config = _hash(run, spec, key, count) if compute_hash else (None, "not computed", "", None)
             points.append(Point(
                 sweep=spec.name, key=key, labels={**options, **labels}, argv=tuple(option_argv(options)),
                 method=_method(run.method, spec, key), seed=run.seed, config_hash=chash, hash_note=note, options=options,
-                spec=run, identity=identity,
+                spec=run, identity=identity, config=config,
             ))
     seen: dict[str, str] = {}
     for p in points:
@@ -117,9 +118,10 @@ def _run_spec(options: dict[str, Any], spec: SweepSpec, key: str) -> RunSpec:
     return run
 
 
-def _hash(run: RunSpec, spec: SweepSpec, key: str, count: bool) -> tuple[str | None, str, str]:
-    """(config hash or None, why it is unknown, the hash with a stand-in corpus count). count: a corpus no load here
-    has counted is counted now (what reading a database needs); else only the noted counts are used (a dry run)."""
+def _hash(run: RunSpec, spec: SweepSpec, key: str, count: bool) -> tuple[str | None, str, str, dict[str, Any] | None]:
+    """(config hash or None, why it is unknown, the hash with a stand-in corpus count, the config hashed). count: a
+    corpus no load here has counted is counted now (what reading a database needs); else only the noted counts are
+    used (a dry run)."""
     from bench.data.corpus import DEFAULT_CORPUS, counted_corpus, known_corpus_digest, known_text_count
     from bench.train.registry import get_method
 
@@ -129,16 +131,18 @@ def _hash(run: RunSpec, spec: SweepSpec, key: str, count: bool) -> tuple[str | N
         raise ConfigError(f"{spec.path}: point {key!r}: {exc}") from None
     trains = get_method(method).trains
     stand_in = f"texts of {run.corpus} (limit {run.corpus_limit}, data {run.data_dir})" if trains else 0
-    identity = run.configs(stand_in).per_method[method][1]
+    config, identity = run.configs(stand_in).per_method[method]
     if not trains:
-        return identity, "", identity
+        return identity, "", identity, config
     if count:
         counted = counted_corpus(run.corpus, run.data_dir, run.corpus_limit)  # counted now if no load here has
         if counted is None:
-            return None, f"corpus {run.corpus} is not on this machine: its hash is known where the point runs", identity
-        return run.configs(*counted).per_method[method][1], "", identity
+            return None, f"corpus {run.corpus} is not on this machine: its hash is known where the point runs", identity, None
+        config, chash = run.configs(*counted).per_method[method]
+        return chash, "", identity, config
     texts = known_text_count(run.corpus, run.data_dir, run.corpus_limit)
     digest = None if run.corpus == DEFAULT_CORPUS else known_corpus_digest(run.corpus, run.data_dir)
     if texts is None or (digest is None and run.corpus != DEFAULT_CORPUS):
-        return None, f"corpus {run.corpus} not counted on this machine yet: its hash is known when the point runs", identity
-    return run.configs(texts, digest).per_method[method][1], "", identity
+        return None, f"corpus {run.corpus} not counted on this machine yet: its hash is known when the point runs", identity, None
+    config, chash = run.configs(texts, digest).per_method[method]
+    return chash, "", identity, config

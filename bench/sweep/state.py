@@ -4,7 +4,7 @@ points still to run will cost.
 A point is `done` when a finished run with its config hash exists (whoever ran it), `running` when its newest row
 is running and its process is alive (`results_db.liveness`: the pid on this host, else a recent heartbeat),
 `failed` when its newest row failed or is "running" with its process gone (a killed worker), `missing` when no
-row exists. An executor skips `done` and `running` points; the others run with `bench run --resume`.
+row exists (with why: bench.sweep.missing). An executor skips `done` and `running` points; the others run with `bench run --resume`.
 
 A point whose hash is unknown while its corpus file is on this machine (not counted as it is now: the file changed,
 or no run here loaded it) is never `done` by its sweep label alone: a finished row with that label may have trained
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from bench.sweep.missing import why_missing
 from bench.sweep.points import Point
 from results_db.liveness import is_stale
 
@@ -46,7 +47,7 @@ def point_states(runs: pd.DataFrame, points: list[Point]) -> list[PointState]:
     for point in points:
         rows = matching_rows(runs, point)
         if rows.empty:
-            out.append(PointState(point, "missing"))
+            out.append(PointState(point, "missing", None, why_missing(runs, point.method, point.config)))
             continue
         if not point.config_hash and _corpus_here(point):  # a live row by label holds it; nothing else is its result
             live = rows[(rows["status"] == "running") & ~rows.apply(lambda r: is_stale(r.to_dict()), axis=1)]

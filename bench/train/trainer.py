@@ -50,7 +50,8 @@ from typing import Any
 import torch
 
 from bench.runtime import distributed, pools, progress, signals
-from bench.runtime.device import forward_context, resolve_device, resolve_precision
+from bench.encode.auto import resolve_auto
+from bench.runtime.device import forward_context
 from bench.runtime.errors import ConfigError, MethodContractError, TrainingError
 from bench.runtime.provenance import config_hash
 from bench.train.backbone import check_backbone_methods, load_backbone
@@ -200,7 +201,8 @@ class TrainingRecipe:
         self.out.mkdir(parents=True, exist_ok=True)
         if not texts:
             raise TrainingError("the training corpus is empty")
-        device = torch.device(resolve_device(config.device))
+        auto = resolve_auto(config.device, config.precision)  # as the run's identity and runtime resolved it
+        device = torch.device(auto.device)
         self.world, self.main = distributed.world_size(), distributed.is_main()
         if self.world > 1 and device.type == "cuda":
             device = torch.device("cuda", torch.cuda.current_device())  # cuda:LOCAL_RANK, set by init_from_env
@@ -210,7 +212,7 @@ class TrainingRecipe:
         if rank_batch is None or rank_batch * self.world != config.batch_size:
             rank_batch = per_rank_batch(config.batch_size, self.world)
         self.rank_batch = rank_batch
-        self.precision = resolve_precision(config.precision, device, training=True)  # auto: bf16 on CUDA, fp32 elsewhere
+        self.precision = auto.train_precision  # auto: bf16 on CUDA, fp32 elsewhere
 
         ckpt = latest_checkpoint(self.out)
         if ckpt is not None and not self.job.resume:

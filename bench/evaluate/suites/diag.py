@@ -136,6 +136,7 @@ def token_pass(model: Any, texts: list[str], n_pairs: int, rng: np.random.Genera
 @dataclass
 class DiagSuite:
     name: str = "diag"
+    needs_tokens: bool = True  # token embeddings: an object scored through its own encode has none
     data_kind: str = "sts"  # datasets are catalog entries or local files of this kind
 
     def datasets(self) -> list[str]:

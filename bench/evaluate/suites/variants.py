@@ -10,7 +10,7 @@
   `{dataset}|{variant}`, diag `diag|{variant}|1`/`2`, mteb `mteb|{dataset}|{variant}`), so stored elong scores
   are reproduced exactly.
 - Form: a model with a tokenizer gets the token-aware attack (within its max_len); a lexical model (BM25, no
-  tokenizer) the word-level one.
+  tokenizer) and an object scored through its own encode (no tokenizer lenbench can see) the word-level one.
 - Memory: above `LAZY_ATTACK_DOCS` texts (a lexical model: its `chunk_docs`) the attacked texts are computed chunk
   by chunk as they are read (`AttackedTexts`: the same texts), so a large corpus is never held attacked.
 - Distractors: `pool(seed)` builds the sentences padding draws from, once per dataset, only when a variant needs it.
@@ -32,9 +32,10 @@ POOL_SALT = "distractors"
 
 
 def is_word_level(model: Any) -> bool:
-    """A model without embeddings reads whole texts (BM25) and is attacked word by word. (An encoder's tokenizer is
-    not touched here: a clean run over cached texts must not load it.)"""
-    return not callable(getattr(model, "encode", None))
+    """A model without embeddings reads whole texts (BM25), and one whose tokens lenbench cannot see (an object's own
+    encode: bench.encode.opaque, `word_level`) is attacked word by word. (An encoder's tokenizer is not touched here:
+    a clean run over cached texts must not load it.)"""
+    return not callable(getattr(model, "encode", None)) or getattr(model, "word_level", False) is True
 
 
 def attack_with(model: Any, attack: Attack, texts: Sequence, seed: int, pool: Distractors | None = None) -> Sequence:

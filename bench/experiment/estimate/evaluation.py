@@ -294,9 +294,7 @@ def estimate_evaluation(spec: Any, *, say: Callable[..., None] = lambda *a, **k:
     with tempfile.TemporaryDirectory(prefix="lenbench-estimate-") as tmp:
         scratch = Path(tmp)
         link_exports(default_cache_dir(), scratch / "cache")
-        from bench.evaluate.models import load_model
-
-        model = load_model(spec.model, spec.settings.encoder, cache_dir=scratch / "cache")
+        spec, model = spec.load(cache_dir=scratch / "cache")  # a model object: its encoder, and `model` its name
         check_model(model, suites)
         t0 = time.monotonic()
         if callable(getattr(model, "encode", None)):
