@@ -10,5 +10,6 @@
 """
 
 from lenbench.api import Results, Store, evaluate, load, run
+from lenbench.method import contrastive, hp
 
-__all__ = ["Results", "Store", "evaluate", "load", "run"]
+__all__ = ["Results", "Store", "contrastive", "evaluate", "hp", "load", "run"]

@@ -181,7 +181,7 @@ class PairContrastiveAdapter(BaseAdapter):
         }
 
     def embed_pair(self, model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
-        pooling = self.config.pooling
+        pooling = getattr(self.config, "pooling", "mean")  # a small-contract config may leave it out
         a_ids, p_ids = batch["anchor_input_ids"], batch["positive_input_ids"]
         if self.one_forward and a_ids.shape == p_ids.shape:
             # One pass over [anchors; positives]: each row still gets its own dropout mask, as in two passes.
@@ -194,7 +194,7 @@ class PairContrastiveAdapter(BaseAdapter):
 
     def loss(self, model: torch.nn.Module, batch: dict[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
         a, p = self.embed_pair(model, batch)
-        return info_nce(a, p, self.config.temperature), {}
+        return info_nce(a, p, getattr(self.config, "temperature", 0.05)), {}
 
 
 

@@ -200,6 +200,8 @@ def _lease_row(job: ComparisonJob, method: str, method_spec: Any, seed: int) -> 
     creates its row (see `ComparisonJob._find_or_create_run`; the lease, rank 0's alone, is held while a "running"
     row's work runs) and records this process's runtime on a row it will run."""
     from bench.experiment.run_lease import release_run
+    import os
+
     from bench.runtime.provenance import module_source
 
     trains, found, held = method_spec.trains, None, None
@@ -211,7 +213,9 @@ def _lease_row(job: ComparisonJob, method: str, method_spec: Any, seed: int) -> 
                 runtime = job.runtime if trains else {k: v for k, v in job.runtime.items() if k != "per_rank_batch"}
                 job.db.merge_runtime(found[0], runtime)
                 # the method's own code (a plug-in lives outside the checkout that code_version names)
-                job.db.merge_runtime(found[0], {"method_source": module_source(method_spec.config_cls)})
+                source = (module_source(method_spec.config_cls) if not method_spec.source_file else  # a method file
+                          {"file": os.path.abspath(method_spec.source_file), "sha256": method_spec.source_sha256})
+                job.db.merge_runtime(found[0], {"method_source": source})
             except BaseException:
                 release_run(job.db, held)
                 raise

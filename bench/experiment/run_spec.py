@@ -172,6 +172,8 @@ class RunSpec:
                           "comparison": comparison}  # fmt: skip
                 if recipe != 1:
                     config["method_version"] = spec.version
+                if spec.source_sha256:  # a method file: its bytes are its code, so an edit is another run
+                    config["method_file_sha256"] = spec.source_sha256
                 if not spec.trains:  # the untrained backbone: nothing but evaluation
                     for k in ("train", "budget", "corpus", "corpus_limit", "corpus_texts", "corpus_sha256",
                               "train_recipe", "method_version"):
@@ -187,8 +189,9 @@ class RunSpec:
         from bench.train.registry import get_method
 
         values = self.option_values()
-        values.update(
-            method=method, suite=["+".join(self.settings.suite_args)], no_baseline=True,
+        spec = get_method(method)
+        values.update(  # a method file's method is named by its file (FILE:NAME), which the command loads again
+            method=f"{spec.source_file}:{spec.name}" if spec.source_file else method, suite=["+".join(self.settings.suite_args)], no_baseline=True,
             seeds=str(train_seed) if trains and train_seed is not None and train_seed != self.seed else None,
             # an --hp may name the method by an alias (laser3.m_mode=twice is laser3-self's)
             hp=[hp for hp in self.hp if get_method(hp.split(".", 1)[0]).name == method],
@@ -247,7 +250,8 @@ class RunConfigs:
 
 # ------------------------------------------------------------------------------------ parsing
 def parse_methods(text: str) -> list[str]:
-    from bench.train.registry import get_method
+    """--method's entries as canonical names; a method file (`./my_method.py`) stands for every method it defines."""
+    from bench.train.registry import methods_of
 
     names = [m.strip() for m in text.split(",") if m.strip()]
     if not names:
@@ -255,7 +259,7 @@ def parse_methods(text: str) -> list[str]:
     specs = []
     for n in names:
         try:
-            specs.append(get_method(n).name)  # canonical names: 'laser3' -> 'laser3-self'
+            specs.extend(spec.name for spec in methods_of(n))  # canonical names: 'laser3' -> 'laser3-self'
         except KeyError as exc:
             raise ConfigError(str(exc)) from None
     return list(dict.fromkeys(specs))
@@ -282,10 +286,12 @@ def parse_overrides(items: list[str], methods: list[str]) -> dict[str, dict[str,
                               f"{json.dumps(out[canonical][name])} before); give each hyper-parameter once")  # fmt: skip
         out.setdefault(canonical, {})[name] = value
     for canonical, overrides in out.items():
+        spec = get_method(canonical)
         try:
-            get_method(canonical).config_from(overrides)
+            spec.config_from(overrides)
         except (TypeError, ValueError) as exc:
-            raise ConfigError(str(exc)) from None
+            where = f"{spec.where}: " if spec.where else ""  # a method file: its line, where the range is declared
+            raise ConfigError(f"{where}{exc}") from None
     return out
 
 

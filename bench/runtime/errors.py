@@ -42,3 +42,13 @@ def write_advice(where: object, exc: BaseException) -> str:
         folder = folder if folder.is_dir() else folder.parent
         return f"this user may not write in {folder}: give it write permission, or point lenbench at another folder"
     return "free space or lift the file-size limit"
+
+
+class MethodFileError(ConfigError):
+    """A method file (`--method ./my_method.py`) that cannot be used: missing, fails to import, defines no method, or
+    a name taken by a built-in. One line naming the file and line."""
+
+
+class MethodContractError(TrainingError):
+    """A method that breaks its contract while it runs (a positives function of the wrong return type, every text
+    skipped): one line naming the file and line of its code and what was expected."""

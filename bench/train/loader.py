@@ -33,7 +33,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from bench.runtime import pools, signals
-from bench.runtime.errors import TrainingError
+from bench.runtime.errors import MethodContractError, TrainingError
 from bench.train.method import AdapterHooks
 
 log = logging.getLogger(__name__)
@@ -148,6 +148,14 @@ class _Draws(Sampler):
         return Draw(number, tuple(picked), Position(self.draw, self.stream.epoch, self.stream.index))
 
 
+@dataclass(frozen=True)
+class BrokenContract:
+    """What a batch build that broke the method's contract returns instead of a batch: its one-line message, raised
+    again as a MethodContractError on the training process."""
+
+    message: str
+
+
 class _Builder(Dataset):
     """draw -> (draw, adapter.make_batch(its texts, draw_rng(seed, draw)) or None).
 
@@ -160,21 +168,30 @@ class _Builder(Dataset):
 
     def __getstate__(self) -> dict[str, Any]:
         from bench.data import sentences
+        from bench.train import method_file
 
-        return {"adapter": _without_modules(self.adapter), "texts": self.texts, "seed": self.seed,
-                "splits": sentences.installed()}  # fmt: skip
+        # The adapter travels as bytes after the method files it may come from (`--method ./m.py`), which the
+        # worker loads first: their classes and functions are pickled by reference to modules only loading makes.
+        return {"adapter": pickle.dumps(_without_modules(self.adapter)), "texts": self.texts, "seed": self.seed,
+                "splits": sentences.installed(), "method_files": method_file.loaded()}  # fmt: skip
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         from bench.data import sentences
+        from bench.train import method_file
 
         sentences.install(state.pop("splits"))
+        method_file.install(state.pop("method_files"))
+        state["adapter"] = pickle.loads(state["adapter"])
         self.__dict__.update(state)
 
     def __getitem__(self, draw: Draw) -> tuple[Draw, dict[str, Any] | None]:
         rng = draw_rng(self.seed, draw.number)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(rng.getrandbits(63))
-            batch = self.adapter.make_batch([self.texts[i] for i in draw.text_ids], rng)
+            try:
+                batch = self.adapter.make_batch([self.texts[i] for i in draw.text_ids], rng)
+            except MethodContractError as exc:  # carried back whole: a worker's error would come wrapped in its traceback
+                return draw, BrokenContract(str(exc))
         return draw, batch
 
     def __len__(self) -> int:  # pragma: no cover - the stream is endless; DataLoader only asks with a sampler
@@ -227,6 +244,12 @@ class BatchLoader:
             )  # generator, which is the training thread's (dropout) and checkpointed
 
     def __iter__(self) -> Iterator[tuple[Draw, dict[str, Any] | None]]:
+        for draw, batch in self._items():
+            if isinstance(batch, BrokenContract):
+                raise MethodContractError(batch.message)
+            yield draw, batch
+
+    def _items(self) -> Iterator[tuple[Draw, Any]]:
         if self._loader is not None:
             try:
                 return self._from_workers(iter(self._loader))

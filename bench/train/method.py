@@ -78,13 +78,15 @@ class AdapterHooks:
         are skipped before they take a batch slot (None: every text);
     shard_trim: key prefixes (e.g. "anchor_") whose `<prefix>attention_mask` marks padding that each rank's shard
         may drop on several processes (bench.train.sharding.shard_batch);
-    prepare(texts) -> dict: per-corpus preprocessing once before the first batch (None: nothing to do).
+    prepare(texts) -> dict: per-corpus preprocessing once before the first batch (None: nothing to do);
+    where: `FILE:LINE` of the method's code when it comes from a method file ("" otherwise).
     """
 
     name: str = ""
     accepts: Callable[[str], bool] | None = None
     shard_trim: tuple[str, ...] = ()
     prepare: Callable[..., dict[str, Any]] | None = None
+    where: str = ""  # FILE:LINE of a method file's code (methods/positives.py), named when no draw gives a batch
 
     @classmethod
     def of(cls, adapter: Any) -> "AdapterHooks":
@@ -152,6 +154,17 @@ class MethodSpec:
     # What to cite when a table shows this method: keys of bench/report/references.bib, or whole BibTeX entries
     # (a plug-in's own paper); `bench results --cite` collects them (bench.report.citations).
     cite: tuple[str, ...] = ()
+    # A method defined in a file passed by path (`--method ./my_method.py`, bench.train.method_file): the file, the
+    # sha256 of its bytes (recorded in each run's config and hash, so an edit gives new runs) and the line that
+    # defines the method (messages name it). Empty for a method registered by name.
+    source_file: str = ""
+    source_sha256: str = ""
+    source_line: int = 0
+
+    @property
+    def where(self) -> str:
+        """`FILE:LINE` of a method defined in a file ('' for a registered one): how messages name it."""
+        return f"{self.source_file}:{self.source_line or 1}" if self.source_file else ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.version, int) or isinstance(self.version, bool) or self.version < 1:

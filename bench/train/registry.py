@@ -43,7 +43,13 @@ def register(spec: MethodSpec) -> MethodSpec:
 
 
 def get_method(name: str) -> MethodSpec:
-    spec = METHODS.get(name)
+    """The method a name or alias stands for, or the one a method file defines (`./my_method.py`, `FILE:NAME`:
+    bench.train.method_file; a file defining several needs `:NAME`)."""
+    from bench.train import method_file
+
+    if method_file.is_method_file(name):
+        return method_file.one_spec(name, METHODS)
+    spec = METHODS.get(name) or method_file.by_name(name)
     if spec is None:
         if not len(METHODS):
             raise UnknownMethodError(
@@ -52,6 +58,15 @@ def get_method(name: str) -> MethodSpec:
             )
         raise UnknownMethodError(f"unknown method {name!r}; known: {', '.join(all_names())} (see `bench methods`)")
     return spec
+
+
+def methods_of(entry: str) -> list[MethodSpec]:
+    """What one --method entry stands for: every method a file defines (`./my_method.py`), else the one method."""
+    from bench.train import method_file
+
+    if method_file.is_method_file(entry):
+        return method_file.specs_of(entry, METHODS)
+    return [get_method(entry)]
 
 
 def all_methods() -> list[MethodSpec]:

@@ -52,7 +52,7 @@ import torch
 from bench.runtime import distributed, pools, progress, signals
 from bench.encode.auto import resolve_auto
 from bench.runtime.device import forward_context
-from bench.runtime.errors import ConfigError, TrainingError
+from bench.runtime.errors import ConfigError, MethodContractError, TrainingError
 from bench.runtime.provenance import config_hash
 from bench.train.backbone import check_backbone_methods, load_backbone
 from bench.train.budget import Consumption
@@ -355,6 +355,10 @@ class TrainingRecipe:
                 if batch is None:
                     empty_batches += 1
                     if empty_batches > 100:
+                        if self.hooks.where:  # a method file: the same line as `bench method check` gives
+                            raise MethodContractError(
+                                f"{self.hooks.where}: method {self.hooks.label!r} skipped every text of 100 draws "
+                                "(no usable positive); expected a positive for most texts")  # fmt: skip
                         raise TrainingError(f"method {self.hooks.label!r} built no batch from 100 draws of texts")
                     continue
                 empty_batches = 0
