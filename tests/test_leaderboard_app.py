@@ -588,3 +588,38 @@ def test_no_cell_of_any_view_shows_none_or_nan_on_a_mixed_database(tmp_path, mon
         at.number_input(key="run_id").set_value(int(rid)).run()
         bad += _bad_cells(at, f"Run {rid}")
     assert not bad, "\n".join(map(str, sorted({b[:3] for b in bad})))
+
+
+def _colour_maps(spec) -> list[dict[str, str]]:  # noqa: ANN001
+    """Every row-colouring channel's label -> colour map in a Vega-Lite spec (layers and facets included)."""
+    found = []
+    if isinstance(spec, dict):
+        colour = spec.get("encoding", {}).get("color") if isinstance(spec.get("encoding"), dict) else None
+        if isinstance(colour, dict) and colour.get("field") in ("row", "label", "method"):  # a chart's rows, by method
+            scale = colour.get("scale") or {}
+            assert "range" in scale and "domain" in scale, f"a colour scale without its method colours: {colour}"
+            found.append(dict(zip(scale["domain"], scale["range"])))
+        for value in spec.values():
+            found += _colour_maps(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            found += _colour_maps(value)
+    return found
+
+
+def test_a_method_has_one_colour_in_every_chart_of_every_view(app, monkeypatch):
+    """The board's charts and the robustness and diagnostics charts colour each method the same; two methods never
+    share a colour (tableau10's order per chart had made simcse blue in one chart and orange in the next)."""
+    from leaderboard import colours
+
+    seen: dict[str, set[str]] = {}
+    for view in ("Leaderboard", "Robustness"):
+        at = go(app, view)
+        for chart in at.get("vega_lite_chart"):
+            for mapping in _colour_maps(json.loads(chart.proto.spec)):
+                for label, colour in mapping.items():
+                    seen.setdefault(label.split(" · ")[0], set()).add(colour)
+    assert len(seen) >= 3, seen
+    assert all(len(c) == 1 for c in seen.values()), seen  # one colour per method
+    assert len({next(iter(c)) for c in seen.values()}) == len(seen)  # and no two methods alike
+    assert colours.method_colours(["b", "a", "a"]) == {"a": colours.PALETTE[0], "b": colours.PALETTE[1]}
