@@ -128,7 +128,7 @@ def test_main_view_seeds_as_mean_std_and_count(app, results_path):
     stsb = scores[(scores["suite"] == "sts") & (scores["dataset"] == "stsb") & (scores["variant"] == "clean")]["value"]
     assert frame.loc[row, "stsb"] == pytest.approx(stsb.mean())
     # 2 seeds: their mean and count, no t(1) interval (the seed variance is not estimated), as the CLI
-    assert shown.loc[row, "stsb"] == f"{stsb.mean():.2f} (n=2)"
+    assert shown.loc[row, "stsb"] == f"{stsb.mean():.2f} (2 seeds)"
     single = frame.index[frame["method"] == "laser3-self"][0]
     assert re.fullmatch(r"\d+\.\d\d", shown.loc[single, "stsb"])  # one seed: just the value
 
