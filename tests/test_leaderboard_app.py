@@ -12,6 +12,7 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -623,3 +624,41 @@ def test_a_method_has_one_colour_in_every_chart_of_every_view(app, monkeypatch):
     assert all(len(c) == 1 for c in seen.values()), seen  # one colour per method
     assert len({next(iter(c)) for c in seen.values()}) == len(seen)  # and no two methods alike
     assert colours.method_colours(["b", "a", "a"]) == {"a": colours.PALETTE[0], "b": colours.PALETTE[1]}
+
+
+def test_run_view_opens_a_scores_per_item_values(app, results_path):
+    """The Run view's 'Per-item values': the items stored behind the chosen score, as the database holds them, with a
+    CSV; the values rebuild the score (its mean for a retrieval or kNN score, 100 x Spearman against gold for STS)."""
+    from scipy.stats import spearmanr
+
+    from results_db import ResultsDB
+
+    go(app, "Run")
+    app.number_input(key="run_id").set_value(3).run()
+    assert not app.exception
+    choice = app.selectbox(key="run_items_score")
+    label = choice.options[int(choice.value or 0)] if isinstance(choice.value, int) else choice.value
+    db = ResultsDB(results_path, read_only=True)
+    scores = db.scores([3])
+    suite, dataset, metric, variant = label.split(" · ")
+    (score,) = scores[(scores["suite"] == suite) & (scores["dataset"] == dataset) & (scores["metric"] == metric)
+                      & (scores["variant"] == variant)].itertuples()  # fmt: skip
+    stored = db.score_items(int(score.id))
+    shown = next(t.value for t in app.dataframe if list(t.value.columns[:2]) == ["item", "value"])
+    assert shown["item"].tolist() == [str(i) for i in stored.item_ids]
+    assert shown["value"].tolist() == pytest.approx(list(stored.values))
+    rebuilt = (100 * spearmanr(shown["value"], shown["gold"]).statistic if stored.aggregate == "spearman"
+               else float(np.mean(shown["value"])))  # fmt: skip
+    assert rebuilt == pytest.approx(score.value, abs=0.01)
+
+
+def test_per_item_values_download_as_shown(results_path, monkeypatch, media_files):
+    import io
+
+    at = open_app(results_path, monkeypatch)
+    go(at, "Run")
+    at.number_input(key="run_id").set_value(3).run()
+    shown = next(t.value for t in at.dataframe if list(t.value.columns[:2]) == ["item", "value"])
+    csv = pd.read_csv(io.StringIO(downloaded(at, media_files, "run_items_csv")), dtype={"item": str})
+    assert csv["item"].tolist() == shown["item"].tolist()
+    assert csv["value"].to_numpy() == pytest.approx(shown["value"].to_numpy())

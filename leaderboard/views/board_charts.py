@@ -10,6 +10,7 @@ import streamlit as st
 
 from leaderboard import aggregates, cache, colours, columns, grouping
 from leaderboard.text import literal
+from leaderboard.views.common import csv_button
 from leaderboard.views.board_table import MAX_BARS, MAX_RANKED, BoardQuery, board_runs, main_table, reference_groups
 
 MAX_SCATTER = 500  # rows drawn in the size-vs-score plot
@@ -73,6 +74,7 @@ def show_aggregates(query: BoardQuery) -> None:
     if "P(> reference)" in agg:
         shown[f"P(> {reference})"] = ["" if np.isnan(p) else f"{p:.2f}" for p in agg["P(> reference)"]]
     st.dataframe(shown, hide_index=True, width="stretch")
+    csv_button(agg, f"aggregate-{query.suite}-{metric}-{variant}", key="agg_csv")
     st.caption("Mean and IQM over the datasets every row scored, with 95% CIs, as `bench results`.",
                help="95% stratified-bootstrap CI (items within each dataset, seeds within each row); P(> reference): "
                "probability of improvement, per dataset the share of (seed, reference seed) pairs the row wins "
