@@ -41,7 +41,11 @@ def _shown_rows(out: str) -> list[tuple]:
 @pytest.fixture
 def release(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    shutil.copy(RELEASE / "claim-tiny.toml", tmp_path / "claim-tiny.toml")
+    # its runs scored the first 20 pairs (--limit before the seeded sample): today's claim says so, or it asks for a
+    # sample, which those rows are not
+    text = (RELEASE / "claim-tiny.toml").read_text()
+    (tmp_path / "claim-as-released.toml").write_text(text)
+    (tmp_path / "claim-tiny.toml").write_text(text.replace("limit = 20\n", 'limit = 20\nlimit_mode = "first"\n'))
     shutil.copy(RELEASE / "claim-schema6.sqlite", tmp_path / "r.sqlite")
     return tmp_path / "r.sqlite"
 
@@ -63,3 +67,13 @@ def test_no_run_on_the_earlier_release_as_it_is_gives_the_verdict_and_leaves_the
     assert main(["claim", "claim-tiny.toml", "--db", str(release), "--no-run"]) == 0
     assert summary in capsys.readouterr().out
     assert release.read_bytes() == before
+
+
+def test_the_claim_as_released_now_asks_for_a_sample_and_says_which_field_differs(release, capsys):
+    """Unchanged, the released claim file's `limit = 20` draws a seeded sample today: none of the stored runs (the
+    first 20 pairs) is that point, and --no-run says so for each, naming limit_mode with both values."""
+    assert main(["db", "upgrade", "--db", str(release)]) == 0
+    capsys.readouterr()
+    main(["claim", "claim-as-released.toml", "--db", str(release), "--no-run"])
+    out = capsys.readouterr().out
+    assert "missing" in out and "limit_mode" in out, out

