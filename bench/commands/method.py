@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "of texts and a config with one hyper-parameter and its range. An existing file is never "
                              "overwritten.")  # fmt: skip
     new.add_argument("name", metavar="NAME", help="the method's name (a slug, not a built-in method's)")
-    new.add_argument("--out", metavar="FILE", help="the file to write (default ./NAME.py)")
+    new.add_argument("--out", dest="file", metavar="FILE", help="the file to write (default ./NAME.py)")
     new.set_defaults(func=run_new)
     check = actions.add_parser("check", help="check a method file (or a registered method) in seconds",
                                description="Run a method's contract on a few texts and two training steps of batch "
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_new(args: argparse.Namespace) -> int:
     from bench.train.method_scaffold import write
 
-    path = write(args.name, args.out)
+    path = write(args.name, args.file)
     print(f"wrote {path}: method {args.name!r}; next: bench method check {_shown(path)}, then "
           f"bench run --method {_shown(path)}")  # fmt: skip
     return 0
