@@ -11,7 +11,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "methods", help="list training methods (built-in and plugins) with paper and defaults",
         description="List every training method `bench run --method` accepts: the built-in ones and those other "
-        "packages register through the `lenbench.methods` entry-point group (README: Adding a method), each with its "
+        "packages register through the `lenbench.methods` entry-point group (docs/howto/package-a-method.md), each with its "
         "aliases, paper and default hyper-parameters (override one with --hp METHOD.KEY=VALUE).",
     )
     p.set_defaults(func=run)
