@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from bench.report import stats
-from leaderboard import grouping, queries
+from leaderboard import colours, grouping, queries
 from leaderboard.queries import DBState
 
 MAX_ENTRIES = 64
@@ -54,6 +54,12 @@ def has_results(location: str, version: tuple[int, ...]) -> bool:
 @st.cache_resource(show_spinner=False, max_entries=MAX_ENTRIES)
 def runs(location: str, version: tuple[int, ...]) -> pd.DataFrame:
     return grouping.group_runs(queries.run_list(_open(location, version)))
+
+
+@st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)
+def method_colours(location: str, version: tuple[int, ...]) -> dict[str, str]:
+    """Each method of the database in its one colour (leaderboard.colours), for every chart of every view."""
+    return colours.method_colours(runs(location, version)["method"])
 
 
 @st.cache_data(show_spinner=False, max_entries=MAX_ENTRIES)

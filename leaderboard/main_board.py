@@ -30,8 +30,10 @@ SUITE_STANDARDS = {name: meta.averages[0] for name, meta in SUITES.items() if me
 class SeedMean(float):
     """A mean over seeds that also carries the half-width of its 95% interval and the seed count.
 
-    It is a float, so the table sorts and highlights by the mean; the cell text (`label`) shows "mean ± half (n)",
-    or "mean (n=2)" under 3 seeds (no interval: the seed variance is not estimated).
+    It is a float, so the table sorts and highlights by the mean; the cell text (`label`) shows "mean ± half (3
+    seeds)": the interval covers the seeds (the items' uncertainty is in the Δ column and the rank), its half-width to
+    two significant digits and the mean to the same place, the precision a few seeds support. Under 3 seeds,
+    "mean (2 seeds)": no interval, the seed variance is not estimated.
     """
 
     __slots__ = ("half", "seeds")
@@ -47,10 +49,19 @@ class SeedMean(float):
 
     def label(self, digits: int = 2) -> str:
         if self.seeds > 1 and not math.isnan(self.half):
-            return f"{float(self):.{digits}f} ± {self.half:.{digits}f} (n={self.seeds})"
+            places = significant_places(self.half, digits)
+            return f"{float(self):.{places}f} ± {self.half:.{places}f} ({self.seeds} seeds)"
         if self.seeds > 1:  # 2 seeds: their mean, no t(1) interval
-            return f"{float(self):.{digits}f} (n={self.seeds})"
+            return f"{float(self):.{digits}f} ({self.seeds} seeds)"
         return f"{float(self):.{digits}f}"
+
+
+def significant_places(half: float, default: int = 2) -> int:
+    """The decimal places that show `half` to two significant digits (5.17 -> 1: '5.2'; 0.251 -> 2; 12.3 -> 0),
+    `default` for a zero or non-finite half-width."""
+    if not math.isfinite(half) or half <= 0:
+        return default
+    return max(0, 1 - math.floor(math.log10(half)))
 
 
 
@@ -139,7 +150,7 @@ class Leaderboard:
 
     @property
     def cells(self) -> pd.DataFrame:
-        """What the table shows: SeedMean cells (sort by the mean, display "mean ± half (n=seeds)")."""
+        """What the table shows: SeedMean cells (sort by the mean, display "mean ± half (3 seeds)")."""
         out = self.info.copy()
         for col in self.score_columns:
             means = self.mean[col].to_numpy(dtype=float)
@@ -153,7 +164,7 @@ class Leaderboard:
         return out
 
     def labels(self, digits: int = 2) -> pd.DataFrame:
-        """The cells as text ("80.12 ± 0.40 (n=3)"), e.g. for a static HTML table."""
+        """The cells as text ("80.12 ± 0.40 (3 seeds)"), e.g. for a static HTML table."""
         out = self.info.copy()
         cells = self.cells
         for col in self.score_columns:

@@ -12,6 +12,7 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -128,7 +129,7 @@ def test_main_view_seeds_as_mean_std_and_count(app, results_path):
     stsb = scores[(scores["suite"] == "sts") & (scores["dataset"] == "stsb") & (scores["variant"] == "clean")]["value"]
     assert frame.loc[row, "stsb"] == pytest.approx(stsb.mean())
     # 2 seeds: their mean and count, no t(1) interval (the seed variance is not estimated), as the CLI
-    assert shown.loc[row, "stsb"] == f"{stsb.mean():.2f} (n=2)"
+    assert shown.loc[row, "stsb"] == f"{stsb.mean():.2f} (2 seeds)"
     single = frame.index[frame["method"] == "laser3-self"][0]
     assert re.fullmatch(r"\d+\.\d\d", shown.loc[single, "stsb"])  # one seed: just the value
 
@@ -588,3 +589,76 @@ def test_no_cell_of_any_view_shows_none_or_nan_on_a_mixed_database(tmp_path, mon
         at.number_input(key="run_id").set_value(int(rid)).run()
         bad += _bad_cells(at, f"Run {rid}")
     assert not bad, "\n".join(map(str, sorted({b[:3] for b in bad})))
+
+
+def _colour_maps(spec) -> list[dict[str, str]]:  # noqa: ANN001
+    """Every row-colouring channel's label -> colour map in a Vega-Lite spec (layers and facets included)."""
+    found = []
+    if isinstance(spec, dict):
+        colour = spec.get("encoding", {}).get("color") if isinstance(spec.get("encoding"), dict) else None
+        if isinstance(colour, dict) and colour.get("field") in ("row", "label", "method"):  # a chart's rows, by method
+            scale = colour.get("scale") or {}
+            assert "range" in scale and "domain" in scale, f"a colour scale without its method colours: {colour}"
+            found.append(dict(zip(scale["domain"], scale["range"])))
+        for value in spec.values():
+            found += _colour_maps(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            found += _colour_maps(value)
+    return found
+
+
+def test_a_method_has_one_colour_in_every_chart_of_every_view(app, monkeypatch):
+    """The board's charts and the robustness and diagnostics charts colour each method the same; two methods never
+    share a colour (tableau10's order per chart had made simcse blue in one chart and orange in the next)."""
+    from leaderboard import colours
+
+    seen: dict[str, set[str]] = {}
+    for view in ("Leaderboard", "Robustness"):
+        at = go(app, view)
+        for chart in at.get("vega_lite_chart"):
+            for mapping in _colour_maps(json.loads(chart.proto.spec)):
+                for label, colour in mapping.items():
+                    seen.setdefault(label.split(" · ")[0], set()).add(colour)
+    assert len(seen) >= 3, seen
+    assert all(len(c) == 1 for c in seen.values()), seen  # one colour per method
+    assert len({next(iter(c)) for c in seen.values()}) == len(seen)  # and no two methods alike
+    assert colours.method_colours(["b", "a", "a"]) == {"a": colours.PALETTE[0], "b": colours.PALETTE[1]}
+
+
+def test_run_view_opens_a_scores_per_item_values(app, results_path):
+    """The Run view's 'Per-item values': the items stored behind the chosen score, as the database holds them, with a
+    CSV; the values rebuild the score (its mean for a retrieval or kNN score, 100 x Spearman against gold for STS)."""
+    from scipy.stats import spearmanr
+
+    from results_db import ResultsDB
+
+    go(app, "Run")
+    app.number_input(key="run_id").set_value(3).run()
+    assert not app.exception
+    choice = app.selectbox(key="run_items_score")
+    label = choice.options[int(choice.value or 0)] if isinstance(choice.value, int) else choice.value
+    db = ResultsDB(results_path, read_only=True)
+    scores = db.scores([3])
+    suite, dataset, metric, variant = label.split(" · ")
+    (score,) = scores[(scores["suite"] == suite) & (scores["dataset"] == dataset) & (scores["metric"] == metric)
+                      & (scores["variant"] == variant)].itertuples()  # fmt: skip
+    stored = db.score_items(int(score.id))
+    shown = next(t.value for t in app.dataframe if list(t.value.columns[:2]) == ["item", "value"])
+    assert shown["item"].tolist() == [str(i) for i in stored.item_ids]
+    assert shown["value"].tolist() == pytest.approx(list(stored.values))
+    rebuilt = (100 * spearmanr(shown["value"], shown["gold"]).statistic if stored.aggregate == "spearman"
+               else float(np.mean(shown["value"])))  # fmt: skip
+    assert rebuilt == pytest.approx(score.value, abs=0.01)
+
+
+def test_per_item_values_download_as_shown(results_path, monkeypatch, media_files):
+    import io
+
+    at = open_app(results_path, monkeypatch)
+    go(at, "Run")
+    at.number_input(key="run_id").set_value(3).run()
+    shown = next(t.value for t in at.dataframe if list(t.value.columns[:2]) == ["item", "value"])
+    csv = pd.read_csv(io.StringIO(downloaded(at, media_files, "run_items_csv")), dtype={"item": str})
+    assert csv["item"].tolist() == shown["item"].tolist()
+    assert csv["value"].to_numpy() == pytest.approx(shown["value"].to_numpy())

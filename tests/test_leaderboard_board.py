@@ -154,4 +154,4 @@ def test_run_view_shows_n_and_the_subset(app):
     app.number_input(key="run_id").set_value(9).run()  # the --limit 40 run
     assert not app.exception
     scores = next(f.value for f in app.dataframe if "dataset" in f.value.columns and "clean" in f.value.columns)
-    assert set(scores["dataset"]) == {"sts12[40]", "stsb[40]", "sickr[40]"} and set(scores["n"]) == {40}
+    assert set(scores["dataset"]) == {"sts12 (first 40)", "stsb (first 40)", "sickr (first 40)"} and set(scores["n"]) == {40}

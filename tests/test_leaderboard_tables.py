@@ -55,7 +55,7 @@ def test_seeds_average_and_rerun_replaces_earlier():
     assert np.isnan(std.loc["laser", "sts12"])
     labels = board.labels().set_index("method")
     # 2 seeds: the mean and the count; a t(1) interval (t(0.975, 1) * 2.83 / sqrt(2) = 25.41) says nothing
-    assert labels.loc["simcse", "stsb"] == "82.00 (n=2)"
+    assert labels.loc["simcse", "stsb"] == "82.00 (2 seeds)"
     assert labels.loc["laser", "stsb"] == "60.00"
     csv = board.csv_frame().set_index("method")
     assert csv.loc["simcse", "stsb seeds"] == 2 and csv.loc["simcse", "stsb std"] == pytest.approx(2.828, abs=1e-3)
@@ -64,7 +64,11 @@ def test_seeds_average_and_rerun_replaces_earlier():
     three = main_board.build_leaderboard(scores_frame([(1, "stsb", 80), (2, "stsb", 84), (4, "stsb", 83)]),
                                          runs_frame([(1, "s", "b", "", "", 0), (2, "s", "b", "", "", 1), (4, "s", "b", "", "", 2)]))
     ci = stats.mean_ci([80.0, 84.0, 83.0])
-    assert three.labels().set_index("method").loc["s", "stsb"] == f"82.33 ± {ci.high - ci.mean:.2f} (n=3)"
+    # the half-width (4.303 * 2.08 / sqrt(3) = 5.17) to two significant digits, the mean to the same place
+    assert ci.high - ci.mean == pytest.approx(5.17, abs=0.01)
+    assert three.labels().set_index("method").loc["s", "stsb"] == "82.3 ± 5.2 (3 seeds)"
+    assert main_board.SeedMean(80.1234, 0.0123, 5).label() == "80.123 ± 0.012 (5 seeds)"
+    assert main_board.SeedMean(80.1234, 12.3, 3).label() == "80 ± 12 (3 seeds)"
 
 
 def test_average_only_over_complete_rows_and_parts_hidden():
@@ -116,7 +120,7 @@ def test_robustness_change_is_per_seed_attacked_minus_clean():
 def test_seed_mean_survives_pickling():
     cell = main_board.SeedMean(1.5, 0.25, 3)
     back = pickle.loads(pickle.dumps(cell))
-    assert float(back) == 1.5 and back.half == 0.25 and back.seeds == 3 and back.label() == "1.50 ± 0.25 (n=3)"
+    assert float(back) == 1.5 and back.half == 0.25 and back.seeds == 3 and back.label() == "1.50 ± 0.25 (3 seeds)"
 
 
 def test_paired_bootstrap_spearman_matches_direct_difference():

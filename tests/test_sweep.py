@@ -8,6 +8,7 @@ worker is killed and the sweep run again, a failing point retried on the same ro
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -298,7 +299,7 @@ def test_random_backbone_written_by_points_starting_together_is_whole(tmp_path, 
 
 
 def test_status_flags_a_limit_subset_and_keeps_it_from_the_papers_number(tmp_path):
-    """A point scored with --limit shows DATASET[N] (its average too) and is not set beside the paper's full-set value."""
+    """A point scored with --limit shows its subset beside the dataset (its average too) and is not set beside the paper's full-set value."""
     from bench.sweep.report import comparison_table
     from bench.sweep.state import point_states
     from results_db import ScoreRecord
@@ -319,8 +320,9 @@ source = "paper"
     db.add_scores(run_id, [ScoreRecord("beir", d, "ndcg_at_10", v, info={"limit": 20}) for d, v in (("scifact", 1.0), ("nfcorpus", 3.0))])
     db.finish_run(run_id)
     table = comparison_table(db, spec, point_states(db.runs(), [point]))
-    datasets = [ln.split()[2] for ln in table.splitlines()[1:]]
-    assert sorted(datasets) == ["average[20]", "nfcorpus[20]", "scifact[20]"], table
+    rows = [ln for ln in table.splitlines()[1:] if not ln.startswith("note: ")]
+    datasets = [re.split(r"\s{2,}", ln)[2] for ln in rows]  # a row without a limit mode: its items were the first 20
+    assert sorted(datasets) == ["average (first 20)", "nfcorpus (first 20)", "scifact (first 20)"], table
     assert "18.16" not in table
 
 
@@ -458,3 +460,50 @@ def test_rerun_runs_a_done_point_again_in_a_new_row(workdir, tiny_model_dir, cap
     runs = ResultsDB(db).runs()
     assert runs["status"].tolist() == ["finished", "finished"] and runs["config_hash"].nunique() == 1, out
     assert set(ResultsDB(db).scores()["run_id"]) == set(runs["id"])
+
+
+def test_status_reads_every_cell_against_the_vanilla_baseline(tmp_path):
+    """The untrained backbone is the row a sweep's cells are read against: its own `vanilla` points where the grid
+    has them, else a finished row of this database with the hash `bench run --method vanilla` records under the
+    points' settings; without one, a note says how to add it."""
+    from bench.experiment.run_spec import RunSpec
+    from bench.sweep.report import comparison_table
+    from bench.sweep.state import point_states
+    from results_db import ScoreRecord
+
+    def table_rows(table: str) -> dict[str, list[str]]:
+        lines = [re.split(r"\s{2,}", ln) for ln in table.splitlines()]
+        return {r[0]: dict(zip(lines[0], r)) for r in lines[1:] if not r[0].startswith("note: ")}
+
+    def record(db, point, value, **fields):  # noqa: ANN001, ANN202
+        run_id = db.create_run(kind="train", model="m", method=point.method, seed=point.seed, **fields)
+        db.add_scores(run_id, [ScoreRecord("sts", "stsb", "spearman", value)])
+        db.finish_run(run_id)
+
+    # 1. the grid has vanilla: it comes first and every other cell says how far it is from it
+    spec = load_spec(write_spec(tmp_path / "own.toml", Path("minilm"), 'method = ["simcse", "vanilla"]\nseed = [0]'))
+    points = expand(spec, compute_hash=False)
+    db = ResultsDB(tmp_path / "own.sqlite")
+    for p, value in zip(points, (71.5, 70.0)):
+        record(db, p, value, sweep="own", sweep_point=p.key)
+    table = comparison_table(db, spec, point_states(db.runs(), points))
+    rows = table_rows(table)
+    assert list(rows) == ["method=vanilla", "method=simcse"], table
+    assert rows["method=simcse"]["vs vanilla"] == "1.50"
+    assert "1.50" not in " ".join(rows["method=vanilla"].values())  # the baseline itself: blank
+
+    # 2. no vanilla point: the untrained row of the same settings, run outside the sweep, is found by its hash
+    spec = load_spec(write_spec(tmp_path / "other.toml", Path("minilm"), 'method = ["simcse"]\nseed = [0]'))
+    (point,) = expand(spec, compute_hash=False)
+    db = ResultsDB(tmp_path / "other.sqlite")
+    record(db, point, 71.5, sweep="other", sweep_point=point.key)
+    states = point_states(db.runs(), [point])
+    assert "no vanilla baseline in this database" in comparison_table(db, spec, states)  # 3. none yet: the note
+    options = {**point.options, "method": "vanilla", "no_baseline": True}
+    _, chash = RunSpec.from_options(options).configs(0).per_method["vanilla"]
+    run_id = db.create_run(kind="train", model="m", method="vanilla", seed=0, config_hash=chash)
+    db.add_scores(run_id, [ScoreRecord("sts", "stsb", "spearman", 60.25)])
+    db.finish_run(run_id)
+    rows = table_rows(comparison_table(db, spec, point_states(db.runs(), [point])))
+    assert list(rows) == ["method=vanilla (baseline)", "method=simcse"]
+    assert rows["method=vanilla (baseline)"]["mean"] == "60.25" and rows["method=simcse"]["vs vanilla"] == "11.25"

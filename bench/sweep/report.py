@@ -16,6 +16,7 @@ from bench.sweep.spec import Published, SweepSpec
 from bench.sweep.state import PointState, estimate_seconds, seconds_per_example, training_examples
 
 AVERAGE = "average"
+BASELINE = "vanilla"  # the untrained backbone: what every trained cell is read against
 
 
 def duration(seconds: float | None) -> str:
@@ -124,10 +125,48 @@ def _published_for(spec: SweepSpec, points: list[Point]) -> dict[tuple, Publishe
     return out
 
 
+def baseline_runs(db, states: list[PointState]) -> tuple[dict[int, str], str]:  # noqa: ANN001
+    """The untrained backbone's runs to read the sweep's cells against: run id -> its cell. The sweep's own
+    `vanilla` points where it has them; else the finished rows of this database whose config hash is the one
+    `bench run --method vanilla` would record with a finished point's settings (found wherever they were run).
+    The second value: '' or the line that says no baseline is here and how to add one."""
+    if any(s.point.method == BASELINE for s in states):
+        return {s.run_id: s.point.cell for s in states if s.state == "done" and s.point.method == BASELINE}, ""
+    from bench.experiment.run_spec import RunSpec
+
+    done = [s.point for s in states if s.state == "done"]
+    wanted: dict[str, str] = {}
+    for point in done:
+        options = {**point.options, "method": BASELINE, "no_baseline": True}
+        options.pop("hp", None)  # the trained method's hyper-parameters
+        _, chash = RunSpec.from_options(options).configs(0).per_method[BASELINE]
+        others = [part for part in point.cell.split(" ") if not part.startswith("method=") and part != "all"]
+        wanted.setdefault(chash, " ".join([f"method={BASELINE}", *others]))
+    runs = db.runs()
+    found = runs[runs["config_hash"].isin(list(wanted)) & (runs["status"] == "finished")] if not runs.empty else runs
+    if found.empty:
+        example = done[0] if done else (states[0].point if states else None)
+        command = "" if example is None else " (" + "bench run --method vanilla " + " ".join(
+            a for a in example.argv if not a.startswith("--method") and a != example.method) + ")"
+        return {}, (f"no {BASELINE} baseline in this database with these settings: add \"{BASELINE}\" to [grid] "
+                    f"method, or run the untrained backbone on the same suites{command}")
+    return {int(r.id): wanted[r.config_hash] + " (baseline)" for r in found.itertuples()}, ""
+
+
 def comparison_table(db, spec: SweepSpec, states: list[PointState], metric: str | None = None) -> str:  # noqa: ANN001
     scores = _run_frame(db, states)
     if scores.empty:
         return "(no finished point has scores yet)"
+    baseline, missing = baseline_runs(db, states)
+    extra = {r: c for r, c in baseline.items() if r not in set(scores["run_id"])}  # found outside the sweep's points
+    if extra:
+        found = db.scores(list(extra))
+        found = found[~found["variant"].astype(str).str.startswith("change")]
+        seeds = db.runs().set_index("id")["seed"]
+        scores = pd.concat([scores, found.assign(cell=found["run_id"].map(extra), seed=found["run_id"].map(seeds),
+                                                 limit=found["info"].map(subset_label))[scores.columns]],
+                           ignore_index=True)  # fmt: skip
+    base_cells = set(baseline.values())
     over = {p.suite: p.average_of for p in spec.published if p.dataset == AVERAGE and p.average_of}
     frame = pd.concat([scores, _averages(scores, over)], ignore_index=True)
     if metric:
@@ -145,9 +184,25 @@ def comparison_table(db, spec: SweepSpec, states: list[PointState], metric: str 
             "paper": "" if pub is None else f"{pub.value:.2f}", "source": "" if pub is None else pub.source,
         })
     out = pd.DataFrame(rows)
+    out = _against_baseline(out, base_cells)
     order = {"clean": 0}
-    out = out.assign(_d=out["dataset"].str.startswith(AVERAGE), _v=out["variant"].map(lambda v: order.get(v, 1)))
-    out = out.sort_values(["suite", "metric", "_d", "dataset", "_v", "variant", "cell"], kind="stable").drop(columns=["_d", "_v"])
+    out = out.assign(_d=out["dataset"].str.startswith(AVERAGE), _v=out["variant"].map(lambda v: order.get(v, 1)),
+                     _b=~out["cell"].isin(base_cells))  # the baseline first in each block
+    out = out.sort_values(["suite", "metric", "_d", "dataset", "_v", "variant", "_b", "cell"], kind="stable")
+    out = out.drop(columns=["_d", "_v", "_b"])
     if not out["paper"].astype(bool).any():
         out = out.drop(columns=["paper", "source"])
-    return render(out)
+    return render(out) + (f"\nnote: {missing}" if missing else "")
+
+
+def _against_baseline(out: pd.DataFrame, base_cells: set[str]) -> pd.DataFrame:
+    """A column 'vs vanilla': each cell's mean less the baseline's on the same suite, dataset, metric and variant
+    (where one baseline cell scored it; blank for the baseline itself)."""
+    if not base_cells:
+        return out
+    keys = ["suite", "dataset", "metric", "variant"]
+    base = out[out["cell"].isin(base_cells)].drop_duplicates(keys).set_index(keys)["mean"]
+    delta = [float("nan") if cell in base_cells or key not in base.index else mean - float(base.loc[key])
+             for cell, mean, key in zip(out["cell"], out["mean"], map(tuple, out[keys].to_numpy()))]  # fmt: skip
+    position = list(out.columns).index("mean") + 1
+    return out.insert(position, f"vs {BASELINE}", delta) or out

@@ -140,7 +140,7 @@ def notes_line(table: MainTable, highlight: bool) -> str:
     """The one line under the tables: what is shown and how to read it; the statistics go in the expander."""
     board = table.board
     seeds = int(board.info["seeds"].sum())
-    parts = [f"{counted(len(board), 'row')}, {counted(seeds, 'seed run')}", "cell: mean ± 95% CI (n = seeds)"]
+    parts = [f"{counted(len(board), 'row')}, {counted(seeds, 'seed run')}", "cell: mean ± 95% CI over seeds, to the digits its seeds support"]
     correction = stats.CORRECTION_NAMES[ranking.CORRECTION]
     parts.append(f"highlighted: best, and every row not significantly worse than it ({correction}), on the ranked variant"
                  if highlight else "geometry: no 'best' highlighted")  # fmt: skip
@@ -158,8 +158,10 @@ def show_notes(table: MainTable, highlight: bool, variant: str) -> None:
 
 def _statistics(table: MainTable, highlight: bool, variant: str) -> None:
     board = table.board
-    notes = ["A cell is the mean over seeds, shown as mean ± 95% CI half-width (n=seeds, Student t) from 3 seeds on; "
-             "with 2 seeds as mean (n=2): their variance is not estimated."]  # fmt: skip
+    notes = ["A cell is the mean over seeds, shown as mean ± 95% CI half-width over the seeds (Student t) from 3 seeds "
+             "on, the half-width to two significant digits and the mean to the same place; with 2 seeds as "
+             "mean (2 seeds): their variance is not estimated. The ± covers the seeds only: the uncertainty of the "
+             "items (queries, pairs, texts) is in the Δ column's interval and in the rank, which cover both."]  # fmt: skip
     if highlight:
         notes.append("Highlighted: on the ranked variant's columns, the rows of rank 1 on that dataset (the best and "
                      "every row the paired bootstrap, after the "

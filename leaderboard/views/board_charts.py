@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from leaderboard import aggregates, cache, columns, grouping
+from leaderboard import aggregates, cache, colours, columns, grouping
 from leaderboard.text import literal
+from leaderboard.views.common import csv_button
 from leaderboard.views.board_table import MAX_BARS, MAX_RANKED, BoardQuery, board_runs, main_table, reference_groups
-from leaderboard.views.common import CATEGORY_SCHEME
 
 MAX_SCATTER = 500  # rows drawn in the size-vs-score plot
 
@@ -49,10 +49,12 @@ def aggregate_view(query: BoardQuery) -> tuple[pd.DataFrame, dict | None]:
     spec = None
     if not profile.empty:
         order = [labels[g] for g in groups if labels.get(g) in set(profile["row"])]
+        method_of = dict(zip(grouping.group_label(part.info), part.info["method"]))
+        scale = colours.colour_scale(order, [method_of.get(r, r) for r in order], cache.method_colours(location, version))
         spec = (alt.Chart(profile).mark_line(interpolate="step-after")
                 .encode(x=alt.X("threshold:Q", title=f"{metric} threshold τ", scale=alt.Scale(zero=False)),
                         y=alt.Y("share:Q", title="share of runs with score > τ", scale=alt.Scale(domain=[0, 1])),
-                        color=alt.Color("row:N", sort=order, scale=alt.Scale(scheme=CATEGORY_SCHEME),
+                        color=alt.Color("row:N", sort=order, scale=alt.Scale(**scale),
                                         legend=alt.Legend(orient="right", labelLimit=0, title=None)),  # inside the chart
                         tooltip=["row", alt.Tooltip("threshold:Q", format=".2f"), alt.Tooltip("share:Q", format=".2f")])
                 .properties(height=260).to_dict())  # fmt: skip
@@ -72,6 +74,7 @@ def show_aggregates(query: BoardQuery) -> None:
     if "P(> reference)" in agg:
         shown[f"P(> {reference})"] = ["" if np.isnan(p) else f"{p:.2f}" for p in agg["P(> reference)"]]
     st.dataframe(shown, hide_index=True, width="stretch")
+    csv_button(agg, f"aggregate-{query.suite}-{metric}-{variant}", key="agg_csv")
     st.caption("Mean and IQM over the datasets every row scored, with 95% CIs, as `bench results`.",
                help="95% stratified-bootstrap CI (items within each dataset, seeds within each row); P(> reference): "
                "probability of improvement, per dataset the share of (seed, reference seed) pairs the row wins "
@@ -104,10 +107,12 @@ def chart_specs(query: BoardQuery) -> tuple[dict | None, dict | None]:
             lo, hi = table.bar_ci.get(int(g), {}).get(d, (np.nan, np.nan))
             rows.append({"row": labels.iloc[i], "dataset": d, "score": value, "low": lo, "high": hi})
     frame = pd.DataFrame(rows)
+    palette = cache.method_colours(query.location, query.version)
     bars_spec = None
     if not frame.empty:
         order = labels.head(MAX_BARS).tolist()
-        color = alt.Color("row:N", sort=order, scale=alt.Scale(scheme=CATEGORY_SCHEME),
+        methods = part.info["method"].head(MAX_BARS).tolist()
+        color = alt.Color("row:N", sort=order, scale=alt.Scale(**colours.colour_scale(order, methods, palette)),
                           legend=alt.Legend(orient="bottom", columns=1, labelLimit=0, title=None))  # fmt: skip
         x = alt.X("dataset:N", sort=grouping.order_datasets(frame["dataset"].unique().tolist()), title=None,
                   axis=alt.Axis(labelAngle=0))  # fmt: skip
@@ -116,8 +121,9 @@ def chart_specs(query: BoardQuery) -> tuple[dict | None, dict | None]:
         domain = score_domain(frame[["score", "low", "high"]].to_numpy(dtype=float).ravel())
         y = alt.Y("score:Q", title=metric, scale=alt.Scale(domain=domain, zero=False, nice=False))
         base = alt.Chart(frame).encode(x=x, xOffset=alt.XOffset("row:N", sort=order), color=color)
+        shape = {"shape": alt.Shape("row:N", sort=order, legend=None)} if colours.repeats(methods) else {}
         points = base.mark_point(filled=True, size=60).encode(
-            y=y, tooltip=["row", "dataset", alt.Tooltip("score:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
+            **shape, y=y, tooltip=["row", "dataset", alt.Tooltip("score:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
                           alt.Tooltip("high:Q", format=".2f")])  # fmt: skip
         rules = base.mark_rule().encode(y=alt.Y("low:Q", scale=alt.Scale(domain=domain, zero=False, nice=False)),
                                         y2="high:Q")  # fmt: skip
@@ -135,7 +141,8 @@ def chart_specs(query: BoardQuery) -> tuple[dict | None, dict | None]:
             .encode(
                 x=alt.X("params (M):Q", scale=alt.Scale(type="log"), title="parameters (M, log scale)"),
                 y=alt.Y("score:Q", title=table.headline, scale=alt.Scale(domain=score_domain(frame["score"]), zero=False, nice=False)),
-                color=alt.Color("method:N", scale=alt.Scale(scheme=CATEGORY_SCHEME),
+                color=alt.Color("method:N", scale=alt.Scale(**colours.colour_scale(
+                    sorted(set(frame["method"])), sorted(set(frame["method"])), palette)),
                                 legend=alt.Legend(orient="bottom", columns=2, labelLimit=0, title=None)),
                 tooltip=["row", alt.Tooltip("params (M):Q", format=".1f"), alt.Tooltip("score:Q", format=".2f")],
             )

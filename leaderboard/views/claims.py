@@ -11,6 +11,7 @@ from bench.report.verdicts import verdict_frame
 from leaderboard import cache
 from leaderboard.queries import DBState
 from leaderboard.text import literal
+from leaderboard.views.common import csv_button
 
 ABOUT = ("A claim holds only if the treatment beats (or, for a not-lower test, stays within the margin of) every "
          "comparator on every dataset and variant it names: the reference row, the paper's baseline and the controls "
@@ -42,11 +43,14 @@ def show(state: DBState) -> None:
     if not verdicts:
         st.info("No claim has been checked in this database yet: `bench claim claims/laser3-length.toml` runs one.")
         return
-    st.dataframe(overview(verdicts), hide_index=True, width="stretch", key="claims-overview")
+    summary = overview(verdicts)
+    st.dataframe(summary, hide_index=True, width="stretch", key="claims-overview")
+    csv_button(summary, "claims", key="claims_csv")
     labels = [f"{v['claim']} [{v['scale']}]" for v in verdicts]
     chosen = verdicts[labels.index(st.selectbox("Claim", labels, key="claim-pick"))]
     st.markdown(f"**{literal(chosen['verdict'].upper())}**: {literal(chosen['summary'])}")
     if chosen.get("statement"):
         st.caption(literal(chosen["statement"]))
-    st.dataframe(verdict_frame(chosen["rows"], chosen["treatment"]), hide_index=True, width="stretch",
-                 key="claims-rows")  # fmt: skip
+    rows = verdict_frame(chosen["rows"], chosen["treatment"])
+    st.dataframe(rows, hide_index=True, width="stretch", key="claims-rows")
+    csv_button(rows, f"claim-{chosen['claim']}-{chosen['scale']}", key="claim_rows_csv")

@@ -17,7 +17,6 @@ from leaderboard.grouping import RunFilters
 MISSING = "–"  # what a table shows for a value a row does not have
 BEST_STYLE = "background-color: rgba(33, 195, 84, 0.25); font-weight: 700"
 # Colours of categories (methods, rows) in every chart: ten clearly distinct hues (Tableau 10), not shades of one.
-CATEGORY_SCHEME = "tableau10"
 
 
 def options(values: pd.Series) -> list:

@@ -86,7 +86,7 @@ def show(state: DBState) -> None:
         help_text = columns.help_texts()
         help_text.update({c: "shortened; full names: " + "; ".join(literal(t) for t in values) for c, values in full.items()})
         for v in table.variants:
-            help_text.setdefault(v, f"{literal(headline)} on the {literal(v)} texts: mean over seeds (± 95% CI half-width, n=seeds)")
+            help_text.setdefault(v, f"{literal(headline)} on the {literal(v)} texts: mean over seeds (± 95% CI half-width over the seeds)")
         event = show_table(shown, score_columns, highlight=highlight,
                            key=f"main_table_{label or 'full'}_{abs(hash(backbone)) % 10**8}_{number}_{_nonce()}",
                            look=ColumnLook(formats=columns.formats(), pinned="method", help_text=help_text),

@@ -14,11 +14,11 @@ import streamlit as st
 from bench.evaluate.attacks import CLEAN, family_ordered, order_variants
 from bench.evaluate.suites.position import depth_of, position_sensitivity
 from bench.report import stats
-from leaderboard import attack_curves, cache, diag_table, grouping, ranking, significance
+from leaderboard import attack_curves, cache, colours, diag_table, grouping, ranking, significance
 from leaderboard.queries import DBState
 from leaderboard.text import literal
 from leaderboard.views.common import (
-    CATEGORY_SCHEME, ColumnLook, csv_button, pick_metric, pick_suite, run_filter_widgets, shorten_settings, show_table,
+    ColumnLook, csv_button, pick_metric, pick_suite, run_filter_widgets, shorten_settings, show_table,
 )  # fmt: skip
 
 AVERAGE_CHOICE = "suite average"
@@ -168,7 +168,8 @@ def show(state: DBState) -> None:
         filters = run_filter_widgets(state, "rob")
         dataset = None if dataset_choice == AVERAGE_CHOICE else dataset_choice
         table, curve = robustness_for(state.location, state.version, suite, metric, dataset, filters, family)
-        _attack_section(table, curve, suite, metric, dataset_choice, family)
+        _attack_section(table, curve, suite, metric, dataset_choice, family,
+                        cache.method_colours(state.location, state.version))
     else:
         st.info("No attacked scores yet: evaluate an attacked suite, e.g. `bench eval --model minilm --suite "
                 "sts:stsb@elong,pad`, or the needle suite (`--suite needle`).")
@@ -196,7 +197,7 @@ def y_domain(low: float, high: float) -> list[float]:
 
 
 def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric: str, dataset_choice: str,
-                    family: str | None = None) -> None:  # fmt: skip
+                    family: str | None = None, palette: dict[str, str] | None = None) -> None:  # fmt: skip
     clean_less = not curve.empty and not (curve["variant"] == CLEAN).any()
     title = ("Score vs depth of the fact" if suite == "position" else "Score vs context length") if clean_less else "Clean vs attacked"
     st.subheader(f"{title}: {literal(suite)} · {literal(metric)} · {literal(dataset_choice)}"
@@ -223,7 +224,11 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
         axis_title += " (1 = clean; random m apart) and share of texts changed"
     x = alt.X("x:N", sort=x_order, title=axis_title, axis=alt.Axis(labelAngle=0, labelLimit=200))
     legend = alt.Legend(orient="bottom", columns=1, labelLimit=0, title=None)
-    color = alt.Color("label:N", sort=order, legend=legend, scale=alt.Scale(scheme=CATEGORY_SCHEME))
+    method_of = dict(zip(plotted["label"], plotted["method"]))
+    methods = [method_of.get(label, label) for label in order]
+    color = alt.Color("label:N", sort=order, legend=legend,
+                      scale=alt.Scale(**colours.colour_scale(order, methods, palette or {})))
+    shape = {"shape": alt.Shape("label:N", sort=order, legend=None)} if colours.repeats(methods) else {}
     tooltip = ["label", "m", alt.Tooltip("score:Q", format=".2f"), alt.Tooltip("low:Q", format=".2f"),
                alt.Tooltip("high:Q", format=".2f"), "seeds", alt.Tooltip("changed_frac:Q", format=".0%")]  # fmt: skip
     # methods side by side under each m (dodged), so no point or interval hides another's
@@ -232,7 +237,7 @@ def _attack_section(table: pd.DataFrame, curve: pd.DataFrame, suite: str, metric
     # shuffle are categories, random m and needle's mean points apart
     joined = bool(family) and family_ordered(family)
     line = base.transform_filter(alt.datum.on_axis).mark_line().encode(y=y)
-    points = base.mark_point(filled=True, size=70).encode(y=y, tooltip=tooltip)
+    points = base.mark_point(filled=True, size=70).encode(**shape, y=y, tooltip=tooltip)
     bars = base.mark_rule().encode(y=alt.Y("low:Q", scale=alt.Scale(domain=y_domain(low, high), clamp=True)), y2="high:Q")
     layers = (line + bars + points) if joined else (bars + points)
     st.altair_chart(layers.properties(height=360), width="stretch")
@@ -282,6 +287,9 @@ def _diag_section(state: DBState, filters: grouping.RunFilters, runs: pd.DataFra
         plotted = diag[diag["label"].isin(labels[:MAX_PLOT_GROUPS])]
     # Variants are categories (elong-rand is not "after" m=8): points side by side per variant, no joining line.
     legend = alt.Legend(orient="bottom", columns=2, labelLimit=420, title=None)
+    method_of = dict(zip(plotted["label"], plotted["method"]))
+    shown = list(method_of)
+    scale = colours.colour_scale(shown, [method_of[label] for label in shown], cache.method_colours(state.location, state.version))
     chart = (
         alt.Chart(plotted)
         .mark_point(filled=True, size=70)
@@ -289,7 +297,7 @@ def _diag_section(state: DBState, filters: grouping.RunFilters, runs: pd.DataFra
             x=alt.X("variant:N", sort=variant_order, title=None, axis=alt.Axis(labelAngle=0)),
             xOffset=alt.XOffset("label:N"),
             y=alt.Y("value:Q", title=None, scale=alt.Scale(zero=False)),
-            color=alt.Color("label:N", title="method", legend=legend, scale=alt.Scale(scheme=CATEGORY_SCHEME)),
+            color=alt.Color("label:N", title="method", legend=legend, scale=alt.Scale(**scale)),
             tooltip=["label", "metric", "variant", alt.Tooltip("value:Q", format=".4f"), "seeds"],
         )
         .properties(width=300, height=170)

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from bench.evaluate.attacks import CLEAN, order_variants
+from bench.evaluate.subsets import labelled_dataset
 from bench.report.pooling import row_label
 from leaderboard import cache, grouping
 from leaderboard.queries import DBState
@@ -23,13 +24,16 @@ LONG_VALUE = 60  # characters: a summary value longer than this is also shown wh
 
 def score_table(scores: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """One row per (suite, dataset, metric, n): clean, each attacked variant and its change (attacked - clean); the
-    dataset shows its subset (`stsb[300]`) when it was scored on one."""
+    dataset shows its subset (`stsb (sample of 300 of 1,379)`) when it was scored on one."""
     if scores.empty:
         return scores, []
     scores = scores.copy()
-    if "limit" in scores:
+    if "info" in scores:  # a --limit subset beside its dataset: 'stsb (sample of 300 of 1,379)'
+        scores["dataset"] = [labelled_dataset(d, info) for d, info in zip(scores["dataset"], scores["info"])]
+    elif "limit" in scores:
         limit = pd.to_numeric(scores["limit"], errors="coerce")
-        scores["dataset"] = [d if pd.isna(x) or x <= 0 else f"{d}[{int(x)}]" for d, x in zip(scores["dataset"], limit)]
+        scores["dataset"] = [labelled_dataset(d, {"limit": x}) if pd.notna(x) and x > 0 else d
+                             for d, x in zip(scores["dataset"], limit)]  # fmt: skip
     wide = scores.pivot_table(index=["suite", "dataset", "metric", "n"], columns="variant", values="value", aggfunc="first")
     variants = order_variants(list(wide.columns))
     wide = wide[variants]
@@ -40,7 +44,7 @@ def score_table(scores: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
                 wide[f"change {variant}"] = wide[variant] - wide[CLEAN]
                 value_columns.append(f"change {variant}")
     wide = wide.reset_index()
-    wide["_order"] = wide["dataset"].map(lambda d: grouping.DATASET_ORDER.get(d.split("[", 1)[0], len(grouping.DATASET_ORDER)))
+    wide["_order"] = wide["dataset"].map(lambda d: grouping.DATASET_ORDER.get(d.split(" (", 1)[0], len(grouping.DATASET_ORDER)))
     wide = wide.sort_values(["suite", "_order", "dataset", "metric"]).drop(columns="_order").reset_index(drop=True)
     return wide, value_columns
 
@@ -156,3 +160,37 @@ def show(state: DBState) -> None:
     else:
         show_table(table, value_columns, highlight=False, key="run_scores")
         csv_button(table, f"run-{run_id}-scores", key="run_scores_csv")
+        show_items(state, run_id, scores)
+
+
+def show_items(state: DBState, run_id: int, scores: pd.DataFrame) -> None:
+    """The per-item values of one score of the run, where they are stored (queries, pairs or test texts: each one's
+    value and gold), as a table and a CSV: what the bootstrap intervals resample."""
+    stored = scores[scores["has_items"].astype(bool)] if "has_items" in scores else scores.iloc[0:0]
+    with st.expander("Per-item values", expanded=False):
+        if stored.empty:
+            st.caption("No per-item values stored for this run's scores (an imported score, or one older than them).")
+            return
+        labels = [f"{r.suite} · {r.dataset} · {r.metric} · {r.variant}" for r in stored.itertuples()]
+        choice = st.selectbox("Score", range(len(labels)), format_func=lambda i: labels[i], key="run_items_score")
+        score_id = int(stored["score_id"].iloc[int(choice or 0)])
+        items = cache.items_for_scores(state.location, state.version, (score_id,)).get(score_id)
+        if not items:
+            st.caption("This score's per-item values are gone from the database.")
+            return
+        table = item_table(items)
+        st.dataframe(table, hide_index=True, key="run_items", width="stretch")
+        rebuilt = "100 x Spearman of value against gold" if items.get("aggregate") == "spearman" else "their mean"
+        st.caption(f"{len(table):,} items; the score is {rebuilt} (what the bootstrap intervals resample).")
+        csv_button(table, f"run-{run_id}-items-{labels[int(choice or 0)]}", key="run_items_csv")
+
+
+def item_table(items: dict) -> pd.DataFrame:
+    """One row per stored item: its id, its value and, where the score keeps one, its gold."""
+    values = list(items.get("values") or [])
+    ids = list(items.get("item_ids") or range(len(values)))
+    table = pd.DataFrame({"item": [str(i) for i in ids], "value": values})
+    gold = items.get("gold")
+    if gold is not None and len(gold) == len(values):
+        table["gold"] = list(gold)
+    return table
