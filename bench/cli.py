@@ -9,8 +9,8 @@ import logging
 import sys
 
 # Subcommand modules, in the order `bench --help` lists them.
-COMMANDS = ("run", "sweep", "claim", "eval", "results", "export", "import_", "push", "methods", "data", "cache", "db",
-            "leaderboard")
+COMMANDS = ("run", "sweep", "claim", "eval", "results", "export", "import_", "push", "methods", "method", "data",
+            "cache", "db", "leaderboard")
 
 
 # A disk that is full (or a file-size or quota limit): the same for the user, whichever file was being written.
@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="lenbench: train embedding methods under a shared budget, evaluate clean and elongation-attacked.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging and full tracebacks")
+    parser.add_argument("--debug", action="store_true",
+                        help="full tracebacks instead of one-line errors (a broken method file's own frames included; "
+                        "also $LENBENCH_DEBUG=1)")  # fmt: skip
     parser.add_argument("--version", action="version", version=f"lenbench {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
@@ -96,9 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     given = None if argv is None else list(argv)  # called in-process (a script, a test): rows record this, not sys.argv
     argv = list(sys.argv[1:] if argv is None else argv)
     # `bench` alone is the README's main job: `bench run` with its defaults.
-    if not argv or argv[0] in ("-v", "--verbose") and len(argv) == 1:
+    if not argv or argv[0] in ("-v", "--verbose", "--debug") and len(argv) == 1:
         argv = argv + ["run"]
     from bench import environment
+    from bench.commands.common import tracebacks
     from bench.runtime.terminal import safe
 
     try:
@@ -134,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_args(args)  # out-of-range numbers and unusable devices: one line, before anything runs
     except Exception as exc:  # noqa: BLE001 - a ConfigError; anything else is a bug shown with -v
-        if args.verbose or not isinstance(exc, user_errors()):
+        if tracebacks(args) or not isinstance(exc, user_errors()):
             raise
         print(f"bench: error: {safe(exc)}", file=sys.stderr)
         return 2
@@ -166,17 +170,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bench: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - one clear line for expected errors, traceback with -v
-        if not args.verbose and isinstance(exc, OSError) and exc.errno in DISK_FULL:
+    except Exception as exc:  # noqa: BLE001 - one clear line for expected errors, traceback with -v / --debug
+        debug = tracebacks(args)
+        if not debug and isinstance(exc, OSError) and exc.errno in DISK_FULL:
             where = f" writing {exc.filename}" if exc.filename else ""
             print(f"bench: error: no space left{where} ({exc.strerror}); free space (or point the output elsewhere) "
                   "and run the command again", file=sys.stderr)  # fmt: skip
             return 2
-        if not args.verbose and isinstance(exc, PLACE_ERRORS) and exc.filename:  # a path the machine refuses
+        if not debug and isinstance(exc, PLACE_ERRORS) and exc.filename:  # a path the machine refuses
             print(f"bench: error: cannot use {safe(exc.filename)}: {exc.strerror}; give another path (or fix its "
                   "folder's permissions)", file=sys.stderr)  # fmt: skip
             return 2
-        if args.verbose or not isinstance(exc, user_errors()):
+        if debug or not isinstance(exc, user_errors()):
             raise
         for line in getattr(exc, "faults", None) or [exc]:  # a file with several faults: one line each
             print(f"bench: error: {safe(line)}", file=sys.stderr)

@@ -41,6 +41,7 @@ VARIABLES: dict[str, Variable] = {
         Variable("LENBENCH_MEMMAP_BYTES", "integer", "embedding bytes kept in memory before spilling to a file",
                  minimum=0),  # fmt: skip
         Variable("LENBENCH_DOWNLOAD", "flag", "--download by default"),
+        Variable("LENBENCH_DEBUG", "flag", "--debug by default: full tracebacks instead of one-line errors"),
         Variable("LENBENCH_ALLOW_PICKLE", "flag", "--allow-pickle by default"),
         Variable("LENBENCH_ONNX_FUSE", "flag", "ONNX Runtime's transformer fusion (unset: by the model's width)"),
         Variable("LENBENCH_COMMIT_THREAD", "flag",

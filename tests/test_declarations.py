@@ -261,7 +261,7 @@ def test_bench_eval_options_are_eval_options_fields_with_the_same_defaults():
     from bench.experiment.eval_spec import EvalOptions
 
     parsed = vars(build_parser().parse_args(["eval", "--model", "m", "--suite", "sts"]))
-    for name in ("func", "command", "verbose", "argv", "model", "suite", "download"):  # download: $LENBENCH_DOWNLOAD
+    for name in ("func", "command", "verbose", "debug", "argv", "model", "suite", "download"):  # download: $LENBENCH_DOWNLOAD
         parsed.pop(name, None)
     defaults = EvalOptions().option_values()
     assert parsed == {name: defaults[name] for name in parsed}

@@ -260,7 +260,7 @@ def test_every_bench_run_option_is_a_run_spec_field_with_the_same_default():
 
     parser = build_parser()
     parsed = vars(parser.parse_args(["run"]))
-    for name in ("func", "command", "verbose", "argv"):
+    for name in ("func", "command", "verbose", "debug", "argv"):
         parsed.pop(name, None)
     assert parsed == RunSpec().option_values()
     options = {"method": "laser3", "seed": 2, "lr": "1e-4", "hp": ["laser3.m_mode=twice"], "suite": ["sts:stsb", "heldout"],

@@ -44,6 +44,14 @@ class RawRegistryHelp(RegistryHelp, argparse.RawDescriptionHelpFormatter):
     """`RegistryHelp` for a description written with its own line breaks."""
 
 
+def tracebacks(args: argparse.Namespace) -> bool:
+    """Whether an error is shown as its traceback rather than one line: `bench -v`, `bench --debug` or
+    $LENBENCH_DEBUG (bench.cli's handler, and `bench method check`'s problems)."""
+    from bench import environment
+
+    return bool(getattr(args, "verbose", False) or getattr(args, "debug", False) or environment.flag("LENBENCH_DEBUG"))
+
+
 def launch_settings(args: argparse.Namespace) -> tuple[str, str]:
     """For a command that starts runs in other processes (`bench sweep`, `bench claim`): checks --jobs and --retries
     and gives (--db as given, else the default; the database those processes open: a file path made absolute,

@@ -11,8 +11,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "methods", help="list training methods (built-in and plugins) with paper and defaults",
         description="List every training method `bench run --method` accepts: the built-in ones and those other "
-        "packages register through the `lenbench.methods` entry-point group (README: Adding a method), each with its "
-        "aliases, paper and default hyper-parameters (override one with --hp METHOD.KEY=VALUE).",
+        "packages register through the `lenbench.methods` entry-point group (docs/howto/package-a-method.md), each "
+        "with its aliases, paper and default hyper-parameters (override one with --hp METHOD.KEY=VALUE). A method "
+        "file passed by path (`--method ./my_method.py`) needs no registration and is not listed.",
     )
     p.set_defaults(func=run)
 

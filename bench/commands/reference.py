@@ -27,7 +27,7 @@ def _default(action: argparse.Action, declared: Any) -> str:
 
 
 def _allowed(action: argparse.Action, rule: Any) -> str:
-    if action.choices and not isinstance(action, argparse._SubParsersAction):
+    if action.choices:  # a command's actions too (`bench db ACTION`)
         return ", ".join(f"`{c}`" for c in action.choices)
     return rule.describe() if rule is not None else ""
 
@@ -35,7 +35,7 @@ def _allowed(action: argparse.Action, rule: Any) -> str:
 def _flags(action: argparse.Action) -> str:
     if not action.option_strings:
         name = action.metavar or action.dest or "|".join(map(str, action.choices or ()))
-        return f"`{name}`"
+        return f"`{_cell(name)}`"
     words = [f"`{flag}`" for flag in action.option_strings]
     if action.nargs != 0 and not isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
         words[-1] = f"`{action.option_strings[-1]} {action.metavar or action.dest.upper()}`"
@@ -44,9 +44,10 @@ def _flags(action: argparse.Action) -> str:
     return ", ".join(words)
 
 
-def command_reference(name: str, parser: argparse.ArgumentParser, summary: str | None = None) -> str:
+def command_reference(name: str, parser: argparse.ArgumentParser, summary: str | None = None,
+                      heading: str = "## `bench {name}`") -> str:  # fmt: skip
     """One command's section: its one-line summary (`bench --help`'s; else the description's first paragraph) and a
-    table of its options."""
+    table of its options; then a subsection per action of a command that has them (`bench db upgrade`)."""
     if summary is None and parser.description:
         summary = parser.description.strip().split("\n\n", 1)[0]
     from bench.experiment.option_ranges import ranges
@@ -54,7 +55,7 @@ def command_reference(name: str, parser: argparse.ArgumentParser, summary: str |
 
     declared = options_of(name) if name in COMMANDS else {}
     checked = ranges(name)
-    lines = [f"## `bench {name}`", ""]
+    lines = [heading.format(name=name), ""]
     if summary:
         lines += [_cell(registry_names(summary)), ""]
     lines += ["| option | default | allowed | identity | what it does |", "|---|---|---|---|---|"]
@@ -66,6 +67,11 @@ def command_reference(name: str, parser: argparse.ArgumentParser, summary: str |
         text = registry_names(option.help if option is not None else action.help or "")  # the default has its column
         lines.append(f"| {_flags(action)} | {_default(action, option)} | {_allowed(action, checked.get(action.dest))} "
                      f"| {identity} | {_cell(text)} |")  # fmt: skip
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for sub, subparser in action.choices.items():
+                lines += ["", command_reference(f"{name} {sub}", subparser, helps.get(sub), "### bench {name}")]
     return "\n".join(lines)
 
 

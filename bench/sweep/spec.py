@@ -28,8 +28,8 @@ from bench.runtime.terminal import safe
 PLURALS = {"methods": "method", "seeds": "seed", "backbones": "backbone", "budgets": "budget", "corpora": "corpus",
            "suites": "suite"}
 # Options the sweep sets itself on every point: a spec may not.
-RESERVED = {"db", "resume", "out", "sweep", "sweep_point", "no_baseline", "no_progress", "func", "verbose", "command",
-            "estimate"}
+RESERVED = {"db", "resume", "out", "sweep", "sweep_point", "no_baseline", "no_progress", "func", "verbose", "debug",
+            "command", "estimate"}
 
 
 @dataclass(frozen=True)

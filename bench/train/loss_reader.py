@@ -36,14 +36,25 @@ class LossLog:
     tracker: Any = None
 
 
+class NonFiniteLoss(TrainingError):
+    """A loss that is NaN or infinite stopped the run: one line, the method file's line first when it has one."""
+
+    def __init__(self, value: float, step: int, label: str, where: str, kept: str):
+        self.value, self.step, self.label, self.where = value, step, label, where
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}non-finite loss ({value}) at step {step} of {label}; {kept} (lower --lr or check "
+                         "the data)")  # fmt: skip
+
+
 class LossReader:
     """Reads and records the losses of one training run (see the module docstring)."""
 
     def __init__(self, *, check_every: int, consumed: Consumption, label: str, out: Path, writer: CheckpointWriter,
-                 checkpoint: Callable[[], Path | None], bar: Any, log: LossLog = LossLog()):  # fmt: skip
+                 checkpoint: Callable[[], Path | None], bar: Any, log: LossLog = LossLog(), where: str = ""):  # fmt: skip
         self.check_every = check_every
         self.consumed = consumed  # the run's counters: the step a loss belongs to
         self.label = label
+        self.where = where  # FILE:LINE of a method file's code: the message starts with it
         self.out = out
         self.writer = writer
         self.checkpoint = checkpoint  # writes a checkpoint of the current weights (None on ranks > 0)
@@ -66,10 +77,8 @@ class LossReader:
             path = self.checkpoint()
             self.writer.wait()
             self.flush()
-            raise TrainingError(
-                f"non-finite loss ({value}) at step {self.consumed.steps + 1} of {self.label}; "
-                f"stopped, checkpoint saved at {path or self.out} (lower --lr or check the data)"
-            )
+            raise NonFiniteLoss(value, self.consumed.steps + 1, self.label, self.where,
+                                f"stopped, checkpoint saved at {path or self.out}")  # fmt: skip
         return value
 
     def add(self, loss: torch.Tensor, value: float | None, row: dict[str, Any] | None) -> None:
@@ -99,11 +108,8 @@ class LossReader:
                 self.writer.wait()
                 self.flush()
                 saved = latest_checkpoint(self.out)
-                raise TrainingError(
-                    f"non-finite loss ({value}) at step {first_step + i} of {self.label}; stopped, "
-                    + (f"last checkpoint at {saved}" if saved else "no checkpoint was written")
-                    + " (lower --lr or check the data)"
-                )
+                raise NonFiniteLoss(value, first_step + i, self.label, self.where, "stopped, "
+                                    + (f"last checkpoint at {saved}" if saved else "no checkpoint was written"))
             self.losses.append(value)
             if row is not None:
                 self._log(value, row)

@@ -12,7 +12,8 @@ The module is named after the file's hash (`lenbench_method_file_<hash>`), so th
 and the objects a run sends to its loader workers (the adapter, its positives function) are found there: a worker
 loads the same files first (`install`), refusing a file whose bytes changed since the run began.
 
-A name already taken by a built-in or an installed plug-in is refused (a file never shadows one), as is a name
+Each config field needs a default (a run takes the defaults and its --hp values, nothing else), refused at load
+with the field's line. A name already taken by a built-in or an installed plug-in is refused (a file never shadows one), as is a name
 another file defined earlier in this process.
 """
 
@@ -23,10 +24,11 @@ import re
 import sys
 import traceback
 import types
-from dataclasses import dataclass, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
-from bench.runtime.errors import MethodFileError
+from bench.runtime.errors import MethodContractError, MethodFileError
 from bench.runtime.plugins import Registry, is_slug
 from bench.train.method import MethodSpec
 
@@ -84,6 +86,8 @@ def load(text: str, methods: Registry[MethodSpec]) -> MethodFile:
         raise MethodFileError(f"{shown}: defines no method; expected a function decorated with "
                               "@lenbench.contrastive(...) or a MethodSpec (see `bench method new NAME`)")  # fmt: skip
     _claim_names(specs, known, methods)
+    for spec in specs:
+        _check_defaults(spec, data.decode("utf-8", "replace"))
     loaded = MethodFile(shown, absolute, sha, module.__name__, specs)
     _LOADED[absolute] = loaded
     return loaded
@@ -132,6 +136,20 @@ def install(files: list[tuple[str, str, str]]) -> None:
         _execute(path, path, data, sha)
 
 
+def author_fault(spec: MethodSpec, exc: BaseException, doing: str, anywhere: bool = False) -> MethodContractError | None:
+    """One line for an exception a method file's code raised while lenbench was `doing` something with it: at the
+    last line of the file the traceback passes through (the spec's own line when `anywhere` and none does). None
+    when the file's code is not in the traceback (lenbench's own error) or the method comes from no file."""
+    if not spec.source_file:
+        return None
+    absolute = str(Path(spec.source_file).expanduser().resolve())
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == absolute and f.lineno]
+    if not lines and not anywhere:
+        return None
+    line = lines[-1] if lines else spec.source_line or 1
+    return MethodContractError(f"{spec.source_file}:{line}: {_one_line(exc)} (while {doing} method {spec.name!r})")
+
+
 # ------------------------------------------------------------------------------------------- loading
 def _execute(shown: str, absolute: str, data: bytes, sha: str) -> types.ModuleType:
     name = MODULE_PREFIX + sha[:16]
@@ -144,7 +162,7 @@ def _execute(shown: str, absolute: str, data: bytes, sha: str) -> types.ModuleTy
         exec(compile(data, absolute, "exec"), module.__dict__)
     except Exception as exc:  # noqa: BLE001 - the author's code: whatever it raises is one line naming its line
         del sys.modules[name]
-        raise MethodFileError(f"{shown}:{_line_in(exc, absolute)}: {_one_line(exc)} (while loading the method file)") from None
+        raise MethodFileError(f"{shown}:{_line_in(exc, absolute)}: {_one_line(exc)} (while loading the method file)") from exc
     return module
 
 
@@ -176,6 +194,33 @@ def _specs_of(module: types.ModuleType, shown: str, sha: str, source: str,
         factory = located(shown) if callable(located) else spec.factory
         found.append(replace(spec, factory=factory, source_file=shown, source_sha256=sha, source_line=line))
     return found
+
+
+def _check_defaults(spec: MethodSpec, source: str) -> None:
+    """Every field of the method's config has a default: a run builds it from the defaults and its --hp values."""
+    missing = [f for f in fields(spec.config_cls) if f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        field = missing[0]
+        line = _field_line(spec.config_cls.__name__, field.name, source) or spec.source_line
+        raise MethodFileError(f"{spec.source_file}:{line}: config field {spec.config_cls.__name__}.{field.name} of "
+                              f"method {spec.name!r} has no default; expected one, e.g. `{field.name}: "
+                              f"{_annotation(field)} = hp(DEFAULT, ...)` (a run takes the defaults and its --hp "
+                              "values)")  # fmt: skip
+
+
+def _field_line(cls_name: str, name: str, source: str) -> int:
+    """The line of `name: ...` in `class cls_name` of the file (0 when not found: a config defined elsewhere)."""
+    lines = source.splitlines()
+    start = next((i for i, line in enumerate(lines) if re.match(rf"\s*class\s+{re.escape(cls_name)}\b", line)), None)
+    if start is None:
+        return 0
+    pattern = re.compile(rf"\s+{re.escape(name)}\s*:")
+    return next((i + 1 for i in range(start + 1, len(lines)) if pattern.match(lines[i])), 0)
+
+
+def _annotation(field: Any) -> str:
+    kind = field.type
+    return kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
 
 
 def _line_of(name: str, source: str) -> int:

@@ -81,6 +81,19 @@ class PositivesContract:
             raise self.fault(f"returned a list holding {_kind(bad)}; expected {EXPECTED_BATCH}")
         return list(out)
 
+    def check_sample(self, texts: Sequence[str], positives: Sequence[str | None]) -> None:
+        """The promises only several texts show (`bench method check`): not every text skipped, not every positive
+        empty, not every positive its text unchanged. MethodContractError, one line, on the first broken one."""
+        given = [(t, p) for t, p in zip(texts, positives) if p is not None]
+        if not given:
+            raise self.fault(f"skipped all {len(texts)} texts it was given (None for each); expected a positive for "
+                             "most texts")  # fmt: skip
+        if all(not p.strip() for _, p in given):
+            raise self.fault(f"returned an empty positive for every text; expected {EXPECTED_BATCH}, with words in it")
+        if all(p.strip() == t.strip() for t, p in given):
+            raise self.fault("returned every text unchanged as its positive; expected a positive that differs from "
+                             "its text (a text against itself, with dropout, is the built-in simcse)")  # fmt: skip
+
     def _line_of(self, exc: BaseException) -> int | None:
         code = getattr(self.fn, "__code__", None)
         lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__)

@@ -309,7 +309,7 @@ class TrainingRecipe:
         )
         self.reader = LossReader(
             check_every=config.nan_check_every or (1 if self.device.type == "cpu" else 10), consumed=self.consumed,
-            label=self.hooks.label, out=self.out, writer=self.writer, checkpoint=self.checkpoint, bar=self.bar,
+            label=self.hooks.label, where=self.hooks.where, out=self.out, writer=self.writer, checkpoint=self.checkpoint, bar=self.bar,
             log=LossLog(self.db, self.run_id, self.tracker),
         )  # fmt: skip
         self.clock_start = time.monotonic() - self.consumed.seconds  # a resumed run keeps counting its seconds
@@ -488,5 +488,28 @@ def train_method(job: TrainJob) -> TrainResult:
     with distributed.main_first():  # a random backbone is written to disk once, by rank 0
         model, tokenizer, _ = load_backbone(job.backbone, cache_dir=job.backbone_cache_dir, allow_pickle=job.allow_pickle)
     torch.manual_seed(config.seed)
-    adapter = spec.build(method_config, tokenizer=tokenizer, max_len=config.max_len, seed=config.seed)
-    return train(adapter, model, tokenizer, job)
+    if not spec.source_file:
+        adapter = spec.build(method_config, tokenizer=tokenizer, max_len=config.max_len, seed=config.seed)
+        return train(adapter, model, tokenizer, job)
+    # A method file: what its own code raises is one line at its line (the traceback with --debug), as
+    # `bench method check` reports it.
+    from bench.train.method_file import author_fault
+
+    try:
+        adapter = spec.build(method_config, tokenizer=tokenizer, max_len=config.max_len, seed=config.seed)
+    except Exception as exc:  # noqa: BLE001 - the author's factory and adapter: whatever they raise, one line
+        raise author_fault(spec, exc, "building", anywhere=True) from exc  # type: ignore[misc]
+    if not getattr(adapter, "where", ""):  # a full adapter: messages (no batch, a non-finite loss) name the file
+        try:
+            adapter.where = spec.where
+        except AttributeError:
+            pass
+    try:
+        return train(adapter, model, tokenizer, job)
+    except (TrainingError, ConfigError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - one line when the file's own code raised it, else lenbench's error
+        fault = author_fault(spec, exc, "training")
+        if fault is None:
+            raise
+        raise fault from exc
