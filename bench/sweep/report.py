@@ -133,13 +133,17 @@ def baseline_runs(db, states: list[PointState]) -> tuple[dict[int, str], str]:  
     if any(s.point.method == BASELINE for s in states):
         return {s.run_id: s.point.cell for s in states if s.state == "done" and s.point.method == BASELINE}, ""
     from bench.experiment.run_spec import RunSpec
+    from bench.runtime.errors import ConfigError
 
     done = [s.point for s in states if s.state == "done"]
     wanted: dict[str, str] = {}
     for point in done:
         options = {**point.options, "method": BASELINE, "no_baseline": True}
         options.pop("hp", None)  # the trained method's hyper-parameters
-        _, chash = RunSpec.from_options(options).configs(0).per_method[BASELINE]
+        try:
+            _, chash = RunSpec.from_options(options).configs(0).per_method[BASELINE]
+        except (ConfigError, ValueError, KeyError):  # an option the untrained run does not take: no baseline for it
+            continue
         others = [part for part in point.cell.split(" ") if not part.startswith("method=") and part != "all"]
         wanted.setdefault(chash, " ".join([f"method={BASELINE}", *others]))
     runs = db.runs()
