@@ -390,7 +390,8 @@ def test_main_job_scores_in_view_subsets_apart_and_a_click_opens_the_run(main_jo
             _inside(page.locator(TABLE).first.bounding_box(), viewport, "the main table with subsets shown")
             subset = page.locator(TABLE).nth(1).locator("table[role='grid'] tbody tr")
             assert subset.count() == 2
-            assert page.get_by_text("Scored on a subset (first 40, n = 40)", exact=False).count() == 1  # rows of a --limit before the sample: the first 40
+            # rows of a --limit before the seeded sample: the first 40
+            assert page.get_by_text("Scored on a subset (first 40, n = 40)", exact=False).count() == 1
             page.screenshot(path=str(shots / "main-job-subsets.png"), full_page=True)
 
             # a click on laser3-self's method cell opens its run (run 2)
