@@ -208,12 +208,15 @@ def test_robustness_points_of_one_run_carry_the_bootstrap_interval_of_their_scor
 
 
 def test_main_view_charts_use_distinct_colours_and_whole_legends(main_job, monkeypatch):
+    from leaderboard.colours import PALETTE
+
     at = open_app(main_job, monkeypatch)
     specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
     assert len(specs) == 2  # per-dataset bars with CIs, model size vs score
     for spec in specs:
         text = json.dumps(spec)
-        assert '"scheme": "tableau10"' in text  # ten distinct hues, not shades of one
+        ranges = re.findall(r'"range": \[([^\]]*)\]', text)  # each method's own colour (leaderboard.colours)
+        assert ranges and all(c.strip(' "') in PALETTE for r in ranges for c in r.split(","))  # distinct hues
         assert '"labelLimit": 0' in text  # legend labels never cut
     bars = json.dumps(specs[0])
     assert '"y2"' in bars and '"xOffset"' in bars  # a bar per row and dataset, with its CI

@@ -131,6 +131,8 @@ def _open_selectors(page) -> int:  # noqa: ANN001
     names: run labels, curve labels, references)."""
     opened = 0
     for widget in page.locator("[data-testid='stSelectbox'], [data-testid='stMultiSelect']").all():
+        if not widget.locator("input").first.is_visible():  # inside a closed expander (the Run view's per-item values)
+            continue
         widget.scroll_into_view_if_needed()
         widget.locator("input").first.click()
         page.wait_for_timeout(300)

@@ -49,12 +49,14 @@ class NonFiniteLoss(TrainingError):
 class LossReader:
     """Reads and records the losses of one training run (see the module docstring)."""
 
-    def __init__(self, *, check_every: int, consumed: Consumption, label: str, out: Path, writer: CheckpointWriter,
-                 checkpoint: Callable[[], Path | None], bar: Any, log: LossLog = LossLog(), where: str = ""):  # fmt: skip
+    def __init__(self, *, check_every: int, consumed: Consumption, method: Any, out: Path, writer: CheckpointWriter,
+                 checkpoint: Callable[[], Path | None], bar: Any, log: LossLog = LossLog()):  # fmt: skip
+        """`method`: what names the run's method in a message (the trainer's hooks): its `label`, and its `where`
+        (FILE:LINE of a method file's code, '' for a registered method)."""
         self.check_every = check_every
         self.consumed = consumed  # the run's counters: the step a loss belongs to
-        self.label = label
-        self.where = where  # FILE:LINE of a method file's code: the message starts with it
+        self.label = method.label
+        self.where = getattr(method, "where", "")  # a method file's line: the message starts with it
         self.out = out
         self.writer = writer
         self.checkpoint = checkpoint  # writes a checkpoint of the current weights (None on ranks > 0)

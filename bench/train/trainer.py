@@ -309,7 +309,7 @@ class TrainingRecipe:
         )
         self.reader = LossReader(
             check_every=config.nan_check_every or (1 if self.device.type == "cpu" else 10), consumed=self.consumed,
-            label=self.hooks.label, where=self.hooks.where, out=self.out, writer=self.writer, checkpoint=self.checkpoint, bar=self.bar,
+            method=self.hooks, out=self.out, writer=self.writer, checkpoint=self.checkpoint, bar=self.bar,
             log=LossLog(self.db, self.run_id, self.tracker),
         )  # fmt: skip
         self.clock_start = time.monotonic() - self.consumed.seconds  # a resumed run keeps counting its seconds
