@@ -232,6 +232,17 @@ def _line_of(name: str, source: str) -> int:
     return 1
 
 
+def name_problem(name: str, METHODS: Registry[MethodSpec]) -> str | None:  # noqa: N803 - the registry itself
+    """Why `name` cannot name a new method (not a slug, or taken by a built-in or installed plug-in), else None."""
+    if not is_slug(name):
+        return (f"method name {name!r} is not a slug; use lower-case letters and digits, words joined by '-' or '_' "
+                "(e.g. my-method)")  # fmt: skip
+    if METHODS.get(name) is not None:
+        kind = "a built-in method" if METHODS.is_builtin(name) else "an installed plug-in method"
+        return f"method name {name!r} clashes with {kind}; give yours another name"
+    return None
+
+
 def _claim_names(specs: tuple[MethodSpec, ...], previous: MethodFile | None,
                  METHODS: Registry[MethodSpec]) -> None:  # noqa: N803 - the registry itself
     """Refuse a name that is not a slug, is taken by a built-in or plug-in, or by another file; then record them."""
@@ -239,13 +250,9 @@ def _claim_names(specs: tuple[MethodSpec, ...], previous: MethodFile | None,
     mine = {id(s) for s in previous.specs} if previous is not None else set()
     for spec in specs:
         for name in (spec.name, *spec.aliases):
-            if not is_slug(name):
-                raise MethodFileError(f"{spec.where}: method name {name!r} is not a slug; use lower-case letters and "
-                                      "digits, words joined by '-' or '_' (e.g. my-method)")  # fmt: skip
-            if METHODS.get(name) is not None:
-                kind = "a built-in method" if METHODS.is_builtin(name) else "an installed plug-in method"
-                raise MethodFileError(f"{spec.where}: method name {name!r} clashes with {kind}; give yours another "
-                                      "name")  # fmt: skip
+            problem = name_problem(name, METHODS)
+            if problem is not None:
+                raise MethodFileError(f"{spec.where}: {problem}")
             other = _BY_NAME.get(name)
             if other is not None and id(other) not in mine and Path(other.source_file).resolve() != Path(spec.source_file).resolve():
                 raise MethodFileError(f"{spec.where}: method name {name!r} is already defined by {other.where}; give "

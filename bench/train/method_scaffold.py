@@ -42,15 +42,13 @@ def default_path(name: str) -> Path:
 def write(name: str, out: str | Path | None = None) -> Path:
     """Write the method NAME to `out` (default ./NAME.py); ConfigError, one line, for a NAME that is not a slug or
     is taken by a built-in or installed method, or a file that already exists (never overwritten)."""
+    from bench.train.method_file import name_problem
     from bench.train.registry import METHODS
 
-    if not is_slug(name):
-        raise ConfigError(f"method name {name!r} is not a slug; use lower-case letters and digits, words joined by "
-                          "'-' or '_' (e.g. my-method)")  # fmt: skip
-    if METHODS.get(name) is not None:
-        kind = "a built-in method" if METHODS.is_builtin(name) else "an installed plug-in method"
-        raise ConfigError(f"method name {name!r} clashes with {kind}; give yours another name (`bench methods` lists "
-                          "the names taken)")  # fmt: skip
+    problem = name_problem(name, METHODS)
+    if problem is not None:
+        hint = " (`bench methods` lists the names taken)" if is_slug(name) else ""  # a clash: where to look
+        raise ConfigError(problem + hint)
     path = Path(out) if out is not None else default_path(name)
     if path.exists():
         raise ConfigError(f"{path} already exists; give another --out FILE (an existing file is never overwritten)")
