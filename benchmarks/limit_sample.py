@@ -49,13 +49,14 @@ def main(argv: list[str] | None = None) -> int:
     first = score(draw(total, args.n, 0, args.dataset, FIRST).indices)
     samples = [score(draw(total, args.n, seed, args.dataset).indices) for seed in range(args.seeds)]
     errors = [s - full for s in samples]
+    mean_abs = statistics.mean(abs(e) for e in errors)
     print(f"{args.model} on {args.dataset}: {total} pairs, --limit {args.n}")
     print(f"full set                 {full:6.2f}")
     print(f"first {args.n:<5d}              {first:6.2f}  ({first - full:+.2f} from the full set)")
     print(f"sample, {args.seeds} limit seeds  {statistics.mean(samples):6.2f}  (mean error {statistics.mean(errors):+.2f}, "
-          f"mean |error| {statistics.mean(abs(e) for e in errors):.2f}, largest |error| {max(abs(e) for e in errors):.2f})")
+          f"mean |error| {mean_abs:.2f}, largest |error| {max(abs(e) for e in errors):.2f})")
     print(f"ratio |first - full| / mean |sample - full|: "
-          f"{abs(first - full) / max(statistics.mean(abs(e) for e in errors), 1e-9):.1f}x")
+          f"{abs(first - full) / max(mean_abs, 1e-9):.1f}x")
     return 0
 
 

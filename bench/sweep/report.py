@@ -125,13 +125,14 @@ def _published_for(spec: SweepSpec, points: list[Point]) -> dict[tuple, Publishe
     return out
 
 
-def baseline_runs(db, states: list[PointState]) -> tuple[dict[int, str], str]:  # noqa: ANN001
-    """The untrained backbone's runs to read the sweep's cells against: run id -> its cell. The sweep's own
+def baseline_runs(db, states: list[PointState]) -> tuple[dict[int, tuple[str, int]], str]:  # noqa: ANN001
+    """The untrained backbone's runs to read the sweep's cells against: run id -> (its cell, its seed). The sweep's own
     `vanilla` points where it has them; else the finished rows of this database whose config hash is the one
     `bench run --method vanilla` would record with a finished point's settings (found wherever they were run).
     The second value: '' or the line that says no baseline is here and how to add one."""
     if any(s.point.method == BASELINE for s in states):
-        return {s.run_id: s.point.cell for s in states if s.state == "done" and s.point.method == BASELINE}, ""
+        return {s.run_id: (s.point.cell, s.point.seed) for s in states
+                if s.state == "done" and s.point.method == BASELINE}, ""  # fmt: skip
     from bench.experiment.run_spec import RunSpec
     from bench.runtime.errors import ConfigError
 
@@ -154,7 +155,7 @@ def baseline_runs(db, states: list[PointState]) -> tuple[dict[int, str], str]:  
             a for a in example.argv if not a.startswith("--method") and a != example.method) + ")"
         return {}, (f"no {BASELINE} baseline in this database with these settings: add \"{BASELINE}\" to [grid] "
                     f"method, or run the untrained backbone on the same suites{command}")
-    return {int(r.id): wanted[r.config_hash] + " (baseline)" for r in found.itertuples()}, ""
+    return {int(r.id): (wanted[r.config_hash] + " (baseline)", int(r.seed)) for r in found.itertuples()}, ""
 
 
 def comparison_table(db, spec: SweepSpec, states: list[PointState], metric: str | None = None) -> str:  # noqa: ANN001
@@ -166,11 +167,11 @@ def comparison_table(db, spec: SweepSpec, states: list[PointState], metric: str 
     if extra:
         found = db.scores(list(extra))
         found = found[~found["variant"].astype(str).str.startswith("change")]
-        seeds = db.runs().set_index("id")["seed"]
-        scores = pd.concat([scores, found.assign(cell=found["run_id"].map(extra), seed=found["run_id"].map(seeds),
+        runs = found["run_id"].map(extra)
+        scores = pd.concat([scores, found.assign(cell=runs.str[0], seed=runs.str[1],
                                                  limit=found["info"].map(subset_label))[scores.columns]],
                            ignore_index=True)  # fmt: skip
-    base_cells = set(baseline.values())
+    base_cells = {cell for cell, _ in baseline.values()}
     over = {p.suite: p.average_of for p in spec.published if p.dataset == AVERAGE and p.average_of}
     frame = pd.concat([scores, _averages(scores, over)], ignore_index=True)
     if metric:
