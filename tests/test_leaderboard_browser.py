@@ -490,3 +490,70 @@ def test_a_database_filled_by_run_eval_and_a_plugin_shows_delta_for_every_row(tm
             assert page.get_by_text("scored on a subset (sample of 4, n = 4)", exact=False).count() == 1
         finally:
             browser.close()
+
+
+@pytest.fixture
+def tie_server(tmp_path, monkeypatch):
+    """The board of a database whose top two rows cannot be told apart (tests/test_leaderboard_marks.py's)."""
+    from tests.test_leaderboard_marks import fill_tie
+
+    monkeypatch.delenv("LENBENCH_LEADERBOARD_PASSWORD", raising=False)
+    with _serve(fill_tie(tmp_path / "tie.sqlite"), tmp_path) as url:
+        yield url
+
+
+def _highlighted_rows(picture: Path, rows: int) -> list[int]:
+    """The rows of a grid's picture that hold a cell painted in the board's "best" colour (BEST_STYLE's green at a
+    quarter over white, about (200, 240, 212)): the grid draws on a canvas, so its colours are read from pixels.
+    Rows are 35 px under a 35 px header."""
+    from PIL import Image
+
+    image = Image.open(picture).convert("RGB")
+    width, height = image.size
+    assert height >= 35 * (rows + 1), f"the grid's picture is {height} px high for {rows} rows"
+    found = []
+    for row in range(rows):
+        y0 = 35 * (row + 1) + 8
+        greens = sum(1 for y in range(y0, y0 + 19) for x in range(width)
+                     if (lambda r, g, b: g - r > 25 and g - b > 15 and g > 200)(*image.getpixel((x, y))))  # fmt: skip
+        if greens > 200:  # a whole cell (about 80 x 19 px), not a stray anti-aliased pixel
+            found.append(row)
+    return found
+
+
+def test_the_boards_best_marks_follow_the_significance_test_in_chromium(tie_server, tmp_path):
+    """Where the top two rows cannot be told apart (by the Holm-corrected paired bootstrap `bench results` uses,
+    recomputed here from bench.report.stats), both are painted best and share rank 1; the clearly worse row is
+    neither. At 1280x800, the whole table in the window."""
+    from tests.test_leaderboard_marks import expected_best
+
+    chromium = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    expected = expected_best(tmp_path / "tie.sqlite")
+    assert expected == {"alpha", "beta"}  # the database is what the test is about: a tie at the top, one loser
+    shots = Path(os.environ.get("LENBENCH_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.set_default_timeout(90_000)
+            page.goto(tie_server)
+            page.wait_for_selector(f"{TABLE} table[role='grid'] tbody tr", state="attached")
+            _settle(page)
+            header = _header(page)
+            rows = _wait_rows(page, lambda r: len(r) == 3)
+            methods = [r[0] for r in rows]
+            assert set(methods) == {"alpha", "beta", "gamma"}
+            ranks = {r[0]: float(r[header.index("rank")]) for r in rows}
+            assert {m for m, rank in ranks.items() if rank == 1.0} == expected and ranks["gamma"] > 1.0
+            table = page.locator(TABLE).first
+            _inside(table.bounding_box(), {"x": 0, "y": 0, **VIEWPORT}, "the tie's table (no scrolling)")
+            page.wait_for_timeout(500)  # let the canvas paint before the picture
+            table.screenshot(path=str(shots / "tie-table.png"))
+            page.screenshot(path=str(shots / "tie.png"))
+            painted = {methods[i] for i in _highlighted_rows(shots / "tie-table.png", len(rows))}
+            assert painted == expected, f"painted best: {sorted(painted)}; the test supports {sorted(expected)}"
+            assert page.get_by_text("every row not significantly worse than it (Holm)", exact=False).count() == 1
+        finally:
+            browser.close()
