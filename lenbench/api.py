@@ -235,19 +235,26 @@ def evaluate(model: Any, suites: str | Sequence[str], *, db: str | os.PathLike[s
 
 def run(methods: str | Sequence[str] | None = None, suites: str | Sequence[str] | None = None,
         budget: str | None = None, *, db: str | os.PathLike[str] | None = None, quiet: bool = False,
-        **options: Any) -> Results:  # fmt: skip
+        tokenizer: Any = None, **options: Any) -> Results:  # fmt: skip
     """Train each method under the same settings and budget, evaluate it with the untrained backbone, record every
     run: `bench run` (None: the command's default, e.g. the README's main job with no arguments).
 
     options: `bench run`'s options by name (backbone="minilm", corpus="wiki-offline", seeds=[0, 1, 2], limit=300,
     max_len=64, batch_size=16, lr=3e-5, hp=["simcse.temperature=0.1"], eval_every=50, preset="scratch", out="runs",
     report_to=["tensorboard"], reference="vanilla", ...); estimate=True returns what it will cost
-    (bench.experiment.estimate.run.RunEstimate) and runs nothing."""
+    (bench.experiment.estimate.run.RunEstimate) and runs nothing. backbone= may be an object too: a
+    SentenceTransformer, or a transformers model with `tokenizer=` (or a `(model, tokenizer)` pair), saved once as
+    the folder <out>/backbones/object-<hash of its weights> that names it in the rows (bench.train.backbone_object)."""
     from bench.experiment.run_job import prepare_run, run_prepared
     from bench.experiment.command_options import command_text
+    from bench.experiment.options import declared
     from bench.experiment.run_spec import RunSpec
+    from bench.train.backbone_object import backbone_folder
     from results_db import ResultsDB
 
+    if "backbone" in options or tokenizer is not None:  # an object: its folder, which the options then name
+        out = options.get("out") or declared("run", "out").default
+        options["backbone"] = backbone_folder(options.get("backbone"), out, tokenizer=tokenizer)
     given = {"method": methods, "suite": suites, "budget": budget, "db": _db_text(db),
              "no_progress": quiet or None, **options}  # fmt: skip
     typed = _typed(RunSpec, given)

@@ -159,3 +159,42 @@ def test_bench_run_stops_a_broken_method_file_in_one_line_and_shows_the_tracebac
     monkeypatch.setenv("LENBENCH_DEBUG", "1")
     with pytest.raises(MethodFileError, match=r"nodefault\.py:8: config field"):
         main(argv)
+
+
+RAISES_IN_A_WORKER = '''\
+from dataclasses import dataclass
+
+from bench.train.method import MethodSpec
+from methods.pairs import PairContrastiveAdapter
+
+
+@dataclass
+class Config:
+    temperature: float = 0.05
+
+
+class Lookup(PairContrastiveAdapter):
+    name = "lookup"
+
+    def text_pair(self, text, rng):
+        return (text, {}[text.split()[0]])
+
+
+SPEC = MethodSpec(name="lookup", paper="(yours)", summary="a positive looked up where there is none", config_cls=Config,
+                  factory=lambda config, *, tokenizer, max_len, seed=0, **_: Lookup(
+                      config, tokenizer=tokenizer, max_len=max_len, seed=seed))
+'''
+
+
+def test_a_full_adapter_raising_in_a_loader_worker_is_one_line_at_its_line(tmp_path, monkeypatch, capsys):
+    """A batch is made in a loader process, whose error reaches training only as its traceback's text: the line is
+    made there, naming the file's own line, as in the main process."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LENBENCH_DEBUG", raising=False)
+    Path("lookup.py").write_text(RAISES_IN_A_WORKER)
+    rc, out, err = _bench(capsys, "run", "--method", "./lookup.py", "--budget", "steps=2", "--backbone", "random-bert-tiny",
+                          "--batch-size", "4", "--max-len", "32", "--loader-workers", "1", "--db", "r.sqlite",
+                          "--no-baseline", "--no-progress")  # fmt: skip
+    lines = err.strip().splitlines()
+    assert rc != 0 and "Traceback" not in err and len(lines) == 1, err[-2000:]
+    assert re.fullmatch(r"bench: error: \./lookup\.py:16: KeyError: '.+' \(while making a batch of method 'lookup'\)", lines[0])

@@ -257,3 +257,65 @@ def test_an_object_is_estimated_without_being_recorded(data_dir, tmp_path):
                                  estimate=True, **SMALL)  # fmt: skip
     assert [(d.suite, d.dataset) for d in estimate.datasets] == [("sts", "stsb")] and estimate.seconds > 0
     assert not db.exists()
+
+
+# ------------------------------------------------------------------------------------------- a backbone object
+def _run_options(tmp_path: Path, data_dir: Path) -> dict:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"Sentence {i} is about topic {i % 5}. It has more words {i}." for i in range(40)) + "\n")
+    return {"db": tmp_path / "r.sqlite", "out": str(tmp_path / "runs"), "data_dir": str(data_dir), "corpus": str(corpus),
+            "budget": "steps=2", "batch_size": 4, "max_len": 32, "elong": "2", "quiet": True}  # fmt: skip
+
+
+def test_a_backbone_object_trains_from_its_folder_and_reuses_its_rows(tiny_model_dir, data_dir, tmp_path):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    options = _run_options(tmp_path, data_dir)
+    model, tokenizer = AutoModel.from_pretrained(str(tiny_model_dir)), AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    first = lenbench.run("simcse", "sts:stsb@elong", backbone=(model, tokenizer), **options)
+    runs = ResultsDB(options["db"]).runs()
+    assert sorted(runs["method"]) == ["simcse", "vanilla"]
+    (folder,) = set(runs["backbone"])  # both rows name the folder the object was saved as
+    assert Path(folder).parent == tmp_path / "runs" / "backbones" and Path(folder).name.startswith("object-")
+    by_path = lenbench.evaluate(str(tiny_model_dir), "sts:stsb@elong", db=tmp_path / "path.sqlite",
+                                data_dir=str(data_dir), max_len=32, elong="2", quiet=True)  # fmt: skip
+    vanilla = scores(options["db"], first.runs["vanilla"][0])
+    assert vanilla == pytest.approx(scores(tmp_path / "path.sqlite", by_path.run_ids[0]), abs=1e-6)  # its weights, as saved
+
+    again = lenbench.run("simcse", "sts:stsb@elong", backbone=model, tokenizer=tokenizer, **options)
+    assert again.run_ids == first.run_ids and len(ResultsDB(options["db"]).runs()) == 2  # the same weights: reused
+
+    with torch.no_grad():
+        model.embeddings.word_embeddings.weight[1000, 0] += 1e-3  # one weight changed
+    changed = lenbench.run("simcse", "sts:stsb@elong", backbone=(model, tokenizer), **options)
+    runs = ResultsDB(options["db"]).runs()
+    assert set(changed.run_ids).isdisjoint(first.run_ids) and len(runs) == 4  # another model: new rows, none reused
+    assert len(set(runs["backbone"])) == 2
+
+
+def test_a_backbone_named_by_a_file_on_the_command_line(tiny_model_dir, data_dir, tmp_path, monkeypatch, capsys):
+    options = _run_options(tmp_path, data_dir)
+    (tmp_path / "backbone.py").write_text(
+        "from sentence_transformers import SentenceTransformer\n\n\n"
+        f"def make():  # the folder's transformer under a mean pooling\n    return SentenceTransformer({str(tiny_model_dir)!r}, device='cpu')\n"
+    )  # fmt: skip
+    (tmp_path / "hash.py").write_text(HASH_SOURCE)
+    monkeypatch.chdir(tmp_path)
+    base = ["run", "--method", "simcse", "--suite", "sts:stsb@elong", "--elong", "2", "--budget", "steps=2",
+            "--batch-size", "4", "--max-len", "32", "--data-dir", str(data_dir), "--corpus", options["corpus"],
+            "--out", options["out"], "--db", str(options["db"]), "--no-progress"]  # fmt: skip
+    assert main([*base, "--backbone", "backbone.py:make"]) == 0
+    runs = ResultsDB(options["db"]).runs()
+    (folder,) = set(runs["backbone"])
+    assert Path(folder).name.startswith("object-") and (Path(folder) / "config.json").is_file()
+    api = lenbench.run("simcse", "sts:stsb@elong", backbone=str(tiny_model_dir), **{**options, "db": tmp_path / "api.sqlite"})
+    trained = runs.set_index("method").loc["simcse", "id"]
+    # the file's SentenceTransformer is the folder's weights: trained alike, scored alike
+    assert scores(options["db"], int(trained)) == pytest.approx(scores(tmp_path / "api.sqlite", api.runs["simcse"][0]), abs=1e-6)
+
+    capsys.readouterr()
+    assert main([*base, "--backbone", "hash.py:make"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "hash.py:make" in err[0] and "can be scored (bench eval --model" in err[0]
+    assert len(ResultsDB(options["db"]).runs()) == 2  # nothing recorded

@@ -55,7 +55,7 @@ class ModelObject:
 
 def model_object(model: Any, *, name: str | None = None, tokenizer: Any = None) -> ModelObject:
     """The API's model argument as a ModelObject: an object, or a `(transformers model, tokenizer)` pair."""
-    if isinstance(model, tuple) and len(model) == 2 and tokenizer is None and _is_transformers_model(model[0]):
+    if isinstance(model, tuple) and len(model) == 2 and tokenizer is None and is_transformers_model(model[0]):
         model, tokenizer = model
     return ModelObject(model, name=name, tokenizer=tokenizer)
 
@@ -66,7 +66,7 @@ def is_model_object(model: Any) -> bool:
     if isinstance(model, (str, bytes, os.PathLike)):  # a name or folder (a str has an encode() of its own)
         return False
     if isinstance(model, tuple):
-        return len(model) == 2 and _is_transformers_model(model[0])
+        return len(model) == 2 and is_transformers_model(model[0])
     return callable(getattr(model, "encode", None)) or is_torch_module(model)
 
 
@@ -166,13 +166,13 @@ def object_encoder(source: ModelObject, options: EncoderOptions, *, cache_dir: s
     from bench.encode.encoder import Encoder
 
     obj = source.obj
-    st = _sentence_transformer_parts(obj)
+    st = sentence_transformer_parts(obj)
     if st is not None:  # Transformer + Pooling (+ Normalize): lenbench's encoder on its weights
         model, tokenizer, pooling = st
         fingerprint = object_fingerprint(obj, tokenizer)
         return Encoder.of_object(model, tokenizer, replace(options, pooling=options.pooling or pooling),
                                  cache_dir=cache_dir, name=_label(source, fingerprint), fingerprint=fingerprint)
-    if _is_transformers_model(obj):
+    if is_transformers_model(obj):
         if source.tokenizer is None:
             raise ConfigError(f"model {source.shown}: a transformers {type(obj).__name__} needs its tokenizer: pass "
                               "tokenizer= or a (model, tokenizer) pair (e.g. lenbench.evaluate((model, AutoTokenizer."
@@ -217,12 +217,12 @@ def _label(source: ModelObject, fingerprint: str) -> str:
     return source.name or source.origin or f"{type(source.obj).__name__}@{fingerprint[:8]}"
 
 
-def _is_transformers_model(obj: Any) -> bool:
+def is_transformers_model(obj: Any) -> bool:
     transformers = sys.modules.get("transformers")
     return transformers is not None and isinstance(obj, transformers.PreTrainedModel)
 
 
-def _sentence_transformer_parts(obj: Any) -> tuple[Any, Any, str] | None:
+def sentence_transformer_parts(obj: Any) -> tuple[Any, Any, str] | None:
     """(transformers model, tokenizer, pooling) of a SentenceTransformer that lenbench's encoder computes exactly:
     a Transformer, a Pooling of mean or CLS (not prompt-aware), optionally a Normalize; None for any other object
     (its own encode runs)."""

@@ -72,7 +72,7 @@ def check_model_names(values: dict[str, Any], spell: Callable[[str], str] = opti
         name = values.get(dest)
         if not isinstance(name, str) or not name or name.lower() in LEXICAL_MODELS:
             continue
-        if dest == "model" and (name == OBJECT_MODEL or FILE_MODEL.match(name)):  # an object, or a file naming one
+        if (dest == "model" and name == OBJECT_MODEL) or FILE_MODEL.match(name):  # an object, or a file naming one
             continue
         try:
             if Path(resolve_model(name)).is_dir():

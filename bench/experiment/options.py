@@ -148,8 +148,10 @@ OPTIONS: tuple[Option, ...] = (
            required=True, identity=True),
     Option("suite", "suite string, e.g. sts@elong or beir:scifact (suites: {suites})", (EVAL,), [], many=True,
            required=True, identity=True),
-    Option("backbone", "model folder, 'minilm' (packaged all-MiniLM-L6-v2), random-bert-tiny|mini|small, or "
-           "embedding-bag[-DIM] (random token-embedding table, mean pooling, no transformer; DIM 256)", (RUN,), "minilm",
+    Option("backbone", "model folder, 'minilm' (packaged all-MiniLM-L6-v2), random-bert-tiny|mini|small, "
+           "embedding-bag[-DIM] (random token-embedding table, mean pooling, no transformer; DIM 256), or "
+           "path/to/file.py:NAME (a SentenceTransformer or (transformers model, tokenizer) the file makes, saved once "
+           "as --out/backbones/object-<weights hash>)", (RUN,), "minilm",
            identity=True, redo=ALWAYS),
     Option("budget", "steps=N,examples=N,tokens=N,seconds=N, any subset; first reached stops", (RUN,),
            "steps=60", identity=True, redo=ALWAYS, trained=True),

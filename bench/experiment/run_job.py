@@ -51,9 +51,11 @@ def prepare_run(spec: RunSpec, world: int | None = None) -> PreparedRun:
     the settings, reference, evaluation data and trackers (`check_spec`) and the per-process batch (`world`
     processes; default: this launch's)."""
     from bench.experiment.comparison import check_spec
+    from bench.train.backbone_object import with_backbone_folder
     from bench.train.trainer import per_rank_batch
 
     spec, preset_options = with_preset(spec)
+    spec = with_backbone_folder(spec)  # --backbone file.py:NAME: the object's folder, saved once
     checked = check_spec(spec)
     rank_batch = per_rank_batch(spec.train.batch_size, world or distributed.env_world_size())
     return PreparedRun(spec, preset_options, checked, rank_batch)

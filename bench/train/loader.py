@@ -192,6 +192,13 @@ class _Builder(Dataset):
                 batch = self.adapter.make_batch([self.texts[i] for i in draw.text_ids], rng)
             except MethodContractError as exc:  # carried back whole: a worker's error would come wrapped in its traceback
                 return draw, BrokenContract(str(exc))
+            except Exception as exc:  # a method file's own code raised: one line at its line, as in the main process
+                from bench.train.method_file import worker_fault
+
+                fault = worker_fault(exc, f"making a batch of method {getattr(self.adapter, 'name', '')!r}")
+                if fault is None:  # lenbench's own error, or a packaged method's: its traceback
+                    raise
+                return draw, BrokenContract(str(fault))
         return draw, batch
 
     def __len__(self) -> int:  # pragma: no cover - the stream is endless; DataLoader only asks with a sampler

@@ -20,6 +20,7 @@ another file defined earlier in this process.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sys
 import traceback
@@ -148,6 +149,19 @@ def author_fault(spec: MethodSpec, exc: BaseException, doing: str, anywhere: boo
         return None
     line = lines[-1] if lines else spec.source_line or 1
     return MethodContractError(f"{spec.source_file}:{line}: {_one_line(exc)} (while {doing} method {spec.name!r})")
+
+
+def worker_fault(exc: BaseException, doing: str) -> MethodContractError | None:
+    """`author_fault` in a loader worker, where the spec is not at hand: one line at the last line of a loaded method
+    file that the traceback passes through (the path as seen from here), None when none does. Made in the worker,
+    since what crosses back to the training process is only the worker's traceback as text."""
+    paths = {getattr(m, "__file__", None) for n, m in list(sys.modules.items()) if n.startswith(MODULE_PREFIX)}
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in paths and f.lineno]
+    if not frames:
+        return None
+    shown = os.path.relpath(frames[-1].filename)
+    shown = frames[-1].filename if shown.startswith("..") else f"./{shown}"
+    return MethodContractError(f"{shown}:{frames[-1].lineno}: {_one_line(exc)} (while {doing})")
 
 
 # ------------------------------------------------------------------------------------------- loading

@@ -123,9 +123,11 @@ def estimate_run(spec: Any, *, say: Callable[..., None] = lambda *a, **k: None) 
     from bench.experiment.eval_spec import EvalSpec
     from bench.experiment.run_job import with_preset
     from bench.train.backbone import load_backbone
+    from bench.train.backbone_object import with_backbone_folder
     from bench.train.registry import get_method
 
     spec, _ = with_preset(spec)
+    spec = with_backbone_folder(spec)
     settings = spec.settings  # a bad option: its ConfigError, before anything runs
     trained = [m for m in settings.methods if get_method(m).trains]
     notes: list[str] = []
