@@ -134,6 +134,30 @@ def test_onnx_backend_matches_torch(tiny_model_dir, tmp_path):
     assert reload._model is None  # the exported graph is reused: torch's model was never loaded
 
 
+def test_a_new_export_past_the_bound_removes_the_least_recently_used(tiny_model_dir, tmp_path, monkeypatch):
+    """Two exports made long ago, the older one loaded again (so used last); a third export past a bound that holds
+    two and a half removes the one used longest ago, not the one made first."""
+    import os
+    import time
+
+    pytest.importorskip("onnxruntime")
+    texts = sentences(5, seed=2)
+    monkeypatch.setenv("LENBENCH_ONNX_FUSE", "1")
+    load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx").encode(texts)
+    load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx", pooling="cls").encode(texts)
+    folder = tmp_path / "cache" / "onnx"
+    first, second = (next(folder.glob(f"*-{p}-v*.onnx")) for p in ("mean", "cls"))
+    for path, hours in ((first, 2), (second, 1)):
+        os.utime(path, (time.time() - hours * 3600,) * 2)
+    load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx").encode(texts)  # loaded, not made: marked used
+    sizes = [first.stat().st_size, second.stat().st_size]
+    monkeypatch.setenv("LENBENCH_ONNX_CACHE_GIB", str((sum(sizes) + max(sizes) / 2) / 2**30))
+    monkeypatch.setenv("LENBENCH_ONNX_FUSE", "0")  # another graph of the same weights: a third export
+    load(tiny_model_dir, tmp_path, use_cache=False, backend="onnx").encode(texts)
+    left = sorted(p.name for p in folder.glob("*.onnx"))
+    assert first.name in left and second.name not in left and len(left) == 2, left
+
+
 def test_onnx_token_vectors_match_torch_and_pool_to_the_encoded_embedding(tiny_model_dir, tmp_path):
     """diag's token pass on the ONNX backend: the token-level export gives torch's token vectors, padding removed,
     and their mean is the pooled embedding `encode` returns."""

@@ -3,8 +3,12 @@
 The location is `bench.runtime.paths.cache_dir()` ($LENBENCH_CACHE, else $XDG_CACHE_HOME/lenbench/embeddings, else
 ~/.cache/lenbench/embeddings). Each cache there is a store (`bench.runtime.stores`) that owns its layout: the
 embedding cache (`bench.encode.cache`), the ONNX exports of `--backend onnx` (`bench.encode.backends.onnx_export`),
-the token ids of evaluation (`bench.encode.token_ids`) and of training (`bench.data.token_cache`) and the sentence
-splits of training corpora (`bench.data.sentence_cache`). `clear` deletes only files a store can prove are
+the token ids of evaluation (`bench.encode.token_ids`) and of training (`bench.data.token_cache`), the sentence
+splits of training corpora (`bench.data.sentence_cache`) and the progress notes of interrupted corpus evaluations
+(`bench.evaluate.corpus_progress`). `info` gives each file's size and how long ago it was last written or used;
+`--kind KIND` (repeatable) narrows either action to those stores, and `clear --older-than AGE` (7d, 12h, 30min)
+deletes only files untouched for that long. ONNX exports are also kept under a size bound as they are made
+($LENBENCH_ONNX_CACHE_GIB, 2 by default: the least recently used go first). `clear` deletes only files a store can prove are
 lenbench's (its names, its format read back; SQLite files with their -wal/-shm companions). Anything else, such as
 a results database or another program's file that a mistyped $LENBENCH_CACHE or --cache-dir points at, is listed as
 "kept" and never removed. A file that cannot be deleted (another program holds it open where the system forbids
@@ -22,7 +26,7 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.runtime.stores import Kept, Listing, damaged, human_size, size_of
+from bench.runtime.stores import Kept, Listing, damaged, human_size, older_than, parse_age, size_of
 from bench.runtime.terminal import safe
 
 if TYPE_CHECKING:
@@ -36,6 +40,7 @@ STORES: tuple[str, ...] = (
     "bench.encode.token_ids",  # evaluation token ids
     "bench.data.token_cache",  # training token tables
     "bench.data.sentence_cache",  # sentence splits
+    "bench.evaluate.corpus_progress",  # progress notes of interrupted corpus evaluations
 )
 
 
@@ -43,11 +48,26 @@ def stores() -> list[Store]:
     return [importlib.import_module(module).STORE for module in STORES]
 
 
+# the --kind words, in STORES' order (each store module's STORE.kind; read without importing torch)
+KINDS: tuple[str, ...] = ("embeddings", "onnx", "token-ids", "token-tables", "sentence-splits", "progress")
+
+
+def _age(text: str) -> float:
+    try:
+        return parse_age(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cache", help="show where the embedding cache lives and how big it is; clear it",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("action", choices=("info", "clear"), help="info: location, files and size; clear: delete the cache files")
     p.add_argument("--cache-dir", default=None, help="cache folder (default: $LENBENCH_CACHE or ~/.cache/lenbench/embeddings)")
+    p.add_argument("--kind", action="append", default=None, metavar="KIND",
+                   help="only this kind of cache file (repeatable): " + ", ".join(KINDS))
+    p.add_argument("--older-than", default=None, metavar="AGE", type=_age,
+                   help="clear: only files untouched for at least AGE (7d, 12h, 30min, 45s; a bare number is days)")
     p.add_argument("--damaged", action="store_true",
                    help="clear: also delete files under the names lenbench gives its cache files that it cannot prove "
                         "it wrote (damaged, or another program's), and the damaged cache files it set aside")  # fmt: skip
@@ -62,7 +82,15 @@ def run(args: argparse.Namespace) -> int:
     if root.exists() and not root.is_dir():
         given = "--cache-dir" if args.cache_dir else "$LENBENCH_CACHE"
         raise ConfigError(f"the cache folder {safe(str(root))} is a file, not a folder: point {given} at a folder")
-    listings = [(store, store.files(root)) for store in stores()]
+    chosen = [store for store in stores() if not args.kind or store.kind in args.kind]
+    unknown = sorted(set(args.kind or ()) - {store.kind for store in stores()})
+    if unknown:
+        raise ConfigError(f"--kind {', '.join(unknown)}: no such cache; the kinds are {', '.join(KINDS)}")
+    if args.older_than is not None and args.action != "clear":
+        raise ConfigError("--older-than goes with `bench cache clear` (info shows every file's age)")
+    listings = [(store, store.files(root)) for store in chosen]
+    if args.older_than is not None:
+        listings = [(store, older_than(listing, args.older_than)) for store, listing in listings]
     if args.action == "info":
         print(f"embedding cache: {safe(str(root))}" + ("" if root.is_dir() else " (not created yet)"))
         for store, listing in listings:

@@ -148,4 +148,4 @@ def is_split_file(path: Path) -> bool:
 # The sentence splits as a store (`bench.runtime.stores`): the files of sentences/ that `is_split_file` proves are
 # lenbench's.
 STORE = FolderStore("sentence split file(s)", FOLDER, is_split_file, "not a sentence split file lenbench wrote",
-                    FILE_NAME)
+                    FILE_NAME, kind="sentence-splits")

@@ -107,7 +107,7 @@ def is_token_table_file(path: Path) -> bool:
 # The training token tables as a store (`bench.runtime.stores`): the files of their folder that
 # `is_token_table_file` proves are lenbench's.
 STORE = FolderStore("training token table(s)", FOLDER, is_token_table_file, "not a token table lenbench wrote",
-                    FILE_NAME)
+                    FILE_NAME, kind="token-tables")
 
 
 def strings_key(tokenizer_hash: str, max_body: int, strings: Sequence[str], special: bool = False) -> str:

@@ -371,6 +371,7 @@ class EmbeddingStore:
     damaged cache files set aside in corrupt/ (the embedding cache's, and the token-id files')."""
 
     title = "encoder file(s)"
+    kind = "embeddings"
 
     def files(self, root: Path) -> Listing:
         listing = Listing(root)

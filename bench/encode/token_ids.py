@@ -232,6 +232,7 @@ class TokenIdStore:
     is set aside in corrupt/, which the embedding cache's store lists."""
 
     title = "token-id file(s)"
+    kind = "token-ids"
 
     def files(self, root: Path) -> Listing:
         listing = Listing(root)

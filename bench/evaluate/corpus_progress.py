@@ -21,14 +21,17 @@ import hashlib
 import json
 import logging
 import os
+import re
 from pathlib import Path
 
 from bench.data.errors import DataError
+from bench.runtime.stores import FolderStore
 
 log = logging.getLogger(__name__)
 
 FOLDER = "progress"
 BLOCK = 1 << 20
+FILE_NAME = re.compile(r"[0-9a-f]{24}\.json")
 
 
 class CorpusProgress:
@@ -102,3 +105,20 @@ def _range_digest(path: Path, start: int, end: int) -> str:
             sha.update(block)
             left -= len(block)
     return sha.hexdigest()
+
+
+def is_progress_note(path: Path) -> bool:
+    """Whether `path` is a note this module wrote: its name, and its keys read back."""
+    if not FILE_NAME.fullmatch(path.name):
+        return False
+    try:
+        note = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(note, dict) and {"path", "size", "read_bytes", "sha256"} <= note.keys()
+
+
+# The notes as a store (`bench.runtime.stores`): a note left is an evaluation that was interrupted; clearing it lets
+# a resumed evaluation go on without checking that its corpus file is the one it began on.
+STORE = FolderStore("corpus progress note(s)", FOLDER, is_progress_note, "not a progress note lenbench wrote",
+                    FILE_NAME, kind="progress")

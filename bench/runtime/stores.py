@@ -75,9 +75,11 @@ class Cleared:
 
 
 class Store(Protocol):
-    """One cache (see the module docstring). `title`: what `info` counts its files as ("ONNX export(s)")."""
+    """One cache (see the module docstring). `title`: what `info` counts its files as ("ONNX export(s)"); `kind`:
+    the word `bench cache info|clear --kind` picks it by ("onnx")."""
 
     title: str
+    kind: str
 
     def files(self, root: Path) -> Listing: ...
 
@@ -98,6 +100,7 @@ class FolderStore:
     proves: Callable[[Path], bool]
     why: str
     file_name: re.Pattern[str] | None = None
+    kind: str = ""
 
     def files(self, root: Path) -> Listing:
         listing = Listing(root)
@@ -186,14 +189,53 @@ def damaged(listing: Listing) -> Listing:
 
 
 def describe_files(title: str, listing: Listing) -> list[str]:
-    """`info`'s lines for a store: how many files and their bytes, then each file (its bytes with its companions')."""
+    """`info`'s lines for a store: how many files and their bytes, then each file (its bytes with its companions',
+    and how long ago it was last written or used)."""
     from bench.runtime.terminal import safe
 
     lines = [f"{len(listing.ours)} {title}, {human_size(size_of(p for f in listing.ours for p in f.paths))}"]
+    now = time.time()
     for f in listing.ours:
         name = safe(str(f.path.relative_to(listing.root)))
-        lines.append(f"  {name}  {human_size(size_of(f.paths)):>10}" + (f"  {safe(f.detail)}" if f.detail else ""))
+        age = human_age(now - last_touched(f))
+        lines.append(f"  {name}  {human_size(size_of(f.paths)):>10}  {age:>10}" + (f"  {safe(f.detail)}" if f.detail else ""))
     return lines
+
+
+def last_touched(f: StoreFile) -> float:
+    """When a store's file was last written or marked used (the newest mtime of it and its companions)."""
+    times = []
+    for p in f.paths:
+        with contextlib.suppress(OSError):
+            times.append(p.stat().st_mtime)
+    return max(times, default=0.0)
+
+
+def older_than(listing: Listing, seconds: float) -> Listing:
+    """The listing with only its files untouched for at least `seconds` (`clear --older-than`); kept and set-aside
+    files are not a store's to age."""
+    now = time.time()
+    return Listing(listing.root, [f for f in listing.ours if now - last_touched(f) >= seconds], listing.kept, listing.aside)
+
+
+def human_age(seconds: float) -> str:
+    """'40 s ago', '12 min ago', '5 h ago', '3 d ago'."""
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit} ago"
+    return f"{max(seconds, 0):.0f} s ago"
+
+
+AGE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>d|h|min|m|s)?\s*$")
+AGE_UNITS = {"d": 86_400, "h": 3_600, "min": 60, "m": 60, "s": 1, None: 86_400}
+
+
+def parse_age(text: str) -> float:
+    """`--older-than` in seconds: '7d', '12h', '30min', '45s', or a number of days."""
+    m = AGE.match(str(text))
+    if m is None:
+        raise ValueError(f"{text!r}: give an age like 7d, 12h, 30min or 45s (a bare number is days)")
+    return float(m["n"]) * AGE_UNITS[m["unit"]]
 
 
 def clear_files(listing: Listing, folders: Iterable[Path] = ()) -> Cleared:

@@ -316,6 +316,7 @@ class OnnxPooledModel:
     def for_encoder(cls, encoder: BackendHost, pooling: str | None = None) -> "OnnxPooledModel":
         """Load the encoder's exported graph (its pooling, or TOKENS); export it (from its torch model) when there is
         none, or when the file there is corrupt or fails its probe."""
+        from bench.encode.backends.onnx_bound import BOUND_ENV, bound_bytes, keep_within_bound, mark_used
         from bench.runtime import progress
 
         say = progress.say if encoder.show_progress else (lambda _msg: None)
@@ -329,11 +330,19 @@ class OnnxPooledModel:
             except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own types for unreadable files
                 problem = f"it cannot be loaded ({type(exc).__name__})"
             if problem is None:
+                mark_used(path)
                 return loaded
             warnings.warn(f"ONNX export {path} is not usable ({problem}); exporting it again", stacklevel=2)
             path.unlink(missing_ok=True)
         say(f"exporting {encoder.name} to ONNX once{' (token vectors)' if pooling == TOKENS else ''}: {path}")
+        bound = bound_bytes()  # a bad $LENBENCH_ONNX_CACHE_GIB: refused before the export, not after
         export_pooled(encoder.model, pooling, path, encoder.fingerprint, fuse=fuse)
+        removed = keep_within_bound(path.parent, keep=path, bound=bound)
+        if removed:
+            from bench.runtime.stores import human_size
+
+            say(f"ONNX exports past the {human_size(bound)} bound (${BOUND_ENV}): removed the {len(removed)} "
+                f"least recently used ({human_size(sum(size for _, size in removed))})")  # fmt: skip
         loaded = cls(path)
         problem = loaded.check(encoder.fingerprint, pooling)
         if problem is not None:
@@ -362,4 +371,4 @@ def is_lenbench_export(path: Path) -> bool:
 
 # The ONNX exports as a store (`bench.runtime.stores`): the files of the onnx/ folder `is_lenbench_export` proves
 # are lenbench's.
-STORE = FolderStore("ONNX export(s)", FOLDER, is_lenbench_export, "not an export lenbench wrote")
+STORE = FolderStore("ONNX export(s)", FOLDER, is_lenbench_export, "not an export lenbench wrote", kind="onnx")
