@@ -195,6 +195,12 @@ def _announce(job: ComparisonJob) -> None:
         say(f"evaluation data  {loc.describe()}")
 
 
+def trained_backend(job: ComparisonJob) -> str:
+    """The backend a trained row is scored with, as Run.runtime records it."""
+    options = job.evaluation.for_trained().encoder
+    return str(resolve_auto(options.device, options.precision, options.backend).backend)
+
+
 def _lease_row(job: ComparisonJob, method: str, method_spec: Any, seed: int) -> tuple[int, Path, str, Any]:
     """(run id, folder, status, lease) of one (method, seed) on every rank: rank 0 leases the run and finds or
     creates its row (see `ComparisonJob._find_or_create_run`; the lease, rank 0's alone, is held while a "running"
@@ -211,6 +217,8 @@ def _lease_row(job: ComparisonJob, method: str, method_spec: Any, seed: int) -> 
         if found[2] == "running":
             try:
                 runtime = job.runtime if trains else {k: v for k, v in job.runtime.items() if k != "per_rank_batch"}
+                if trains and "encoder_backend" in runtime:  # scored as a trained encoder is (EvalSettings.for_trained)
+                    runtime = {**runtime, "encoder_backend": trained_backend(job)}
                 job.db.merge_runtime(found[0], runtime)
                 # the method's own code (a plug-in lives outside the checkout that code_version names)
                 source = (module_source(method_spec.config_cls) if not method_spec.source_file else  # a method file
@@ -254,7 +262,7 @@ def _train_and_score(job: ComparisonJob, method: str, method_spec: Any, method_c
         model_dir = job._train_one(run_id, method, method_spec, replace(spec.train, seed=seed), method_cfg, out_dir,
                                    hook, trackers)  # fmt: skip
         train_seconds = time.time() - t_train
-        encoder = evaluation.load(model_dir)
+        encoder = (evaluation.for_trained() if method_spec.trains else evaluation).load(model_dir)
         if db is not None:
             db.update_run(run_id, model_info=model_info(model_dir, getattr(encoder, "model", None)))
         t_eval = time.time()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bench.encode.options import EncoderOptions
@@ -20,6 +20,19 @@ class EvalSettings:
     fetch: bool = False  # download missing datasets
     attack_params: dict[str, list[str]] = field(default_factory=dict)  # --attack FAMILY=PARAMS (elong excepted)
     options: dict[str, Any] = field(default_factory=dict)  # suite options (needle_lengths)
+
+    def for_trained(self) -> "EvalSettings":
+        """The settings a freshly trained encoder is scored with: these, except that `auto` never picks onnx for it.
+        Its weights are new, so onnx would first export them (10-20 s for MiniLM on 2 cores, 86 MiB kept) to run
+        about 1.06x torch's speed on STS-B's sentences and 1.12x on SciFact's documents (docs/reference/benchmarks.md):
+        for one evaluation, torch is as fast. Scores do not depend on the backend (it is in no identity)."""
+        if self.encoder.backend != "auto":
+            return self
+        from bench.encode.auto import resolve_auto
+
+        if resolve_auto(self.encoder.device, self.encoder.precision, "auto").backend != "onnx":
+            return self
+        return replace(self, encoder=replace(self.encoder, backend="torch"))
 
     def context(self) -> Any:
         """A fresh `EvalContext` for one evaluation (it collects the files read and where datasets came from)."""
