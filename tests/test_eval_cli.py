@@ -3,6 +3,7 @@ re-running hits the embedding cache; @elong inputs stay within max_len and m fol
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,16 +37,18 @@ def write_beir(folder):
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{s}\n" for q, d, s in QRELS))
 
 
+def write_eval_data(root: Path, pairs: list, labelled: list[tuple[str, str]]) -> Path:
+    """A data folder of a tiny SciFact, an STS-B test file of `pairs` and an AG News file of (text, label)."""
+    write_beir(root / "beir" / "scifact")
+    write_sts(root / "sts" / "stsb-test.tsv", pairs)
+    (root / "knn").mkdir(parents=True)
+    (root / "knn" / "agnews_test.jsonl").write_text("".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in labelled))
+    return root
+
+
 @pytest.fixture()
 def data_dir(tmp_path):
-    root = tmp_path / "data"
-    write_beir(root / "beir" / "scifact")
-    write_sts(root / "sts" / "stsb-test.tsv", PAIRS)
-    (root / "knn").mkdir()
-    (root / "knn" / "agnews_test.jsonl").write_text(
-        "".join(json.dumps({"text": f"text {i}", "label": "ab"[i % 2]}) + "\n" for i in range(20))
-    )
-    return root
+    return write_eval_data(tmp_path / "data", PAIRS, [(f"text {i}", "ab"[i % 2]) for i in range(20)])
 
 
 @pytest.fixture()

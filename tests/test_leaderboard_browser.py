@@ -247,6 +247,16 @@ def _settle(page, timeout_s: float = 90) -> None:  # noqa: ANN001
     raise AssertionError("the page kept running")
 
 
+def _include_subsets(page) -> None:  # noqa: ANN001
+    """Tick the sidebar's "Include runs scored on a subset" and wait for the subsets' table."""
+    box = page.locator("[data-testid='stSidebar'] [data-testid='stCheckbox']").filter(has_text="Include runs scored on a subset")
+    box.scroll_into_view_if_needed()
+    box.locator("label").click()
+    page.wait_for_timeout(300)
+    _settle(page)
+    page.locator(TABLE).nth(1).wait_for()
+
+
 def _go(page, view: str) -> None:  # noqa: ANN001
     page.locator("[data-testid='stSidebar']").get_by_text(view, exact=True).click()
     page.get_by_role("heading", name={"Robustness": "Robustness to elongation", "Compare": "Compare two runs"}.get(view, view)).first.wait_for()
@@ -373,13 +383,7 @@ def test_main_job_scores_in_view_subsets_apart_and_a_click_opens_the_run(main_jo
         page.screenshot(path=str(shots / "main-job.png"))
         assert _check_layout(page, "Leaderboard", shots)["charts"] == 2
 
-        sidebar = page.locator("[data-testid='stSidebar']")
-        box = sidebar.locator("[data-testid='stCheckbox']").filter(has_text="Include runs scored on a subset")
-        box.scroll_into_view_if_needed()
-        box.locator("label").click()
-        page.wait_for_timeout(300)
-        _settle(page)
-        page.locator(TABLE).nth(1).wait_for()
+        _include_subsets(page)
         # Streamlit scrolls its own main container, not the window (clicking the sidebar box can leave it scrolled
         # by a rerun's layout shift): back to the top of every scrolled element, after the rerun has settled
         page.evaluate("""() => { window.scrollTo(0, 0);
@@ -463,13 +467,7 @@ def test_a_database_filled_by_run_eval_and_a_plugin_shows_delta_for_every_row(tm
         assert page.get_by_text("Not shown: 2 runs scored on a subset", exact=False).count() == 1  # and why
         page.screenshot(path=str(tmp_path / "mixed.png"))
 
-        sidebar = page.locator("[data-testid='stSidebar']")
-        box = sidebar.locator("[data-testid='stCheckbox']").filter(has_text="Include runs scored on a subset")
-        box.scroll_into_view_if_needed()
-        box.locator("label").click()
-        page.wait_for_timeout(300)
-        _settle(page)
-        page.locator(TABLE).nth(1).wait_for()
+        _include_subsets(page)
         subset = page.locator(TABLE).nth(1)
         subset.scroll_into_view_if_needed()
         page.wait_for_timeout(500)

@@ -18,8 +18,7 @@ from bench.cli import main
 from bench.report.results_file import load_schema
 from bench.runtime.errors import ConfigError, ModelLoadError
 from results_db import ResultsDB
-from tests.conftest import write_sts
-from tests.test_eval_cli import DOCS, QRELS, QUERIES, write_beir
+from tests.test_eval_cli import DOCS, QRELS, QUERIES, write_eval_data
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -72,14 +71,8 @@ PAIRS = _pairs()
 
 @pytest.fixture()
 def data_dir(tmp_path):
-    root = tmp_path / "data"
-    write_beir(root / "beir" / "scifact")
-    write_sts(root / "sts" / "stsb-test.tsv", PAIRS)
-    (root / "knn").mkdir()
-    (root / "knn" / "agnews_test.jsonl").write_text("".join(
-        json.dumps({"text": f"{a} {'sports' if i % 2 else 'markets'}", "label": "ab"[i % 2]}) + "\n"
-        for i, (a, _, _) in enumerate(PAIRS)))  # fmt: skip
-    return root
+    labelled = [(f"{a} {'sports' if i % 2 else 'markets'}", "ab"[i % 2]) for i, (a, _, _) in enumerate(PAIRS)]
+    return write_eval_data(tmp_path / "data", PAIRS, labelled)
 
 
 def config_of(value) -> dict:  # noqa: ANN001 - a runs frame's config cell: a dict or its JSON

@@ -17,6 +17,7 @@ from bench.train import Budget, TrainConfig, TrainJob, train
 from methods import get_method
 from results_db import ResultsDB
 from tests.conftest import write_sts
+from tests.test_trainer import AtStep
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = Path(sys.executable).with_name("bench")
@@ -30,23 +31,11 @@ class Killed(Exception):
     pass
 
 
-class CrashAt:
-    """Wraps an adapter and raises at the given (1-based) loss call: a process dying mid-training."""
+class CrashAt(AtStep):
+    """Raises at the given (1-based) loss call: a process dying mid-training."""
 
-    def __init__(self, inner, step: int):
-        self.inner, self.crash_step, self.calls = inner, step, 0
-        self.name = inner.name
-
-    def __getattr__(self, item):
-        if item == "inner":  # not set yet: a copy being unpickled in a loader worker
-            raise AttributeError(item)
-        return getattr(self.inner, item)
-
-    def loss(self, model, batch):
-        self.calls += 1
-        if self.calls == self.crash_step:
-            raise Killed("simulated kill")
-        return self.inner.loss(model, batch)
+    def at(self, model, batch):
+        raise Killed("simulated kill")
 
 
 @pytest.mark.parametrize("method", ["simcse", "mlm"])

@@ -145,11 +145,11 @@ def test_saved_encoder_loads_in_sentence_transformers_and_bench_encoder(tiny_mod
     assert torch.allclose(torch.from_numpy(ours), torch.from_numpy(theirs), atol=1e-5)
 
 
-class NanAt:
-    """Wraps an adapter; its loss is NaN at the given (1-based) step: an injected divergence."""
+class AtStep:
+    """Wraps an adapter and does `at` instead of its loss at the given (1-based) loss call."""
 
     def __init__(self, inner, step: int):
-        self.inner, self.nan_step, self.calls = inner, step, 0
+        self.inner, self.step, self.calls = inner, step, 0
         self.name = inner.name
 
     def __getattr__(self, item):
@@ -159,8 +159,15 @@ class NanAt:
 
     def loss(self, model, batch):
         self.calls += 1
+        return self.at(model, batch) if self.calls == self.step else self.inner.loss(model, batch)
+
+
+class NanAt(AtStep):
+    """Its loss is NaN at the given step: an injected divergence."""
+
+    def at(self, model, batch):
         loss, logs = self.inner.loss(model, batch)
-        return (loss * float("nan") if self.calls == self.nan_step else loss), logs
+        return loss * float("nan"), logs
 
 
 def test_nan_loss_stops_with_clear_error_and_saved_checkpoint(tiny_model_dir, tok, wiki_texts, tmp_path):
