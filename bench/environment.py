@@ -44,6 +44,8 @@ VARIABLES: dict[str, Variable] = {
         Variable("LENBENCH_DEBUG", "flag", "--debug by default: full tracebacks instead of one-line errors"),
         Variable("LENBENCH_ALLOW_PICKLE", "flag", "--allow-pickle by default"),
         Variable("LENBENCH_ONNX_FUSE", "flag", "ONNX Runtime's transformer fusion (unset: by the model's width)"),
+        Variable("LENBENCH_ONNX_CACHE_GIB", "number", "the most GiB the ONNX exports may hold (least recently used "
+                 "out first)", minimum=0.001),  # fmt: skip
         Variable("LENBENCH_COMMIT_THREAD", "flag",
                  "encoded chunks committed on a background thread (unset: on an accelerator and from 3 cores)"),
         Variable("LENBENCH_CUDNN_ATTENTION", "flag", "torch's default attention kernels on CUDA, cuDNN's included"),

@@ -141,8 +141,8 @@ def test_onnx_exports_are_kept_under_their_bound_least_recently_used_first(tmp_p
     import time
 
     from bench.encode.backends.onnx_bound import bound_bytes, keep_within_bound
-    from bench.encode.backends.onnx_export import META_BYTES
-    from bench.runtime.errors import ConfigError
+    from bench.encode.backends.onnx_export import META_BYTES, is_lenbench_export
+    from bench.environment import EnvironmentSettingError
 
     folder = tmp_path / "onnx"
     folder.mkdir()
@@ -155,14 +155,14 @@ def test_onnx_exports_are_kept_under_their_bound_least_recently_used_first(tmp_p
         made[age_h] = path
     stranger = folder / "notes.onnx"
     stranger.write_bytes(bytes(5000))
-    removed = keep_within_bound(folder, keep=made[0], bound=2500)
+    removed = keep_within_bound(folder, keep=made[0], ours=is_lenbench_export, bound=2500)
     assert [p for p, _ in removed] == [made[30], made[20]]  # oldest first, until 2,000 bytes are left
     assert sorted(p.name for p in folder.iterdir()) == sorted([made[10].name, made[0].name, "notes.onnx"])
-    assert keep_within_bound(folder, keep=made[0], bound=10) == [(made[10], 1000)]  # never the one just made
+    assert keep_within_bound(folder, keep=made[0], ours=is_lenbench_export, bound=10) == [(made[10], 1000)]  # never the one just made
     assert made[0].exists()
 
     monkeypatch.setenv("LENBENCH_ONNX_CACHE_GIB", "0.5")
     assert bound_bytes() == 2**29
     monkeypatch.setenv("LENBENCH_ONNX_CACHE_GIB", "lots")
-    with pytest.raises(ConfigError, match="LENBENCH_ONNX_CACHE_GIB='lots'"):
+    with pytest.raises(EnvironmentSettingError, match="LENBENCH_ONNX_CACHE_GIB='lots'"):
         bound_bytes()

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from bench.runtime.errors import ConfigError
+from bench import environment
 from bench.runtime.stores import plain_files
 
 BOUND_ENV = "LENBENCH_ONNX_CACHE_GIB"
@@ -18,17 +19,8 @@ DEFAULT_GIB = 2.0
 
 
 def bound_bytes() -> int:
-    raw = os.environ.get(BOUND_ENV, "").strip()
-    if not raw:
-        return int(DEFAULT_GIB * 2**30)
-    try:
-        gib = float(raw)
-    except ValueError:
-        gib = -1.0
-    if not gib > 0:
-        raise ConfigError(f"${BOUND_ENV}={raw!r}: give the most GiB the ONNX exports may hold, a number above 0 "
-                          f"(unset: {DEFAULT_GIB:g})")  # fmt: skip
-    return int(gib * 2**30)
+    """$LENBENCH_ONNX_CACHE_GIB in bytes (DEFAULT_GIB when unset; a bad value: one line naming it)."""
+    return int(environment.number(BOUND_ENV, DEFAULT_GIB) * 2**30)
 
 
 def mark_used(path: Path) -> None:
@@ -37,17 +29,16 @@ def mark_used(path: Path) -> None:
         os.utime(path)
 
 
-def keep_within_bound(folder: Path, keep: Path, bound: int | None = None) -> list[tuple[Path, int]]:
+def keep_within_bound(folder: Path, keep: Path, ours: Callable[[Path], bool], bound: int | None = None,
+                      ) -> list[tuple[Path, int]]:  # fmt: skip
     """Delete the least recently used exports in `folder` other than `keep` until they total at most `bound` bytes
-    (default bound_bytes()); returns what went, with its bytes. Only files `is_lenbench_export` proves are ours count
-    and go; an export another process deletes meanwhile is simply gone."""
-    from bench.encode.backends.onnx_export import is_lenbench_export
-
+    (default bound_bytes()); returns what went, with its bytes. Only files `ours` proves are exports lenbench wrote
+    (onnx_export.is_lenbench_export) count and go; an export another process deletes meanwhile is simply gone."""
     bound = bound_bytes() if bound is None else bound
     sized = []
     for p in plain_files(folder):
         with contextlib.suppress(OSError):
-            if is_lenbench_export(p):
+            if ours(p):
                 st = p.stat()
                 sized.append((st.st_mtime, p, st.st_size))
     total = sum(size for _, _, size in sized)

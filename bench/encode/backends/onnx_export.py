@@ -337,7 +337,7 @@ class OnnxPooledModel:
         say(f"exporting {encoder.name} to ONNX once{' (token vectors)' if pooling == TOKENS else ''}: {path}")
         bound = bound_bytes()  # a bad $LENBENCH_ONNX_CACHE_GIB: refused before the export, not after
         export_pooled(encoder.model, pooling, path, encoder.fingerprint, fuse=fuse)
-        removed = keep_within_bound(path.parent, keep=path, bound=bound)
+        removed = keep_within_bound(path.parent, keep=path, ours=is_lenbench_export, bound=bound)
         if removed:
             from bench.runtime.stores import human_size
 
