@@ -8,8 +8,8 @@ splits of training corpora (`bench.data.sentence_cache`) and the progress notes 
 (`bench.evaluate.corpus_progress`). `info` gives each file's size and how long ago it was last written or used;
 `--kind KIND` (repeatable) narrows either action to those stores, and `clear --older-than AGE` (7d, 12h, 30min)
 deletes only files untouched for that long. ONNX exports are also kept under a size bound as they are made
-($LENBENCH_ONNX_CACHE_GIB, 2 by default: the least recently used go first). `clear` deletes only files a store can prove are
-lenbench's (its names, its format read back; SQLite files with their -wal/-shm companions). Anything else, such as
+($LENBENCH_ONNX_CACHE_GIB, 2 by default: the least recently used go first). `clear` deletes only files a store can
+prove are lenbench's (its names, its format read back; SQLite files with their -wal/-shm companions). Anything else, such as
 a results database or another program's file that a mistyped $LENBENCH_CACHE or --cache-dir points at, is listed as
 "kept" and never removed. A file that cannot be deleted (another program holds it open where the system forbids
 deleting open files, or it is not this user's to delete) is named and left; the rest is cleared. `clear --damaged`

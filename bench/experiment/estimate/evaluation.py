@@ -254,9 +254,10 @@ class Fit:
 
 def fit(cal: Calibrator, target: tuple[Any, str, Any, list[Member]], items: int, texts: int, disjoint: bool,
         budget: float) -> Fit:  # fmt: skip
-    """`target`: what `Calibrator.run` samples (the suite, the dataset, its context, its members). A pilot of PILOT_ITEMS items, then samples sized by the rate measured so far to fill FILL of what is left of
-    `budget` seconds, each at least twice the one before (three at most; none when the budget has no room for one). Time and cache
-    bytes are each a line through the pilot and the largest sample: far apart, so that the noise of a shared machine
+    """`target`: what `Calibrator.run` samples (the suite, the dataset, its context, its members). A pilot of
+    PILOT_ITEMS items, then samples sized by the rate measured so far to fill FILL of what is left of `budget`
+    seconds, each at least twice the one before (three at most; none when the budget has no room for one). Time and
+    cache bytes are each a line through the pilot and the largest sample: far apart, so that the noise of a shared machine
     moves the slope least, and what every evaluation pays once (an index, a database file's pages) stays out of
     the per-text cost that is multiplied up to the whole dataset."""
     n = min(PILOT_ITEMS, items)
