@@ -17,14 +17,12 @@ import argparse
 import time
 from pathlib import Path
 
-from bench.commands.common import add_options, launch_settings
+from bench.commands.common import declared_command, launch_settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("claim", help="check a paper's claim against its reference row and controls (claims/*.toml)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_options(p, "claim")  # every option as declared in bench.experiment.options
-    p.set_defaults(func=claim)
+    declared_command(sub, "claim", claim, description=__doc__,
+                     help="check a paper's claim against its reference row and controls (claims/*.toml)")
 
 
 def claim(args: argparse.Namespace) -> int:

@@ -64,6 +64,16 @@ def launch_settings(args: argparse.Namespace) -> tuple[str, str]:
     return db_arg, db_arg if "://" in db_arg else str(Path(db_arg).expanduser().resolve())
 
 
+def declared_command(sub: argparse._SubParsersAction, command: str, handler: Any, *, help: str, description: str,
+                     formatter_class: type = argparse.RawDescriptionHelpFormatter) -> argparse.ArgumentParser:
+    """`bench COMMAND`'s parser, every option as declared in bench.experiment.options (add_options), `handler` its
+    function: the whole registration of a command that declares all its options there."""
+    p = sub.add_parser(command, help=help, description=description, formatter_class=formatter_class)
+    add_options(p, command)
+    p.set_defaults(func=handler)
+    return p
+
+
 def add_options(p: argparse.ArgumentParser, command: str) -> None:
     """Every option of `bench COMMAND` as declared (bench.experiment.options): flag, type, default, choices,
     repetition, help, in declaration order (an option with a `group` in that --help section)."""

@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from bench.commands.common import RegistryHelp, add_options, existing_db, open_db, start_processes
+from bench.commands.common import RegistryHelp, declared_command, existing_db, open_db, start_processes
 from bench.experiment.eval_spec import EvalSpec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "eval",
-        help="evaluate an encoder (or bm25) on suites, clean and @elong",
-        description="Evaluate a model on suites: {suites}; append {attacks} (or several: @elong,pad) for attacked "
-        "variants; several suites with '+' or repeated --suite.",
-        formatter_class=RegistryHelp,
-    )
-    add_options(p, "eval")  # every option as declared in bench.experiment.options
-    p.set_defaults(func=run)
+    declared_command(sub, "eval", run, formatter_class=RegistryHelp,
+                     help="evaluate an encoder (or bm25) on suites, clean and @elong",
+                     description="Evaluate a model on suites: {suites}; append {attacks} (or several: @elong,pad) for "
+                     "attacked variants; several suites with '+' or repeated --suite.")
 
 
 def run(args: argparse.Namespace) -> int:

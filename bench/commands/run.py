@@ -36,21 +36,15 @@ from __future__ import annotations
 import argparse
 import time
 
-from bench.commands.common import RawRegistryHelp, add_options, open_db, start_processes
+from bench.commands.common import RawRegistryHelp, declared_command, open_db, start_processes
 from bench.experiment.progress_lines import elapsed_eta, stop_reason  # noqa: F401 - re-exported
 from bench.experiment.run_spec import RunSpec
 from bench.runtime import distributed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "run",
-        help="train methods under a shared budget, then evaluate them (the README's main job when run bare)",
-        description=__doc__,
-        formatter_class=RawRegistryHelp,
-    )
-    add_options(p, "run")  # every option as declared in bench.experiment.options
-    p.set_defaults(func=run)
+    declared_command(sub, "run", run, description=__doc__, formatter_class=RawRegistryHelp,
+                     help="train methods under a shared budget, then evaluate them (the README's main job when run bare)")
 
 
 # ----------------------------------------------------------------------------------- the command

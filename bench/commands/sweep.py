@@ -16,15 +16,13 @@ import argparse
 import shlex
 from pathlib import Path
 
-from bench.commands.common import add_options, launch_settings
+from bench.commands.common import declared_command, launch_settings
 from results_db.redact import redact, redact_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sweep", help="run a grid of `bench run` points from a TOML file (locally or on Slurm)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_options(p, "sweep")  # every option as declared in bench.experiment.options
-    p.set_defaults(func=sweep)
+    declared_command(sub, "sweep", sweep, description=__doc__,
+                     help="run a grid of `bench run` points from a TOML file (locally or on Slurm)")
 
 
 def sweep(args: argparse.Namespace) -> int:
