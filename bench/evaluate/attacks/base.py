@@ -201,6 +201,13 @@ class Attack:
         return self.param if self.x is None else f"{self.x:g}"
 
 
+def whole_number(param: str, low: int, high: int, problem: str) -> int:
+    """A variant's parameter as a whole number from `low` to `high`; ConfigError(`problem`) when it is not one."""
+    if not (param.isascii() and param.isdigit()) or not low <= int(param) <= high:
+        raise ConfigError(problem)
+    return int(param)
+
+
 @dataclass(frozen=True)
 class AttackFamily:
     """A suite suffix (`@elong`, `@pad`): how to make its attacks from parameters, and how reports show them.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.evaluate.attacks.base import Attack, AttackFamily
+from bench.evaluate.attacks.base import Attack, AttackFamily, whole_number
 from bench.runtime.errors import ConfigError
 
 
@@ -20,9 +20,8 @@ class Depth(Attack):
 
 
 def make(param: str) -> Depth:
-    if not (param.isascii() and param.isdigit()) or not 0 <= int(param) <= 100:
-        raise ConfigError(f"depth {param!r}: use a whole percentage of the context, 0 to 100")
-    return Depth(name=f"depth-{param}", family="depth", param=param, x=float(int(param)), order=int(param))
+    depth = whole_number(param, 0, 100, f"depth {param!r}: use a whole percentage of the context, 0 to 100")
+    return Depth(name=f"depth-{param}", family="depth", param=param, x=float(depth), order=depth)
 
 
 FAMILY = AttackFamily(

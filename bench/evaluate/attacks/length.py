@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.evaluate.attacks.base import Attack, AttackFamily
+from bench.evaluate.attacks.base import Attack, AttackFamily, whole_number
 from bench.runtime.errors import ConfigError
 
 MEAN = "mean"
@@ -27,9 +27,9 @@ MAX_CONTEXT = 1_000_000  # tokens: far beyond any encoder's positions
 def make(param: str) -> ContextLength:
     if param == MEAN:
         return ContextLength(name=f"len-{MEAN}", family="len", param=MEAN, x=None, order=1e9)
-    if not (param.isascii() and param.isdigit()) or not 1 <= int(param) <= MAX_CONTEXT:
-        raise ConfigError(f"context length {param!r}: use a positive number of tokens, at most {MAX_CONTEXT:,}")
-    return ContextLength(name=f"len-{param}", family="len", param=param, x=float(int(param)), order=int(param))
+    problem = f"context length {param!r}: use a positive number of tokens, at most {MAX_CONTEXT:,}"
+    tokens = whole_number(param, 1, MAX_CONTEXT, problem)
+    return ContextLength(name=f"len-{param}", family="len", param=param, x=float(tokens), order=tokens)
 
 
 FAMILY = AttackFamily(

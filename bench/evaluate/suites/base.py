@@ -111,6 +111,16 @@ class Suite(Protocol):
     def evaluate(self, model: Any, dataset: str, ctx: EvalContext) -> list[ScoreRecord]: ...
 
 
+@dataclass
+class NamedDatasets:
+    """What the built-in suites share: the datasets a suite scores, named in `names` (its `datasets()`)."""
+
+    names: tuple[str, ...] = ()
+
+    def datasets(self) -> list[str]:
+        return list(self.names)
+
+
 class SuiteError(ValueError):
     """An unknown or malformed suite string."""
 

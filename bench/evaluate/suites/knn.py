@@ -33,7 +33,7 @@ from bench.data import get_info, read_labelled
 from bench.data.errors import DataError
 from bench.data.labelled import LabelledData
 from bench.evaluate.attacks import Distractors
-from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
+from bench.evaluate.suites.base import EvalContext, NamedDatasets, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop
 from results_db.records import ItemValues, ScoreRecord
 
@@ -127,13 +127,10 @@ def knn_correct(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, te
 
 
 @dataclass
-class KNNSuite:
+class KNNSuite(NamedDatasets):
     names: tuple[str, ...] = DEFAULT_DATASETS
     name: str = "knn"
     data_kind: str = "labelled"  # datasets are catalog entries or local files of this kind
-
-    def datasets(self) -> list[str]:
-        return list(self.names)
 
     def evaluate(self, model: Any, dataset: str, ctx: EvalContext) -> list[ScoreRecord]:
         data = load_labelled(dataset, ctx)

@@ -35,7 +35,7 @@ import pytrec_eval
 
 from bench.evaluate.attacks import split_sentences
 from bench.evaluate.attacks.base import cut_each, token_counts
-from bench.evaluate.suites.base import EvalContext, SuiteError
+from bench.evaluate.suites.base import EvalContext, NamedDatasets, SuiteError
 from results_db.records import ItemValues, ScoreRecord
 
 DATASETS = ("passkey", "needle")
@@ -280,13 +280,10 @@ def parse_lengths(spec: str | None) -> tuple[int, ...]:
 
 
 @dataclass
-class NeedleSuite:
+class NeedleSuite(NamedDatasets):
     names: tuple[str, ...] = DATASETS
     name: str = "needle"
     lexical_ok: bool = True  # BM25 ranks the documents with its own search
-
-    def datasets(self) -> list[str]:
-        return list(self.names)
 
     def lengths(self, ctx: EvalContext) -> tuple[int, ...]:
         return parse_lengths(ctx.options.get("needle_lengths"))

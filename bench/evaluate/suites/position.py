@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.evaluate.suites.base import EvalContext, SuiteError
+from bench.evaluate.suites.base import EvalContext, NamedDatasets, SuiteError
 from bench.evaluate.suites.needle import DATASETS, METRIC, build, length_counter, ndcg_at_1
 from results_db.records import ItemValues, ScoreRecord
 
@@ -76,13 +76,10 @@ def check_read(dataset: str, model: Any, built: Sequence[Any]) -> None:
 
 
 @dataclass
-class PositionSuite:
+class PositionSuite(NamedDatasets):
     names: tuple[str, ...] = DATASETS
     name: str = "position"
     lexical_ok: bool = True  # BM25 ranks the documents with its own search
-
-    def datasets(self) -> list[str]:
-        return list(self.names)
 
     def variants(self, ctx: EvalContext) -> list[str]:
         return [depth_variant(d) for d in DEPTHS]

@@ -46,7 +46,7 @@ from bench.evaluate.corpus_progress import CorpusProgress
 from bench.evaluate.search import exact_search
 from bench.evaluate.sharded_search import GatheredIds, ShareIds, corpus_sharded, gathered_ids, sharded_search
 from bench.evaluate.subsets import FIRST, Subset
-from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
+from bench.evaluate.suites.base import EvalContext, NamedDatasets, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop
 from bench.runtime import stages
 from results_db.records import ItemValues, ScoreRecord
@@ -299,14 +299,11 @@ def _checked(progress: CorpusProgress) -> CorpusProgress:
 
 
 @dataclass
-class RetrievalSuite:
+class RetrievalSuite(NamedDatasets):
     names: tuple[str, ...]
     name: str = "beir"
     data_kind: str = "beir"  # datasets are catalog entries or local files of this kind
     lexical_ok: bool = True  # BM25 (`--model bm25`) scores retrieval through its own `search`
-
-    def datasets(self) -> list[str]:
-        return list(self.names)
 
     def evaluate(self, model: Any, dataset: str, ctx: EvalContext) -> list[ScoreRecord]:
         if dataset == "cqadupstack":

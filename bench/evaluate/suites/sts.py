@@ -12,7 +12,7 @@ from bench.data import STS_FORMATS, STS_SUITE, get_info
 from bench.data.errors import DataError
 from bench.data.sts import check_gold_varies
 from bench.evaluate.attacks import Distractors
-from bench.evaluate.suites.base import EvalContext, SuiteError, load_dataset
+from bench.evaluate.suites.base import EvalContext, NamedDatasets, SuiteError, load_dataset
 from bench.evaluate.suites.variants import variant_loop
 from results_db.records import ItemValues, ScoreRecord
 
@@ -40,13 +40,10 @@ def load_sts(dataset: str, ctx: EvalContext):
 
 
 @dataclass
-class STSSuite:
+class STSSuite(NamedDatasets):
     names: tuple[str, ...] = STS_SUITE
     name: str = "sts"
     data_kind: str = "sts"  # datasets are catalog entries or local files of this kind
-
-    def datasets(self) -> list[str]:
-        return list(self.names)
 
     def evaluate(self, model: Any, dataset: str, ctx: EvalContext) -> list[ScoreRecord]:
         data = load_sts(dataset, ctx)
